@@ -1,0 +1,26 @@
+"""`python -m lanekit` and the `lanekit` console script.
+
+`lanekit run LANE` is what launchd starts: it goes straight to the runner without importing
+typer, rich or jinja2 (start-up on an empty queue is a benchmark figure). Everything else goes
+through the typer app.
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Dispatch: the runner's fast path, or the full CLI."""
+    args = sys.argv[1:] if argv is None else argv
+    if args[:1] == ["run"] and not {"--config", "-c", "--help", "-h", "--debug"} & set(args):
+        from lanekit.runner import main as run_main
+
+        sys.exit(run_main(args[1:]))
+    from lanekit.cli import main as cli_main
+
+    cli_main(args)
+
+
+if __name__ == "__main__":
+    main()

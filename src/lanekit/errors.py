@@ -1,0 +1,53 @@
+"""The one error root and the exit codes every command and the runner use (docs/exit-codes.md)."""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """Process exit statuses; documented in docs/exit-codes.md and pinned by tests."""
+
+    OK = 0
+    FAILURE = 1  # the command ran and found or caused failures (validate errors, failed jobs)
+    USAGE = 2  # bad command line or bad input (lanes.toml, job payload, id)
+    UNAVAILABLE = 69  # EX_UNAVAILABLE: environment unusable (dirs missing, cross-device, launchd)
+    INTERRUPTED = 75  # EX_TEMPFAIL: stopped by a signal, claimed jobs restored
+
+
+class LanekitError(Exception):
+    """A failure explained to a person: one line of message, one line of hint."""
+
+    exit_code: ExitCode = ExitCode.FAILURE
+
+    def __init__(self, message: str, hint: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UsageError(LanekitError):
+    """The command line or an input file is wrong; nothing was changed."""
+
+    exit_code = ExitCode.USAGE
+
+
+class ConfigError(UsageError):
+    """lanes.toml (or a template) is invalid; the message names file, lane and key."""
+
+
+class EnvironmentUnusableError(LanekitError):
+    """A directory, filesystem or tool the lane needs is unusable (exit 69)."""
+
+    exit_code = ExitCode.UNAVAILABLE
+
+
+class QueueError(EnvironmentUnusableError):
+    """The queue's directories cannot be used safely (cross-device, network folder, symlink...)."""
+
+
+class LaunchdError(LanekitError):
+    """launchd (real or emulated) refused an operation; see launchd.LaunchctlError for details."""
