@@ -63,6 +63,8 @@ class ServiceInfo:
     domain: str | None = None
     properties: tuple[str, ...] = ()
     """Flags set in `properties` (both the old `{ key = 1 }` and the new `a | b` forms)."""
+    extra: Mapping[str, str] = field(default_factory=dict)
+    """Every other top-level `key = value` line as printed (asid, nice, immediate reason...)."""
 
 
 class LaunchctlError(LaunchdError):

@@ -1,0 +1,255 @@
+#!/usr/bin/env python3
+"""Chaos run: many `lanekit run` processes, started again and again as launchd would, while a
+random one is SIGKILLed every few milliseconds. Checks that no job is lost and none succeeds
+twice.
+
+    scripts/chaos.py --jobs 20000 --runners 8 --kill-every-ms 200 --seed 1
+
+Each job's command appends the job id to a ledger (one O_APPEND write), so executions are
+counted independently of lanekit's own bookkeeping. At-least-once re-executions after a kill
+(the runner died while its job ran, the claim was recovered and the job ran again) are
+expected and reported; a lost job or a job that reached done/ twice is a failure (exit 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from lanekit.lanelog import read_events
+from lanekit.queue import Queue
+from lanekit.records import JobState, RecordStore
+from lanekit.snapshot import RunSpec
+
+LANE = "chaos"
+# The job: append "$LANEKIT_JOB_ID\n" to the ledger with one write (printf under O_APPEND).
+JOB_SCRIPT = 'printf "%s\\n" "$LANEKIT_JOB_ID" >> "$1"'
+
+
+@dataclass(frozen=True, slots=True)
+class ChaosResult:
+    """What a chaos run observed."""
+
+    jobs: int
+    runners: int
+    kill_every_ms: int
+    seed: int
+    runs_started: int
+    kills: int
+    seconds: float
+    done: int
+    failed: int
+    lost: int
+    succeeded_twice: int
+    done_without_execution: int
+    executions: int
+    executions_beyond_one: int
+    recovered_events: int
+
+    @property
+    def ok(self) -> bool:
+        """No loss, no double success, nothing reported done that never ran."""
+        return (
+            self.lost == 0
+            and self.succeeded_twice == 0
+            and self.done_without_execution == 0
+            and self.failed == 0
+        )
+
+
+def make_spec(root: Path, *, max_jobs: int, stale_after: float) -> RunSpec:
+    """The lane the chaos runners drain (a snapshot file, as `apply` would write)."""
+    ledger = root / "ledger.txt"
+    return RunSpec(
+        lane=LANE,
+        label=f"local.chaos.{LANE}",
+        queue_dir=root / "queue",
+        command=("/bin/sh", "-c", JOB_SCRIPT, "chaos-job", str(ledger)),
+        max_jobs=max_jobs,
+        max_seconds=None,
+        max_attempts=1_000_000,  # kills must never push a job to failed/: that would hide loss
+        stale_after=stale_after,
+        exit_timeout=5,
+        log_path=root / "queue" / "logs" / f"{LANE}.log",
+        durable=False,
+        log_max_bytes=0,  # keep one log: the checker reads every `done` event
+    )
+
+
+def _done_ids(queue: Queue) -> collections.Counter[str]:
+    """Job ids in done/ (bucketed by day), counted: a count above 1 is a double success."""
+    found: collections.Counter[str] = collections.Counter()
+    for path in queue.done.rglob("*.json"):
+        found[path.name.split(".", 1)[0]] += 1
+    return found
+
+
+def _failed_ids(queue: Queue) -> set[str]:
+    return {path.name.split(".", 1)[0] for path in queue.failed.rglob("*.json")}
+
+
+def _queue_empty(queue: Queue) -> bool:
+    counts = queue.counts()
+    return counts.queued == 0 and counts.claimed == 0 and counts.delayed == 0
+
+
+def run_chaos(
+    *,
+    jobs: int,
+    runners: int,
+    kill_every_ms: int,
+    seed: int,
+    root: Path,
+    max_jobs: int = 50,
+    timeout: float = 3600.0,
+    progress: bool = False,
+) -> ChaosResult:
+    """Enqueue `jobs`, keep `runners` `lanekit run` processes going, SIGKILL a random one every
+    `kill_every_ms`, until the queue is empty; then compare done/, records and the ledger."""
+    rng = random.Random(seed)
+    root.mkdir(parents=True, exist_ok=True)
+    spec = make_spec(root, max_jobs=max_jobs, stale_after=2.0)
+    snapshot = root / f"{spec.label}.json"
+    spec.write(snapshot)
+    queue = Queue(spec.queue_dir, durable=False)
+    queue.ensure()
+    ids = [queue.enqueue({"n": n}) for n in range(jobs)]
+    ledger = root / "ledger.txt"
+    ledger.touch()
+
+    argv = [sys.executable, "-m", "lanekit", "run", LANE, "--snapshot", str(snapshot)]
+    out = (root / "runners.log").open("ab")
+    slots: list[subprocess.Popen[bytes] | None] = [None] * runners
+    runs_started = kills = 0
+    started = time.monotonic()
+    next_kill = started + kill_every_ms / 1000
+    last_report = started
+    try:
+        while True:
+            now = time.monotonic()
+            if now - started > timeout:
+                raise SystemExit(f"chaos: gave up after {timeout:.0f}s with work left")
+            for i, proc in enumerate(slots):
+                if proc is not None and proc.poll() is not None:
+                    slots[i] = proc = None
+                if proc is None:
+                    # launchd starts the lane again on its next fire; here: at once
+                    slots[i] = subprocess.Popen(argv, stdout=out, stderr=out)
+                    runs_started += 1
+            if kill_every_ms > 0 and now >= next_kill:
+                next_kill = now + kill_every_ms / 1000
+                live = [p for p in slots if p is not None and p.poll() is None]
+                if live:
+                    victim = rng.choice(live)
+                    victim.send_signal(signal.SIGKILL)
+                    kills += 1
+            if _queue_empty(queue) and all(p is None or p.poll() is not None for p in slots):
+                break
+            if progress and now - last_report > 5:
+                last_report = now
+                counts = queue.counts()
+                print(
+                    f"  {now - started:6.1f}s queued={counts.queued} claimed={counts.claimed}"
+                    f" delayed={counts.delayed} done={counts.done} kills={kills}",
+                    file=sys.stderr,
+                )
+            time.sleep(0.01)
+    finally:
+        for proc in slots:
+            if proc is not None and proc.poll() is None:
+                proc.wait()
+        out.close()
+    # Jobs whose runner was killed keep running in their own process group; let them finish
+    # before reading the ledger.
+    time.sleep(0.5)
+    seconds = time.monotonic() - started
+
+    done = _done_ids(queue)
+    failed = _failed_ids(queue)
+    ledger_counts = collections.Counter(ledger.read_text().split())
+    records = RecordStore(queue.records)
+    done_events: collections.Counter[str] = collections.Counter()
+    recovered_events = 0
+    for event in read_events(spec.log_path):
+        if event.get("event") == "done":
+            done_events[event["job"]] += 1
+        elif event.get("event") == "recovered":
+            recovered_events += 1
+    succeeded = set(records.succeeded_ids())
+    lost = [job for job in ids if job not in done and job not in failed]
+    twice = {job for job, n in done.items() if n > 1} | {
+        job for job, n in done_events.items() if n > 1
+    }
+    not_recorded = [job for job in done if job not in succeeded]
+    unexecuted = [job for job in done if ledger_counts[job] == 0]
+    beyond = sum(n - 1 for n in ledger_counts.values() if n > 1)
+    if not_recorded:
+        print(f"chaos: {len(not_recorded)} done jobs without a succeeded record", file=sys.stderr)
+    record_states = collections.Counter(
+        (r.state if (r := records.read(job)) is not None else "none") for job in lost[:20]
+    )
+    if lost:
+        print(f"chaos: lost jobs (first 20 record states): {dict(record_states)}", file=sys.stderr)
+    return ChaosResult(
+        jobs=jobs,
+        runners=runners,
+        kill_every_ms=kill_every_ms,
+        seed=seed,
+        runs_started=runs_started,
+        kills=kills,
+        seconds=round(seconds, 1),
+        done=sum(done.values()),
+        failed=len(failed),
+        lost=len(lost),
+        succeeded_twice=len(twice) + len(not_recorded) * 0,
+        done_without_execution=len(unexecuted),
+        executions=sum(ledger_counts.values()),
+        executions_beyond_one=beyond,
+        recovered_events=recovered_events,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line: run once, print the figures, exit 1 on any loss or double success."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--jobs", type=int, default=2000, help="jobs to enqueue")
+    parser.add_argument("--runners", type=int, default=8, help="concurrent `lanekit run`s")
+    parser.add_argument("--kill-every-ms", type=int, default=200, help="SIGKILL cadence")
+    parser.add_argument("--seed", type=int, default=1, help="random seed (victim choice)")
+    parser.add_argument("--dir", type=Path, default=None, help="work dir (default: a temp dir)")
+    parser.add_argument("--max-jobs", type=int, default=50, help="max_jobs per run")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="lanekit-chaos-") as tmp:
+        root = args.dir if args.dir is not None else Path(tmp)
+        result = run_chaos(
+            jobs=args.jobs,
+            runners=args.runners,
+            kill_every_ms=args.kill_every_ms,
+            seed=args.seed,
+            root=root,
+            max_jobs=args.max_jobs,
+            progress=not args.json,
+        )
+    if args.json:
+        print(json.dumps({"schema": 1, **asdict(result), "ok": result.ok}, indent=2))
+    else:
+        for key, value in asdict(result).items():
+            print(f"{key.replace('_', '-'):24} {value}")
+        print(f"{'result':24} {'OK' if result.ok else 'FAILED'}")
+    return 0 if result.ok else 1
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONDONTWRITEBYTECODE", "1")
+    sys.exit(main())

@@ -1,0 +1,189 @@
+"""Checks on the lane as a whole: a scheduled run that left no trace (and why), and a lane
+set to run in the background while a burst waits for it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import StrEnum
+
+from lanekit.checks.launchd import LOOP_STATES
+from lanekit.doctor import DoctorContext, Problem, Severity, Target, check
+from lanekit.errors import LanekitError
+
+MISSED_RUN_GRACE = timedelta(minutes=10)
+"""How long after a fire a run may take to show up in the lane log (launchd fires ~5 s late,
+a wake from sleep later still)."""
+
+BURST_BACKLOG = 20
+"""Queued jobs from which a Nice/low-priority lane is draining a burst, not a trickle."""
+
+
+class MissedRunCause(StrEnum):
+    """Why a scheduled run left no trace in the lane log."""
+
+    NOT_LOADED = "not loaded"
+    DISABLED = "disabled"
+    EXIT_78 = "exit 78"
+    THROTTLED = "throttled"
+    RAN_SILENT = "ran but logged nothing"
+    UNKNOWN = "asleep or powered off (unknown)"
+
+
+@dataclass(frozen=True, slots=True)
+class MissedRunFacts:
+    """What `classify_missed_run` needs; None means launchd could not be asked."""
+
+    loaded: bool | None
+    disabled: bool = False
+    last_exit: int | None = None
+    state: str | None = None
+    output_since_fire: bool = False
+    """StandardOutPath/StandardErrorPath changed after the fire: something ran."""
+
+
+def classify_missed_run(facts: MissedRunFacts) -> MissedRunCause:
+    """The most specific explanation the facts support; the order is the precedence."""
+    if facts.disabled:
+        return MissedRunCause.DISABLED
+    if facts.loaded is False:
+        return MissedRunCause.NOT_LOADED
+    if facts.last_exit == 78:
+        return MissedRunCause.EXIT_78
+    if facts.output_since_fire:
+        return MissedRunCause.RAN_SILENT
+    if facts.loaded and (facts.last_exit not in (None, 0) or (facts.state or "") in LOOP_STATES):
+        return MissedRunCause.THROTTLED
+    return MissedRunCause.UNKNOWN
+
+
+def expected_fire(target: Target, now: datetime) -> datetime | None:
+    """The latest time the lane should already have run by (naive local), grace included."""
+    from lanekit.schedule import previous_fire
+
+    lane = target.lane
+    if lane is None:
+        return None
+    cutoff = now - MISSED_RUN_GRACE
+    if lane.schedule.calendar:
+        return previous_fire(lane.schedule.calendar, cutoff)
+    if lane.schedule.interval is not None:
+        return cutoff - timedelta(seconds=lane.schedule.interval)
+    return None
+
+
+def _changed_since(target: Target, when: datetime) -> bool:
+    lane = target.lane
+    if lane is None:
+        return False
+    for path in (lane.stdout_path, lane.stderr_path):
+        try:
+            if datetime.fromtimestamp(path.stat().st_mtime) >= when:
+                return True
+        except OSError:
+            continue
+    return False
+
+
+@check(
+    "lane.missed-run",
+    summary="a scheduled run left no trace in the lane log; says why (not loaded, exit 78, ...)",
+    needs_lane=True,
+    needs_plist=False,
+)
+def missed_run(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
+    """Every run writes `start` to the lane log; a fire with nothing after it is a silence
+    to explain, from what launchd says and which files changed."""
+    from lanekit.lanelog import read_events
+
+    lane = target.lane
+    if lane is None or not target.installed or target.plist_path is None:
+        return
+    fire = expected_fire(target, ctx.now())
+    if fire is None:
+        return
+    try:
+        installed_at = datetime.fromtimestamp(target.plist_path.stat().st_mtime)
+    except OSError:
+        return
+    if installed_at > fire:
+        return  # launchd never replays a fire that passed before the job was loaded
+    if next(read_events(lane.log_path, since=fire, rotated=True), None) is not None:
+        return
+    label = lane.label
+    facts = MissedRunFacts(loaded=None, output_since_fire=_changed_since(target, fire))
+    if ctx.launchd_available:
+        info = ctx.service(label)
+        facts = MissedRunFacts(
+            loaded=label in ctx.listing(),
+            disabled=ctx.disabled().get(label, False),
+            last_exit=ctx.last_exit(label),
+            state=info.state if info is not None else None,
+            output_since_fire=facts.output_since_fire,
+        )
+    cause = classify_missed_run(facts)
+    when = f"{fire:%Y-%m-%d %H:%M}"
+    head = f"lane {lane.name} should have run at {when} but its log shows nothing since"
+    severity = Severity.WARNING if cause is MissedRunCause.UNKNOWN else Severity.ERROR
+    if cause is MissedRunCause.NOT_LOADED:
+        text, fix = "it is not loaded in launchd", f"lanekit apply {lane.name}"
+    elif cause is MissedRunCause.DISABLED:
+        text = "it is disabled in launchd"
+        fix = f"launchctl enable {ctx.domain}/{label} && lanekit apply {lane.name}"
+    elif cause is MissedRunCause.EXIT_78:
+        text = "launchd could not start it (exit 78, the program never ran)"
+        explained = ctx.findings("launchd.exit-78", target)
+        fix = explained[0].fix if explained else f"lanekit try {lane.name}"
+    elif cause is MissedRunCause.RAN_SILENT:
+        text = "launchd started it (its output files changed) but the runner never logged a line"
+        fix = f"lanekit logs {lane.name} --err  (then `lanekit try {lane.name}`)"
+    elif cause is MissedRunCause.THROTTLED:
+        text = (
+            f"its runs keep failing (last exit {facts.last_exit}) and launchd throttles a "
+            "failing job, so the fire was skipped"
+        )
+        fix = f"lanekit logs {lane.name} --err"
+    else:
+        text = (
+            "launchd has it loaded and nothing says it failed, so the Mac was probably asleep "
+            "(launchd runs it on wake) or off (the fire is skipped)"
+        )
+        fix = f"lanekit kick {lane.name}  (runs it now)"
+    yield Problem(severity, f"{head}: {cause.value}: {text}.", fix)
+
+
+@check(
+    "priority.background-burst",
+    summary="a Nice / low-priority / Background lane has a large backlog to drain",
+    needs_lane=True,
+)
+def background_burst(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
+    """Seed 001: Nice 10 and LowPriorityIO say "yield to everything", which is right for a
+    trickle and wrong for 57 jobs waiting after an outage."""
+    lane, job = target.lane, target.plist
+    if lane is None or job is None or not lane.queue.dir.is_dir():
+        return
+    nice = job.get("Nice")
+    settings = []
+    if isinstance(nice, int) and not isinstance(nice, bool) and nice > 0:
+        settings.append(f"Nice {nice}")
+    if job.get("LowPriorityIO") is True:
+        settings.append("LowPriorityIO")
+    if job.get("ProcessType") == "Background":
+        settings.append("ProcessType Background")
+    if not settings:
+        return
+    try:
+        queued = ctx.queue(lane).counts(now=ctx.now().timestamp()).queued
+    except LanekitError:
+        return
+    if queued < BURST_BACKLOG:
+        return
+    yield Problem(
+        Severity.WARNING,
+        f"{' and '.join(settings)} make the lane yield to everything else while {queued} jobs "
+        "wait: a burst drains slowly (and Background jobs may be deferred for hours).",
+        f"remove nice / low_priority_io / process_type from [lanes.{lane.name}] in lanes.toml "
+        "and run `lanekit apply`, or accept the slow drain",
+    )

@@ -1,0 +1,101 @@
+"""`lanekit init`, `lanekit validate`, `lanekit render`: lanes.toml and the plists it describes."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from lanekit.cli.options import ConfigOption, JsonOption
+from lanekit.cli.render import config as show
+from lanekit.config import find_config
+from lanekit.errors import ExitCode
+from lanekit.paths import Paths
+from lanekit.plist import check_config, init_config, render_config
+
+TemplatesOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--templates",
+        help="Directory of templates overriding the shipped ones (else [defaults] templates).",
+        show_default=False,
+        file_okay=False,
+    ),
+]
+
+
+def init(
+    directory: Annotated[
+        Path | None,
+        typer.Argument(
+            help="Where to write lanes.toml (default: the current directory).",
+            show_default=False,
+            metavar="DIR",
+        ),
+    ] = None,
+) -> None:
+    """Write a commented example lanes.toml. Never overwrites an existing one."""
+    paths = Paths.from_env()
+    written = init_config(paths.cwd / (directory or Path()), paths)
+    show.initialized(written, paths.cwd)
+
+
+def validate(
+    config: ConfigOption = None,
+    templates: TemplatesOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Check lanes.toml, its schedules and its rendered plists; list every error (exit 1)."""
+    paths = Paths.from_env()
+    path = find_config(config, os.environ, paths.cwd)
+    check = check_config(
+        path, paths, interpreter=sys.executable, templates=_absolute(templates, paths)
+    )
+    show.validation(check, as_json=as_json)
+    if not check.ok:
+        raise typer.Exit(int(ExitCode.FAILURE))
+
+
+def render(
+    lanes: Annotated[
+        list[str] | None,
+        typer.Argument(help="Lanes to render (default: all).", show_default=False, metavar="LANE"),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            help="Write <Label>.plist files into this directory instead of printing them.",
+            show_default=False,
+            file_okay=False,
+        ),
+    ] = None,
+    templates: TemplatesOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Print the launchd plist of each lane (or write them with --out)."""
+    paths = Paths.from_env()
+    path = find_config(config, os.environ, paths.cwd)
+    rendered = render_config(
+        path,
+        paths,
+        names=lanes or (),
+        interpreter=sys.executable,
+        templates=_absolute(templates, paths),
+        out=_absolute(out, paths),
+    )
+    show.rendered(rendered, paths.cwd)
+
+
+def _absolute(path: Path | None, paths: Paths) -> Path | None:
+    return None if path is None else paths.cwd / path
+
+
+def register(app: typer.Typer) -> None:
+    """Add init, validate and render to the lanekit app."""
+    app.command("init")(init)
+    app.command("validate")(validate)
+    app.command("render")(render)

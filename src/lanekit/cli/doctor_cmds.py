@@ -1,0 +1,158 @@
+"""`lanekit doctor`, `lanekit try`, `lanekit logs`: explain, reproduce and watch a lane's
+silent failures."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from lanekit.cli.options import ConfigOption, JsonOption
+from lanekit.cli.render import doctor as show
+from lanekit.doctor import DoctorRequest, diagnose, list_checks
+from lanekit.errors import ExitCode, UsageError
+from lanekit.logs import LogsRequest, LogStream, lane_logs
+from lanekit.paths import Paths
+from lanekit.tryrun import TryRequest, try_run
+
+PlistOption = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--plist",
+        help="Examine this plist file (any job, not only lanekit's); repeatable.",
+        show_default=False,
+        dir_okay=False,
+    ),
+]
+
+
+def doctor(
+    *,
+    lanes: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="Lanes to examine (default: all lanes in lanes.toml).", show_default=False
+        ),
+    ] = None,
+    plist: PlistOption = None,
+    all_plists: Annotated[
+        bool, typer.Option("--all", help="Examine every plist in the LaunchAgents directory.")
+    ] = False,
+    check: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--check",
+            help="Run only this check (repeatable; see --list-checks).",
+            show_default=False,
+        ),
+    ] = None,
+    list_only: Annotated[
+        bool, typer.Option("--list-checks", help="List every check id and what it looks for.")
+    ] = False,
+    as_json: JsonOption = False,
+    config: ConfigOption = None,
+) -> None:
+    """Explain why lanes (or any launchd job) stay silent: each finding names its fix.
+
+    Exit 1 when any error is found.
+    """
+    if list_only:
+        show.checks(list_checks(), as_json=as_json)
+        return
+    paths = Paths.from_env()
+    request = DoctorRequest(
+        lanes=tuple(lanes or ()),
+        plists=tuple(paths.cwd / p for p in plist or ()),
+        all_plists=all_plists,
+        checks=tuple(check or ()),
+        config_path=config,
+    )
+    report = diagnose(request, paths, env=os.environ)
+    show.report(report, as_json=as_json)
+    raise typer.Exit(int(report.exit_code))
+
+
+def try_(
+    *,
+    lane: Annotated[
+        str | None,
+        typer.Argument(help="The lane to run once (its installed entrypoint).", show_default=False),
+    ] = None,
+    plist: Annotated[
+        Path | None,
+        typer.Option(
+            "--plist", help="Run the job of this plist file instead of a lane.", dir_okay=False
+        ),
+    ] = None,
+    job: Annotated[
+        Path | None,
+        typer.Option(
+            "--job",
+            help="Run the lane's job command once on this file, without the queue.",
+            dir_okay=False,
+            show_default=False,
+        ),
+    ] = None,
+    timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--timeout", help="Stop the job (SIGTERM, then SIGKILL) after this many seconds."
+        ),
+    ] = None,
+    config: ConfigOption = None,
+) -> None:
+    """Run a job once in the foreground exactly as launchd would start it.
+
+    Bare environment plus the plist's EnvironmentVariables (launchd's default PATH when none),
+    its WorkingDirectory, stdout/stderr files and Nice. Problems launchd would hit (a program
+    or command missing under that PATH, a log directory missing) are reported before running.
+    For a lanekit lane this runs the installed entrypoint, which drains real jobs from the
+    queue; use --job FILE to run the job command on one file without the queue.
+    """
+    paths = Paths.from_env()
+    request = TryRequest(
+        lane=lane,
+        plist=None if plist is None else paths.cwd / plist,
+        job=None if job is None else paths.cwd / job,
+        config_path=config,
+        timeout=timeout,
+    )
+    result = try_run(request, paths, os.environ)
+    show.tried(result)
+    raise typer.Exit(int(result.exit_status))
+
+
+def logs(
+    *,
+    lane: Annotated[str, typer.Argument(help="The lane whose logs to show.")],
+    err: Annotated[
+        bool, typer.Option("--err", help="Show the job's stderr file (StandardErrorPath).")
+    ] = False,
+    out: Annotated[
+        bool, typer.Option("--out", help="Show the job's stdout file (StandardOutPath).")
+    ] = False,
+    lines: Annotated[int, typer.Option("-n", "--lines", help="How many last lines to show.")] = 20,
+    follow: Annotated[
+        bool,
+        typer.Option("-f", "--follow", help="Keep printing new lines, across rotation (Ctrl-C)."),
+    ] = False,
+    config: ConfigOption = None,
+) -> None:
+    """Show a lane's event log (default), or launchd's stdout/stderr files of its job."""
+    if err and out:
+        raise UsageError("--err and --out: choose one log", "e.g. `lanekit logs LANE --err`")
+    stream = LogStream.ERR if err else LogStream.OUT if out else LogStream.EVENTS
+    request = LogsRequest(lane=lane, stream=stream, lines=lines, follow=follow, config_path=config)
+    try:
+        show.log_lines(lane_logs(request, Paths.from_env(), os.environ))
+    except KeyboardInterrupt:
+        raise typer.Exit(int(ExitCode.OK)) from None
+
+
+def register(app: typer.Typer) -> None:
+    """Add doctor, try and logs to the lanekit app."""
+    app.command("doctor")(doctor)
+    app.command("try")(try_)
+    app.command("logs")(logs)

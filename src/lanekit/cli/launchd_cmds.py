@@ -1,0 +1,143 @@
+"""`lanekit plan|apply|remove|kick|status`: lanes.toml against launchd (real or emulated)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from lanekit.cli.options import ConfigOption, DryRunOption, JsonOption
+from lanekit.cli.render import launchd as show
+from lanekit.config import Config, find_config, load_config
+from lanekit.errors import ConfigError, UsageError
+from lanekit.launchd import open_launchd
+from lanekit.paths import Paths
+
+WaitOption = Annotated[
+    float | None,
+    typer.Option(
+        "--wait",
+        metavar="SECONDS",
+        min=0,
+        help="Let running lanes finish (up to SECONDS in total), then reload or remove them.",
+        show_default=False,
+    ),
+]
+ForceOption = Annotated[
+    bool,
+    typer.Option(
+        "--force",
+        help="Boot out running lanes anyway (their runner puts the jobs back in the queue).",
+    ),
+]
+
+
+def _config(option: Path | None, paths: Paths) -> Config:
+    return load_config(find_config(option, os.environ, paths.cwd), paths)
+
+
+def _check_wait_force(wait: float | None, force: bool) -> None:
+    if wait is not None and force:
+        raise UsageError("--wait and --force cannot be combined", "choose one of them")
+
+
+def plan(config: ConfigOption = None) -> None:
+    """Show what `lanekit apply` would do to each lane, and why. Changes nothing."""
+    from lanekit.reconcile import apply as reconcile
+
+    paths = Paths.from_env()
+    show.plan(reconcile(_config(config, paths), paths, open_launchd(paths), dry_run=True))
+
+
+def apply(
+    lanes: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="Lanes to apply (default: all lanes in lanes.toml).", show_default=False
+        ),
+    ] = None,
+    wait: WaitOption = None,
+    force: ForceOption = False,
+    dry_run: DryRunOption = False,
+    config: ConfigOption = None,
+) -> None:
+    """Install and (re)load lanes so launchd matches lanes.toml. A running lane is never
+    reloaded: it is skipped and logged, unless --wait or --force."""
+    from lanekit.reconcile import apply as reconcile
+
+    _check_wait_force(wait, force)
+    paths = Paths.from_env()
+    result = reconcile(
+        _config(config, paths),
+        paths,
+        open_launchd(paths),
+        lanes=lanes or (),
+        wait=wait,
+        force=force,
+        dry_run=dry_run,
+    )
+    show.applied(result)
+    raise typer.Exit(int(result.exit_code))
+
+
+def remove(
+    lane: Annotated[
+        str, typer.Argument(help="Lane name (or launchd label) of an installed lanekit lane.")
+    ],
+    wait: WaitOption = None,
+    force: ForceOption = False,
+    config: ConfigOption = None,
+) -> None:
+    """Boot out a lane and delete its plist and snapshot. Its queue is left untouched."""
+    from lanekit.reconcile import remove as reconcile_remove
+
+    _check_wait_force(wait, force)
+    paths = Paths.from_env()
+    try:
+        loaded: Config | None = _config(config, paths)
+    except ConfigError:
+        # Removing a lane that is gone from lanes.toml (or whose lanes.toml is gone) is the
+        # normal case; only an explicit --config must exist and be valid.
+        if config is not None:
+            raise
+        loaded = None
+    result = reconcile_remove(loaded, paths, open_launchd(paths), lane, wait=wait, force=force)
+    show.removed(result)
+
+
+def kick(
+    lane: Annotated[str, typer.Argument(help="The lane to start now.")],
+    config: ConfigOption = None,
+) -> None:
+    """Start a lane now and return at once; prints the pid of its run."""
+    from lanekit.reconcile import kick as reconcile_kick
+
+    paths = Paths.from_env()
+    show.kicked(reconcile_kick(_config(config, paths), open_launchd(paths), lane))
+
+
+def status(
+    lane: Annotated[
+        str | None, typer.Argument(help="Show only this lane.", show_default=False)
+    ] = None,
+    as_json: JsonOption = False,
+    config: ConfigOption = None,
+) -> None:
+    """Per lane: state, pid, last exit, runs, schedule, next fire and queue counts."""
+    from lanekit.status import status as lane_status
+
+    paths = Paths.from_env()
+    launchd = open_launchd(paths)
+    rows = lane_status(_config(config, paths), paths, launchd, [lane] if lane else None)
+    show.status(rows, domain=launchd.domain, as_json=as_json)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the launchd commands to the app."""
+    app.command("plan")(plan)
+    app.command("apply")(apply)
+    app.command("remove")(remove)
+    app.command("kick")(kick)
+    app.command("status")(status)

@@ -1,0 +1,86 @@
+"""Output of `lanekit init`, `lanekit validate` and `lanekit render`."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from lanekit.cli.render import error, json_out, line, warning
+from lanekit.config import display_path
+from lanekit.plist import ConfigCheck, RenderedLane
+from lanekit.schedule import describe_schedule
+
+VALIDATE_SCHEMA = 1
+
+
+def initialized(path: Path, cwd: Path) -> None:
+    """Where lanes.toml was written, and what to do next."""
+    shown = display_path(path, cwd)
+    line(f"wrote {shown}")
+    flag = "" if shown == "lanes.toml" else f" -c {shown}"
+    line(f"next: edit it, then `lanekit validate{flag}` and `lanekit render{flag}`")
+
+
+def validation(check: ConfigCheck, *, as_json: bool) -> None:
+    """Every error (`error:` + `hint:` on stderr), every warning, then a summary on stdout."""
+    if as_json:
+        json_out(_validation_json(check))
+        return
+    for problem in check.errors:
+        error(problem.message, problem.hint)
+    for text in check.warnings:
+        warning(f"{check.display}: {text}")
+    if check.config is None:
+        count = len(check.errors)
+        sys.stderr.write(f"{check.display}: {count} error{'s' if count != 1 else ''}\n")
+        return
+    lanes = check.config.lanes
+    queues = check.config.queues
+    line(f"{check.display}: OK ({_plural(len(lanes), 'lane')}, {_plural(len(queues), 'queue')})")
+    width = max((len(name) for name in lanes), default=0)
+    label_width = max((len(lane.label) for lane in lanes.values()), default=0)
+    for name, lane in lanes.items():
+        line(
+            f"  {name:<{width}}  {lane.label:<{label_width}}  "
+            f"queue={lane.queue.name}  {describe_schedule(lane.schedule)}"
+        )
+
+
+def rendered(items: Sequence[RenderedLane], cwd: Path) -> None:
+    """Plists on stdout (a `# <Label>.plist` line before each when there are several), or
+    one `wrote`/`unchanged` line per file written with --out.
+    """
+    for item in items:
+        if item.path is not None:
+            state = "wrote" if item.changed else "unchanged"
+            line(f"{state} {display_path(item.path, cwd)}")
+            continue
+        if len(items) > 1:
+            line(f"# {item.file_name}")
+        sys.stdout.write(item.data.decode("utf-8"))
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def _validation_json(check: ConfigCheck) -> dict[str, Any]:
+    lanes = [] if check.config is None else list(check.config.lanes.values())
+    return {
+        "schema": VALIDATE_SCHEMA,
+        "config": check.display,
+        "ok": check.ok,
+        "errors": [{"message": e.message, "hint": e.hint} for e in check.errors],
+        "warnings": list(check.warnings),
+        "lanes": [
+            {
+                "name": lane.name,
+                "label": lane.label,
+                "queue": lane.queue.name,
+                "schedule": describe_schedule(lane.schedule),
+            }
+            for lane in lanes
+        ],
+    }

@@ -1,0 +1,84 @@
+"""How `lanekit demo` looks: a progress bar while lanes drain (terminal only), then tables."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+from rich.table import Table
+
+from lanekit.cli.render import line, stderr, stdout
+from lanekit.demo import DemoReport
+from lanekit.demo import Progress as DrainProgress
+
+
+@contextlib.contextmanager
+def progress() -> Iterator[Callable[[DrainProgress], None]]:
+    """A live bar on a terminal; silent otherwise (logs and pipes get the final table only)."""
+    console = stderr()
+    if not console.is_terminal:
+        yield lambda _: None
+        return
+    with Progress(
+        TextColumn("draining"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[running]}"),
+        console=console,
+        transient=True,
+    ) as bar:
+        task = bar.add_task("drain", total=None, running="")
+
+        def show(p: DrainProgress) -> None:
+            running = f"running: {', '.join(p.running)}" if p.running else ""
+            bar.update(task, completed=p.done, total=p.total, running=running)
+
+        yield show
+
+
+def report(r: DemoReport) -> None:
+    """The incident's numbers, the reload story and the doctor finding."""
+    d = r.drain
+    out = stdout()
+    line(f"lanekit demo ({r.backend} launchd) in {r.root}")
+    line(
+        f"{d.jobs} jobs queued; {len(d.fired)} lanes fired at the same moment: {', '.join(d.fired)}"
+    )
+    line()
+    table = Table(title="after the burst", title_justify="left", show_edge=False)
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    table.add_row("jobs processed", str(d.processed))
+    table.add_row("processed more than once", str(d.duplicates))
+    table.add_row("lost", str(d.lost))
+    table.add_row("seconds to drain", f"{d.seconds:.1f}")
+    out.print(table)
+    lanes = Table(title="jobs per lane", title_justify="left", show_edge=False)
+    lanes.add_column("lane")
+    lanes.add_column("jobs", justify="right")
+    for lane, count in d.per_lane.items():
+        lanes.add_row(lane, str(count))
+    out.print(lanes)
+    line()
+    rl = r.reload
+    line(f"plist change while {rl.lane} was mid-run (pid {rl.pid}):")
+    line(f"  apply: {rl.lane} {rl.skipped.result} - {rl.skipped.detail}")
+    line(
+        f"  apply --wait: {rl.lane} {rl.applied.result} after {rl.waited_seconds:.1f} s"
+        f" - {rl.applied.detail}"
+    )
+    line()
+    if r.findings:
+        line("lanekit doctor on the sixth lane:")
+        for f in r.findings:
+            line(f"  {f.severity} {f.id} [{f.subject}]: {f.message}")
+            line(f"    fix: {f.fix}")
+    else:
+        line("lanekit doctor found no PATH problem in the sixth lane (unexpected)")
+    line()
+    if r.kept:
+        env = " ".join(f"{k}={v}" for k, v in r.env_hint.items())
+        line(f"kept {r.root}; inspect with: {env} lanekit status")
+    else:
+        line("cleaned up: lanes booted out and the demo directory removed")

@@ -1,0 +1,127 @@
+"""Output of `lanekit doctor`, `lanekit try` and `lanekit logs`."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Sequence
+
+from rich.text import Text
+
+from lanekit.cli.render import json_out, line, stdout, warning
+from lanekit.doctor import Check, DoctorReport, Finding, Severity
+from lanekit.tryrun import TryResult
+
+CHECKS_SCHEMA = 1
+
+_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def _findings(findings: Sequence[Finding]) -> None:
+    """Findings grouped by subject (already ordered most severe first within each)."""
+    id_width = max((len(f.id) for f in findings), default=0)
+    subject: str | None = None
+    for finding in findings:
+        if finding.subject != subject:
+            if subject is not None:
+                line()
+            subject = finding.subject
+            stdout().print(Text(subject, style="bold"))
+        text = Text("  ")
+        text.append(f"{finding.severity.value:<7}", style=_STYLE[finding.severity])
+        text.append(f"  {finding.id:<{id_width}}  {finding.message}")
+        stdout().print(text)
+        fix = Text(" " * (13 + id_width))
+        fix.append("fix: ", style="bold")
+        fix.append(finding.fix)
+        stdout().print(fix)
+
+
+def report(result: DoctorReport, *, as_json: bool) -> None:
+    """The findings as a table grouped by lane/plist, then a summary line; or the JSON document."""
+    for note in result.notes:
+        warning(note)
+    if as_json:
+        json_out(result.to_json())
+        return
+    scope = f"{_plural(len(result.subjects), 'subject')}, {_plural(len(result.checks), 'check')}"
+    if not result.findings:
+        line(f"no problems found ({scope})")
+        return
+    _findings(result.findings)
+    line()
+    counts = [
+        _plural(result.count(Severity.ERROR), "error"),
+        _plural(result.count(Severity.WARNING), "warning"),
+        f"{result.count(Severity.INFO)} info",
+    ]
+    line(f"{', '.join(counts)} ({scope})")
+
+
+def checks(registered: Sequence[Check], *, as_json: bool) -> None:
+    """`--list-checks`: every id, what it needs, and what it looks for."""
+    if as_json:
+        json_out(
+            {
+                "schema": CHECKS_SCHEMA,
+                "checks": [
+                    {
+                        "id": c.id,
+                        "group": c.group,
+                        "summary": c.summary,
+                        "lanekit_only": c.needs_lane,
+                        "asks_launchd": c.needs_launchd,
+                    }
+                    for c in registered
+                ],
+            }
+        )
+        return
+    width = max((len(c.id) for c in registered), default=0)
+    for c in registered:
+        scope = "lanes " if c.needs_lane else "any   "
+        line(f"{c.id:<{width}}  {scope}  {c.summary}")
+    line()
+    line("lanes = lanekit lanes only (skipped for other plists); any = every plist")
+
+
+def tried(result: TryResult) -> None:
+    """What ran and how, the preflight findings, then the decoded status and stderr tail."""
+    line(f"try: {result.subject}")
+    line(f"  run:   {' '.join(result.argv)}")
+    line(f"  cwd:   {result.cwd}")
+    line(f"  PATH:  {result.env_path}")
+    if result.problems:
+        line()
+        _findings(result.problems)
+    line()
+    if not result.ran:
+        if result.setup_error is not None:
+            stdout().print(Text(f"not started: {result.setup_error}", style="bold red"))
+            line("launchd would record last exit 78 (EX_CONFIG): the program never runs")
+        else:
+            stdout().print(
+                Text("not run: launchd would hit the errors above; fix them first", "bold red")
+            )
+        return
+    style = "green" if result.exit_status == 0 else "bold red"
+    took = f" after {result.duration:.2f} s" if result.duration is not None else ""
+    timed_out = " (stopped: --timeout reached)" if result.timed_out else ""
+    stdout().print(Text(f"result: {result.status}{took}{timed_out}", style=style))
+    where = result.stderr_path or "discarded by launchd (no StandardErrorPath)"
+    if result.stderr_tail:
+        line(f"stderr ({where}), last {_plural(len(result.stderr_tail), 'line')}:")
+        for text in result.stderr_tail:
+            line(f"  {text}")
+    else:
+        line(f"stderr ({where}): nothing")
+
+
+def log_lines(lines: Iterable[str]) -> None:
+    """Each line as it comes (flushed, so `logs -f | grep` sees it at once)."""
+    for text in lines:
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()

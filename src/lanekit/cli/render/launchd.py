@@ -1,0 +1,286 @@
+"""Output of `lanekit plan`, `apply`, `remove`, `kick` and `status`."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from rich.text import Text
+
+from lanekit.cli.render import error, json_out, line, stdout, warning
+from lanekit.launchd import LaunchctlError
+from lanekit.reconcile import (
+    ApplyResult,
+    KickResult,
+    Outcome,
+    RemoveResult,
+    Result,
+)
+from lanekit.status import LaneState, LaneStatus
+
+STATUS_SCHEMA = 1
+
+_STATE_STYLE = {
+    LaneState.RUNNING: "bold green",
+    LaneState.SCHEDULED: "cyan",
+    LaneState.IDLE: "",
+    LaneState.ERROR: "bold red",
+    LaneState.NOT_LOADED: "yellow",
+    LaneState.DISABLED: "magenta",
+}
+_RESULT_STYLE = {
+    Result.DONE: "green",
+    Result.SKIPPED: "yellow",
+    Result.FAILED: "bold red",
+    Result.UNCHANGED: "dim",
+    Result.OFFERED: "magenta",
+    Result.PLANNED: "cyan",
+}
+
+
+def _row(cells: Sequence[tuple[str, str]], widths: Sequence[int]) -> None:
+    """One table row; styles show only on a terminal (the console drops them otherwise)."""
+    text = Text()
+    last = len(cells) - 1
+    for i, ((value, style), width) in enumerate(zip(cells, widths, strict=True)):
+        text.append(value if i == last else value.ljust(width), style=style or None)
+        if i != last:
+            text.append("  ")
+    if sys.stdout.isatty():
+        stdout().print(text)
+    else:
+        line(text.plain)
+
+
+# -- plan / apply -------------------------------------------------------------------------
+
+
+def plan(result: ApplyResult) -> None:
+    """Each lane's planned action with its reason and steps, then a one-line summary."""
+    _outcome_rows(result.outcomes)
+    _summary(result)
+
+
+def applied(result: ApplyResult) -> None:
+    """What apply did per lane, errors (with launchctl's meaning) on stderr, then a summary."""
+    if result.dry_run:
+        plan(result)
+        return
+    # Unchanged lanes are only counted: apply lists what it did and what needs attention.
+    _outcome_rows([o for o in result.outcomes if o.result is not Result.UNCHANGED])
+    for outcome in result.outcomes:
+        if outcome.result is Result.FAILED and outcome.error is not None:
+            exc = outcome.error
+            meaning = f" ({exc.meaning})" if isinstance(exc, LaunchctlError) and exc.meaning else ""
+            error(f"{outcome.action.lane}: {exc.message}{meaning}", exc.hint)
+    _summary(result)
+
+
+def _outcome_rows(outcomes: Sequence[Outcome]) -> None:
+    if not outcomes:
+        return
+    lane_width = max(len(o.action.lane) for o in outcomes)
+    word_width = max(len(_word(o)) for o in outcomes)
+    for outcome in outcomes:
+        _row(
+            [
+                (outcome.action.lane, "bold"),
+                (_word(outcome), _RESULT_STYLE[outcome.result]),
+                (_explain(outcome), ""),
+            ],
+            [lane_width, word_width, 0],
+        )
+
+
+def _word(outcome: Outcome) -> str:
+    if outcome.result is Result.DONE:
+        return str(outcome.action.deferred or outcome.action.kind)
+    if outcome.result is Result.PLANNED:
+        return str(outcome.action.kind)
+    return str(outcome.result)
+
+
+def _explain(outcome: Outcome) -> str:
+    action = outcome.action
+    if outcome.result is Result.PLANNED:
+        return f"{action.reason} -> {', '.join(action.steps)}"
+    if outcome.result is Result.DONE:
+        return f"{outcome.detail} ({action.pending or action.reason})"
+    if outcome.result in {Result.SKIPPED, Result.FAILED}:
+        return outcome.detail
+    return action.reason
+
+
+def _summary(result: ApplyResult) -> None:
+    offered = result.count(Result.OFFERED)
+    offers = f"; {_plural(offered, 'lane')} offered for removal" if offered else ""
+    unchanged = result.count(Result.UNCHANGED)
+    if result.nothing_to_do:
+        line(f"nothing to do: {_plural(unchanged, 'lane')} unchanged{offers}")
+        return
+    if result.dry_run:
+        to_change = result.count(Result.PLANNED)
+        line(f"plan: {to_change} to change, {unchanged} unchanged{offers} (nothing was changed)")
+        return
+    parts = [f"{result.count(Result.DONE)} changed"]
+    if result.count(Result.SKIPPED):
+        parts.append(f"{result.count(Result.SKIPPED)} skipped (running)")
+    if result.count(Result.FAILED):
+        parts.append(f"{result.count(Result.FAILED)} failed")
+    parts.append(f"{unchanged} unchanged")
+    line("apply: " + ", ".join(parts) + offers)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+# -- remove / kick --------------------------------------------------------------------------
+
+
+def removed(result: RemoveResult) -> None:
+    """What was removed; a warning when lanes.toml would install it again."""
+    done = ["booted out"] if result.booted_out else ["was not loaded"]
+    if result.stopped_pid is not None:
+        done.append(f"stopped run pid {result.stopped_pid}")
+    done.append(f"deleted {len(result.deleted)} file{'s' if len(result.deleted) != 1 else ''}")
+    line(f"removed {result.lane} ({result.label}): {', '.join(done)}; queue untouched")
+    if result.still_configured:
+        warning(
+            f"lane {result.lane} is still in lanes.toml: the next `lanekit apply` installs it"
+            " again (delete its [lanes.{result.lane}] table to keep it removed)"
+        )
+
+
+def kicked(result: KickResult) -> None:
+    """The pid alone on stdout (scripts can capture it), notes on stderr."""
+    if result.already_running:
+        warning(f"lane {result.lane} is already running; not started again")
+    if result.pid is None:
+        warning(f"lane {result.lane} was started but launchd reported no pid")
+        return
+    line(str(result.pid))
+
+
+# -- status ------------------------------------------------------------------------------------
+
+STATUS_COLUMNS = (
+    "LANE",
+    "STATE",
+    "PID",
+    "LAST",
+    "RUNS",
+    "NEXT FIRE",
+    "QUEUED",
+    "DELAYED",
+    "CLAIMED",
+    "DONE",
+    "FAILED",
+    "OLDEST CLAIM",
+)
+
+
+def status(rows: Sequence[LaneStatus], *, domain: str, as_json: bool) -> None:
+    """A compact table plus one detail line per lane, or the versioned JSON document."""
+    if as_json:
+        json_out(status_json(rows, domain=domain))
+        return
+    table = [STATUS_COLUMNS, *(_status_cells(row) for row in rows)]
+    widths = [max(len(r[i]) for r in table) for i in range(len(STATUS_COLUMNS))]
+    _row([(h, "bold") for h in STATUS_COLUMNS], widths)
+    for row, cells in zip(rows, table[1:], strict=True):
+        styles = ["bold", _STATE_STYLE[row.state]] + [""] * (len(cells) - 2)
+        _row(list(zip(cells, styles, strict=True)), widths)
+    for row in rows:
+        detail = f"{row.lane}: {row.schedule}; last exit: {row.last_exit_text}"
+        if row.queue.error:
+            detail += f"; queue: {row.queue.error}"
+        line(detail)
+
+
+def _status_cells(row: LaneStatus) -> tuple[str, ...]:
+    q = row.queue
+    return (
+        row.lane,
+        str(row.state),
+        _dash(row.pid),
+        _short_exit(row.last_exit),
+        _dash(row.runs),
+        row.next_fire.strftime("%Y-%m-%d %H:%M") if row.next_fire else "-",
+        _dash(q.queued),
+        _dash(q.delayed),
+        _dash(q.claimed),
+        _dash(q.done),
+        _dash(q.failed),
+        _age(q.oldest_claim_age),
+    )
+
+
+def _dash(value: object) -> str:
+    return "-" if value is None else str(value)
+
+
+def _short_exit(last_exit: int | None) -> str:
+    if last_exit is None:
+        return "-"
+    if last_exit < 0:
+        import signal
+
+        try:
+            return signal.Signals(-last_exit).name
+        except ValueError:
+            return f"sig{-last_exit}"
+    return str(last_exit)
+
+
+def _age(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    whole = int(seconds)
+    if whole < 120:
+        return f"{whole}s"
+    if whole < 7200:
+        return f"{whole // 60}m"
+    if whole < 2 * 86400:
+        return f"{whole // 3600}h"
+    return f"{whole // 86400}d"
+
+
+def status_json(rows: Sequence[LaneStatus], *, domain: str) -> dict[str, Any]:
+    """The `status --json` document (schema 1; keys pinned by tests/cli/test_launchd_cmds.py)."""
+    return {
+        "schema": STATUS_SCHEMA,
+        "domain": domain,
+        "lanes": [_lane_json(row) for row in rows],
+    }
+
+
+def _lane_json(row: LaneStatus) -> dict[str, Any]:
+    q = row.queue
+    return {
+        "lane": row.lane,
+        "label": row.label,
+        "state": str(row.state),
+        "pid": row.pid,
+        "last_exit": row.last_exit,
+        "last_exit_text": row.last_exit_text,
+        "runs": row.runs,
+        "schedule": row.schedule,
+        "next_fire": _iso(row.next_fire),
+        "queue": {
+            "queued": q.queued,
+            "delayed": q.delayed,
+            "claimed": q.claimed,
+            "done": q.done,
+            "failed": q.failed,
+            "oldest_claim_age_seconds": q.oldest_claim_age,
+            "error": q.error,
+        },
+    }
+
+
+def _iso(moment: datetime | None) -> str | None:
+    # Schedules are naive local wall time; astimezone() attaches this machine's offset.
+    return None if moment is None else moment.astimezone().isoformat(timespec="seconds")

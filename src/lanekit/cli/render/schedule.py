@@ -1,0 +1,50 @@
+"""Output of `lanekit schedule`: the plist entries, the plain-English description, next fires."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from lanekit.cli.render import json_out, line
+from lanekit.schedule import Explanation
+
+SCHEMA = 1
+
+
+def to_json(result: Explanation) -> dict[str, Any]:
+    """The versioned JSON document; `interval` appears only for every= (StartInterval)."""
+    data: dict[str, Any] = {
+        "schema": SCHEMA,
+        "entries": [entry.to_plist() for entry in result.schedule.calendar],
+        "description": result.description,
+        "next": [fire.isoformat() for fire in result.next],
+    }
+    if result.schedule.interval is not None:
+        data["interval"] = result.schedule.interval
+    return data
+
+
+def explanation(result: Explanation, *, as_json: bool) -> None:
+    """Entries as plist dicts, the description, then the next fires (local wall time)."""
+    if as_json:
+        json_out(to_json(result))
+        return
+    calendar = result.schedule.calendar
+    if calendar:
+        count = len(calendar)
+        line(f"StartCalendarInterval ({count} entr{'y' if count == 1 else 'ies'}):")
+        for entry in calendar:
+            line(f"  {json.dumps(entry.to_plist())}")
+    if result.schedule.interval is not None:
+        line(f"StartInterval: {result.schedule.interval}")
+    line(f"runs: {result.description}")
+    if not result.next:
+        line(f"next fires after {result.after.isoformat()}: none")
+        return
+    note = ""
+    if result.schedule.interval is not None:
+        # launchd arms the interval timer when it loads the job; we cannot know when that was.
+        note = " (interval counted from then, as if loaded at that time)"
+    line(f"next fires after {result.after.isoformat()}{note}:")
+    for fire in result.next:
+        line(f"  {fire.isoformat()}  {fire:%a}")

@@ -1,0 +1,263 @@
+"""The lane log: one logfmt line per runner event, appended by any number of runners at once.
+
+`ts=2026-09-17T10:40:00.123Z lane=funnel event=claimed job=... attempt=1`
+
+Each line is built in memory and appended with ONE write(2) on an O_APPEND descriptor, so lines
+from concurrent runners never interleave. Rotation renames `log -> log.1 -> ... -> log.N` under a
+flock on the file being rotated, so two runners rotating at once cannot rename a fresh log over
+an older one. Kept stdlib-only and cheap to import: the runner (and its start-up benchmark)
+imports it; doctor and `lanekit logs` reuse the reader.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from datetime import datetime
+
+MAX_VALUE_CHARS = 1000
+"""Longer values (a job's error text) are cut so one event stays one short line."""
+
+_KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+_NEEDS_QUOTES = frozenset(' "=\\')
+_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_UNESCAPES = {"\\": "\\", '"': '"', "n": "\n", "r": "\r", "t": "\t"}
+
+
+def format_ts(epoch: float) -> str:
+    """UTC ISO 8601 with milliseconds; fixed width, so timestamps compare as strings."""
+    whole = int(epoch)
+    millis = int((epoch - whole) * 1000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + f".{millis:03d}Z"
+
+
+def format_value(value: object) -> str:
+    """A logfmt value: bare when safe, else double-quoted with backslash escapes."""
+    text = str(value)
+    if len(text) > MAX_VALUE_CHARS:
+        text = text[: MAX_VALUE_CHARS - 3] + "..."
+    if text and not any(ch in _NEEDS_QUOTES or ch < " " or ch == "\x7f" for ch in text):
+        return text
+    out: list[str] = []
+    for ch in text:
+        if ch in _ESCAPES:
+            out.append(_ESCAPES[ch])
+        elif ch < " " or ch == "\x7f":
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+def _check_key(key: str) -> str:
+    if not key or not set(key) <= _KEY_CHARS:
+        raise ValueError(f"logfmt key {key!r} must be letters, digits, '_', '.' or '-'")
+    return key
+
+
+def format_line(ts: str, lane: str, event: str, fields: dict[str, object]) -> str:
+    """One complete log line (newline included). Fields whose value is None are left out."""
+    parts = [f"ts={ts}", f"lane={format_value(lane)}", f"event={format_value(_check_key(event))}"]
+    for key, value in fields.items():
+        if value is not None:
+            parts.append(f"{_check_key(key)}={format_value(value)}")
+    return " ".join(parts) + "\n"
+
+
+class LaneLog:
+    """Appends events for one lane to its log file (created, with its directory, on first use)."""
+
+    def __init__(
+        self,
+        path: Path,
+        lane: str,
+        *,
+        clock: Callable[[], float] = time.time,
+        on_error: Callable[[OSError], None] | None = None,
+    ) -> None:
+        """`on_error` receives a failed write instead of it being raised (the runner keeps
+        going when only its log is broken, and says so once on stderr)."""
+        self.path = Path(path)
+        self.lane = lane
+        self._clock = clock
+        self._on_error = on_error
+
+    def event(self, name: str, **fields: object) -> str:
+        """Append `ts= lane= event=<name> k=v ...` and return the line written."""
+        line = format_line(format_ts(self._clock()), self.lane, name, fields)
+        try:
+            self._append(line.encode("utf-8", "backslashreplace"))
+        except OSError as exc:
+            if self._on_error is None:
+                raise
+            self._on_error(exc)
+        return line
+
+    def _append(self, data: bytes) -> None:
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
+        try:
+            fd = os.open(self.path, flags, 0o644)
+        except FileNotFoundError:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, flags, 0o644)
+        try:
+            written = os.write(fd, data)
+            if written != len(data):
+                # A short write on a regular file means the disk is full; report it rather
+                # than append the rest separately and risk interleaving with another runner.
+                raise OSError(f"short write to {self.path} ({written} of {len(data)} bytes)")
+        finally:
+            os.close(fd)
+
+
+def rotate_if_needed(path: Path, max_bytes: int, keep: int) -> bool:
+    """Rotate `path` to `path.1` (shifting older ones up to `path.<keep>`) when it is larger
+    than `max_bytes`. Returns True if this call rotated. `max_bytes <= 0` never rotates;
+    `keep <= 0` drops the log instead of keeping rotated copies.
+
+    Safe when several runners call it at once: each takes a flock on the log it opened and
+    re-checks under the lock that this file is still the one at `path` and still too big.
+    """
+    path = Path(path)
+    if max_bytes <= 0:
+        return False
+    try:
+        if path.stat().st_size <= max_bytes:
+            return False
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        own = os.fstat(fd)
+        try:
+            current = path.stat()
+        except FileNotFoundError:
+            return False
+        if (current.st_dev, current.st_ino) != (own.st_dev, own.st_ino):
+            return False  # someone else rotated it while we waited for the lock
+        if current.st_size <= max_bytes:
+            return False
+        if keep <= 0:
+            path.unlink()
+            return True
+        for n in range(keep - 1, 0, -1):
+            with contextlib.suppress(FileNotFoundError):
+                rotated_name(path, n).replace(rotated_name(path, n + 1))
+        path.replace(rotated_name(path, 1))
+        return True
+    finally:
+        os.close(fd)
+
+
+def parse_line(text: str) -> dict[str, str]:
+    """Parse one logfmt line into {key: value}. A blank line gives {}; a malformed line
+    (a key without `=`, an unterminated quote) raises ValueError."""
+    fields: dict[str, str] = {}
+    line = text.rstrip("\r\n")
+    i, n = 0, len(line)
+    while i < n:
+        if line[i] == " ":
+            i += 1
+            continue
+        eq = line.find("=", i)
+        space = line.find(" ", i)
+        if eq < 0 or (0 <= space < eq):
+            raise ValueError(f"logfmt: expected key=value at column {i + 1}")
+        key = line[i:eq]
+        i = eq + 1
+        if i < n and line[i] == '"':
+            value, i = _parse_quoted(line, i + 1)
+        else:
+            end = line.find(" ", i)
+            end = n if end < 0 else end
+            value, i = line[i:end], end
+        fields[key] = value
+    return fields
+
+
+def _parse_quoted(line: str, i: int) -> tuple[str, int]:
+    out: list[str] = []
+    n = len(line)
+    while i < n:
+        ch = line[i]
+        if ch == '"':
+            return "".join(out), i + 1
+        if ch == "\\" and i + 1 < n:
+            nxt = line[i + 1]
+            if nxt == "u" and i + 6 <= n:
+                out.append(chr(int(line[i + 2 : i + 6], 16)))
+                i += 6
+                continue
+            if nxt not in _UNESCAPES:
+                raise ValueError(f"logfmt: unknown escape \\{nxt} at column {i + 1}")
+            out.append(_UNESCAPES[nxt])
+            i += 2
+            continue
+        out.append(ch)
+        i += 1
+    raise ValueError("logfmt: unterminated quoted value")
+
+
+def rotated_name(path: Path, n: int) -> Path:
+    """The n-th rotated copy of a log: `lane.log.1` is the newest."""
+    return path.with_name(f"{path.name}.{n}")
+
+
+def log_files(path: Path, *, rotated: bool = False) -> list[Path]:
+    """The log's files oldest first: `path.N ... path.1, path` with rotated copies, else
+    just `path`. Only files that exist are listed."""
+    path = Path(path)
+    files = []
+    if rotated:
+        n = 1
+        while rotated_name(path, n).exists():
+            files.append(rotated_name(path, n))
+            n += 1
+        files.reverse()
+    if path.exists():
+        files.append(path)
+    return files
+
+
+def read_events(
+    path: Path,
+    since: datetime | str | None = None,
+    *,
+    rotated: bool = False,
+) -> Iterator[dict[str, str]]:
+    """Events from the lane log in order (rotated files first, oldest first, when `rotated`).
+
+    `since` keeps events with `ts >= since` (a datetime, naive = local time, or a ts string).
+    Lines that do not parse (a torn line after a disk-full) are skipped, never fatal.
+    """
+    floor = _ts_floor(since)
+    for name in log_files(path, rotated=rotated):
+        try:
+            handle = name.open(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            continue  # rotated away between listing and opening
+        with handle:
+            for line in handle:
+                try:
+                    fields = parse_line(line)
+                except ValueError:
+                    continue
+                if not fields:
+                    continue
+                if floor is not None and fields.get("ts", "") < floor:
+                    continue
+                yield fields
+
+
+def _ts_floor(since: datetime | str | None) -> str | None:
+    if since is None or isinstance(since, str):
+        return since
+    return format_ts(since.timestamp())  # naive datetimes are local time, as documented

@@ -1,0 +1,639 @@
+"""An emulated launchd domain with real processes and real signals: the default backend off macOS.
+
+State lives on disk under `state_dir` (`domain.json`, replaced atomically; every operation holds
+an flock on `domain.lock`), so separate CLI processes share one domain and a new EmulatedDomain
+picks up where the last one stopped. Jobs are started by `environ.spawn`: each has a watcher
+process that records its exit status in `exits/<id>.json`, which any later call reaps.
+
+launchd behaviour reproduced (shared/launchd-semantics.md), and the choices made where the
+sources leave room:
+- bootstrap refuses an unreadable plist, a missing or empty Label, no Program/ProgramArguments,
+  a group/world-writable plist or one owned by someone else (`Path had bad ownership/
+  permissions`), a disabled label (119, the code launchd gives root; non-root callers reportedly
+  get 5) and an already-loaded label. Already loaded answers 5 "Input/output error": that is what
+  captures show for bootstrap (errors-01, errors-35); 37 is only a third-party claim. The loaded
+  plist is a copy: editing the file later changes nothing until the next bootstrap.
+- bootout is asynchronous, as launchd's: SIGTERM to the job's main process, SIGKILL after
+  ExitTimeOut (default 5 s, 0 = never). The watcher carries out the stop, so it completes even
+  when the CLI that asked for it exits. The label stays listed, with its pid, until the job is
+  gone; a second bootout meanwhile fails with 36 and bootstrap with 5, so reconcile's "bootout,
+  poll list() until the label is gone, bootstrap" loop runs here as it does on a Mac.
+- bootout of a label that is not loaded answers 3 "No such process" (errors-35, macOS 26);
+  print and kickstart answer 113.
+- A job is never run twice: kickstart of a running job returns its pid. A start within
+  ThrottleInterval (default 10 s) of the previous spawn is postponed (`spawn scheduled`) and
+  performed by whichever call (`tick`, `list`, ...) comes after it is due.
+- A job whose log path or WorkingDirectory cannot be opened, or whose program is missing, is
+  not started and gets last exit 78 (EX_CONFIG), as modern launchd reports it. It still counts as
+  a run: launchd counts the spawn attempt.
+- `tick(now)` fires calendar (StartCalendarInterval) and interval (StartInterval) jobs due at
+  `now`, each at most once per minute; a job running at its firing misses it. The minute in
+  which a job is loaded never fires for it (launchd arms the timer for the next match, and does
+  not replay a firing from before the load).
+- A pid that vanished without an exit record (its watcher was killed, or the machine rebooted)
+  gets no exit status: print shows `last exit reason = failed reap`, list shows no status.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import fcntl
+import json
+import os
+import plistlib
+import signal
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import asdict, dataclass, field, fields
+from datetime import datetime
+from pathlib import Path
+
+from lanekit.atomic import write_atomic
+from lanekit.errors import LaunchdError
+from lanekit.launchd import LaunchctlError, ListEntry, ServiceInfo
+from lanekit.launchd.environ import (
+    DEFAULT_PATH,
+    EX_CONFIG,
+    JobExit,
+    JobSetupError,
+    SpawnedJob,
+    is_alive,
+    launch_environment,
+    launch_for,
+    read_exit,
+    request_stop,
+    signal_process,
+    spawn,
+)
+from lanekit.launchd.launchctl import error_for
+from lanekit.schedule import CalendarEntry, ScheduleError, parse_table, previous_fire
+from lanekit.snapshot import DEFAULT_EXIT_TIMEOUT
+
+STATE_SCHEMA = 1
+DEFAULT_THROTTLE_INTERVAL = 10
+"""launchd's ThrottleInterval default (`minimum runtime = 10` in print)."""
+POLL_SECONDS = 0.05
+STOP_MARGIN = 5.0
+"""How long kickstart -k waits beyond ExitTimeOut for the killed instance to be reaped."""
+FAILED_REAP = "failed reap"
+_KICKSTART_STOPPING = "Kickstart failed: 36: Operation now in progress"
+
+
+@dataclass(slots=True)
+class _Job:
+    """One loaded job as kept in domain.json."""
+
+    label: str
+    path: str
+    plist_xml: str
+    """The plist as it was at bootstrap (launchd keeps its own copy)."""
+    loaded_at: float
+    runs: int = 0
+    pid: int | None = None
+    token: str | None = None
+    watcher_pid: int | None = None
+    watcher_token: str | None = None
+    status_file: str | None = None
+    last_spawn_at: float | None = None
+    last_exit_code: int | None = None
+    last_signal: int | None = None
+    last_exit_reason: str | None = None
+    pending_at: float | None = None
+    """A throttled start is due at this time (state `spawn scheduled`)."""
+    stopping: bool = False
+    kill_at: float | None = None
+    """When SIGKILL is due for a stop in progress (None: no stop, or ExitTimeOut 0)."""
+    booted_out: bool = False
+    """bootout was asked: the label goes away as soon as the job is gone."""
+    last_calendar: str | None = None
+    """The minute (YYYY-MM-DDTHH:MM) of the last calendar firing handled."""
+    interval_base: float | None = None
+    """The StartInterval timer counts from here (load time, then the last firing)."""
+
+    @property
+    def running(self) -> bool:
+        return self.pid is not None
+
+    def spawned(self) -> SpawnedJob:
+        assert self.pid is not None
+        return SpawnedJob(
+            self.pid, self.token or "", self.watcher_pid or 0, self.watcher_token or ""
+        )
+
+    def clear_run(self) -> None:
+        self.pid = self.token = self.watcher_pid = self.watcher_token = None
+        self.status_file = None
+        self.stopping = False
+        self.kill_at = None
+
+    def record_exit(self, ended: JobExit | None) -> None:
+        self.last_exit_code = ended.exit_code if ended else None
+        self.last_signal = ended.signal if ended else None
+        self.last_exit_reason = None if ended else FAILED_REAP
+
+    @property
+    def list_status(self) -> int | None:
+        """launchctl list's Status column: exit code, or minus the signal."""
+        return -self.last_signal if self.last_signal is not None else self.last_exit_code
+
+
+@dataclass(slots=True)
+class _State:
+    jobs: dict[str, _Job]
+    disabled: dict[str, bool]
+    ended: list[str] = field(default_factory=list)
+    """Labels whose run was reaped when this state was loaded (not persisted)."""
+
+    def to_bytes(self) -> bytes:
+        data = {
+            "schema": STATE_SCHEMA,
+            "jobs": {label: asdict(job) for label, job in sorted(self.jobs.items())},
+            "disabled": dict(sorted(self.disabled.items())),
+        }
+        return (json.dumps(data, indent=2, sort_keys=True) + "\n").encode()
+
+    @classmethod
+    def from_bytes(cls, raw: bytes) -> _State:
+        data = json.loads(raw)
+        known = {f.name for f in fields(_Job)}
+        jobs = {
+            label: _Job(**{k: v for k, v in job.items() if k in known})
+            for label, job in data.get("jobs", {}).items()
+        }
+        disabled = {str(k): bool(v) for k, v in data.get("disabled", {}).items()}
+        return cls(jobs, disabled)
+
+
+class EmulatedDomain:
+    """The `Launchd` protocol over real processes, plus `tick`, `wait_idle` and `reap`."""
+
+    def __init__(
+        self, state_dir: Path, *, launch_agents: Path, clock: Callable[[], float] = time.time
+    ) -> None:
+        """`clock` (epoch seconds) drives load times, throttling and stop deadlines; tests may
+        pass their own. Calendar firing follows the `now` given to `tick`."""
+        self.state_dir = Path(state_dir)
+        self.launch_agents = Path(launch_agents)
+        """Where lanes install their plists for this domain (bootstrap takes any path)."""
+        self._state_file = self.state_dir / "domain.json"
+        self._lock_file = self.state_dir / "domain.lock"
+        self._exits = self.state_dir / "exits"
+        self._plists: dict[str, dict[str, object]] = {}
+        self._clock = clock
+
+    @property
+    def domain(self) -> str:
+        """`gui/<uid>`, the domain lanes are loaded into."""
+        return f"gui/{os.getuid()}"
+
+    # -- the Launchd protocol --------------------------------------------------------------
+
+    def list(self) -> list[ListEntry]:
+        """Every loaded job: pid while running, last exit code or minus the signal."""
+        with self._transaction() as state:
+            return [
+                ListEntry(job.pid, job.list_status, label)
+                for label, job in sorted(state.jobs.items())
+            ]
+
+    def print(self, label: str) -> ServiceInfo:
+        """What `launchctl print gui/<uid>/<label>` would say; 113 when not loaded."""
+        with self._transaction() as state:
+            job = self._job(state, label, ("print", f"{self.domain}/{label}"))
+            return self._info(job)
+
+    def bootstrap(self, plist: Path) -> None:
+        """Load a plist, refusing what launchd refuses; RunAtLoad starts the job."""
+        path = Path(plist).absolute()
+        command = ("bootstrap", self.domain, str(path))
+        try:
+            data = _read_plist(path)
+        except _RefusalError as refusal:
+            raise self._fail(refusal.code, command, refusal.line, path=path) from None
+        label = str(data["Label"])
+        with self._transaction() as state:
+            if state.disabled.get(label):
+                raise self._fail(119, command, f"{path}: Service is disabled", label, path)
+            if label in state.jobs:
+                raise self._fail(5, command, f"{path}: service already loaded", label, path)
+            now = self._clock()
+            job = _Job(
+                label=label,
+                path=str(path),
+                plist_xml=plistlib.dumps(data).decode(),
+                loaded_at=now,
+                interval_base=now,
+                last_calendar=_minute_key(datetime.fromtimestamp(now)),
+            )
+            state.jobs[label] = job
+            if data.get("RunAtLoad") is True:
+                self._start(job, now)
+
+    def bootout(self, label: str) -> None:
+        """Unload: SIGTERM now, SIGKILL after ExitTimeOut; returns before the job is gone."""
+        command = ("bootout", f"{self.domain}/{label}")
+        with self._transaction() as state:
+            job = state.jobs.get(label)
+            if job is None:
+                raise self._fail(3, command, "Boot-out failed: 3: No such process", label)
+            if job.booted_out:
+                raise self._fail(
+                    36, command, "Boot-out failed: 36: Operation now in progress", label
+                )
+            job.pending_at = None
+            if not job.running:
+                del state.jobs[label]
+                return
+            job.booted_out = True
+            if not job.stopping:
+                self._request_stop(job, self._clock())
+
+    def kickstart(self, label: str, *, kill: bool = False) -> int | None:
+        """Start the job now; its pid, or None when throttled (`spawn scheduled`).
+
+        A running job is left alone (its pid is returned) unless `kill`: then it is stopped
+        (SIGTERM, SIGKILL after ExitTimeOut) and started again once it is gone, subject to
+        ThrottleInterval like every start (so usually `spawn scheduled`, returning None).
+        """
+        command = ("kickstart", *(["-k"] if kill else []), "-p", f"{self.domain}/{label}")
+        with self._transaction() as state:
+            job = self._job(state, label, command)
+            if job.booted_out:
+                raise self._fail(36, command, _KICKSTART_STOPPING, label)
+            if job.running and not kill:
+                return job.pid
+            if not job.running:
+                return self._start(job, self._clock())
+            if not job.stopping:
+                self._request_stop(job, self._clock())
+            timeout = _exit_timeout(self._plist(job))
+        deadline = time.monotonic() + (timeout or DEFAULT_EXIT_TIMEOUT) + STOP_MARGIN
+        while True:
+            with self._transaction() as state:
+                job = self._job(state, label, command)
+                if not job.running:
+                    return self._start(job, self._clock())
+                if job.booted_out:
+                    raise self._fail(36, command, _KICKSTART_STOPPING, label)
+            if time.monotonic() >= deadline:
+                raise LaunchdError(
+                    f"{label}: the running instance (pid {job.pid}) did not exit when stopped",
+                    "ExitTimeOut 0 means launchd never sends SIGKILL: stop it with "
+                    f"`kill -KILL {job.pid}`"
+                    if timeout == 0
+                    else f"check `ps -o pid,stat,command -p {job.pid}`; a process stuck in the "
+                    "kernel (state D) cannot be killed",
+                )
+            time.sleep(POLL_SECONDS)
+
+    def enable(self, label: str) -> None:
+        """Clear the disabled override (persisted)."""
+        with self._transaction() as state:
+            state.disabled[label] = False
+
+    def disable(self, label: str) -> None:
+        """Set the disabled override (persisted); a loaded job keeps running."""
+        with self._transaction() as state:
+            state.disabled[label] = True
+
+    def print_disabled(self) -> dict[str, bool]:
+        """Every override: label -> True when disabled."""
+        with self._transaction() as state:
+            return dict(state.disabled)
+
+    # -- emulator extras -------------------------------------------------------------------
+
+    def tick(self, now: datetime) -> builtins.list[str]:
+        """Fire the calendar and interval jobs due at `now` (naive local wall time).
+
+        Each job fires at most once per minute; one that is running at its firing misses it.
+        Returns the labels fired (started, or postponed by ThrottleInterval). Throttled starts
+        that have come due are performed too.
+        """
+        if now.tzinfo is not None:
+            now = now.astimezone().replace(tzinfo=None)
+        minute = now.replace(second=0, microsecond=0)
+        key = _minute_key(minute)
+        fired: builtins.list[str] = []
+        with self._transaction() as state:
+            wall = self._clock()
+            for label, job in sorted(state.jobs.items()):
+                if job.booted_out:
+                    continue
+                plist = self._plist(job)
+                due = False
+                entries = calendar_entries(plist.get("StartCalendarInterval"))
+                if entries and job.last_calendar != key and previous_fire(entries, now) == minute:
+                    job.last_calendar = key
+                    due = True
+                interval = _positive_int(plist.get("StartInterval"))
+                if interval is not None:
+                    base = job.interval_base if job.interval_base is not None else job.loaded_at
+                    elapsed = now.timestamp() - base
+                    if elapsed >= interval:
+                        job.interval_base = base + (elapsed // interval) * interval
+                        due = True
+                if due and not job.running:
+                    self._start(job, wall)
+                    fired.append(label)
+        return fired
+
+    def wait_idle(self, label: str, timeout: float) -> bool:
+        """Wait until `label` has no running process (or is not loaded); False on timeout."""
+        deadline = time.monotonic() + timeout
+        while True:
+            with self._transaction() as state:
+                job = state.jobs.get(label)
+                if job is None or not job.running:
+                    return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(POLL_SECONDS)
+
+    def reap(self) -> builtins.list[str]:
+        """Collect finished runs, deliver due SIGKILLs and throttled starts; labels that ended."""
+        with self._transaction() as state:
+            return list(state.ended)
+
+    # -- internals -------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[_State]:
+        """Lock the domain, load it, bring it up to date; write it back if it changed."""
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self._lock_file, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            before = self._read_state_bytes()
+            state = self._parse_state(before)
+            state.ended = self._refresh(state, self._clock())
+            try:
+                yield state
+            finally:
+                after = state.to_bytes()
+                if after != before:
+                    write_atomic(self._state_file, after, 0o644)
+        finally:
+            with contextlib.suppress(OSError):
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+    def _read_state_bytes(self) -> bytes:
+        try:
+            return self._state_file.read_bytes()
+        except FileNotFoundError:
+            return b""
+
+    def _parse_state(self, raw: bytes) -> _State:
+        if not raw:
+            return _State({}, {})
+        try:
+            return _State.from_bytes(raw)
+        except (ValueError, TypeError, AttributeError) as exc:
+            raise LaunchdError(
+                f"{self._state_file}: emulated launchd state is unreadable ({exc})",
+                f"remove {self._state_file} to reset the emulated domain (loaded jobs are "
+                "forgotten; running jobs keep running), then run `lanekit apply`",
+            ) from None
+
+    def _refresh(self, state: _State, now: float) -> builtins.list[str]:
+        """Reap ended runs, enforce stop deadlines, drop booted-out jobs, run due starts."""
+        ended: builtins.list[str] = []
+        for label, job in list(state.jobs.items()):
+            if job.running and self._reap(job, now):
+                ended.append(label)
+            if job.booted_out and not job.running:
+                del state.jobs[label]
+                continue
+            if not job.running and job.pending_at is not None and now >= job.pending_at:
+                job.pending_at = None
+                self._spawn(job, now)
+        return ended
+
+    def _reap(self, job: _Job, now: float) -> bool:
+        """True when the job's run has ended (its exit is recorded)."""
+        status_file = Path(job.status_file) if job.status_file else None
+        ended = read_exit(status_file) if status_file else None
+        if ended is None:
+            watcher_alive = is_alive(job.watcher_pid, job.watcher_token)
+            if is_alive(job.pid, job.token):
+                if job.kill_at is not None and now >= job.kill_at and not watcher_alive:
+                    # The watcher owns the SIGKILL; without it, the emulator delivers it.
+                    signal_process(job.pid, job.token, signal.SIGKILL)
+                return False
+            if watcher_alive:
+                return False  # the job is gone and the watcher is writing its status
+            ended = read_exit(status_file) if status_file else None
+        job.record_exit(ended)
+        job.clear_run()
+        if status_file is not None:
+            status_file.unlink(missing_ok=True)
+        return True
+
+    def _start(self, job: _Job, now: float) -> int | None:
+        """A start request (kickstart, timer, RunAtLoad): never a second instance; throttled."""
+        if job.running:
+            return job.pid
+        throttle = _throttle(self._plist(job))
+        if job.last_spawn_at is not None and 0 <= now - job.last_spawn_at < throttle:
+            due = job.last_spawn_at + throttle
+            job.pending_at = due if job.pending_at is None else min(job.pending_at, due)
+            return None
+        job.pending_at = None
+        return self._spawn(job, now)
+
+    def _spawn(self, job: _Job, now: float) -> int | None:
+        launch = launch_for(self._plist(job))
+        status_file = self._exits / f"{uuid.uuid4().hex}.json"
+        self._exits.mkdir(parents=True, exist_ok=True)
+        try:
+            spawned = spawn(launch, status_file=status_file)
+        except JobSetupError:
+            job.runs += 1
+            job.last_spawn_at = now
+            job.last_exit_code, job.last_signal, job.last_exit_reason = EX_CONFIG, None, None
+            return None
+        job.runs += 1
+        job.last_spawn_at = now
+        job.pid, job.token = spawned.pid, spawned.start_token
+        job.watcher_pid, job.watcher_token = spawned.watcher_pid, spawned.watcher_token
+        job.status_file = str(status_file)
+        return spawned.pid
+
+    def _request_stop(self, job: _Job, now: float) -> None:
+        timeout = _exit_timeout(self._plist(job))
+        job.stopping = True
+        job.kill_at = now + timeout if timeout > 0 else None
+        request_stop(job.spawned())
+
+    def _job(self, state: _State, label: str, command: tuple[str, ...]) -> _Job:
+        job = state.jobs.get(label)
+        if job is None:
+            line = f'Could not find service "{label}" in domain for user gui: {os.getuid()}'
+            raise self._fail(113, command, line, label)
+        return job
+
+    def _fail(
+        self,
+        code: int,
+        command: tuple[str, ...],
+        line: str,
+        label: str | None = None,
+        path: Path | None = None,
+    ) -> LaunchctlError:
+        """The error the real adapter raises for the same failure: same code, same words."""
+        return error_for(
+            code,
+            f"launchctl {' '.join(command)}: {line}",
+            domain=self.domain,
+            label=label,
+            path=str(path) if path else None,
+        )
+
+    def _plist(self, job: _Job) -> dict[str, object]:
+        cached = self._plists.get(job.plist_xml)
+        if cached is None:
+            loaded = plistlib.loads(job.plist_xml.encode())
+            cached = loaded if isinstance(loaded, dict) else {}
+            self._plists[job.plist_xml] = cached
+        return cached
+
+    def _info(self, job: _Job) -> ServiceInfo:
+        plist = self._plist(job)
+        launch = launch_for(plist)
+        if job.running:
+            state = "running"
+        elif job.pending_at is not None:
+            state = "spawn scheduled"
+        else:
+            state = "not running"
+        environment = launch_environment(plist)
+        if not _sets_path(plist):
+            del environment["PATH"]
+        properties = []
+        if plist.get("RunAtLoad") is True:
+            properties.append("runatload")
+        if launch.program is None:
+            properties.append("inferred program")
+        extra = {"nice": str(launch.nice)} if launch.nice is not None else {}
+        workdir = plist.get("WorkingDirectory")
+        return ServiceInfo(
+            label=job.label,
+            state=state,
+            pid=job.pid,
+            last_exit_code=job.last_exit_code,
+            last_signal=job.last_signal,
+            last_exit_reason=job.last_exit_reason,
+            runs=job.runs,
+            program=launch.executable or None,
+            arguments=launch.argv,
+            environment=environment,
+            default_environment={"PATH": DEFAULT_PATH},
+            stdout_path=launch.stdout_path,
+            stderr_path=launch.stderr_path,
+            working_directory=workdir if isinstance(workdir, str) else None,
+            exit_timeout=_exit_timeout(plist),
+            minimum_runtime=_throttle(plist),
+            run_interval=_positive_int(plist.get("StartInterval")),
+            path=job.path,
+            type="LaunchAgent",
+            domain=self.domain,
+            properties=tuple(properties),
+            extra=extra,
+        )
+
+
+def calendar_entries(value: object) -> tuple[CalendarEntry, ...]:
+    """StartCalendarInterval (a dict or an array of dicts) read the way launchd reads it.
+
+    Negative values (and Month 0) only draw a warning from launchd and act as wildcards; a dict
+    with another out-of-range value is dropped while the job still loads; unknown keys are
+    ignored.
+    """
+    tables = value if isinstance(value, list) else [value]
+    entries: list[CalendarEntry] = []
+    for table in tables:
+        if not isinstance(table, Mapping):
+            continue
+        kept = {
+            key: number
+            for key, number in table.items()
+            if key in {"Minute", "Hour", "Day", "Weekday", "Month"}
+            and not (isinstance(number, int) and (number < 0 or (key == "Month" and number == 0)))
+        }
+        with contextlib.suppress(ScheduleError):
+            entries.append(parse_table(kept, strict=False))
+    return tuple(entries)
+
+
+class _RefusalError(Exception):
+    """A plist launchd will not load: the code and the line launchctl prints for it."""
+
+    def __init__(self, code: int, line: str) -> None:
+        super().__init__(line)
+        self.code = code
+        self.line = line
+
+
+def _read_plist(path: Path) -> dict[str, object]:
+    """The checks launchd makes before it loads a plist, with launchctl's words for each."""
+    try:
+        info = path.stat()
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise _RefusalError(2, "Bootstrap failed: 2: No such file or directory") from None
+    except OSError as exc:
+        raise _RefusalError(5, f"{path}: {exc.strerror or exc}") from None
+    owners = {os.geteuid(), 0}
+    if not path.is_file() or info.st_mode & 0o022 or info.st_uid not in owners:
+        raise _RefusalError(5, f"{path}: Path had bad ownership/permissions")
+    try:
+        data = plistlib.loads(raw)
+    except Exception:  # plistlib raises a zoo of types (expat, ValueError, binascii...)
+        data = None
+    if not isinstance(data, dict):
+        raise _RefusalError(5, f"{path}: Invalid property list")
+    label = data.get("Label")
+    if not isinstance(label, str) or not label or any(ord(c) < 32 or ord(c) == 127 for c in label):
+        raise _RefusalError(5, f"{path}: Label is missing, empty or not a plain string")
+    arguments = data.get("ProgramArguments")
+    has_args = (
+        isinstance(arguments, list)
+        and bool(arguments)
+        and all(isinstance(a, str) for a in arguments)
+    )
+    if not has_args and not isinstance(data.get("Program"), str):
+        raise _RefusalError(5, f"{path}: Neither Program nor ProgramArguments was specified")
+    try:
+        plistlib.dumps(data)
+    except (TypeError, OverflowError, ValueError):
+        raise _RefusalError(5, f"{path}: Invalid property list") from None
+    return data
+
+
+def _minute_key(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M")
+
+
+def _positive_int(value: object) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    return None
+
+
+def _throttle(plist: Mapping[str, object]) -> int:
+    value = plist.get("ThrottleInterval")
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    return DEFAULT_THROTTLE_INTERVAL
+
+
+def _exit_timeout(plist: Mapping[str, object]) -> int:
+    return launch_for(plist).exit_timeout
+
+
+def _sets_path(plist: Mapping[str, object]) -> bool:
+    variables = plist.get("EnvironmentVariables")
+    return isinstance(variables, Mapping) and isinstance(variables.get("PATH"), str)

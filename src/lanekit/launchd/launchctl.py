@@ -1,0 +1,743 @@
+"""The only code that runs launchctl: the real `Launchd` backend, and launchctl's errors explained.
+
+- `LaunchctlDomain` runs `/bin/launchctl` (or `$LANEKIT_LAUNCHCTL`) with an argv list, a timeout
+  on every call, and maps every failure through `parse_error`.
+- `parse_error` / `error_for` turn launchctl's codes and messages into `LaunchctlError(code,
+  message, meaning, hint)`; the emulator raises `error_for(...)` so both backends say the same.
+- The pure output parsers live in `lanekit.launchd.parse` and are re-exported here: this module
+  is their public home.
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+import re
+import shlex
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from lanekit.errors import UsageError
+from lanekit.launchd import LaunchctlError, ListEntry, ServiceInfo
+from lanekit.launchd.parse import (
+    DARWIN_SIGNALS,
+    SYSEXITS,
+    LaunchdLogEvent,
+    decode_wait_status,
+    find_entry,
+    label_from_target,
+    parse_domain_services,
+    parse_launchd_log,
+    parse_list,
+    parse_list_label,
+    parse_print,
+    parse_print_disabled,
+    signal_name,
+    split_list_status,
+)
+
+__all__ = [
+    "DARWIN_SIGNALS",
+    "DEFAULT_LAUNCHCTL",
+    "DEFAULT_TIMEOUT",
+    "ERROR_TEXT",
+    "SYSEXITS",
+    "LaunchctlDomain",
+    "LaunchdLogEvent",
+    "console_owner",
+    "decode_wait_status",
+    "domain_target",
+    "error_for",
+    "error_text",
+    "find_entry",
+    "label_from_target",
+    "parse_domain_services",
+    "parse_error",
+    "parse_launchd_log",
+    "parse_list",
+    "parse_list_label",
+    "parse_print",
+    "parse_print_disabled",
+    "reports_failure",
+    "signal_name",
+    "split_list_status",
+]
+
+DEFAULT_LAUNCHCTL = "/bin/launchctl"
+DEFAULT_TIMEOUT = 15.0
+"""Seconds any one launchctl call may take; bootout returns quickly, so this only catches hangs."""
+
+TIMEOUT_CODE = 60
+"""ETIMEDOUT: the code a LaunchctlError carries when launchctl itself did not answer in time."""
+UNRUNNABLE_CODE = 2
+"""ENOENT: the code a LaunchctlError carries when launchctl could not be executed at all."""
+
+ERROR_TEXT: Mapping[int, str] = {
+    1: "Operation not permitted",
+    2: "No such file or directory",
+    3: "No such process",
+    5: "Input/output error",
+    9: "Bad file descriptor",
+    12: "Cannot allocate memory",
+    13: "Permission denied",
+    16: "Resource busy",
+    17: "File exists",
+    22: "Invalid argument",
+    36: "Operation now in progress",
+    37: "Operation already in progress",
+    45: "Operation not supported",
+    60: "Operation timed out",
+    64: "Usage error",
+    78: "Function not implemented",
+    107: "Malformed bundle",
+    108: "Invalid path",
+    109: "Invalid property list",
+    110: "Invalid or missing service identifier",
+    111: "Invalid or missing Program/ProgramArguments",
+    112: "Could not find specified domain",
+    113: "Could not find specified service",
+    114: "The specified username does not exist",
+    115: "The specified group does not exist",
+    116: "Routine not yet implemented",
+    117: "(n/a)",
+    118: "Bad response from server",
+    119: "Service is disabled",
+    120: "Bad subsystem destination for request",
+    121: "Path not searched for services",
+    122: "Path had bad ownership/permissions",
+    123: "Path is whitelisted for domain",
+    124: "Domain is tearing down",
+    125: "Domain does not support specified action",
+    126: "Request type is no longer supported",
+    127: "The specified service did not ship with the operating system",
+    128: "The specified path is not a bundle",
+    129: "The service was superseded by a later version",
+    130: "The system encountered a condition where behavior was undefined",
+    131: "Out of order requests",
+    132: "Request for stale data",
+    133: "Multiple errors were returned; see stderr",
+    134: "Service cannot load in requested session",
+    135: "Process is not managed",
+    136: "Action not allowed on singleton service",
+    137: "Service does not support the specified action",
+    138: "Service cannot be loaded on this hardware",
+    139: "Service cannot presently execute",
+    140: "Service name is reserved or invalid",
+    141: "Reentrancy avoided",
+    142: "Operation only supported on development build",
+    143: "Requested entry was cached",
+    144: "Requestor lacks required entitlement",
+    145: "Endpoint is hidden",
+    146: "Domain is in on-demand-only mode",
+    147: "The specified service did not ship in the requestor",
+    148: "The specified service path was not in the service cache",
+    149: "Could not find a bundle of the given identifier through LaunchServices",
+    150: "Operation not permitted while System Integrity Protection is engaged",
+    151: "A complete hack",
+    152: "Service cannot load in current boot environment",
+    153: "Completely unexpected error",
+    154: "Requestor is not a platform binary",
+    155: "Refusing to execute/trust quarantined program/file",
+    156: "Domain creation with that UID is not allowed anymore",
+    157: "System service is not in system service whitelist",
+    158: "Service cannot be loaded on current os variant",
+    159: "Unknown error",
+}
+"""What `launchctl error <code>` prints: errno texts below 107 (macOS numbering; 64 is
+launchctl's usage exit), launchd's own errors from 107. Codes seen in the wild are explained
+in `_SITUATIONS`."""
+
+
+def error_text(code: int) -> str:
+    """launchctl's own words for a code (`5` -> `Input/output error`)."""
+    return ERROR_TEXT.get(code, f"Unknown error: {code}")
+
+
+# --------------------------------------------------------------------------------- situations
+
+
+@dataclass(frozen=True, slots=True)
+class _Situation:
+    """One recognisable failure: the code launchctl uses for it, the words that reveal it,
+    what it means for a lanekit user, and the command that fixes it."""
+
+    key: str
+    code: int
+    phrases: tuple[str, ...]
+    meaning: str
+    hint: str
+    """A template over {domain} {label} {target} {path} {uid} {fix_owner}."""
+    failure: bool = True
+    """False for warnings that accompany a failure but are not one by themselves."""
+
+
+_SITUATIONS: tuple[_Situation, ...] = (
+    _Situation(
+        "sip",
+        150,
+        ("System Integrity Protection",),
+        "System Integrity Protection guards this job: launchctl may not load, unload or "
+        "disable jobs that ship with macOS",
+        "leave jobs under /System alone; lanekit manages only its own plists, in "
+        "~/Library/LaunchAgents",
+    ),
+    _Situation(
+        "root-with-agent",
+        5,
+        ("Expecting a LaunchDaemons path",),
+        "launchctl ran as root, so it targeted the system domain, but the plist is a per-user "
+        "LaunchAgent",
+        "run lanekit as your own user, without sudo",
+        failure=False,
+    ),
+    _Situation(
+        "bad-permissions",
+        122,
+        ("bad ownership", "Dubious ownership", "Dubious permissions"),
+        "launchd refuses a plist that group or others can write, or that is not owned by the "
+        "loading user (root for /Library)",
+        "{fix_owner}, then load it again (`lanekit apply`); on a disk that ignores "
+        "ownership: `sudo diskutil enableOwnership <volume>`",
+    ),
+    _Situation(
+        "invalid-plist",
+        109,
+        ("Invalid property list",),
+        "the plist file is not a valid property list, so launchd cannot read the job",
+        "`plutil -lint {path}` shows the error; for a lanekit lane run `lanekit validate`, "
+        "then `lanekit apply` rewrites the plist",
+    ),
+    _Situation(
+        "disabled",
+        119,
+        ("Service is disabled",),
+        "the job has a disabled override in launchd (it survives reboots and reinstalls), "
+        "and a disabled job cannot be loaded",
+        "`launchctl enable {target}` then bootstrap again (`lanekit apply` enables its lanes)",
+    ),
+    _Situation(
+        "no-domain",
+        112,
+        ("Could not find domain", "Could not find specified domain"),
+        "the launchd domain does not exist: gui/<uid> exists only while the user is logged in "
+        "at the Mac's screen, not over SSH",
+        "log in at the Mac's screen, or use the background domain: "
+        "`LANEKIT_LAUNCHD_DOMAIN=user lanekit apply` (launchctl bootstrap user/{uid} <plist>)",
+    ),
+    _Situation(
+        "domain-unsupported",
+        125,
+        ("Domain does not support specified action",),
+        "this domain cannot do that: usually gui/<uid> without a GUI login session (SSH, "
+        "headless), or enable/disable aimed at the wrong domain",
+        "log in at the Mac's screen, or use the background domain: "
+        "`LANEKIT_LAUNCHD_DOMAIN=user lanekit apply` (launchctl bootstrap user/{uid} <plist>)",
+    ),
+    _Situation(
+        "wrong-session",
+        134,
+        ("Service cannot load in requested session",),
+        "the plist's LimitLoadToSessionType does not match this domain (Aqua = gui/<uid>, "
+        "Background = user/<uid>)",
+        "bootstrap into the matching domain (`LANEKIT_LAUNCHD_DOMAIN=gui` or `=user`), or "
+        "list this session in LimitLoadToSessionType",
+    ),
+    _Situation(
+        "not-loaded",
+        113,
+        (
+            "Could not find service",
+            "Could not find specified service",
+            "nothing found to unload",
+            "Error unloading",
+        ),
+        "no job with this label is loaded in this domain (it may be loaded in another one, "
+        "e.g. by root in the system domain)",
+        "`launchctl bootstrap {domain} {path}` loads it (`lanekit apply` for lanekit lanes); "
+        "`sudo launchctl print system/{label}` checks the system domain",
+    ),
+    _Situation(
+        "already-loaded",
+        37,
+        ("Already loaded", "service already loaded", "Operation already in progress"),
+        "a job with this label is already loaded, or is still being unloaded",
+        "`launchctl bootout {target}`, wait until `launchctl print {target}` reports it "
+        "missing, then bootstrap again (`lanekit apply` does exactly this)",
+    ),
+    _Situation(
+        "still-stopping",
+        36,
+        ("Operation now in progress",),
+        "the job was asked to stop and is still exiting: bootout is asynchronous, the job gets "
+        "SIGTERM and then SIGKILL after its ExitTimeOut",
+        "wait until `launchctl print {target}` reports it missing, then continue",
+    ),
+    _Situation(
+        "no-such-process",
+        3,
+        ("No such process",),
+        "nothing to unload: the job is not loaded in this domain",
+        "nothing to do; `launchctl print {target}` confirms it is gone",
+    ),
+    _Situation(
+        "usage",
+        64,
+        ("Unrecognized target specifier", "Unrecognized subcommand", "Usage: launchctl"),
+        "launchctl rejected the command line (a subcommand, option or target this launchctl "
+        "does not know)",
+        "check `launchctl help` on this macOS version and report the lanekit command that "
+        "produced it",
+    ),
+    _Situation(
+        "not-platform-binary",
+        154,
+        ("not a platform binary",),
+        "launchd accepts this request only from Apple-signed tools (seen on jailbroken iOS)",
+        "use the system launchctl: unset LANEKIT_LAUNCHCTL or point it at /bin/launchctl",
+    ),
+    _Situation(
+        "not-permitted",
+        1,
+        ("Operation not permitted",),
+        "the caller may not change this domain (another user's domain, or the system domain "
+        "without root)",
+        "manage your own domain ({domain}) as your own user; the system domain needs sudo",
+    ),
+    _Situation(
+        "missing-file",
+        2,
+        ("No such file or directory",),
+        "the plist path does not exist",
+        "check the path; `lanekit apply` writes lane plists before loading them",
+    ),
+    _Situation(
+        "io-error",
+        5,
+        ("Input/output error",),
+        "launchd refused without saying why; usually the label is already loaded or still "
+        "unloading, the job is disabled, the plist is invalid or writable by others, or the "
+        "gui domain has no login session",
+        "`lanekit doctor` checks each cause; `sudo launchctl bootstrap {domain} {path}` "
+        "prints the exact reason",
+    ),
+    _Situation(
+        "timeout",
+        TIMEOUT_CODE,
+        (),
+        "launchctl did not answer in time; launchd may be busy starting many jobs, or hung",
+        "retry; if launchd is slow on this Mac, raise LANEKIT_LAUNCHCTL_TIMEOUT (seconds, "
+        f"default {DEFAULT_TIMEOUT:g})",
+    ),
+)
+_BY_KEY = {situation.key: situation for situation in _SITUATIONS}
+_BY_CODE: dict[int, _Situation] = {}
+for _situation in _SITUATIONS:
+    if _situation.failure:
+        _BY_CODE.setdefault(_situation.code, _situation)
+_BY_CODE[17] = _BY_KEY["already-loaded"]  # 10.10-10.15: `Bootstrap failed: 17: File exists`
+
+_SUMMARY = re.compile(r":\s(?P<code>-?\d+):\s(?P<text>\S.*)$")
+"""`Bootstrap failed: 5: ...`, `Could not print domain: 1: ...`: launchctl's `<what>: N: <text>`."""
+_GENERIC = {"io-error", "not-permitted"}
+"""Codes launchd uses for many causes; a more specific cause in the text explains them better."""
+_WRAPPER_EXIT = re.compile(r"\bexited with (?P<code>\d+)\b")
+_BOILERPLATE = (
+    "Try re-running the command as root",
+    "Try running `launchctl",
+    "Bad request.",
+    "`launchctl bootout` is a recommended alternative",
+    "<service-target> takes a form",
+    "Please refer to `man launchctl`",
+)
+_PROMPT = re.compile(r"^(?:\$ |# |launchd% ?|% )")
+
+
+def _matches(situation: _Situation, text: str) -> bool:
+    lowered = text.lower()
+    return any(phrase.lower() in lowered for phrase in situation.phrases)
+
+
+def _situations_in(text: str) -> list[_Situation]:
+    return [s for s in _SITUATIONS if s.phrases and _matches(s, text)]
+
+
+def reports_failure(stderr: str) -> bool:
+    """True when launchctl's output says something failed, whatever its exit status.
+
+    Legacy load/unload exit 0 after printing `Load failed: 5: ...` or `<path>: Invalid property
+    list`, so exit 0 alone proves nothing.
+    """
+    if any(_SUMMARY.search(line) for line in stderr.splitlines()):
+        return True
+    return any(s.failure for s in _situations_in(stderr))
+
+
+# ---------------------------------------------------------------------------------- context
+
+_PLIST_PATH = re.compile(r"(?P<path>/[^\s:`'\"]*(?: [^\s:`'\"/]+)*[^\s:`'\"]*\.plist)\b")
+_SERVICE_TARGET = re.compile(r"\b(?P<domain>(?:gui|user|login)/\d+|system)/(?P<label>[^\s`'\"]+)")
+_DOMAIN = re.compile(r"\b(?P<domain>(?:gui|user|login)/(?P<uid>\d+))\b")
+
+
+@dataclass(frozen=True, slots=True)
+class _Context:
+    domain: str | None = None
+    label: str | None = None
+    path: str | None = None
+
+    def fields(self) -> dict[str, str]:
+        domain = self.domain or "gui/$(id -u)"
+        uid_match = re.search(r"/(\d+)$", domain)
+        label = self.label or "<label>"
+        path = shlex.quote(self.path) if self.path else "<plist>"
+        if self.path and self.path.startswith(("/Library/", "/System/")):
+            fix_owner = f"sudo chown root:wheel {path} && sudo chmod 644 {path}"
+        else:
+            fix_owner = f'chmod 644 {path} && chown "$(id -un)" {path}'
+        return {
+            "domain": domain,
+            "uid": uid_match.group(1) if uid_match else "$(id -u)",
+            "label": label,
+            "target": f"{domain}/{label}",
+            "path": path,
+            "fix_owner": fix_owner,
+        }
+
+
+def _context(
+    text: str, args: Sequence[str], domain: str | None, label: str | None, path: str | None
+) -> _Context:
+    """What the failure is about: the caller's words first, then the command, then the text."""
+    for arg in args:
+        target = _SERVICE_TARGET.fullmatch(arg)
+        if target:
+            domain = domain or target.group("domain")
+            label = label or target.group("label")
+        elif _DOMAIN.fullmatch(arg) or arg == "system":
+            domain = domain or arg
+        elif arg.endswith(".plist"):
+            path = path or arg
+    if path is None and (found := _PLIST_PATH.search(text)):
+        path = found.group("path")
+    if label is None:
+        if named := re.search(r'Could not find service "(?P<label>[^"]+)"', text):
+            label = named.group("label")
+        elif target_in_text := _SERVICE_TARGET.search(text):
+            label = target_in_text.group("label")
+        elif legacy := re.search(
+            r"(?:Error unloading: (?P<unloading>\S+)|^(?P<loaded>[^\s/:]+): Already loaded)",
+            text,
+            re.MULTILINE,
+        ):
+            label = legacy.group("unloading") or legacy.group("loaded")
+        elif path:
+            label = Path(path).stem
+    if domain is None:
+        if target_in_text := _SERVICE_TARGET.search(text):
+            domain = target_in_text.group("domain")
+        elif in_text := _DOMAIN.search(text):
+            domain = in_text.group("domain")
+        elif gui_uid := re.search(r"user gui: (\d+)", text):
+            domain = f"gui/{gui_uid.group(1)}"
+        elif path and "/LaunchDaemons/" in path:
+            domain = "system"
+    return _Context(domain=domain, label=label, path=path)
+
+
+def _build(
+    code: int, message: str, situation: _Situation | None, context: _Context
+) -> LaunchctlError:
+    if situation is None:
+        meaning = f"launchctl error {code}: {error_text(code)}"
+        hint = f"`launchctl error {code}` names it; `lanekit doctor` checks the usual causes"
+    else:
+        meaning = situation.meaning
+        hint = situation.hint.format(**context.fields())
+    return LaunchctlError(code, message, meaning, hint)
+
+
+def _pick(situations: Sequence[_Situation], code: int | None) -> _Situation | None:
+    """The situation that explains `code` among those the text reveals.
+
+    A specific situation with that code first; then any specific one (`Load failed: 5` next to
+    `<plist>: Invalid property list` is an invalid plist); then a generic one; then the code's.
+    """
+    specific = [s for s in situations if s.key not in _GENERIC]
+    for situation in specific:
+        if situation.code == code:
+            return situation
+    if specific:
+        return specific[0]
+    for situation in situations:
+        if situation.code == code:
+            return situation
+    if situations:
+        return situations[0]
+    return _BY_CODE.get(code) if code is not None else None
+
+
+def parse_error(
+    stderr: str,
+    returncode: int | None,
+    *,
+    args: Sequence[str] = (),
+    domain: str | None = None,
+    label: str | None = None,
+    path: str | None = None,
+) -> LaunchctlError:
+    """launchctl's failure output and exit status as a LaunchctlError(code, message, meaning, hint).
+
+    The code is the exit status when it is a real error code (not 0 or 1, which legacy
+    load/unload and wrappers use); otherwise the code in a `... failed: N: text` line (the one
+    equal to `returncode` if several); otherwise the code of the failure the words reveal
+    (`Path had bad ownership/permissions` -> 122, `Invalid property list` -> 109, `Service is
+    disabled` -> 119, `Could not find service` -> 113, `Could not find domain` -> 112, SIP ->
+    150, legacy `Already loaded` -> 37); otherwise a wrapper's `exited with N`.
+    The message is one line: the most specific line launchctl printed (the per-path line, else
+    the summary line), prefixed with the command when `args` are given. The meaning says what
+    it is in plain words; the hint names the command that fixes it, filled in from `args`,
+    `domain`/`label`/`path`, or what the text names.
+    """
+    lines = [
+        line.strip()
+        for line in stderr.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+        if line.strip()
+    ]
+    lines = [
+        line
+        for line in lines
+        if not _PROMPT.match(line) and not any(line.startswith(b) for b in _BOILERPLATE)
+    ]
+    text = "\n".join(lines)
+    summaries = [(int(m.group("code")), line) for line in lines if (m := _SUMMARY.search(line))]
+    situations = _situations_in(text)
+    code: int | None = None
+    if returncode is not None and returncode not in {0, 1}:
+        code = returncode
+    elif summaries:
+        matching = [c for c, _ in summaries if c == returncode]
+        code = matching[-1] if matching else summaries[-1][0]
+    elif failures := [s for s in situations if s.failure]:
+        code = failures[0].code
+    elif wrapper := _WRAPPER_EXIT.search(text):
+        code = int(wrapper.group("code"))
+    else:
+        code = returncode if returncode is not None else 0
+    if any(c == code for c, _ in summaries):
+        # Summary lines of other commands (`Boot-out failed: 3` between two bootstraps) are
+        # other failures, not the cause of this one.
+        lines = [
+            line
+            for line in lines
+            if not (m := _SUMMARY.search(line)) or int(m.group("code")) == code
+        ]
+        situations = _situations_in("\n".join(lines))
+    situation = _pick(situations, code)
+    summary_line = next((line for c, line in reversed(summaries) if c == code), None)
+    phrase_line = None
+    if situation is not None and situation.phrases:
+        # A per-path line (`<plist>: Service is disabled`) says more than the summary line;
+        # among summary lines the last one is the final outcome.
+        said = [line for line in lines if _matches(situation, line)]
+        phrase_line = next((line for line in said if not _SUMMARY.search(line)), None)
+        summary_line = summary_line or (said[-1] if said else None)
+    if situation is not None and not situation.failure:
+        # A warning explains the failure, but the summary line says what failed.
+        phrase_line, summary_line = summary_line, phrase_line
+    primary = phrase_line or summary_line or (lines[0] if lines else "")
+    if not primary:
+        primary = f"launchctl exited with status {returncode}"
+    message = f"launchctl {' '.join(args)}: {primary}" if args else primary
+    return _build(code, message, situation, _context(text, args, domain, label, path))
+
+
+def error_for(
+    code: int,
+    message: str = "",
+    *,
+    domain: str | None = None,
+    label: str | None = None,
+    path: str | None = None,
+) -> LaunchctlError:
+    """The standard LaunchctlError for a launchctl code, worded like `parse_error` words it.
+
+    The emulator raises these so both backends speak the same words; `message` (one line)
+    defaults to launchctl's own `<code>: <text>`, and when it reveals a more specific failure
+    than the code alone (code 5 with `Service is disabled`) the meaning and hint follow it.
+    """
+    message = message or f"{code}: {error_text(code)}"
+    situation = _pick(_situations_in(message), code)
+    return _build(code, message, situation, _context(message, (), domain, label, path))
+
+
+# ------------------------------------------------------------------------------- the domain
+
+
+def console_owner() -> int | None:
+    """The uid owning /dev/console (the user at the Mac's screen), None when unknown."""
+    try:
+        return Path("/dev/console").stat().st_uid
+    except OSError:
+        return None
+
+
+def domain_target(uid: int, env: Mapping[str, str], console_uid: int | None) -> str:
+    """`gui/<uid>` for a user at the screen; `user/<uid>` over SSH or without a GUI session.
+
+    `LANEKIT_LAUNCHD_DOMAIN=gui|user` (or a full `gui/<uid>` / `user/<uid>`) overrides the
+    detection: a console owned by someone else, or SSH_CONNECTION/SSH_TTY set, means there is
+    no GUI session of ours to load agents into.
+    """
+    choice = env.get("LANEKIT_LAUNCHD_DOMAIN", "").strip()
+    if choice in {"gui", "user"}:
+        return f"{choice}/{uid}"
+    if re.fullmatch(r"(?:gui|user)/\d+", choice):
+        return choice
+    if choice:
+        raise UsageError(
+            f"LANEKIT_LAUNCHD_DOMAIN={choice!r} is not a launchd domain lanekit can use",
+            "set it to `gui` (logged in at the screen) or `user` (SSH, headless), or unset it",
+        )
+    if env.get("SSH_CONNECTION") or env.get("SSH_TTY"):
+        return f"user/{uid}"
+    if console_uid != uid:
+        return f"user/{uid}"
+    return f"gui/{uid}"
+
+
+def _timeout_from(env: Mapping[str, str]) -> float:
+    raw = env.get("LANEKIT_LAUNCHCTL_TIMEOUT", "").strip()
+    if not raw:
+        return DEFAULT_TIMEOUT
+    try:
+        value = float(raw)
+    except ValueError:
+        value = 0.0
+    if value <= 0:
+        raise UsageError(
+            f"LANEKIT_LAUNCHCTL_TIMEOUT={raw!r} is not a positive number of seconds",
+            f"set it to e.g. 30, or unset it for the default {DEFAULT_TIMEOUT:g}",
+        )
+    return value
+
+
+_KICKSTART_PID = re.compile(r"(\d+)\s*$")
+
+
+class LaunchctlDomain:
+    """One launchd domain driven through the real launchctl (the `Launchd` protocol)."""
+
+    def __init__(
+        self,
+        domain: str,
+        *,
+        launchctl: str | os.PathLike[str] = DEFAULT_LAUNCHCTL,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> None:
+        self._domain = domain
+        self.launchctl = os.fspath(launchctl)
+        self.timeout = timeout
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> LaunchctlDomain:
+        """The caller's domain; LANEKIT_LAUNCHCTL, LANEKIT_LAUNCHD_DOMAIN and
+        LANEKIT_LAUNCHCTL_TIMEOUT override the binary, the domain and the per-call timeout."""
+        env = os.environ if env is None else env
+        return cls(
+            domain_target(os.getuid(), env, console_owner()),
+            launchctl=env.get("LANEKIT_LAUNCHCTL") or DEFAULT_LAUNCHCTL,
+            timeout=_timeout_from(env),
+        )
+
+    @property
+    def domain(self) -> str:
+        """The domain target, e.g. `gui/501`."""
+        return self._domain
+
+    def __repr__(self) -> str:
+        return f"LaunchctlDomain({self._domain!r}, launchctl={self.launchctl!r})"
+
+    def _target(self, label: str) -> str:
+        return f"{self._domain}/{label}"
+
+    def _run(self, *args: str, label: str | None = None, path: str | None = None) -> str:
+        """stdout of `launchctl ARGS`; LaunchctlError on a failure, a hang, or no launchctl."""
+        argv = [self.launchctl, *args]
+        command = " ".join(["launchctl", *args])
+        try:
+            done = subprocess.run(
+                argv,
+                capture_output=True,
+                stdin=subprocess.DEVNULL,
+                timeout=self.timeout,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            raise _build(
+                TIMEOUT_CODE,
+                f"{command} did not finish within {self.timeout:g} s",
+                _BY_KEY["timeout"],
+                _Context(self._domain, label, path),
+            ) from None
+        except OSError as exc:
+            raise LaunchctlError(
+                UNRUNNABLE_CODE,
+                f"cannot run launchctl at {self.launchctl}: {exc.strerror or exc}",
+                "the launchctl tool is missing or not executable",
+                "point LANEKIT_LAUNCHCTL at launchctl (default /bin/launchctl), or use the "
+                "emulated domain off macOS: LANEKIT_LAUNCHD=emulated",
+            ) from None
+        stdout = done.stdout.decode("utf-8", "replace")
+        stderr = done.stderr.decode("utf-8", "replace")
+        mutating = args[0] in {"bootstrap", "bootout", "enable", "disable", "kickstart"}
+        if done.returncode != 0 or (mutating and reports_failure(stderr)):
+            raise parse_error(
+                stderr if stderr.strip() else stdout,
+                done.returncode,
+                args=args,
+                domain=self._domain,
+                label=label,
+                path=path,
+            )
+        return stdout
+
+    def list(self) -> list[ListEntry]:
+        """`launchctl list`: every job of the caller's domain, one call for all lanes."""
+        return parse_list(self._run("list"))
+
+    def print(self, label: str) -> ServiceInfo:
+        """`launchctl print DOMAIN/LABEL`; LaunchctlError 113 when the job is not loaded."""
+        return parse_print(self._run("print", self._target(label), label=label), label=label)
+
+    def services(self) -> builtins.list[ListEntry]:
+        """The `services` rows of `launchctl print DOMAIN` (this domain only, unlike `list`)."""
+        return parse_domain_services(self._run("print", self._domain))
+
+    def bootstrap(self, plist: Path) -> None:
+        """`launchctl bootstrap DOMAIN PLIST`."""
+        self._run("bootstrap", self._domain, str(plist), label=plist.stem, path=str(plist))
+
+    def bootout(self, label: str) -> None:
+        """`launchctl bootout DOMAIN/LABEL`: returns once launchd accepted it (asynchronous)."""
+        self._run("bootout", self._target(label), label=label)
+
+    def kickstart(self, label: str, *, kill: bool = False) -> int | None:
+        """`launchctl kickstart [-k] -p DOMAIN/LABEL`; the pid it printed, if any."""
+        flags = ["-k", "-p"] if kill else ["-p"]
+        out = self._run("kickstart", *flags, self._target(label), label=label)
+        found = _KICKSTART_PID.search(out.strip())
+        return int(found.group(1)) if found else None
+
+    def enable(self, label: str) -> None:
+        """`launchctl enable DOMAIN/LABEL`."""
+        self._run("enable", self._target(label), label=label)
+
+    def disable(self, label: str) -> None:
+        """`launchctl disable DOMAIN/LABEL`."""
+        self._run("disable", self._target(label), label=label)
+
+    def print_disabled(self) -> dict[str, bool]:
+        """`launchctl print-disabled DOMAIN`: label -> True when disabled."""
+        return parse_print_disabled(self._run("print-disabled", self._domain))

@@ -1,0 +1,425 @@
+"""LaneSpec -> launchd plist, through the jinja2 templates in templates/.
+
+The template renders the XML; the result is parsed back with plistlib and checked against
+`lane_plist()` (the model), and what is written is the canonical form `plistlib.dumps(parsed)`:
+sorted keys and tabs, the way Apple's tools and Homebrew write plists. A user template may add
+keys, never change or drop one of the model's.
+
+Template lookup: the user's directory (`[defaults] templates` or `--templates DIR`) first, then
+the shipped templates, which are also reachable as `lanekit/<name>` so a user template can
+`{% extends "lanekit/lane.plist.j2" %}`.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import plistlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+from xml.parsers.expat import ExpatError
+
+import jinja2
+
+import lanekit
+from lanekit.atomic import write_atomic
+from lanekit.config import (
+    CONFIG_NAME,
+    Config,
+    LaneSpec,
+    config_warnings,
+    display_path,
+    load_config,
+    one_line,
+    read_config,
+    select_lanes,
+)
+from lanekit.errors import ConfigError, EnvironmentUnusableError
+from lanekit.paths import Paths
+
+LANE_TEMPLATE = "lane.plist.j2"
+INIT_TEMPLATE = "lanes.toml.j2"
+SHIPPED_PREFIX = "lanekit"
+PLIST_MODE = 0o644
+"""launchd refuses plists that are group- or world-writable."""
+
+
+def templates_dir(package: Path | None = None) -> Path:
+    """The shipped templates: inside the installed package (the wheel force-includes them
+    there), else `<checkout>/templates` for an editable install or a source tree.
+
+    `package` is the lanekit package directory (default: where lanekit was imported from).
+    """
+    package = package or Path(lanekit.__file__).resolve().parent
+    for candidate in (package / "templates", package.parent.parent / "templates"):
+        if (candidate / LANE_TEMPLATE).is_file():
+            return candidate
+    raise EnvironmentUnusableError(
+        f"lanekit's templates are missing (looked in {package / 'templates'})",
+        "reinstall lanekit: the wheel ships them as lanekit/templates/",
+    )
+
+
+def lane_plist(lane: LaneSpec, *, interpreter: str, snapshot: Path) -> dict[str, Any]:
+    """The plist a lane must have, as plistlib values (the model the template is checked
+    against). Optional keys appear only when set.
+    """
+    plist: dict[str, Any] = {
+        "Label": lane.label,
+        "ProgramArguments": program_arguments(lane, interpreter=interpreter, snapshot=snapshot),
+        "EnvironmentVariables": environment(lane),
+        "WorkingDirectory": str(lane.queue.dir),
+        "StandardOutPath": str(lane.stdout_path),
+        "StandardErrorPath": str(lane.stderr_path),
+        "RunAtLoad": lane.run_at_load,
+    }
+    calendar = [entry.to_plist() for entry in lane.schedule.calendar]
+    if len(calendar) == 1:
+        plist["StartCalendarInterval"] = calendar[0]
+    elif calendar:
+        plist["StartCalendarInterval"] = calendar
+    if lane.schedule.interval is not None:
+        plist["StartInterval"] = lane.schedule.interval
+    optional = {
+        "ThrottleInterval": lane.throttle_interval,
+        "ExitTimeOut": lane.exit_timeout,
+        "Nice": lane.nice,
+        "LowPriorityIO": lane.low_priority_io,
+        "ProcessType": lane.process_type,
+    }
+    plist.update({key: value for key, value in optional.items() if value is not None})
+    return plist
+
+
+def program_arguments(lane: LaneSpec, *, interpreter: str, snapshot: Path) -> list[str]:
+    """`[interpreter, -m, lanekit, run, LANE, --snapshot, SNAPSHOT]`: launchd execs it directly."""
+    if not Path(interpreter).is_absolute():
+        raise EnvironmentUnusableError(
+            f"the Python interpreter path {interpreter!r} is not absolute",
+            "run lanekit with an absolute interpreter path (launchd resolves nothing)",
+        )
+    return [interpreter, "-m", "lanekit", "run", lane.name, "--snapshot", str(snapshot)]
+
+
+def environment(lane: LaneSpec) -> dict[str, str]:
+    """EnvironmentVariables: the lane env, an explicit PATH and the LANEKIT_LANE marker."""
+    return {**lane.env, "PATH": ":".join(lane.path), "LANEKIT_LANE": lane.name}
+
+
+def render_lane(
+    lane: LaneSpec, *, interpreter: str, snapshot: Path, templates: Path | None = None
+) -> bytes:
+    """The lane's plist in canonical bytes, rendered through the template and checked.
+
+    ConfigError when the template is broken or renders something other than the model.
+    """
+    model = lane_plist(lane, interpreter=interpreter, snapshot=snapshot)
+    template = _template(templates, LANE_TEMPLATE)
+    source = template.filename or LANE_TEMPLATE
+    context = {
+        "lane": lane,
+        "label": lane.label,
+        "program_arguments": model["ProgramArguments"],
+        "environment": environment(lane),
+        "calendar": [entry.to_plist() for entry in lane.schedule.calendar],
+        "interval": lane.schedule.interval,
+        "working_directory": str(lane.queue.dir),
+        "stdout_path": str(lane.stdout_path),
+        "stderr_path": str(lane.stderr_path),
+        "run_at_load": lane.run_at_load,
+        "throttle_interval": lane.throttle_interval,
+        "exit_timeout": lane.exit_timeout,
+        "nice": lane.nice,
+        "low_priority_io": lane.low_priority_io,
+        "process_type": lane.process_type,
+    }
+    try:
+        text = template.render(context)
+    except jinja2.TemplateError as exc:
+        raise _template_error(exc, lane.name, templates) from None
+    except RecursionError:
+        raise ConfigError(
+            f"lane {lane.name}: template {source} extends or includes itself",
+            f'extend the shipped template as "{SHIPPED_PREFIX}/{LANE_TEMPLATE}"',
+        ) from None
+    try:
+        parsed = plistlib.loads(text.encode("utf-8"), fmt=plistlib.FMT_XML)
+    except (ExpatError, ValueError, TypeError, AttributeError, IndexError) as exc:
+        raise ConfigError(
+            f"lane {lane.name}: template {source} does not render a valid plist ({exc})",
+            _template_hint(templates),
+        ) from None
+    if not isinstance(parsed, dict):
+        raise ConfigError(
+            f"lane {lane.name}: template {source} renders no top-level <dict>",
+            _template_hint(templates),
+        )
+    for key, expected in model.items():
+        if key not in parsed:
+            raise ConfigError(
+                f"lane {lane.name}: template {source} drops {key}", _template_hint(templates)
+            )
+        if not _same(parsed[key], expected):
+            raise ConfigError(
+                f"lane {lane.name}: template {source} renders {key} differently from the lane spec",
+                _template_hint(templates),
+            )
+    return plistlib.dumps(parsed)
+
+
+def write_plist(path: Path, data: bytes) -> bool:
+    """Write atomically with mode 0644; False when the file already has exactly these bytes
+    and that mode (nothing written).
+    """
+    try:
+        unchanged = path.read_bytes() == data and (path.stat().st_mode & 0o7777) == PLIST_MODE
+    except FileNotFoundError:
+        unchanged = False
+    if unchanged:
+        return False
+    write_atomic(path, data, PLIST_MODE)
+    return True
+
+
+@dataclass(frozen=True, slots=True)
+class RenderedLane:
+    """One lane's canonical plist, and where it was written (None: not written)."""
+
+    lane: LaneSpec
+    data: bytes
+    path: Path | None = None
+    changed: bool = False
+    """True when the file was created or replaced; False when it already had these bytes."""
+
+    @property
+    def file_name(self) -> str:
+        """`<Label>.plist`, the name launchd's convention and `--out` use."""
+        return f"{self.lane.label}.plist"
+
+
+def render_config(
+    config_path: Path,
+    paths: Paths,
+    *,
+    names: Sequence[str] = (),
+    interpreter: str,
+    templates: Path | None = None,
+    out: Path | None = None,
+) -> list[RenderedLane]:
+    """`lanekit render`: the named lanes (all when none) as canonical plists.
+
+    With `out`, each is written to `out/<Label>.plist` -- only after every lane rendered, so a
+    bad lane leaves no file behind. `templates` overrides `[defaults] templates`.
+    """
+    config = load_config(config_path, paths)
+    lanes = select_lanes(config, names)
+    user_templates = templates or config.templates
+    rendered = [
+        RenderedLane(
+            lane,
+            render_lane(
+                lane,
+                interpreter=interpreter,
+                snapshot=paths.snapshot_for(lane.label),
+                templates=user_templates,
+            ),
+        )
+        for lane in lanes
+    ]
+    if out is None:
+        return rendered
+    written: list[RenderedLane] = []
+    for item in rendered:
+        target = out / item.file_name
+        written.append(RenderedLane(item.lane, item.data, target, write_plist(target, item.data)))
+    return written
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigCheck:
+    """`lanekit validate`: every error (config, schedules, templates) and every warning."""
+
+    display: str
+    """The config file as messages name it."""
+    config: Config | None
+    """The loaded config; None when there is any error."""
+    errors: tuple[ConfigError, ...]
+    warnings: tuple[str, ...]
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing is wrong (warnings allowed)."""
+        return not self.errors
+
+
+def check_config(
+    config_path: Path, paths: Paths, *, interpreter: str, templates: Path | None = None
+) -> ConfigCheck:
+    """Validate lanes.toml and render every valid lane, collecting all errors and warnings."""
+    display = display_path(config_path, paths.cwd)
+    config, config_errors = read_config(config_path, paths)
+    errors = list(config_errors)
+    warnings: list[str] = []
+    if config is not None:
+        seen = {error.message for error in errors}
+        for lane in config.lanes.values():
+            try:
+                render_lane(
+                    lane,
+                    interpreter=interpreter,
+                    snapshot=paths.snapshot_for(lane.label),
+                    templates=templates or config.templates,
+                )
+            except ConfigError as exc:
+                # A broken template fails every lane the same way: report it once.
+                same = exc.message.removeprefix(f"lane {lane.name}: ")
+                if same not in seen:
+                    seen.add(same)
+                    errors.append(exc)
+        if not errors:
+            warnings = config_warnings(config)
+    return ConfigCheck(
+        display=display,
+        config=None if errors else config,
+        errors=tuple(errors),
+        warnings=tuple(warnings),
+    )
+
+
+def init_config(directory: Path, paths: Paths) -> Path:
+    """`lanekit init`: write `directory/lanes.toml` from templates/lanes.toml.j2.
+
+    Never overwrites: an existing file is a ConfigError and stays untouched.
+    """
+    target = directory / CONFIG_NAME
+    shown = display_path(target, paths.cwd)
+    if target.exists():
+        raise ConfigError(
+            f"{shown}: already exists; lanekit init never overwrites it",
+            "edit it, or run `lanekit init DIR` to write one in another directory",
+        )
+    template = _template(None, INIT_TEMPLATE)
+    try:
+        text = template.render(home=str(paths.home))
+    except jinja2.TemplateError as exc:
+        raise _template_error(exc, None, None) from None
+    _write_new(target, text.encode("utf-8"), shown)
+    return target
+
+
+def _write_new(path: Path, data: bytes, shown: str) -> None:
+    # link(2) refuses an existing target, so a file created since the check is never replaced,
+    # and readers see either no file or the whole one.
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.new")
+    write_atomic(tmp, data, 0o644)
+    try:
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            raise
+        except OSError:
+            # No hard links on this file system: O_EXCL still never replaces a file.
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
+    except FileExistsError:
+        raise ConfigError(
+            f"{shown}: already exists; lanekit init never overwrites it",
+            "edit it, or run `lanekit init DIR` to write one in another directory",
+        ) from None
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _toml_string(value: object) -> str:
+    # A JSON string is a TOML basic string (same escapes, \uXXXX included), except that TOML
+    # also wants DEL escaped.
+    return json.dumps(str(value), ensure_ascii=False).replace("\x7f", "\\u007f")
+
+
+@functools.lru_cache(maxsize=8)
+def _environment(user_dir: Path | None) -> jinja2.Environment:
+    shipped = jinja2.FileSystemLoader(templates_dir())
+    loaders: list[jinja2.BaseLoader] = []
+    if user_dir is not None:
+        loaders.append(jinja2.FileSystemLoader(user_dir))
+    loaders += [jinja2.PrefixLoader({SHIPPED_PREFIX: shipped}, delimiter="/"), shipped]
+    env = jinja2.Environment(
+        loader=jinja2.ChoiceLoader(loaders),
+        # XML escaping for plists; TOML templates quote values with the `toml` filter instead.
+        autoescape=jinja2.select_autoescape(
+            enabled_extensions=("plist.j2", "xml"),
+            disabled_extensions=("toml.j2",),
+            default=True,
+            default_for_string=True,
+        ),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters["toml"] = _toml_string
+    return env
+
+
+def _template(user_dir: Path | None, name: str) -> jinja2.Template:
+    if user_dir is not None and not user_dir.is_dir():
+        raise ConfigError(
+            f"templates directory {user_dir} does not exist",
+            "fix `templates` in [defaults] or --templates, or drop it to use the shipped ones",
+        )
+    try:
+        return _environment(user_dir).get_template(name)
+    except jinja2.TemplateError as exc:
+        raise _template_error(exc, None, user_dir) from None
+
+
+def _template_error(
+    exc: jinja2.TemplateError, lane: str | None, user_dir: Path | None
+) -> ConfigError:
+    """`<file>:<line>: <what jinja says>`, prefixed with the lane when one was rendering."""
+    if isinstance(exc, jinja2.TemplateSyntaxError):
+        where = f"{exc.filename or exc.name}:{exc.lineno}"
+    else:
+        where = _template_frame(exc.__traceback__) or "template"
+    message = exc.message or type(exc).__name__
+    if isinstance(exc, jinja2.TemplateNotFound):
+        message = f"template {exc.message} not found"
+    prefix = f"lane {lane}: " if lane else ""
+    return ConfigError(one_line(f"{prefix}{where}: {message}"), _template_hint(user_dir))
+
+
+def _template_frame(tb: TracebackType | None) -> str | None:
+    # jinja rewrites tracebacks so template code shows its own file and line; the innermost
+    # such frame is where the template failed.
+    found = None
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        if not filename.endswith(".py") and not filename.startswith("<"):
+            found = f"{filename}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    return found
+
+
+def _template_hint(user_dir: Path | None) -> str:
+    if user_dir is None:
+        return "this is a bug in lanekit's shipped template: please report it"
+    return f"fix the template in {user_dir}, or remove it to use the shipped one"
+
+
+def _same(actual: Any, expected: Any) -> bool:
+    # Strict: plistlib gives True for <true/> and 1 for <integer>1</integer>, and True == 1.
+    if type(actual) is not type(expected):
+        return False
+    if isinstance(expected, dict):
+        return actual.keys() == expected.keys() and all(
+            _same(actual[key], value) for key, value in expected.items()
+        )
+    if isinstance(expected, list):
+        return len(actual) == len(expected) and all(map(_same, actual, expected))
+    return bool(actual == expected)

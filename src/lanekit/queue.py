@@ -1,0 +1,1329 @@
+"""The directory queue (design.md section 3): exactly-once claims by one atomic rename.
+
+Layout under the queue directory, all on one local filesystem:
+
+    tmp/      writers build files here, then rename them into place
+    queue/    <id>.json, ready to run; generated ids start with the UTC time in ns (sort = age)
+    claimed/  <id>.<owner>.json, owner = <hosttag>-<pid>-<start token>: claim and owner are one
+              rename, and the owner holds a flock on the file while the job runs
+    delayed/  <id>.<not-before epoch>.json, retries waiting out their backoff
+    done/     <YYYY-MM-DD>/<id>.json (UTC day buckets, so no directory grows without bound)
+    failed/   <id>.json plus <id>.error (why)
+    records/  <id>.json status records (lanekit.records), the re-execution guard
+    logs/     lane logs (written by the runner)
+
+Every move is a no-replace rename (lanekit.fsops): a collision is an error, never an overwrite.
+In done/ and failed/ a second copy of an id keeps its claimed name (<id>.<owner>.json) next to
+the first; in queue/ and delayed/ it goes to failed/ as a duplicate. Nothing is ever deleted.
+
+Producers in any language can enqueue without lanekit: write tmp/<anything>, then rename it to
+queue/<id>.json. The claimer creates the record of such a job when it claims it.
+
+The claim path uses `os` with `str` paths and imports nothing heavy; `lanekit run` on an empty
+queue is a benchmark figure.
+"""
+
+# ruff: noqa: PTH100, PTH102, PTH103, PTH104, PTH108, PTH115, PTH116, PTH119, PTH120, PTH208
+# (str paths and os.* on purpose: this is the claim path, see the docstring)
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import stat
+import time
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from pathlib import Path
+
+from lanekit import fsops, procinfo
+from lanekit.errors import QueueError, UsageError
+from lanekit.records import JobState, Record, RecordError, RecordStore, iso_utc, strict_loads
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from typing import Any
+
+SUBDIRS = ("tmp", "queue", "claimed", "done", "failed", "delayed", "records", "logs")
+"""Every directory of a queue; check() refuses the queue unless all are usable."""
+_MOVED_THROUGH = ("tmp", "queue", "claimed", "delayed", "done", "failed", "records")
+"""The directories jobs and records are renamed between: the probe rename visits each."""
+
+MAX_ID_LENGTH = 128
+_ID_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
+_ID_HINT = (
+    "ids become file names: use letters, digits, '.', '_' and '-' (at most 128), "
+    "not starting with '.'"
+)
+
+DEFAULT_BACKOFF_BASE = 30.0
+DEFAULT_BACKOFF_MAX = 3600.0
+
+_MISS_LIMIT = 4
+"""Consecutive lost races after which a claimer trusts its listing no more and lists again."""
+_SPREAD = 64
+"""Claimers start at a random offset among the oldest this many jobs: near the head, but apart."""
+_FIRST_WINDOW = 1024
+"""A claimer's first listing keeps only the oldest this many names (one run usually takes a few
+jobs: selecting them is O(n), sorting 100k names would cost more than listing them)."""
+
+_checked_roots: set[str] = set()
+"""Queue directories that passed check() in this process (the runner checks on every run)."""
+
+
+class JobExistsError(UsageError):
+    """An id given to enqueue is already in the queue (or already succeeded)."""
+
+
+def validate_job_id(job_id: str) -> str:
+    """Return `job_id` if it is a safe file name, else raise UsageError saying why.
+
+    Ids become file names in several directories, so this is a security boundary: no path
+    separators, no `..`, no hidden files, no NUL, nothing longer than 128 characters.
+    """
+    problem = _id_problem(job_id)
+    if problem is not None:
+        raise UsageError(f"job id {job_id!r} {problem}", _ID_HINT)
+    return job_id
+
+
+def _id_problem(job_id: str) -> str | None:
+    if not job_id:
+        return "is empty"
+    if len(job_id) > MAX_ID_LENGTH:
+        return f"is {len(job_id)} characters long (at most {MAX_ID_LENGTH})"
+    if job_id[0] == ".":
+        return "starts with '.'"
+    if not set(job_id) <= _ID_CHARS:
+        bad = next(char for char in job_id if char not in _ID_CHARS)
+        return f"contains {bad!r}"
+    return None
+
+
+def new_job_id(now_ns: int | None = None) -> str:
+    """`<UTC ns, 20 digits>-<pid, 7 digits>-<8 random hex>`: unique, and sorts by age."""
+    ns = time.time_ns() if now_ns is None else now_ns
+    return f"{ns:020d}-{os.getpid():07d}-{os.urandom(4).hex()}"
+
+
+def _id_time(job_id: str) -> float | None:
+    """The enqueue time encoded in a generated id (epoch seconds), or None for a custom id."""
+    if len(job_id) > 20 and job_id[20] == "-" and job_id[:20].isdigit():
+        return int(job_id[:20]) / 1e9
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Owner:
+    """Who holds a claim: `<hosttag>-<pid>-<start token>`, the middle of a claimed file's name."""
+
+    host: str
+    pid: int
+    token: str
+
+    def __str__(self) -> str:
+        return f"{self.host}-{self.pid}-{self.token}"
+
+    @classmethod
+    def parse(cls, text: str) -> Owner | None:
+        """The owner spelled by `text`, or None if it is not one."""
+        parts = text.split("-")
+        if len(parts) != 3:
+            return None
+        host, pid, token = parts
+        if len(host) != 8 or not all(c in "0123456789abcdef" for c in host):
+            return None
+        if not (pid.isdigit() and token.isdigit()):
+            return None
+        return cls(host, int(pid), token)
+
+
+_own: tuple[int, str] | None = None
+
+
+def own_owner() -> str:
+    """This process's owner tag (recomputed after fork: the child is a different owner)."""
+    global _own  # noqa: PLW0603 - a per-process constant, computed lazily
+    pid = os.getpid()
+    if _own is None or _own[0] != pid:
+        _own = (pid, f"{procinfo.hosttag()}-{pid}-{procinfo.self_token()}")
+    return _own[1]
+
+
+def split_owned_name(name: str) -> tuple[str, Owner] | None:
+    """`<id>.<owner>.json` -> (id, owner); None if the name carries no owner.
+
+    Ids may contain dots, so the owner is taken from the right.
+    """
+    if not name.endswith(".json"):
+        return None
+    job_id, dot, owner_text = name[:-5].rpartition(".")
+    if not dot or not job_id:
+        return None
+    owner = Owner.parse(owner_text)
+    return None if owner is None else (job_id, owner)
+
+
+def _json_kind(value: object) -> str:
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, bool):
+        return "boolean"
+    if value is None:
+        return "null"
+    return "number"
+
+
+def payload_problem(data: bytes) -> str | None:
+    """Why `data` is not a job payload (a JSON object), or None when it is one."""
+    try:
+        value = strict_loads(data)
+    except ValueError as exc:
+        return f"not valid JSON ({exc})"
+    if not isinstance(value, dict):
+        return f"a JSON {_json_kind(value)}, not an object"
+    return None
+
+
+def _payload_bytes(payload: Mapping[str, Any] | bytes | str) -> bytes:
+    if isinstance(payload, bytes | str):
+        data = payload.encode("utf-8") if isinstance(payload, str) else payload
+        problem = payload_problem(data)
+        if problem is not None:
+            raise UsageError(
+                f"job payload is {problem}", 'a job is one JSON object, e.g. {"file": "a.txt"}'
+            )
+        return data
+    import json
+
+    try:
+        return json.dumps(dict(payload), allow_nan=False).encode("utf-8") + b"\n"
+    except (TypeError, ValueError) as exc:
+        raise UsageError(
+            f"job payload cannot be written as JSON ({exc})",
+            "use only str, int, float, bool, None, lists and dicts with str keys",
+        ) from None
+
+
+class ClaimLock:
+    """The open claimed file whose flock marks the owner as alive (released once, idempotently)."""
+
+    __slots__ = ("fd",)
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    @property
+    def held(self) -> bool:
+        """False once the claim was settled."""
+        return self.fd >= 0
+
+    def release(self) -> None:
+        """Close the file (dropping the flock); later calls do nothing."""
+        fd, self.fd = self.fd, -1
+        if fd >= 0:
+            os.close(fd)
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A job this process owns: claimed/<id>.<owner>.json, flocked until settled."""
+
+    job_id: str
+    path: Path
+    """The claimed file; the job's command gets this path."""
+    attempt: int
+    """1 on the first run, counting every start (a crash mid-run counts too)."""
+    owner: str
+    record: Record
+    """The `running` record written at claim."""
+    lock: ClaimLock = field(repr=False, compare=False)
+
+    @property
+    def held(self) -> bool:
+        """True until complete/fail/release settled the claim."""
+        return self.lock.held
+
+
+class DropReason(StrEnum):
+    """Why a claimed file was settled without running (see Dropped)."""
+
+    CORRUPT = "corrupt"
+    """Not JSON, or not a JSON object."""
+    INVALID_ID = "invalid-id"
+    """A producer named the file with an id lanekit would have refused."""
+    RECORD_UNREADABLE = "record-unreadable"
+    """The record cannot be trusted, so the guard cannot say whether the job already ran."""
+    ALREADY_SUCCEEDED = "already-succeeded"
+    """The re-execution guard: the record says succeeded."""
+    DUPLICATE = "duplicate"
+    """Another copy of the same id is running right now."""
+
+
+@dataclass(frozen=True, slots=True)
+class Dropped:
+    """A job claim() took out of queue/ but did not hand out; reported through `on_drop`."""
+
+    job_id: str
+    reason: DropReason
+    detail: str
+    destination: Path
+    """Where the file went: done/ for already-succeeded, failed/ (+ .error) otherwise."""
+
+    @property
+    def state(self) -> JobState:
+        """SUCCEEDED for already-succeeded (log `skipped`), FAILED otherwise (log `failed`)."""
+        if self.reason is DropReason.ALREADY_SUCCEEDED:
+            return JobState.SUCCEEDED
+        return JobState.FAILED
+
+
+class RecoverReason(StrEnum):
+    """Why recover() took a claim away from its owner."""
+
+    OWNER_DEAD = "owner-dead"
+    PID_REUSED = "pid-reused"
+    STALE = "stale"
+    """Owner on another host (or unnamed) and the claim is older than stale_after."""
+
+
+@dataclass(frozen=True, slots=True)
+class Recovered:
+    """One claim recover() moved (or, with dry_run, would move)."""
+
+    job_id: str
+    reason: RecoverReason
+    destination: Path
+    state: JobState
+    """QUEUED (back in queue/), FAILED (out of attempts) or SUCCEEDED (its record already said
+    so: the owner died between recording the success and moving the file to done/)."""
+    owner: str
+    attempts: int
+
+
+@dataclass(frozen=True, slots=True)
+class QueueCounts:
+    """How many jobs are where, for status and doctor."""
+
+    queued: int
+    delayed: int
+    claimed: int
+    done: int
+    failed: int
+    oldest_queued_age: float | None
+    """Seconds since the oldest job in queue/ was enqueued (None when queue/ is empty)."""
+    oldest_claim_age: float | None
+    """Seconds since the oldest current claim was taken (None when nothing is claimed)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimInfo:
+    """One file in claimed/ and what is known about its owner."""
+
+    job_id: str
+    path: Path
+    pid: int | None
+    token: str | None
+    host: str | None
+    age: float
+    """Seconds since the claim was taken."""
+    owner_alive: bool | None
+    """True/False for owners on this host; None when it cannot be checked (another host)."""
+
+
+@dataclass(frozen=True, slots=True)
+class JobLocation:
+    """Where a job's file is, and the state that follows from the directory."""
+
+    job_id: str
+    state: JobState
+    path: Path
+
+
+class Queue:
+    """A directory queue (see the module docstring).
+
+    `durable=False` skips fsyncs (a power loss may then lose recent jobs and records; a process
+    crash never does). Retries wait `backoff_base * 2**(attempt-1)` seconds in delayed/, capped
+    at `backoff_max`; a base of 0 sends them straight back to queue/.
+    """
+
+    def __init__(
+        self,
+        dir: Path,
+        *,
+        durable: bool = True,
+        backoff_base: float = DEFAULT_BACKOFF_BASE,
+        backoff_max: float = DEFAULT_BACKOFF_MAX,
+    ) -> None:
+        self.dir = Path(os.path.abspath(dir))
+        self.durable = durable
+        self.backoff_base = backoff_base
+        self.backoff_max = backoff_max
+        self.tmp = self.dir / "tmp"
+        self.queue = self.dir / "queue"
+        self.claimed = self.dir / "claimed"
+        self.done = self.dir / "done"
+        self.failed = self.dir / "failed"
+        self.delayed = self.dir / "delayed"
+        self.records = self.dir / "records"
+        self.logs = self.dir / "logs"
+        self.store = RecordStore(self.records, durable=durable, tmp_dir=self.tmp)
+        root = str(self.dir)
+        self._root = root
+        self._tmp = root + "/tmp"
+        self._queue = root + "/queue"
+        self._claimed = root + "/claimed"
+        self._done = root + "/done"
+        self._failed = root + "/failed"
+        self._delayed = root + "/delayed"
+        self._serial = 0
+        self._day = ""
+
+    def __repr__(self) -> str:
+        return f"Queue({self._root!r}, durable={self.durable})"
+
+    # -- setup and safety -------------------------------------------------------------------
+
+    def ensure(self) -> None:
+        """Create the directories that are missing (mode 0700), then check() them all."""
+        try:
+            os.makedirs(self._root, mode=0o700, exist_ok=True)
+            for name in SUBDIRS:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(f"{self._root}/{name}", 0o700)
+        except OSError as exc:
+            raise QueueError(
+                f"{exc.filename or self._root}: cannot create the queue directory ({exc.strerror})",
+                "check that the parent directory exists and is writable",
+            ) from None
+        _checked_roots.discard(self._root)
+        self.check()
+
+    def check(self) -> None:
+        """Refuse (QueueError, exit 69) a queue whose directories could break exactly-once.
+
+        All directories must exist, be real directories (not symlinks), belong to us and not be
+        writable by group or others, sit on one local filesystem (same st_dev, and a probe file
+        renamed through each of them), and not be inside a network or sync-engine folder.
+        A queue that passed is not checked again in the same process.
+        """
+        if self._root in _checked_roots:
+            return
+        root = self._root
+        try:
+            root_stat = os.stat(root)
+        except FileNotFoundError:
+            raise QueueError(
+                f"{root}: queue directory does not exist",
+                "create it with `lanekit apply` (it creates the queue directories), "
+                "or fix the queue's dir in lanes.toml",
+            ) from None
+        except OSError as exc:
+            raise QueueError(
+                f"{root}: queue directory is unusable ({exc.strerror})",
+                "check its permissions",
+            ) from None
+        if not stat.S_ISDIR(root_stat.st_mode):
+            raise QueueError(f"{root}: not a directory", "point the queue's dir at a directory")
+        _check_access(root, root_stat)
+        real = os.path.realpath(root)
+        where = fsops.sync_folder(real)
+        if where is not None:
+            raise QueueError(
+                f"{root}: inside {where}; a sync engine moves and re-creates files behind the "
+                "queue's back, so claims are not atomic there",
+                "put the queue in a local folder outside any synced folder",
+            )
+        problem = fsops.mount_problem(real)
+        if problem is not None:
+            raise QueueError(
+                f"{root}: {problem}; rename there is not atomic or not local",
+                "put the queue on a local disk",
+            )
+        for name in SUBDIRS:
+            path = f"{root}/{name}"
+            try:
+                sub = os.lstat(path)
+            except FileNotFoundError:
+                raise QueueError(
+                    f"{path}: queue directory is missing",
+                    "create the queue directories with `lanekit apply` (or `Queue.ensure()`)",
+                ) from None
+            if stat.S_ISLNK(sub.st_mode):
+                target = os.readlink(path)
+                try:
+                    elsewhere = os.stat(path).st_dev != root_stat.st_dev
+                except OSError:
+                    elsewhere = False
+                why = (
+                    f"on a different filesystem from {root}; a rename between them is a copy, "
+                    "not an atomic move"
+                    if elsewhere
+                    else f"queue directories must be real directories inside {root}"
+                )
+                raise QueueError(
+                    f"{path}: is a symlink to {target}, {why}",
+                    f"replace the symlink with a directory: rm {path} && mkdir -m 700 {path}",
+                )
+            if not stat.S_ISDIR(sub.st_mode):
+                raise QueueError(
+                    f"{path}: not a directory", f"move it away and create a directory: {path}"
+                )
+            _check_access(path, sub)
+            if sub.st_dev != root_stat.st_dev:
+                raise QueueError(
+                    f"{path}: on a different filesystem from {root}; a rename between them is "
+                    "a copy, not an atomic move",
+                    "keep every queue directory on the queue's own filesystem (no mounts inside)",
+                )
+        self._probe_renames()
+        _checked_roots.add(root)
+
+    def _probe_renames(self) -> None:
+        """Rename a probe file through every directory: catches bind mounts st_dev cannot see."""
+        name = f".probe-{os.getpid()}-{os.urandom(4).hex()}"
+        here = f"{self._tmp}/{name}"
+        try:
+            fsops.write_new(here, b"", durable=False)
+        except OSError as exc:
+            raise QueueError(
+                f"{self._tmp}: cannot create a file ({exc.strerror})",
+                f"check that {self._tmp} is writable",
+            ) from None
+        try:
+            for target in (*_MOVED_THROUGH[1:], "tmp"):
+                there = f"{self._root}/{target}/{name}"
+                try:
+                    os.rename(here, there)
+                except OSError as exc:
+                    raise QueueError(
+                        f"{os.path.dirname(there)}: a rename from {os.path.dirname(here)} fails "
+                        f"({exc.strerror})",
+                        "keep every queue directory on one local filesystem, writable by you",
+                    ) from None
+                here = there
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(here)
+
+    # -- producing -------------------------------------------------------------------------
+
+    def enqueue(self, payload: Mapping[str, Any] | bytes | str, job_id: str | None = None) -> str:
+        """Add a job; returns its id. The payload must be a JSON object (UsageError otherwise).
+
+        Written to tmp/, fsynced, renamed without replacing into queue/<id>.json, directory
+        fsynced (no fsyncs when durable=False). A given id must pass validate_job_id and must
+        not be anywhere in the queue already; an id whose record says succeeded is refused too
+        (JobExistsError), because the guard would only skip it.
+        """
+        self.check()
+        data = _payload_bytes(payload)
+        if job_id is None:
+            job_id = new_job_id()
+        else:
+            validate_job_id(job_id)
+            self._refuse_existing(job_id)
+        now = time.time()
+        tmp = self._tmp_name(job_id, "job")
+        fsops.write_new(tmp, data, durable=self.durable)
+        target = f"{self._queue}/{job_id}.json"
+        try:
+            self.store.write(Record(job_id, JobState.QUEUED, 0, iso_utc(now), iso_utc(now)))
+            fsops.rename_noreplace(tmp, target)
+        except FileExistsError:
+            os.unlink(tmp)
+            raise JobExistsError(
+                f"job {job_id} is already queued ({target})", "give the new job another id"
+            ) from None
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        if self.durable:
+            fsops.fsync_dir(self._queue)
+        return job_id
+
+    def _refuse_existing(self, job_id: str) -> None:
+        hint = "give the new job another id"
+        for path, what in (
+            (f"{self._queue}/{job_id}.json", "is already queued"),
+            (f"{self._failed}/{job_id}.json", "already failed"),
+        ):
+            if os.path.lexists(path):
+                raise JobExistsError(f"job {job_id} {what} ({path})", hint)
+        for directory, what in ((self._claimed, "is running"), (self._delayed, "awaits a retry")):
+            for name in _listdir(directory):
+                if name.endswith(".json") and name[:-5].rpartition(".")[0] == job_id:
+                    raise JobExistsError(f"job {job_id} {what} ({directory}/{name})", hint)
+        record = self.store.read(job_id)
+        if record is not None and record.state is JobState.SUCCEEDED:
+            raise JobExistsError(
+                f"job {job_id} already succeeded ({self.store.path(job_id)})",
+                "lanekit never runs a succeeded id again: give the new job another id",
+            )
+
+    def _tmp_name(self, job_id: str, kind: str) -> str:
+        self._serial += 1
+        return f"{self._tmp}/.{job_id}.{os.getpid()}.{self._serial}.{kind}"
+
+    # -- consuming -------------------------------------------------------------------------
+
+    def claimer(
+        self, *, lane: str | None = None, on_drop: Callable[[Dropped], None] | None = None
+    ) -> Claimer:
+        """A claimer for this process (see Claimer). Checks the queue first."""
+        self.check()
+        return Claimer(self, lane=lane, on_drop=on_drop)
+
+    def complete(self, claim: Claim) -> Path:
+        """The job succeeded: record it, move it to done/<UTC day>/, drop the lock."""
+        self._require_held(claim)
+        try:
+            now = time.time()
+            record = Record(
+                claim.job_id,
+                JobState.SUCCEEDED,
+                claim.record.attempts,
+                claim.record.queued_at,
+                iso_utc(now),
+                lane=claim.record.lane,
+            )
+            # The record first: if we die before the move, recover() sees "succeeded" and
+            # finishes the move instead of running the job again.
+            self.store.write(record)
+            return Path(self._to_done(str(claim.path), claim.job_id, now))
+        finally:
+            claim.lock.release()
+
+    def fail(self, claim: Claim, error: str) -> Path:
+        """The job failed for good: record it, move it to failed/ with <id>.error, drop the lock."""
+        self._require_held(claim)
+        try:
+            return Path(self._fail_claimed(claim, error or "failed without a message"))
+        finally:
+            claim.lock.release()
+
+    def release(
+        self,
+        claim: Claim,
+        *,
+        max_attempts: int,
+        error: str = "",
+        count_attempt: bool = True,
+        delay: bool = True,
+    ) -> Path:
+        """Give the job back: to delayed/ (backoff), queue/ (no delay), or failed/ when out of
+        attempts. `count_attempt=False, delay=False` is for a run stopped by a signal: the job
+        did not fail, so it neither spends an attempt nor waits."""
+        self._require_held(claim)
+        try:
+            attempts = claim.record.attempts
+            if count_attempt and attempts >= max_attempts:
+                why = error or "released"
+                return Path(self._fail_claimed(claim, f"{why}; gave up after {attempts} attempts"))
+            if not count_attempt:
+                attempts = max(attempts - 1, 0)
+            now = time.time()
+            wait = self.backoff(claim.record.attempts) if delay else 0.0
+            self.store.write(
+                Record(
+                    claim.job_id,
+                    JobState.QUEUED,
+                    attempts,
+                    claim.record.queued_at,
+                    iso_utc(now),
+                    lane=claim.record.lane,
+                    error=error or None,
+                )
+            )
+            if wait > 0:
+                not_before = int(now + wait + 0.999)
+                target = f"{self._delayed}/{claim.job_id}.{not_before}.json"
+            else:
+                target = f"{self._queue}/{claim.job_id}.json"
+            src = str(claim.path)
+            try:
+                fsops.rename_noreplace(src, target)
+            except FileExistsError:
+                return Path(self._duplicate_to_failed(src, claim.job_id, target))
+            return Path(target)
+        finally:
+            claim.lock.release()
+
+    def backoff(self, attempt: int) -> float:
+        """Seconds a job waits in delayed/ after failing attempt number `attempt`."""
+        if self.backoff_base <= 0:
+            return 0.0
+        return float(min(self.backoff_base * 2 ** max(attempt - 1, 0), self.backoff_max))
+
+    def promote_due(self, now: float | None = None) -> list[str]:
+        """Move retries whose not-before time has come from delayed/ to queue/; their ids."""
+        now = time.time() if now is None else now
+        promoted = []
+        for name in _listdir(self._delayed):
+            if name[0] == "." or not name.endswith(".json"):
+                continue
+            job_id, dot, not_before = name[:-5].rpartition(".")
+            if not dot or not not_before.isdigit() or int(not_before) > now:
+                continue
+            src = f"{self._delayed}/{name}"
+            try:
+                fsops.rename_noreplace(src, f"{self._queue}/{job_id}.json")
+            except FileNotFoundError:
+                continue  # another runner promoted it
+            except FileExistsError:
+                self._duplicate_to_failed(src, job_id, f"{self._queue}/{job_id}.json")
+                continue
+            promoted.append(job_id)
+        return promoted
+
+    # -- recovery ------------------------------------------------------------------------
+
+    def recover(
+        self,
+        *,
+        stale_after: float,
+        max_attempts: int,
+        dry_run: bool = False,
+        now: float | None = None,
+    ) -> list[Recovered]:
+        """Give back claims whose owner is gone; safe to run from many processes at once.
+
+        On this host a claim is recovered when nobody holds its lock and its owner pid is dead
+        or runs another process (start token differs). For owners on another host (or files
+        without an owner) only age counts: older than `stale_after` seconds. The job goes back
+        to queue/ (attempt counted at claim), to failed/ when its attempts are spent, or to
+        done/ when its record already says succeeded. Each candidate is locked and re-checked
+        with stat before the move, and the move is a rename, so two recoverers never both act.
+        `dry_run` reports what would move and moves nothing.
+        """
+        self.check()
+        now = time.time() if now is None else now
+        results = []
+        for name in _listdir(self._claimed):
+            if name[0] == "." or not name.endswith(".json"):
+                continue
+            item = self._recover_one(name, stale_after, max_attempts, dry_run, now)
+            if item is not None:
+                results.append(item)
+        return results
+
+    def _recover_one(
+        self, name: str, stale_after: float, max_attempts: int, dry_run: bool, now: float
+    ) -> Recovered | None:
+        path = f"{self._claimed}/{name}"
+        parsed = split_owned_name(name)
+        job_id, owner = (name[:-5], None) if parsed is None else parsed
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            return None
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return None  # its owner (or another recoverer) holds it
+            if owner is not None and owner.host == procinfo.hosttag():
+                alive = procinfo.liveness(owner.pid, owner.token)
+                if alive in {procinfo.Liveness.ALIVE, procinfo.Liveness.UNKNOWN}:
+                    return None
+                reason = (
+                    RecoverReason.OWNER_DEAD
+                    if alive is procinfo.Liveness.DEAD
+                    else RecoverReason.PID_REUSED
+                )
+            else:
+                if now - os.fstat(fd).st_mtime <= stale_after:
+                    return None
+                reason = RecoverReason.STALE
+            # A listing can repeat or miss names during renames: act only if this name still
+            # is the file we locked.
+            try:
+                current = os.stat(path)
+            except FileNotFoundError:
+                return None
+            locked = os.fstat(fd)
+            if (current.st_ino, current.st_dev) != (locked.st_ino, locked.st_dev):
+                return None
+            return self._give_back(
+                path=path,
+                job_id=job_id,
+                owner=owner,
+                reason=reason,
+                max_attempts=max_attempts,
+                dry_run=dry_run,
+                now=now,
+            )
+        finally:
+            os.close(fd)
+
+    def _give_back(
+        self,
+        *,
+        path: str,
+        job_id: str,
+        owner: Owner | None,
+        reason: RecoverReason,
+        max_attempts: int,
+        dry_run: bool,
+        now: float,
+    ) -> Recovered | None:
+        owner_text = "" if owner is None else str(owner)
+        why = {
+            RecoverReason.OWNER_DEAD: f"owner {owner_text} died",
+            RecoverReason.PID_REUSED: f"owner {owner_text} died (its pid now runs another process)",
+            RecoverReason.STALE: f"claim by {owner_text or 'an unknown owner'} went stale",
+        }[reason]
+        prev: Record | None = None
+        unreadable: str | None = None
+        try:
+            prev = self.store.read(job_id)
+        except RecordError as exc:
+            unreadable = exc.message
+        attempts = 0 if prev is None else prev.attempts
+        if unreadable is not None:
+            state, destination = JobState.FAILED, f"{self._failed}/{job_id}.json"
+        elif prev is not None and prev.state is JobState.SUCCEEDED:
+            state, destination = JobState.SUCCEEDED, f"{self._done_dir(now)}/{job_id}.json"
+        elif attempts >= max_attempts:
+            state, destination = JobState.FAILED, f"{self._failed}/{job_id}.json"
+        else:
+            state, destination = JobState.QUEUED, f"{self._queue}/{job_id}.json"
+        if dry_run:
+            return Recovered(job_id, reason, Path(destination), state, owner_text, attempts)
+        try:
+            if state is JobState.SUCCEEDED:
+                destination = self._to_done(path, job_id, now)
+            elif state is JobState.FAILED:
+                error = (
+                    f"record unreadable: {unreadable}"
+                    if unreadable is not None
+                    else f"{why}; gave up after {attempts} attempts"
+                )
+                destination = self._to_failed(path, job_id, error)
+                if unreadable is None:
+                    self._write_failed_record(job_id, prev, error, now)
+            else:
+                try:
+                    fsops.rename_noreplace(path, destination)
+                except FileExistsError:
+                    destination = self._duplicate_to_failed(path, job_id, destination)
+                    state = JobState.FAILED
+                else:
+                    record = Record(
+                        job_id, JobState.QUEUED, attempts, iso_utc(now), iso_utc(now), error=why
+                    )
+                    self.store.write(record.carry_over(prev))
+        except FileNotFoundError:
+            return None  # another recoverer moved it first
+        return Recovered(job_id, reason, Path(destination), state, owner_text, attempts)
+
+    # -- observing -------------------------------------------------------------------------
+
+    def counts(self, now: float | None = None) -> QueueCounts:
+        """How many jobs are in each directory, and the oldest queued job and claim."""
+        now = time.time() if now is None else now
+        queued = _job_names(self._queue)
+        oldest: float | None = None
+        for name in queued:
+            born = _id_time(name[:-5])
+            if born is None:
+                try:
+                    born = os.stat(f"{self._queue}/{name}").st_mtime
+                except FileNotFoundError:
+                    continue
+            oldest = born if oldest is None else min(oldest, born)
+        claims = self.list_claims(now=now, check_owners=False)
+        done = sum(len(_job_names(f"{self._done}/{day}")) for day in self._done_days())
+        return QueueCounts(
+            queued=len(queued),
+            delayed=len(_job_names(self._delayed)),
+            claimed=len(claims),
+            done=done,
+            failed=len(_job_names(self._failed)),
+            oldest_queued_age=None if oldest is None else max(now - oldest, 0.0),
+            oldest_claim_age=max((c.age for c in claims), default=None),
+        )
+
+    def list_claims(
+        self, now: float | None = None, *, check_owners: bool = True
+    ) -> list[ClaimInfo]:
+        """Every claim with its owner and age, oldest first.
+
+        `owner_alive` is True when the claim's lock is held or its owner (on this host) is
+        running with the same start token, False when the owner is gone, None when the owner is
+        on another host or unnamed (and when `check_owners` is False).
+        """
+        now = time.time() if now is None else now
+        here = procinfo.hosttag()
+        result = []
+        for name in _job_names(self._claimed):
+            path = f"{self._claimed}/{name}"
+            try:
+                mtime = os.stat(path).st_mtime
+            except FileNotFoundError:
+                continue
+            parsed = split_owned_name(name)
+            job_id, owner = (name[:-5], None) if parsed is None else parsed
+            alive = None
+            if check_owners and owner is not None and owner.host == here:
+                alive = _owner_alive(path, owner)
+            result.append(
+                ClaimInfo(
+                    job_id=job_id,
+                    path=Path(path),
+                    pid=None if owner is None else owner.pid,
+                    token=None if owner is None else owner.token,
+                    host=None if owner is None else owner.host,
+                    age=max(now - mtime, 0.0),
+                    owner_alive=alive,
+                )
+            )
+        result.sort(key=lambda info: -info.age)
+        return result
+
+    def listing(self, state: JobState | None = None) -> dict[str, tuple[JobState, str, str | None]]:
+        """Every job file as id -> (state, directory, file name or None for `<id>.json`).
+
+        Built from directory listings alone (no file is opened or stat'ed, and entries of one
+        directory share one value tuple), so it stays cheap at 100k jobs. `state` limits it to
+        that state's directories (queued = queue/ and delayed/). When one id has files in
+        several places (a duplicate), the live one wins: claimed/ over queue/ and delayed/ over
+        failed/ over done/.
+        """
+        found: dict[str, tuple[JobState, str, str | None]] = {}
+
+        def add(directory: str, job_state: JobState, *, owned: bool) -> None:
+            stems = [n[:-5] for n in _listdir(directory) if n[0] != "." and n.endswith(".json")]
+            found.update(dict.fromkeys(stems, (job_state, directory, None)))
+            if not owned:
+                return
+            for stem in [stem for stem in stems if "." in stem]:  # generated ids have no dots
+                parsed = split_owned_name(stem + ".json")
+                if parsed is not None:
+                    del found[stem]
+                    found[parsed[0]] = (job_state, directory, stem + ".json")
+
+        if state is None or state is JobState.SUCCEEDED:
+            for day in self._done_days():
+                add(f"{self._done}/{day}", JobState.SUCCEEDED, owned=True)
+        if state is None or state is JobState.FAILED:
+            add(self._failed, JobState.FAILED, owned=True)
+        if state is None or state is JobState.QUEUED:
+            for name in _job_names(self._delayed):
+                job_id = name[:-5].rpartition(".")[0] or name[:-5]
+                found[job_id] = (JobState.QUEUED, self._delayed, name)
+            add(self._queue, JobState.QUEUED, owned=False)
+        if state is None or state is JobState.RUNNING:
+            add(self._claimed, JobState.RUNNING, owned=True)
+        return found
+
+    def locate(self, job_id: str) -> JobLocation | None:
+        """Where the job's file is now (None if it is nowhere), without listing done/ unless the
+        record does not say which day it finished."""
+        validate_job_id(job_id)
+        for directory, job_state in (
+            (self._queue, JobState.QUEUED),
+            (self._failed, JobState.FAILED),
+        ):
+            path = f"{directory}/{job_id}.json"
+            if os.path.lexists(path):
+                return JobLocation(job_id, job_state, Path(path))
+        for directory, job_state in (
+            (self._claimed, JobState.RUNNING),
+            (self._delayed, JobState.QUEUED),
+        ):
+            for name in _job_names(directory):
+                if name[:-5].rpartition(".")[0] == job_id:
+                    return JobLocation(job_id, job_state, Path(f"{directory}/{name}"))
+        for day in reversed(self._done_days()):
+            path = f"{self._done}/{day}/{job_id}.json"
+            if os.path.lexists(path):
+                return JobLocation(job_id, JobState.SUCCEEDED, Path(path))
+        return None
+
+    def error_text(self, location: JobLocation) -> str | None:
+        """The .error file next to a failed job, or None."""
+        if location.state is not JobState.FAILED:
+            return None
+        try:
+            return Path(str(location.path)[:-5] + ".error").read_text("utf-8", "replace")
+        except FileNotFoundError:
+            return None
+
+    # -- internals -----------------------------------------------------------------------
+
+    def _require_held(self, claim: Claim) -> None:
+        if not claim.lock.held:
+            raise QueueError(
+                f"{claim.path}: claim of job {claim.job_id} was already settled",
+                "settle each claim once (complete, fail or release)",
+            )
+
+    def _done_days(self) -> list[str]:
+        return sorted(
+            name for name in _listdir(self._done) if name[0] != "." and name[:1].isdigit()
+        )
+
+    def _done_dir(self, now: float) -> str:
+        day = time.strftime("%Y-%m-%d", time.gmtime(now))
+        directory = f"{self._done}/{day}"
+        if day != self._day:
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(directory, 0o700)
+            self._day = day
+        return directory
+
+    def _to_terminal(self, src: str, directory: str, job_id: str) -> str:
+        """Move into done/ or failed/: <id>.json, or the unique claimed name if that is taken."""
+        target = f"{directory}/{job_id}.json"
+        try:
+            fsops.rename_noreplace(src, target)
+        except FileExistsError:
+            target = f"{directory}/{os.path.basename(src)}"
+            try:
+                fsops.rename_noreplace(src, target)
+            except FileExistsError:
+                raise QueueError(
+                    f"{target}: already exists; {src} was left where it is",
+                    "two copies of one job under one owner: inspect both files",
+                ) from None
+        return target
+
+    def _to_done(self, src: str, job_id: str, now: float) -> str:
+        return self._to_terminal(src, self._done_dir(now), job_id)
+
+    def _to_failed(self, src: str, job_id: str, error: str) -> str:
+        target = self._to_terminal(src, self._failed, job_id)
+        text = error.rstrip("\n") + "\n"
+        fsops.replace_file(
+            target[:-5] + ".error",
+            text.encode("utf-8", "replace"),
+            tmp=self._tmp_name(job_id, "error"),
+            durable=self.durable,
+        )
+        return target
+
+    def _write_failed_record(
+        self, job_id: str, prev: Record | None, error: str, now: float
+    ) -> None:
+        stamp = iso_utc(now)
+        record = Record(job_id, JobState.FAILED, 0, stamp, stamp, error=error)
+        self.store.write(record.carry_over(prev))
+
+    def _fail_claimed(self, claim: Claim, error: str) -> str:
+        now = time.time()
+        self._write_failed_record(claim.job_id, claim.record, error, now)
+        return self._to_failed(str(claim.path), claim.job_id, error)
+
+    def _duplicate_to_failed(self, src: str, job_id: str, taken: str) -> str:
+        """A live copy of this id already sits at `taken`: park ours in failed/, explained."""
+        return self._to_failed(
+            src, job_id, f"duplicate: another copy of job {job_id} is already at {taken}"
+        )
+
+
+def _check_access(path: str, st: os.stat_result) -> None:
+    uid = os.geteuid()
+    if st.st_uid != uid:
+        raise QueueError(
+            f"{path}: owned by uid {st.st_uid}, not by you (uid {uid}); its owner could "
+            "take or replace jobs",
+            f"use a queue directory you own, or: chown {uid} {path}",
+        )
+    writable = st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+    if writable:
+        who = (
+            "group and others"
+            if writable == stat.S_IWGRP | stat.S_IWOTH
+            else ("its group" if writable == stat.S_IWGRP else "others")
+        )
+        raise QueueError(
+            f"{path}: writable by {who} (mode {stat.S_IMODE(st.st_mode):04o}); someone else "
+            "could add, take or replace jobs",
+            f"chmod go-w {path}",
+        )
+
+
+def _listdir(directory: str) -> list[str]:
+    try:
+        return os.listdir(directory)
+    except FileNotFoundError:
+        return []
+
+
+def _job_names(directory: str) -> list[str]:
+    return [n for n in _listdir(directory) if n.endswith(".json") and n[0] != "."]
+
+
+def _owner_alive(path: str, owner: Owner) -> bool | None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        return procinfo.liveness(owner.pid, owner.token) in {
+            procinfo.Liveness.ALIVE,
+            procinfo.Liveness.UNKNOWN,
+        }
+    finally:
+        os.close(fd)
+
+
+class _LostRaceError(Exception):
+    """Internal: the rename lost the race (or the name cannot be ours): try another job."""
+
+
+class Claimer:
+    """Claims jobs for one process, oldest first, without herding at the head of the queue.
+
+    Each claimer lists queue/ once, sorts by name (= age for generated ids), starts at its own
+    random offset among the oldest `_SPREAD` jobs and walks forward. A lost race (ENOENT) is
+    silent; it jumps ahead by a growing random stride and only lists again after
+    `_MISS_LIMIT` consecutive losses or a full pass. Never one listing per claim: with 100k
+    queued files a listing costs tens of milliseconds.
+
+    claim() hands out only jobs that can run. Files that cannot (corrupt, invalid id, record
+    unreadable, already succeeded, a duplicate of a running id) are settled on the spot and
+    reported to `on_drop`, so the runner can log `failed reason=corrupt` or
+    `skipped reason=already-succeeded`.
+    """
+
+    def __init__(
+        self,
+        queue: Queue,
+        *,
+        lane: str | None = None,
+        on_drop: Callable[[Dropped], None] | None = None,
+    ) -> None:
+        self.queue = queue
+        self.lane = lane
+        self.on_drop = on_drop
+        self._names: list[str] = []
+        self._pos = 0
+        self._left = 0
+        self._misses = 0
+        self._first = True
+        self._skip: set[str] = set()
+        self._rng = int.from_bytes(os.urandom(8), "little") | 1
+
+    def _random(self, bound: int) -> int:
+        # xorshift64: no `random` import on the claim path, and no syscall per draw
+        x = self._rng
+        x ^= (x << 13) & 0xFFFFFFFFFFFFFFFF
+        x ^= x >> 7
+        x ^= (x << 17) & 0xFFFFFFFFFFFFFFFF
+        self._rng = x
+        return x % bound if bound > 1 else 0
+
+    def claim(self) -> Claim | None:
+        """The next job this process owns, or None when queue/ has nothing left to claim."""
+        while True:
+            if (self._left <= 0 or self._misses >= _MISS_LIMIT) and not self._relist():
+                return None
+            name = self._names[self._pos]
+            try:
+                taken = self._take(name)
+            except _LostRaceError:
+                self._misses += 1
+                stride = 1 + self._random(1 << self._misses)
+                self._pos = (self._pos + stride) % len(self._names)
+                self._left -= stride
+                continue
+            self._misses = 0
+            self._pos = (self._pos + 1) % len(self._names)
+            self._left -= 1
+            if isinstance(taken, Claim):
+                return taken
+            if self.on_drop is not None:
+                self.on_drop(taken)
+
+    def _relist(self) -> bool:
+        self.queue.promote_due()
+        names = _listdir(self.queue._queue)
+        if self._first and len(names) > 4 * _FIRST_WINDOW:
+            import heapq
+
+            names = heapq.nsmallest(_FIRST_WINDOW, names)
+        else:
+            names.sort()
+        self._first = False
+        skip = self._skip
+        self._names = [n for n in names if n.endswith(".json") and n[0] != "." and n not in skip]
+        if not self._names:
+            self._left = 0
+            return False
+        self._pos = self._random(min(len(self._names), _SPREAD))
+        self._left = len(self._names)
+        self._misses = 0
+        return True
+
+    def _take(self, name: str) -> Claim | Dropped:
+        queue = self.queue
+        job_id = name[:-5]
+        src = f"{queue._queue}/{name}"
+        owner = own_owner()
+        claimed_name = f"{job_id}.{owner}.json"
+        path = f"{queue._claimed}/{claimed_name}"
+        try:
+            fsops.rename_noreplace(src, path)
+        except FileNotFoundError:
+            raise _LostRaceError from None
+        except FileExistsError:
+            self._skip.add(name)  # this process already holds a claim on that id
+            raise _LostRaceError from None
+        except OSError as exc:
+            if exc.errno == errno.ENAMETOOLONG:
+                return self._refuse_unclaimable(src, job_id, name)
+            raise QueueError(
+                f"{src}: cannot claim ({exc.strerror})",
+                f"check that {queue._queue} and {queue._claimed} are writable (`lanekit doctor`)",
+            ) from None
+        try:
+            lock = ClaimLock(os.open(path, os.O_RDONLY))
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                fsops.rename_noreplace(path, src)
+            raise QueueError(
+                f"{path}: cannot open the claimed job ({exc.strerror})",
+                f"check the permissions of the files in {queue._queue}",
+            ) from None
+        try:
+            # Blocking is safe: only a recoverer can hold this lock, for an instant, and it
+            # leaves the claim alone because this process is alive.
+            fcntl.flock(lock.fd, fcntl.LOCK_EX)
+            written = os.fstat(lock.fd).st_mtime
+            os.utime(lock.fd)  # the claim's age starts now (rename keeps the old mtime)
+            data = _read_all(lock.fd)
+            return self._admit(
+                job_id=job_id,
+                path=path,
+                claimed_name=claimed_name,
+                owner=owner,
+                lock=lock,
+                data=data,
+                written=written,
+            )
+        except BaseException:
+            if lock.held:
+                # Never strand a claim on an unexpected error: put the job back.
+                with contextlib.suppress(OSError):
+                    fsops.rename_noreplace(path, src)
+                lock.release()
+            raise
+
+    def _admit(
+        self,
+        *,
+        job_id: str,
+        path: str,
+        claimed_name: str,
+        owner: str,
+        lock: ClaimLock,
+        data: bytes,
+        written: float,
+    ) -> Claim | Dropped:
+        queue = self.queue
+        now = time.time()
+        problem = _id_problem(job_id)
+        if problem is not None:
+            detail = f"job id {job_id!r} {problem}"
+            return self._drop(
+                job_id, path, lock, DropReason.INVALID_ID, detail=detail, prev=None, now=now
+            )
+        try:
+            prev = queue.store.read(job_id)
+        except RecordError as exc:
+            return self._drop(
+                job_id,
+                path,
+                lock,
+                DropReason.RECORD_UNREADABLE,
+                detail=exc.message,
+                prev=None,
+                now=now,
+            )
+        if prev is not None and prev.state is JobState.SUCCEEDED:
+            detail = f"record {queue.store.path(job_id)} says succeeded"
+            return self._drop(
+                job_id, path, lock, DropReason.ALREADY_SUCCEEDED, detail=detail, prev=prev, now=now
+            )
+        payload = payload_problem(data)
+        if payload is not None:
+            detail = f"job file is {payload}"
+            return self._drop(
+                job_id, path, lock, DropReason.CORRUPT, detail=detail, prev=prev, now=now
+            )
+        if prev is not None and prev.state is JobState.RUNNING:
+            other = self._other_claim(job_id, claimed_name)
+            if other is not None:
+                detail = f"another copy of job {job_id} is running ({other})"
+                return self._drop(
+                    job_id, path, lock, DropReason.DUPLICATE, detail=detail, prev=prev, now=now
+                )
+        born = _id_time(job_id)
+        stamp = iso_utc(now)
+        queued_at = iso_utc(written if born is None else born)
+        record = Record(job_id, JobState.RUNNING, 0, queued_at, stamp, lane=self.lane)
+        record = record.carry_over(prev)
+        record = replace(record, attempts=record.attempts + 1)
+        queue.store.write(record)
+        return Claim(job_id, Path(path), record.attempts, owner, record, lock)
+
+    def _other_claim(self, job_id: str, ours: str) -> str | None:
+        for name in _job_names(self.queue._claimed):
+            if name != ours and name[:-5].rpartition(".")[0] == job_id:
+                return f"{self.queue._claimed}/{name}"
+        return None
+
+    def _drop(
+        self,
+        job_id: str,
+        path: str,
+        lock: ClaimLock,
+        reason: DropReason,
+        *,
+        detail: str,
+        prev: Record | None,
+        now: float,
+    ) -> Dropped:
+        queue = self.queue
+        try:
+            if reason is DropReason.ALREADY_SUCCEEDED:
+                # Kept under its claimed name: done/ already holds the run that succeeded.
+                name = os.path.basename(path)
+                target = f"{queue._done_dir(now)}/{name}"
+                fsops.rename_noreplace(path, target)
+            else:
+                if reason in {DropReason.CORRUPT, DropReason.DUPLICATE}:
+                    queue._write_failed_record(job_id, prev, detail, now)
+                target = queue._to_failed(path, job_id, detail)
+        finally:
+            lock.release()
+        return Dropped(job_id, reason, detail, Path(target))
+
+    def _refuse_unclaimable(self, src: str, job_id: str, name: str) -> Dropped:
+        """A name too long to carry an owner: straight to failed/ (a rename, so one mover wins)."""
+        detail = f"job id is too long to claim ({len(job_id)} characters, at most {MAX_ID_LENGTH})"
+        try:
+            target = self.queue._to_failed(src, job_id, detail)
+        except FileNotFoundError:
+            raise _LostRaceError from None
+        self._skip.add(name)
+        return Dropped(job_id, DropReason.INVALID_ID, detail, Path(target))
+
+
+def _read_all(fd: int) -> bytes:
+    chunks = []
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+    return b"".join(chunks)

@@ -1,0 +1,893 @@
+"""Reconcile lanes.toml with launchd: `plan` (pure) and `apply`, `remove`, `kick` (effects).
+
+The model
+---------
+Each lane has two installed artefacts: its plist (what launchd runs, in the LaunchAgents dir)
+and its run snapshot (what `lanekit run` reads at the start of every run, paths.snapshot_for).
+`plan` compares the desired bytes of both with what is on disk and with what launchd has loaded,
+and picks exactly one action per lane:
+
+  create        not installed, not loaded: write plist + snapshot, bootstrap
+  update        plist bytes differ (or the plist file is missing while loaded): write both;
+                bootout + bootstrap when loaded ("update+reload"), bootstrap when not
+  load          installed plist is current but launchd does not have it: bootstrap
+  snapshot      plist current and loaded, only the snapshot differs: write the snapshot. No
+                reload: the runner reads the snapshot when a run starts, and the atomic rename
+                means a run in progress keeps the copy it already read - so this is safe even
+                while the lane is running.
+  unchanged     nothing to do
+  remove        installed by lanekit (plist marker LANEKIT_LANE) but no longer in lanes.toml:
+                OFFERED only; `lanekit remove LANE` carries it out
+  skip-running  would need a bootout but the lane is running: nothing is written, so the next
+                `apply` still sees the change (and `apply` twice is a no-op only once everything
+                has been applied). `--wait S` or `--force` carry out the deferred steps.
+
+Safety of a reload: `apply` takes the lane lock (the same flock the runner holds for a whole run)
+before it boots a lane out and keeps it until the bootstrap is done, so a run that launchd starts
+in that window finds the lane busy and claims nothing. The plist and snapshot are written after
+the bootout succeeded, so a failed bootout leaves the old, still-loaded files in place and the
+next `apply` tries again.
+"""
+
+from __future__ import annotations
+
+import json
+import plistlib
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence, Set
+from dataclasses import dataclass, replace
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from lanekit.atomic import write_atomic
+from lanekit.config import Config, LaneSpec, run_spec, select_lanes
+from lanekit.errors import ExitCode, LanekitError, LaunchdError, UsageError
+from lanekit.launchd import LaunchctlError, Launchd, ListEntry
+from lanekit.paths import Paths
+from lanekit.snapshot import DEFAULT_EXIT_TIMEOUT, RunSpec
+
+MARKER = "LANEKIT_LANE"
+"""EnvironmentVariables key that marks a plist as installed by lanekit (value: the lane name)."""
+
+
+class ActionKind(StrEnum):
+    """What `apply` does to one lane."""
+
+    CREATE = "create"
+    UPDATE = "update"
+    LOAD = "load"
+    SNAPSHOT = "snapshot"
+    UNCHANGED = "unchanged"
+    REMOVE = "remove"
+    SKIP_RUNNING = "skip-running"
+
+
+@dataclass(frozen=True, slots=True)
+class Desired:
+    """A lane as lanes.toml wants it: rendered plist and run snapshot bytes."""
+
+    lane: str
+    label: str
+    plist: bytes
+    snapshot: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Installed:
+    """What is on disk for one label."""
+
+    label: str
+    plist: bytes | None
+    """The plist file's bytes; None when there is no plist file."""
+    snapshot: bytes | None
+    """The run snapshot's bytes; None when there is none."""
+    lane: str | None = None
+    """The LANEKIT_LANE marker's value; None when the plist was not installed by lanekit."""
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """One lane's planned action, with the concrete steps `apply` takes for it."""
+
+    kind: ActionKind
+    lane: str
+    label: str
+    reason: str
+    write_plist: bool = False
+    write_snapshot: bool = False
+    bootout: bool = False
+    """The loaded job must be booted out first (the step a running lane is protected from)."""
+    bootstrap: bool = False
+    enable: bool = False
+    """The label is disabled in launchd and must be enabled before the bootstrap."""
+    pid: int | None = None
+    """The running pid, when the lane is running and launchd reported it."""
+    deferred: ActionKind | None = None
+    """For skip-running: the action that was deferred (update)."""
+    pending: str = ""
+    """For skip-running: the change that waits for the run to end (e.g. `plist changed (...)`)."""
+
+    @property
+    def changes(self) -> bool:
+        """True when `apply` would change something for this lane."""
+        return self.kind not in {ActionKind.UNCHANGED, ActionKind.REMOVE}
+
+    @property
+    def steps(self) -> tuple[str, ...]:
+        """The steps in the order apply takes them, in words."""
+        flags = (
+            (self.bootout, "bootout"),
+            (self.write_plist, "write plist"),
+            (self.write_snapshot, "write snapshot"),
+            (self.enable, "enable"),
+            (self.bootstrap, "bootstrap"),
+        )
+        return tuple(step for on, step in flags if on)
+
+
+def plan(
+    desired: Sequence[Desired],
+    installed: Mapping[str, Installed],
+    loaded: Set[str],
+    running: Mapping[str, int | None],
+    disabled: Set[str] = frozenset(),
+) -> list[Action]:
+    """One action per desired lane (in order), then removal offers for orphaned lanekit plists.
+
+    `installed` holds lanekit's plists plus any plist at a desired label, `loaded` the labels of
+    one `list()` call, `running` label -> pid (None when only the lane lock says it runs),
+    `disabled` launchd's disabled overrides. Pure: no I/O.
+    """
+    actions = [_plan_lane(d, installed.get(d.label), loaded, running, disabled) for d in desired]
+    wanted = {d.label for d in desired}
+    for label in sorted(installed):
+        item = installed[label]
+        if label in wanted or item.lane is None or item.plist is None:
+            continue
+        actions.append(_offer_removal(item, label in loaded, running))
+    return actions
+
+
+def _plan_lane(
+    want: Desired,
+    have: Installed | None,
+    loaded: Set[str],
+    running: Mapping[str, int | None],
+    disabled: Set[str],
+) -> Action:
+    plist = have.plist if have else None
+    snapshot = have.snapshot if have else None
+    is_loaded = want.label in loaded
+    snapshot_stale = snapshot != want.snapshot
+    enable = want.label in disabled
+    note = "; disabled in launchd: enable it first" if enable else ""
+
+    def act(
+        kind: ActionKind,
+        reason: str,
+        *,
+        write_plist: bool = False,
+        write_snapshot: bool = False,
+        bootstrap: bool = False,
+        enable: bool = False,
+    ) -> Action:
+        return Action(
+            kind,
+            want.lane,
+            want.label,
+            reason,
+            write_plist=write_plist,
+            write_snapshot=write_snapshot,
+            bootstrap=bootstrap,
+            enable=enable,
+        )
+
+    if plist is None and not is_loaded:
+        return act(
+            ActionKind.CREATE,
+            "not installed" + note,
+            write_plist=True,
+            write_snapshot=True,
+            bootstrap=True,
+            enable=enable,
+        )
+    if plist != want.plist:
+        what = (
+            "loaded but its plist file is missing"
+            if plist is None
+            else f"plist changed ({_plist_change(plist, want.plist)})"
+        )
+        if have is not None and plist is not None and have.lane is None:
+            what += "; replaces a plist lanekit did not install"
+        if not is_loaded:
+            return act(
+                ActionKind.UPDATE,
+                f"{what}; not loaded" + note,
+                write_plist=True,
+                write_snapshot=True,
+                bootstrap=True,
+                enable=enable,
+            )
+        reload = Action(
+            ActionKind.UPDATE,
+            want.lane,
+            want.label,
+            what + note,
+            write_plist=True,
+            write_snapshot=True,
+            bootout=True,
+            bootstrap=True,
+            enable=enable,
+        )
+        if want.label not in running:
+            return reload
+        pid = running[want.label]
+        who = f"pid {pid}" if pid is not None else "lane lock held"
+        return replace(
+            reload,
+            kind=ActionKind.SKIP_RUNNING,
+            reason=f"{what}; running ({who}): not reloaded while it runs"
+            " (rerun apply when idle, or use --wait SECONDS / --force)",
+            pid=pid,
+            deferred=ActionKind.UPDATE,
+            pending=what,
+        )
+    if not is_loaded:
+        return act(
+            ActionKind.LOAD,
+            "installed but not loaded"
+            + ("; run snapshot changed" if snapshot_stale else "")
+            + note,
+            write_snapshot=snapshot_stale,
+            bootstrap=True,
+            enable=enable,
+        )
+    if snapshot_stale:
+        change = "missing" if snapshot is None else f"changed ({_snapshot_change(snapshot, want)})"
+        return act(
+            ActionKind.SNAPSHOT,
+            f"run snapshot {change}; plist unchanged, so no reload: the next run reads it",
+            write_snapshot=True,
+        )
+    return act(ActionKind.UNCHANGED, "plist and snapshot up to date, loaded")
+
+
+def _offer_removal(item: Installed, is_loaded: bool, running: Mapping[str, int | None]) -> Action:
+    lane = item.lane or item.label
+    state = "loaded" if is_loaded else "not loaded"
+    if item.label in running:
+        pid = running[item.label]
+        state = f"running (pid {pid})" if pid is not None else "running (lane lock held)"
+    return Action(
+        ActionKind.REMOVE,
+        lane=lane,
+        label=item.label,
+        reason=f"installed by lanekit but not in lanes.toml ({state}):"
+        f" left alone; `lanekit remove {lane}` removes it",
+        pid=running.get(item.label),
+    )
+
+
+def _plist_change(old: bytes, new: bytes) -> str:
+    """Which top-level plist keys differ, for the reason text."""
+    try:
+        before = plistlib.loads(old)
+    except Exception:  # any parse failure means "unreadable"; plistlib raises several types
+        return "installed file is not a valid plist"
+    after = plistlib.loads(new)
+    if not isinstance(before, dict):
+        return "installed file is not a plist dictionary"
+    keys = _changed_keys(before, after)
+    return ", ".join(keys) if keys else "formatting only"
+
+
+def _snapshot_change(old: bytes, want: Desired) -> str:
+    try:
+        before = json.loads(old)
+    except ValueError:
+        return "unreadable"
+    after = json.loads(want.snapshot)
+    if not isinstance(before, dict):
+        return "unreadable"
+    keys = _changed_keys(before, after)
+    return ", ".join(keys) if keys else "formatting only"
+
+
+def _changed_keys(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
+    return sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+
+
+# -- effects: observe, apply, remove, kick ------------------------------------------------
+
+
+class Result(StrEnum):
+    """How `apply` ended for one lane."""
+
+    DONE = "done"
+    SKIPPED = "skipped"
+    FAILED = "failed"
+    UNCHANGED = "unchanged"
+    OFFERED = "offered"
+    """A removal offer: shown, never carried out by apply."""
+    PLANNED = "planned"
+    """--dry-run: what would have been done."""
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """One lane's action and what became of it."""
+
+    action: Action
+    result: Result
+    detail: str
+    pid: int | None = None
+    error: LanekitError | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ApplyResult:
+    """Everything `apply` did (or, with dry_run, would do), in plan order."""
+
+    outcomes: tuple[Outcome, ...]
+    dry_run: bool = False
+
+    @property
+    def nothing_to_do(self) -> bool:
+        """True when every lane was already up to date (removal offers do not count)."""
+        return all(o.result in {Result.UNCHANGED, Result.OFFERED} for o in self.outcomes)
+
+    def count(self, result: Result) -> int:
+        """How many lanes ended with `result`."""
+        return sum(1 for o in self.outcomes if o.result is result)
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """1 when any lane failed; skipping a running lane is not a failure."""
+        return ExitCode.FAILURE if self.count(Result.FAILED) else ExitCode.OK
+
+
+@dataclass(frozen=True, slots=True)
+class Timing:
+    """Injectable time: tests pass a fake clock and sleep; apply polls at `poll` seconds."""
+
+    clock: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], None] = time.sleep
+    poll: float = 0.1
+    start_grace: float = 5.0
+    """How long a pid may linger while apply holds the lane lock: a run launched in that window
+    cannot take the lock and exits at once; anything still alive after this is a real run."""
+
+
+NOT_LOADED = frozenset({3, 113})
+"""launchctl codes for "that job is not loaded"."""
+STILL_LOADED = frozenset({5, 37})
+"""bootstrap codes seen while the previous instance of the label is still draining."""
+DRAIN_MARGIN = 5.0
+"""Seconds beyond ExitTimeOut that apply waits for a booted-out label to leave launchd."""
+
+
+@dataclass(frozen=True, slots=True)
+class Observed:
+    """The facts `plan` needs, gathered with one list() and one print-disabled call."""
+
+    installed: Mapping[str, Installed]
+    loaded: Mapping[str, ListEntry]
+    running: Mapping[str, int | None]
+    disabled: frozenset[str]
+
+
+def desired_lane(
+    lane: LaneSpec, paths: Paths, *, interpreter: str, templates: Path | None = None
+) -> Desired:
+    """Render a lane's plist and snapshot bytes exactly as apply would write them."""
+    from lanekit.plist import render_lane  # jinja2: only when rendering, not for status
+
+    snapshot_path = paths.snapshot_for(lane.label)
+    plist = render_lane(lane, interpreter=interpreter, snapshot=snapshot_path, templates=templates)
+    snapshot = run_spec(lane).to_json().encode("utf-8")
+    return Desired(lane=lane.name, label=lane.label, plist=plist, snapshot=snapshot)
+
+
+def observe(
+    paths: Paths, launchd: Launchd, desired: Sequence[Desired], specs: Mapping[str, RunSpec]
+) -> Observed:
+    """Read the LaunchAgents dir, snapshots, ONE list(), print_disabled() and the lane locks."""
+    wanted = {d.label for d in desired}
+    installed = scan_installed(paths, wanted)
+    loaded = {entry.label: entry for entry in launchd.list()}
+    disabled = frozenset(k for k, v in launchd.print_disabled().items() if v)
+    running: dict[str, int | None] = {}
+    for label in wanted | {k for k, v in installed.items() if v.lane is not None}:
+        entry = loaded.get(label)
+        if entry is not None and entry.pid is not None:
+            running[label] = entry.pid
+            continue
+        # The installed snapshot names the lock a current run holds; the desired one the lock
+        # the next run will take (they differ when the queue dir changed).
+        candidates = (_installed_spec(paths, label), specs.get(label))
+        if any(lock_held(spec) for spec in candidates if spec is not None):
+            running[label] = None
+    return Observed(installed, loaded, running, disabled)
+
+
+def scan_installed(paths: Paths, wanted: Set[str]) -> dict[str, Installed]:
+    """lanekit's plists (marker present) and any plist at a wanted label, keyed by label."""
+    found: dict[str, Installed] = {}
+    directory = paths.launch_agents
+    files = sorted(directory.glob("*.plist")) if directory.is_dir() else []
+    for file in files:
+        try:
+            data = file.read_bytes()
+        except OSError:
+            continue  # vanished or unreadable: not something apply may overwrite blindly
+        label, lane = _identify(data, fallback=file.stem)
+        if lane is None and label not in wanted:
+            continue
+        if file != paths.plist_for(label) and label in found:
+            continue  # the canonical file name wins over a stray copy
+        found[label] = Installed(label, data, _read(paths.snapshot_for(label)), lane=lane)
+    for label in wanted - found.keys():
+        snapshot = _read(paths.snapshot_for(label))
+        if snapshot is not None:
+            found[label] = Installed(label, None, snapshot)
+    return found
+
+
+def _identify(data: bytes, *, fallback: str) -> tuple[str, str | None]:
+    try:
+        parsed = plistlib.loads(data)
+    except Exception:  # plistlib raises several unrelated types on bad input
+        return fallback, None
+    if not isinstance(parsed, dict):
+        return fallback, None
+    label = parsed.get("Label")
+    env = parsed.get("EnvironmentVariables")
+    lane = env.get(MARKER) if isinstance(env, dict) else None
+    return (
+        label if isinstance(label, str) and label else fallback,
+        lane if isinstance(lane, str) else None,
+    )
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def _installed_spec(paths: Paths, label: str) -> RunSpec | None:
+    try:
+        return RunSpec.load(paths.snapshot_for(label))
+    except LanekitError:
+        return None
+
+
+def lock_held(spec: RunSpec) -> bool:
+    """True when a run holds the lane lock (a shared, non-blocking flock probe)."""
+    from lanekit.runner import lane_busy
+
+    return lane_busy(_lock_path(spec))
+
+
+def _lock_path(spec: RunSpec) -> Path:
+    from lanekit.runner import lane_lock_path
+
+    return lane_lock_path(spec.queue_dir, spec.lane)
+
+
+class _LaneLocks:
+    """The runner's lane lock(s) of one lane, taken without blocking. A lane whose queue dir
+    changed has two lock paths (the running copy uses the old one): apply holds both."""
+
+    def __init__(self, specs: Sequence[RunSpec]) -> None:
+        from lanekit.runner import LaneLock
+
+        paths = dict.fromkeys(_lock_path(spec) for spec in specs)
+        self._locks = [LaneLock(path) for path in paths]
+
+    def acquire(self) -> bool:
+        """All locks, or none (False: a run holds one)."""
+        for lock in self._locks:
+            try:
+                got = lock.acquire()
+            except OSError:
+                # The lock file cannot be opened (its dir is gone or read-only): no run can
+                # hold it either, which is exactly what a shared probe tells us.
+                from lanekit.runner import lane_busy
+
+                got = not lane_busy(lock.path)
+            if not got:
+                self.release()
+                return False
+        return True
+
+    def release(self) -> None:
+        """Drop every lock this object holds."""
+        for lock in self._locks:
+            lock.release()
+
+
+def apply(
+    config: Config,
+    paths: Paths,
+    launchd: Launchd,
+    *,
+    lanes: Sequence[str] | None = None,
+    wait: float | None = None,
+    force: bool = False,
+    dry_run: bool = False,
+    timing: Timing | None = None,
+    interpreter: str | None = None,
+) -> ApplyResult:
+    """Make launchd match lanes.toml (all lanes, or the named ones); see the module docstring.
+
+    `wait` is a total budget in seconds for running lanes to finish; lanes that need no
+    waiting are handled first. `force` boots out running lanes (their runner puts the jobs
+    back). Removal offers are listed only when no lanes are named.
+    """
+    timing = timing or Timing()
+    selected = select_lanes(config, lanes or ())
+    interpreter = interpreter or sys.executable
+    desired = [
+        desired_lane(lane, paths, interpreter=interpreter, templates=config.templates)
+        for lane in selected
+    ]
+    specs = {lane.label: run_spec(lane) for lane in selected}
+    seen = observe(paths, launchd, desired, specs)
+    actions = plan(desired, seen.installed, seen.loaded.keys(), seen.running, seen.disabled)
+    if lanes:
+        actions = [a for a in actions if a.kind is not ActionKind.REMOVE]
+    if dry_run:
+        return ApplyResult(tuple(_planned(a) for a in actions), dry_run=True)
+
+    deadline = None if wait is None else timing.clock() + max(wait, 0.0)
+    stopper = _Stopper(launchd, timing, deadline=deadline, force=force)
+    lane_by_label = {lane.label: lane for lane in selected}
+    want_by_label = {d.label: d for d in desired}
+    outcomes: dict[int, Outcome] = {}
+    # Lanes that must wait for a run go last, so --wait never holds up the idle ones.
+    order = sorted(range(len(actions)), key=lambda i: actions[i].kind is ActionKind.SKIP_RUNNING)
+    for i in order:
+        action = actions[i]
+        if action.kind is ActionKind.UNCHANGED:
+            outcomes[i] = Outcome(action, Result.UNCHANGED, action.reason)
+        elif action.kind is ActionKind.REMOVE:
+            outcomes[i] = Outcome(action, Result.OFFERED, action.reason, action.pid)
+        else:
+            label = action.label
+            old_spec = _installed_spec(paths, label)
+            lane_specs = [s for s in (old_spec, specs[label]) if s is not None]
+            outcomes[i] = _carry_out(
+                action,
+                lane_by_label[label],
+                want_by_label[label],
+                specs=lane_specs,
+                paths=paths,
+                stopper=stopper,
+            )
+    return ApplyResult(tuple(outcomes[i] for i in range(len(actions))))
+
+
+def _planned(action: Action) -> Outcome:
+    if action.kind is ActionKind.UNCHANGED:
+        return Outcome(action, Result.UNCHANGED, action.reason)
+    if action.kind is ActionKind.REMOVE:
+        return Outcome(action, Result.OFFERED, action.reason, action.pid)
+    return Outcome(action, Result.PLANNED, action.reason, action.pid)
+
+
+def _carry_out(
+    action: Action,
+    lane: LaneSpec,
+    want: Desired,
+    *,
+    specs: Sequence[RunSpec],
+    paths: Paths,
+    stopper: _Stopper,
+) -> Outcome:
+    label = action.label
+    try:
+        if action.kind is ActionKind.SNAPSHOT:
+            write_atomic(paths.snapshot_for(label), want.snapshot)
+            return Outcome(action, Result.DONE, "snapshot written; no reload needed")
+        _prepare_dirs(lane)
+        notes: list[str] = []
+        if action.bootout:
+            stop = stopper.stop(
+                label, specs, running=action.kind is ActionKind.SKIP_RUNNING, pid=action.pid
+            )
+            if not stop.stopped:
+                logged = _log_skip(lane, stop.pid)
+                who = f"pid {stop.pid}" if stop.pid is not None else "lane lock held"
+                pending = action.pending or action.reason
+                return Outcome(
+                    action,
+                    Result.SKIPPED,
+                    f"running ({who}): not reloaded, {pending} is pending; {logged};"
+                    " rerun `lanekit apply` when it is idle, or use --wait SECONDS / --force",
+                    stop.pid,
+                )
+            notes.extend(stop.notes)
+        if action.write_plist:
+            from lanekit.plist import write_plist
+
+            write_plist(paths.plist_for(label), want.plist)
+        if action.write_snapshot:
+            write_atomic(paths.snapshot_for(label), want.snapshot)
+        if action.enable:
+            stopper.launchd.enable(label)
+            notes.append("enabled it in launchd")
+        stopper.bootstrap(label, paths.plist_for(label), _exit_timeout(specs))
+    except LanekitError as exc:
+        return Outcome(action, Result.FAILED, exc.message, action.pid, exc)
+    done = {
+        ActionKind.CREATE: "installed and loaded",
+        ActionKind.UPDATE: "reloaded" if action.bootout else "written and loaded",
+        ActionKind.SKIP_RUNNING: "reloaded",
+        ActionKind.LOAD: "loaded",
+    }[action.kind]
+    return Outcome(action, Result.DONE, "; ".join([done, *notes]))
+
+
+def _prepare_dirs(lane: LaneSpec) -> None:
+    """Queue dirs and log dirs must exist before launchd starts the job (else exit 78)."""
+    from lanekit.queue import Queue
+
+    Queue(lane.queue.dir, durable=lane.queue.durable).ensure()
+    for path in (lane.stdout_path, lane.stderr_path, lane.log_path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+
+
+def _log_skip(lane: LaneSpec, pid: int | None) -> str:
+    """Record the skip in the lane log; returns where (or why not) for the outcome text."""
+    from lanekit.lanelog import LaneLog
+
+    try:
+        LaneLog(lane.log_path, lane.name).event("skipped", reason="running", pid=pid, by="apply")
+    except OSError as exc:
+        return f"could not write the lane log {lane.log_path}: {exc.strerror or exc}"
+    return f"logged to {lane.log_path}"
+
+
+def _exit_timeout(specs: Sequence[RunSpec]) -> float:
+    timeouts = [s.exit_timeout for s in specs if s.exit_timeout > 0]
+    return float(max(timeouts, default=DEFAULT_EXIT_TIMEOUT))
+
+
+@dataclass(frozen=True, slots=True)
+class _Stop:
+    stopped: bool
+    pid: int | None = None
+    notes: tuple[str, ...] = ()
+
+
+class _Stopper:
+    """Boots lanes out safely: never a running lane unless forced; waits within a deadline."""
+
+    def __init__(
+        self, launchd: Launchd, timing: Timing, *, deadline: float | None, force: bool
+    ) -> None:
+        self.launchd = launchd
+        self.timing = timing
+        self.deadline = deadline
+        self.force = force
+
+    def stop(
+        self, label: str, specs: Sequence[RunSpec], *, running: bool, pid: int | None
+    ) -> _Stop:
+        """Boot `label` out and wait until launchd has let go of it.
+
+        Without force: only while holding the lane lock(s) and with no live pid, so a run
+        launched meanwhile finds the lane busy and claims nothing. `running` (the plan saw the
+        lane running, with `pid` when launchd reported one) skips at once unless there is a
+        --wait budget.
+        """
+        timeout = _exit_timeout(specs)
+        if self.force:
+            pid = self._pid(label)
+            self._bootout(label, timeout)
+            return _Stop(True, pid, (f"--force stopped run pid {pid}",) if pid else ())
+        if running and self.deadline is None:
+            return _Stop(False, pid)
+        started = self.timing.clock()
+        waited = running
+        while True:
+            locks = _LaneLocks(specs)
+            try:
+                if locks.acquire():
+                    pid = self._settle(label)
+                    if pid is None:
+                        self._bootout(label, timeout)
+                        took = self.timing.clock() - started
+                        notes = (f"waited {took:.1f} s for the run to end",) if waited else ()
+                        return _Stop(True, notes=notes)
+                else:
+                    pid = self._pid(label)
+            finally:
+                locks.release()
+            if self.deadline is None or self.timing.clock() >= self.deadline:
+                return _Stop(False, pid)
+            waited = True
+            self.timing.sleep(self.timing.poll)
+
+    def bootstrap(self, label: str, plist: Path, exit_timeout: float) -> None:
+        """Load the plist; on 5/37 (previous instance still draining) drain and retry once."""
+        try:
+            self.launchd.bootstrap(plist)
+        except LaunchctlError as exc:
+            if exc.code not in STILL_LOADED:
+                raise
+            self._drain(label, exit_timeout)
+            self.launchd.bootstrap(plist)
+
+    def _pid(self, label: str) -> int | None:
+        for entry in self.launchd.list():
+            if entry.label == label:
+                return entry.pid
+        return None
+
+    def _settle(self, label: str) -> int | None:
+        """With the lock held: wait (briefly) for a just-launched run to give up and exit."""
+        limit = self.timing.clock() + self.timing.start_grace
+        while True:
+            pid = self._pid(label)
+            if pid is None or self.timing.clock() >= limit:
+                return pid
+            self.timing.sleep(self.timing.poll)
+
+    def _bootout(self, label: str, exit_timeout: float) -> None:
+        try:
+            self.launchd.bootout(label)
+        except LaunchctlError as exc:
+            if exc.code in NOT_LOADED:
+                return
+            if exc.code != 36:  # 36: the job is already on its way out; wait for it below
+                raise
+        self._drain(label, exit_timeout)
+
+    def _drain(self, label: str, exit_timeout: float) -> None:
+        """Poll list() until `label` is gone, bounded by its ExitTimeOut plus a margin."""
+        limit = self.timing.clock() + exit_timeout + DRAIN_MARGIN
+        while any(entry.label == label for entry in self.launchd.list()):
+            if self.timing.clock() >= limit:
+                raise LaunchdError(
+                    f"{label}: still loaded {exit_timeout + DRAIN_MARGIN:.0f} s after bootout",
+                    f"check `launchctl print {self.launchd.domain}/{label}`, then rerun"
+                    " `lanekit apply`",
+                )
+            self.timing.sleep(self.timing.poll)
+
+
+# -- remove and kick -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveResult:
+    """What `remove` did: the lane is booted out and its plist and snapshot are gone."""
+
+    lane: str
+    label: str
+    booted_out: bool
+    deleted: tuple[Path, ...]
+    stopped_pid: int | None = None
+    """The run --force stopped, if any."""
+    still_configured: bool = False
+    """The lane is still in lanes.toml, so the next `apply` installs it again."""
+
+
+def remove(
+    config: Config | None,
+    paths: Paths,
+    launchd: Launchd,
+    name: str,
+    *,
+    wait: float | None = None,
+    force: bool = False,
+    timing: Timing | None = None,
+) -> RemoveResult:
+    """Boot out lane `name` (a lane in lanes.toml, or an installed lane/label) and delete its
+    plist and snapshot; the queue is never touched. Refuses a running lane unless wait/force,
+    and plists that lanekit did not install."""
+    timing = timing or Timing()
+    lane, label = _resolve_installed(config, paths, name)
+    plist = paths.plist_for(label)
+    data = _read(plist)
+    if data is not None and _identify(data, fallback=label)[1] is None:
+        raise UsageError(
+            f"{plist}: not installed by lanekit (no {MARKER} in EnvironmentVariables); not removed",
+            f"if you mean it: launchctl bootout {launchd.domain}/{label} && rm {plist}",
+        )
+    entries = {e.label: e for e in launchd.list()}
+    snapshot = paths.snapshot_for(label)
+    if data is None and label not in entries and not snapshot.exists():
+        raise UsageError(
+            f"lane {name!r} is not installed ({label})", "`lanekit status` lists the lanes"
+        )
+    specs = _remove_specs(config, paths, lane, label)
+    booted_out = False
+    stopped_pid = None
+    if label in entries:
+        deadline = None if wait is None else timing.clock() + max(wait, 0.0)
+        stopper = _Stopper(launchd, timing, deadline=deadline, force=force)
+        pid = entries[label].pid
+        stop = stopper.stop(label, specs, running=pid is not None, pid=pid)
+        if not stop.stopped:
+            who = f"pid {stop.pid}" if stop.pid is not None else "lane lock held"
+            raise LaunchdError(
+                f"lane {lane!r} is running ({who}): not removed",
+                "let the run finish, or use --wait SECONDS, or --force (its jobs go back to"
+                " the queue)",
+            )
+        booted_out = True
+        stopped_pid = stop.pid
+    deleted = []
+    for path in (plist, snapshot):
+        if path.exists():
+            path.unlink()
+            deleted.append(path)
+    return RemoveResult(
+        lane=lane,
+        label=label,
+        booted_out=booted_out,
+        deleted=tuple(deleted),
+        stopped_pid=stopped_pid,
+        still_configured=config is not None and lane in config.lanes,
+    )
+
+
+def _resolve_installed(config: Config | None, paths: Paths, name: str) -> tuple[str, str]:
+    """(lane, label) for a lane name in lanes.toml, or an installed lane name or label."""
+    if config is not None and name in config.lanes:
+        return name, config.lanes[name].label
+    for label, item in scan_installed(paths, frozenset()).items():
+        if name in {item.lane, label}:
+            return item.lane or label, label
+    if paths.plist_for(name).exists() or paths.snapshot_for(name).exists():
+        return name, name
+    raise UsageError(
+        f"no lane named {name!r} in lanes.toml or among installed lanekit plists",
+        "`lanekit status` and `lanekit plan` list the lanes",
+    )
+
+
+def _remove_specs(config: Config | None, paths: Paths, lane: str, label: str) -> list[RunSpec]:
+    specs = [s for s in (_installed_spec(paths, label),) if s is not None]
+    if config is not None and lane in config.lanes:
+        specs.append(run_spec(config.lanes[lane]))
+    return specs
+
+
+@dataclass(frozen=True, slots=True)
+class KickResult:
+    """A kicked lane: the pid of its run (launchd's `kickstart -p`)."""
+
+    lane: str
+    label: str
+    pid: int | None
+    already_running: bool
+
+
+def kick(config: Config, launchd: Launchd, name: str) -> KickResult:
+    """Start lane `name` now and return at once; a running lane keeps its current run."""
+    (lane,) = select_lanes(config, [name])
+    entry = next((e for e in launchd.list() if e.label == lane.label), None)
+    if entry is None:
+        raise LaunchdError(
+            f"lane {name!r} is not loaded ({launchd.domain}/{lane.label})",
+            "run `lanekit apply` to install and load it",
+        )
+    if entry.pid is not None:
+        return KickResult(name, lane.label, entry.pid, already_running=True)
+    try:
+        pid = launchd.kickstart(lane.label)
+    except LaunchctlError as exc:
+        if exc.code in NOT_LOADED:
+            raise LaunchdError(
+                f"lane {name!r} is not loaded ({launchd.domain}/{lane.label})",
+                "run `lanekit apply` to install and load it",
+            ) from None
+        raise
+    return KickResult(name, lane.label, pid, already_running=False)

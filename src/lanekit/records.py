@@ -1,0 +1,278 @@
+"""Job status records (records/<id>.json) and the re-execution guard.
+
+One record per job, replaced atomically on every state change. A job whose record says
+`succeeded` is never run again, which is what makes enqueueing the same id twice harmless.
+
+Reading is strict: a duplicate key or bytes after the JSON value make the record unreadable
+(RecordError naming the file), never "last key wins". A torn write followed by a newer one reads
+as `{"state":"succeeded",...}{"state":"running",...}`; accepting it would roll a finished job
+back from the reading side, the one place the guard cannot defend.
+
+Carry-over (seed 003): each new record keeps `attempts` and `queued_at` from the previous one;
+`state`, `error` and `updated_at` describe this event only; `lane` is kept when none is given.
+"""
+
+# ruff: noqa: PTH208
+# (str paths and os.* on purpose: records are read and written on the claim path)
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import time
+from dataclasses import dataclass, replace
+from enum import StrEnum
+from pathlib import Path
+
+from lanekit import fsops
+from lanekit.errors import LanekitError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+SCHEMA_VERSION = 1
+"""Version history: 1 - first version (schema_version, job_id, state, attempts, queued_at,
+updated_at, lane, error)."""
+
+
+class JobState(StrEnum):
+    """A job's lifecycle state; also the directory it lives in (queued = queue/ or delayed/)."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+
+
+class RecordError(LanekitError):
+    """A job record cannot be trusted: not strict JSON, or not a valid record."""
+
+
+def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise ValueError(f"duplicate key {key!r}")
+        result[key] = value
+    return result
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def strict_loads(data: bytes | str) -> Any:
+    """Parse JSON, rejecting duplicate keys, NaN/Infinity, non-UTF-8 bytes and trailing bytes.
+
+    Raises ValueError (json.JSONDecodeError and UnicodeDecodeError are ValueErrors) with the
+    reason. Whitespace after the value is allowed; anything else is "Extra data".
+    """
+    text = data.decode("utf-8") if isinstance(data, bytes) else data
+    return json.loads(text, object_pairs_hook=_reject_duplicates, parse_constant=_reject_constant)
+
+
+def iso_utc(epoch: float) -> str:
+    """`2026-07-26T12:00:00.123Z` (UTC, milliseconds)."""
+    seconds = int(epoch)
+    millis = int((epoch - seconds) * 1000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{millis:03d}Z"
+
+
+_FIELDS = ("schema_version", "job_id", "state", "attempts", "queued_at", "updated_at")
+_OPTIONAL = ("lane", "error")
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """The status of one job, as stored in records/<id>.json."""
+
+    job_id: str
+    state: JobState
+    attempts: int
+    """How many times the job has been started (claimed); a crash mid-run counts."""
+    queued_at: str
+    """When the job was first queued (ISO 8601 UTC); survives retries."""
+    updated_at: str
+    """When this record was written."""
+    lane: str | None = None
+    """The lane that last claimed the job (None until one does)."""
+    error: str | None = None
+    """Why the last attempt failed or was requeued; None after a success."""
+    schema_version: int = SCHEMA_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object, keys in a fixed order."""
+        return {
+            "schema_version": self.schema_version,
+            "job_id": self.job_id,
+            "state": str(self.state),
+            "attempts": self.attempts,
+            "queued_at": self.queued_at,
+            "updated_at": self.updated_at,
+            "lane": self.lane,
+            "error": self.error,
+        }
+
+    def to_bytes(self) -> bytes:
+        """What is written to disk: one line of JSON."""
+        return json.dumps(self.to_dict()).encode("utf-8") + b"\n"
+
+    @classmethod
+    def from_dict(cls, data: object, source: str) -> Record:
+        """Validate a parsed record; RecordError names `source` and the first problem."""
+        if not isinstance(data, dict):
+            raise RecordError(
+                f"{source}: record is a JSON {type(data).__name__}, not an object",
+                "remove or repair the record file",
+            )
+        missing = [key for key in _FIELDS if key not in data]
+        if missing:
+            raise RecordError(
+                f"{source}: record lacks {', '.join(missing)}", "remove or repair the record file"
+            )
+        version = data["schema_version"]
+        if type(version) is not int or version < 1:
+            raise RecordError(
+                f"{source}: schema_version must be a positive integer, got {version!r}",
+                "remove or repair the record file",
+            )
+        if version > SCHEMA_VERSION:
+            raise RecordError(
+                f"{source}: record schema {version} is newer than this lanekit "
+                f"(knows {SCHEMA_VERSION})",
+                "upgrade lanekit",
+            )
+        for key in ("job_id", "queued_at", "updated_at"):
+            if not isinstance(data[key], str):
+                raise RecordError(
+                    f"{source}: {key} must be a string, got {data[key]!r}",
+                    "remove or repair the record file",
+                )
+        for key in _OPTIONAL:
+            if data.get(key) is not None and not isinstance(data[key], str):
+                raise RecordError(
+                    f"{source}: {key} must be a string or null, got {data[key]!r}",
+                    "remove or repair the record file",
+                )
+        attempts = data["attempts"]
+        if type(attempts) is not int or attempts < 0:
+            raise RecordError(
+                f"{source}: attempts must be a non-negative integer, got {attempts!r}",
+                "remove or repair the record file",
+            )
+        try:
+            state = JobState(data["state"])
+        except ValueError:
+            allowed = "/".join(s.value for s in JobState)
+            raise RecordError(
+                f"{source}: state must be one of {allowed}, got {data['state']!r}",
+                "remove or repair the record file",
+            ) from None
+        return cls(
+            job_id=data["job_id"],
+            state=state,
+            attempts=attempts,
+            queued_at=data["queued_at"],
+            updated_at=data["updated_at"],
+            lane=data.get("lane"),
+            error=data.get("error"),
+            schema_version=version,
+        )
+
+    @classmethod
+    def from_bytes(cls, data: bytes, source: str) -> Record:
+        """Parse a record file's bytes strictly (see the module docstring)."""
+        try:
+            parsed = strict_loads(data)
+        except ValueError as exc:
+            raise RecordError(
+                f"{source}: record is not strict JSON ({exc})",
+                "remove or repair the record file; lanekit will not guess which value is right",
+            ) from None
+        return cls.from_dict(parsed, source)
+
+    def carry_over(self, prev: Record | None) -> Record:
+        """This record with what survives from `prev`: attempts, queued_at, and lane if unset."""
+        if prev is None:
+            return self
+        return replace(
+            self,
+            attempts=prev.attempts,
+            queued_at=prev.queued_at or self.queued_at,
+            lane=self.lane if self.lane is not None else prev.lane,
+        )
+
+
+_tmp_serial = itertools.count()
+
+
+class RecordStore:
+    """records/<id>.json: read strictly, written atomically (durably unless `durable=False`).
+
+    `tmp_dir` holds the temporary files of atomic writes (the queue passes its tmp/, on the same
+    filesystem); by default they are dot-files in the records directory itself.
+    """
+
+    def __init__(self, dir: Path, *, durable: bool = True, tmp_dir: Path | None = None) -> None:
+        self.dir = Path(dir)
+        self.durable = durable
+        self._dir = str(self.dir)
+        self._tmp = str(tmp_dir) if tmp_dir is not None else self._dir
+
+    def path(self, job_id: str) -> Path:
+        """Where the record of `job_id` lives."""
+        return self.dir / f"{job_id}.json"
+
+    def read(self, job_id: str) -> Record | None:
+        """The record of `job_id`, or None if there is none. RecordError if it is unreadable."""
+        path = f"{self._dir}/{job_id}.json"
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise RecordError(
+                f"{path}: cannot read the record ({exc.strerror})",
+                "check the permissions of the queue's records/ directory",
+            ) from None
+        try:
+            chunks = []
+            while chunk := os.read(fd, 65536):
+                chunks.append(chunk)
+        finally:
+            os.close(fd)
+        record = Record.from_bytes(b"".join(chunks), path)
+        if record.job_id != job_id:
+            raise RecordError(
+                f"{path}: record belongs to job {record.job_id!r}, not {job_id!r}",
+                "remove or repair the record file",
+            )
+        return record
+
+    def write(self, record: Record) -> None:
+        """Replace the record of `record.job_id` atomically."""
+        tmp = f"{self._tmp}/.{record.job_id}.{os.getpid()}.{next(_tmp_serial)}.rec"
+        fsops.replace_file(
+            f"{self._dir}/{record.job_id}.json", record.to_bytes(), tmp=tmp, durable=self.durable
+        )
+
+    def ids(self) -> list[str]:
+        """Every job id that has a record (unordered)."""
+        try:
+            names = os.listdir(self._dir)
+        except FileNotFoundError:
+            return []
+        return [name[:-5] for name in names if name.endswith(".json") and name[0] != "."]
+
+    def succeeded_ids(self) -> set[str]:
+        """Ids whose record says succeeded. Reads every record: for tools and tests, not runs.
+
+        An unreadable record raises RecordError: it is not known to have succeeded.
+        """
+        result = set()
+        for job_id in self.ids():
+            record = self.read(job_id)
+            if record is not None and record.state is JobState.SUCCEEDED:
+                result.add(job_id)
+        return result

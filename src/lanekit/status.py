@@ -1,0 +1,212 @@
+"""`lanekit status`: what each lane is doing, computed from launchd's facts and the queue.
+
+The state is a closed vocabulary computed by a pure function (`lane_state`) so it can be tested
+as a table; everything that asks launchd or the disk lives in `status()`, which makes ONE
+`list()` call for all lanes and one `print()` per loaded lane.
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+
+from lanekit.config import Config, LaneSpec, select_lanes
+from lanekit.errors import ExitCode, LanekitError
+from lanekit.launchd import LaunchctlError, Launchd, ListEntry
+from lanekit.paths import Paths
+from lanekit.reconcile import NOT_LOADED
+
+EX_CONFIG = 78
+
+
+class LaneState(StrEnum):
+    """What a lane is doing right now."""
+
+    RUNNING = "running"
+    """Loaded and a process is alive."""
+    SCHEDULED = "scheduled"
+    """Loaded, idle, last run fine, and a calendar or interval will start it."""
+    IDLE = "idle"
+    """Loaded, idle, last run fine, no schedule: runs only when kicked."""
+    ERROR = "error"
+    """Loaded and idle, but the last run ended with a non-zero status or a signal."""
+    NOT_LOADED = "not-loaded"
+    """launchd does not know the lane (run `lanekit apply`)."""
+    DISABLED = "disabled"
+    """launchd's disabled override is set: the lane cannot be bootstrapped or is paused."""
+
+
+@dataclass(frozen=True, slots=True)
+class LaneFacts:
+    """The observations `lane_state` needs, and nothing else."""
+
+    loaded: bool
+    disabled: bool = False
+    pid: int | None = None
+    last_exit: int | None = None
+    """launchctl list convention: exit code, or minus the signal number; None = never exited."""
+    has_schedule: bool = False
+
+
+def lane_state(facts: LaneFacts) -> LaneState:
+    """The lane's state; the order of the checks is the precedence (a table test pins it)."""
+    if not facts.loaded:
+        return LaneState.DISABLED if facts.disabled else LaneState.NOT_LOADED
+    if facts.pid is not None:
+        return LaneState.RUNNING
+    if facts.disabled:
+        return LaneState.DISABLED
+    if facts.last_exit not in (None, 0):
+        return LaneState.ERROR
+    return LaneState.SCHEDULED if facts.has_schedule else LaneState.IDLE
+
+
+_EXIT_MEANINGS = {
+    int(ExitCode.FAILURE): "some jobs failed",
+    int(ExitCode.USAGE): "lanekit usage error: bad snapshot or arguments",
+    int(ExitCode.UNAVAILABLE): "environment unusable: queue dirs missing or unwritable",
+    int(ExitCode.INTERRUPTED): "stopped by a signal, jobs restored",
+    EX_CONFIG: "EX_CONFIG: launchd could not start the job",
+    126: "command found but not executable",
+    127: "command not found",
+}
+
+
+def describe_exit(last_exit: int | None) -> str:
+    """launchctl's last exit status in words: `exit code N (...)` or `killed by SIGTERM`."""
+    if last_exit is None:
+        return "never exited"
+    if last_exit < 0:
+        return f"killed by {_signal_name(-last_exit)}"
+    meaning = _EXIT_MEANINGS.get(last_exit)
+    return f"exit code {last_exit} ({meaning})" if meaning else f"exit code {last_exit}"
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+@dataclass(frozen=True, slots=True)
+class QueueSummary:
+    """Queue counts for `status`; all None when the queue could not be read (see `error`)."""
+
+    queued: int | None = None
+    delayed: int | None = None
+    claimed: int | None = None
+    done: int | None = None
+    failed: int | None = None
+    oldest_claim_age: float | None = None
+    """Seconds since the oldest current claim was taken; None when nothing is claimed."""
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LaneStatus:
+    """One row of `lanekit status`."""
+
+    lane: str
+    label: str
+    state: LaneState
+    pid: int | None
+    last_exit: int | None
+    last_exit_text: str
+    runs: int | None
+    schedule: str
+    next_fire: datetime | None
+    queue: QueueSummary
+
+
+def status(
+    config: Config,
+    paths: Paths,
+    launchd: Launchd,
+    lanes: Sequence[str] | None = None,
+    *,
+    now: datetime | None = None,
+) -> list[LaneStatus]:
+    """Status of every lane in lanes.toml (or the named ones), in lanes.toml order."""
+    del paths  # status reads lanes.toml, launchd and the queues; no lanekit state file
+    selected = select_lanes(config, lanes or ())
+    now = datetime.now() if now is None else now
+    listed = {entry.label: entry for entry in launchd.list()}
+    disabled = _disabled_labels(launchd)
+    return [_lane_status(lane, listed.get(lane.label), disabled, launchd, now) for lane in selected]
+
+
+def _disabled_labels(launchd: Launchd) -> frozenset[str]:
+    return frozenset(label for label, off in launchd.print_disabled().items() if off)
+
+
+def _lane_status(
+    lane: LaneSpec,
+    entry: ListEntry | None,
+    disabled: Iterable[str],
+    launchd: Launchd,
+    now: datetime,
+) -> LaneStatus:
+    from lanekit.schedule import describe_schedule, schedule_next_fires
+
+    runs: int | None = None
+    pid = entry.pid if entry else None
+    last_exit = entry.last_exit if entry else None
+    if entry is not None:
+        try:
+            info = launchd.print(lane.label)
+        except LaunchctlError as exc:
+            # The job may have been booted out between list() and print(): keep list()'s facts.
+            if exc.code not in NOT_LOADED:
+                raise
+        else:
+            runs = info.runs
+            if info.last_signal is not None:
+                last_exit = -info.last_signal
+            elif info.last_exit_code is not None:
+                last_exit = info.last_exit_code
+    facts = LaneFacts(
+        loaded=entry is not None,
+        disabled=lane.label in disabled,
+        pid=pid,
+        last_exit=last_exit,
+        has_schedule=not lane.schedule.is_empty,
+    )
+    fires = schedule_next_fires(lane.schedule, now, 1)
+    return LaneStatus(
+        lane=lane.name,
+        label=lane.label,
+        state=lane_state(facts),
+        pid=pid,
+        last_exit=last_exit,
+        last_exit_text=describe_exit(last_exit),
+        runs=runs,
+        schedule=describe_schedule(lane.schedule),
+        next_fire=fires[0] if fires else None,
+        queue=_queue_summary(lane),
+    )
+
+
+def _queue_summary(lane: LaneSpec) -> QueueSummary:
+    from lanekit.queue import Queue
+
+    queue = Queue(lane.queue.dir, durable=lane.queue.durable)
+    if not queue.queue.is_dir():
+        # counts() would say 0 everywhere; a queue that does not exist yet must say so.
+        return QueueSummary(error=f"{queue.queue}: no such directory (`lanekit apply` creates it)")
+    try:
+        counts = queue.counts()
+    except (LanekitError, OSError) as exc:
+        message = exc.message if isinstance(exc, LanekitError) else f"{queue.dir}: {exc}"
+        return QueueSummary(error=message)
+    return QueueSummary(
+        queued=counts.queued,
+        delayed=counts.delayed,
+        claimed=counts.claimed,
+        done=counts.done,
+        failed=counts.failed,
+        oldest_claim_age=counts.oldest_claim_age,
+    )

@@ -1,0 +1,263 @@
+"""`lanekit try`: run a job once, in the foreground, exactly as launchd would start it.
+
+The environment is launchd's, not the caller's: only EnvironmentVariables (PATH defaulting to
+/usr/bin:/bin:/usr/sbin:/sbin) plus XPC_SERVICE_NAME, the WorkingDirectory (else `/`), stdout
+and stderr appended to the plist's files, Nice applied (lanekit.launchd.environ does the
+starting, the same code the emulated launchd uses). So a job that works from your shell and
+fails under launchd fails here too, in front of you.
+
+Before running, the doctor checks that would make launchd fail the spawn or the job fail at
+once (program, interpreter, commands on the job's PATH, log paths, working directory) run
+first; an error among them is reported and nothing runs.
+
+For a lanekit lane, `try LANE` runs the lane entrypoint as installed (its ProgramArguments):
+that is a real run, which claims and processes real jobs from the queue. `try LANE --job FILE`
+instead runs the lane's job command once on FILE, with the lane's environment, without
+touching the queue.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from lanekit.doctor import (
+    DoctorContext,
+    Finding,
+    Severity,
+    Target,
+    lane_target,
+    plist_target,
+)
+from lanekit.errors import ExitCode, UsageError
+from lanekit.paths import Paths
+
+PREFLIGHT = (
+    "plist.invalid",
+    "program.missing",
+    "program.not-executable",
+    "program.bad-interpreter",
+    "path.command-missing",
+    "workdir.missing",
+    "logs.dir-missing",
+    "logs.unwritable",
+)
+"""The checks whose errors mean the run would fail before doing anything useful."""
+
+TAIL_LINES = 20
+"""Lines of stderr shown after the run."""
+
+SYSEXITS = {
+    64: "EX_USAGE",
+    65: "EX_DATAERR",
+    66: "EX_NOINPUT",
+    67: "EX_NOUSER",
+    68: "EX_NOHOST",
+    69: "EX_UNAVAILABLE",
+    70: "EX_SOFTWARE",
+    71: "EX_OSERR",
+    72: "EX_OSFILE",
+    73: "EX_CANTCREAT",
+    74: "EX_IOERR",
+    75: "EX_TEMPFAIL",
+    76: "EX_PROTOCOL",
+    77: "EX_NOPERM",
+    78: "EX_CONFIG",
+}
+
+_RUNNER_EXITS = {
+    0: "ran, or nothing to do",
+    1: "some jobs failed (they are back in queue/ or in failed/)",
+    2: "usage error: bad snapshot or arguments",
+    69: "environment unusable: queue directories missing, unwritable or cross-device",
+    75: "stopped by a signal, jobs restored",
+}
+_SHELL_EXITS = {
+    126: "a command was found but could not be executed",
+    127: "a command was not found on the job's PATH",
+}
+
+
+def decode_status(exit_code: int | None, sig: int | None, *, lanekit_runner: bool) -> str:
+    """An exit status in words: `exit 127: a command was not found on the job's PATH`."""
+    if sig is not None:
+        try:
+            name = signal.Signals(sig).name
+        except ValueError:
+            name = f"signal {sig}"
+        return f"killed by {name} ({sig})"
+    if exit_code is None:
+        return "did not run"
+    meaning = (_RUNNER_EXITS if lanekit_runner else {}).get(exit_code)
+    meaning = meaning or _SHELL_EXITS.get(exit_code)
+    if meaning is None and exit_code in SYSEXITS:
+        meaning = SYSEXITS[exit_code]
+    if meaning is None:
+        meaning = "success" if exit_code == 0 else "failure"
+    return f"exit {exit_code}: {meaning}"
+
+
+@dataclass(frozen=True, slots=True)
+class TryRequest:
+    """What `lanekit try` was asked to run."""
+
+    lane: str | None = None
+    plist: Path | None = None
+    job: Path | None = None
+    """Run the lane's job command once on this file, without the queue."""
+    config_path: Path | None = None
+    timeout: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TryResult:
+    """One `lanekit try`: what was run, how, and how it ended (or why it was not run)."""
+
+    subject: str
+    argv: tuple[str, ...]
+    cwd: str
+    env_path: str
+    """The PATH the job ran with (its own, or launchd's default)."""
+    problems: tuple[Finding, ...]
+    """Preflight findings; any error among them means nothing ran."""
+    ran: bool
+    exit_code: int | None = None
+    signal: int | None = None
+    duration: float | None = None
+    stderr_tail: tuple[str, ...] = ()
+    stdout_path: str | None = None
+    stderr_path: str | None = None
+    setup_error: str | None = None
+    """Why launchd's setup failed (launchd would record exit 78), when it did."""
+    timed_out: bool = False
+    lanekit_runner: bool = False
+    """The run was lanekit's lane entrypoint (exit codes have lanekit's meanings)."""
+
+    @property
+    def status(self) -> str:
+        """The exit status in words."""
+        if self.setup_error is not None:
+            return "not started: launchd would report exit 78 (EX_CONFIG)"
+        if not self.ran:
+            return "not run"
+        return decode_status(self.exit_code, self.signal, lanekit_runner=self.lanekit_runner)
+
+    @property
+    def exit_status(self) -> ExitCode:
+        """0 when the job ran and exited 0, else 1."""
+        ok = self.ran and self.exit_code == 0 and self.signal is None
+        return ExitCode.OK if ok else ExitCode.FAILURE
+
+
+def _job_plist(target: Target, job_file: Path) -> dict[str, Any]:
+    """The lane's plist with its job command in place of the entrypoint (for `--job`)."""
+    from lanekit.runner import job_argv
+
+    assert target.lane is not None and target.plist is not None
+    lane = target.lane
+    plist = dict(target.plist)
+    env = dict(plist.get("EnvironmentVariables") or {})
+    env.update(
+        {
+            "LANEKIT_JOB_ID": job_file.name.split(".", 1)[0],
+            "LANEKIT_JOB_FILE": str(job_file),
+            "LANEKIT_LANE": lane.name,
+            "LANEKIT_ATTEMPT": "1",
+        }
+    )
+    plist["EnvironmentVariables"] = env
+    plist["ProgramArguments"] = job_argv(lane.command, job_file)
+    plist.pop("Program", None)
+    return plist
+
+
+def _target(request: TryRequest, paths: Paths, env: Mapping[str, str]) -> Target:
+    from lanekit.config import find_config, load_config
+    from lanekit.errors import ConfigError
+
+    if (request.lane is None) == (request.plist is None):
+        raise UsageError("give a LANE or --plist FILE (one of them)", "e.g. `lanekit try funnel`")
+    if request.plist is not None:
+        if request.job is not None:
+            raise UsageError("--job needs a LANE, not --plist", "e.g. `lanekit try LANE --job F`")
+        try:
+            config = load_config(find_config(request.config_path, env, paths.cwd), paths)
+        except ConfigError:
+            if request.config_path is not None:
+                raise
+            config = None
+        return plist_target(request.plist, config)
+    config = load_config(find_config(request.config_path, env, paths.cwd), paths)
+    assert request.lane is not None
+    lane = config.lanes.get(request.lane)
+    if lane is None:
+        known = ", ".join(sorted(config.lanes)) or "none"
+        raise UsageError(f"no lane named {request.lane!r}", f"lanes in lanes.toml: {known}")
+    target = lane_target(lane, paths)
+    if request.job is not None:
+        job_file = request.job.absolute()
+        if not job_file.is_file():
+            raise UsageError(f"{request.job}: no such job file", "give a JSON job file")
+        return Target(
+            subject=target.subject,
+            plist_path=target.plist_path,
+            plist=_job_plist(target, job_file) if target.plist is not None else None,
+            plist_error=target.plist_error,
+            installed=target.installed,
+            lane=lane,
+        )
+    if not target.installed:
+        raise UsageError(
+            f"lane {lane.name} is not installed, so there is no entrypoint to try",
+            f"run `lanekit apply {lane.name}` first, or `lanekit try {lane.name} --job FILE` "
+            "to run its command once",
+        )
+    return target
+
+
+def try_run(request: TryRequest, paths: Paths, env: Mapping[str, str] | None = None) -> TryResult:
+    """The core of `lanekit try`: preflight, then one foreground run as launchd would do it."""
+    from lanekit.checks import jobfacts
+    from lanekit.launchd.environ import JobSetupError, launch_for, run_foreground
+
+    env = os.environ if env is None else env
+    target = _target(request, paths, env)
+    ctx = DoctorContext(paths)
+    problems: list[Finding] = []
+    for check_id in PREFLIGHT:
+        problems.extend(ctx.findings(check_id, target))
+    job = target.plist or {}
+    argv = tuple(jobfacts.arguments(job))
+    entrypoint = target.lane is not None and request.job is None
+    base = TryResult(
+        subject=target.subject,
+        argv=argv,
+        cwd=jobfacts.cwd(job),
+        env_path=jobfacts.job_path(job),
+        problems=tuple(problems),
+        ran=False,
+        stdout_path=job.get("StandardOutPath"),
+        stderr_path=job.get("StandardErrorPath"),
+        lanekit_runner=entrypoint,
+    )
+    if target.plist is None or any(p.severity is Severity.ERROR for p in problems):
+        return base
+    launch = launch_for(target.plist)
+    try:
+        outcome = run_foreground(launch, timeout=request.timeout)
+    except JobSetupError as exc:
+        return replace(base, setup_error=exc.message)
+    tail = tuple(outcome.stderr_tail.splitlines()[-TAIL_LINES:])
+    return replace(
+        base,
+        ran=True,
+        exit_code=outcome.exit_code,
+        signal=outcome.signal,
+        duration=outcome.duration,
+        stderr_tail=tail,
+        timed_out=outcome.timed_out,
+    )

@@ -1,0 +1,224 @@
+"""lane.missed-run (under a frozen clock, classified from what launchd says) and
+priority.background-burst."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from doctor_world import HEALTHY, World
+from lanekit.checks.lane import MissedRunCause, MissedRunFacts, classify_missed_run
+from lanekit.doctor import Severity
+from lanekit.launchd.emulator import EmulatedDomain
+from lanekit.queue import Queue
+
+
+@pytest.mark.parametrize(
+    ("facts", "cause"),
+    [
+        (MissedRunFacts(loaded=False), MissedRunCause.NOT_LOADED),
+        (MissedRunFacts(loaded=False, disabled=True), MissedRunCause.DISABLED),
+        (MissedRunFacts(loaded=True, disabled=True), MissedRunCause.DISABLED),
+        (MissedRunFacts(loaded=True, last_exit=78), MissedRunCause.EXIT_78),
+        (MissedRunFacts(loaded=True, last_exit=78, output_since_fire=True), MissedRunCause.EXIT_78),
+        (MissedRunFacts(loaded=True, last_exit=1, output_since_fire=True), MissedRunCause.RAN_SILENT),
+        (MissedRunFacts(loaded=True, last_exit=1), MissedRunCause.THROTTLED),
+        (MissedRunFacts(loaded=True, last_exit=-9), MissedRunCause.THROTTLED),
+        (MissedRunFacts(loaded=True, state="spawn scheduled"), MissedRunCause.THROTTLED),
+        (MissedRunFacts(loaded=True, last_exit=0), MissedRunCause.UNKNOWN),
+        (MissedRunFacts(loaded=True), MissedRunCause.UNKNOWN),
+        (MissedRunFacts(loaded=None), MissedRunCause.UNKNOWN),
+        (MissedRunFacts(loaded=None, output_since_fire=True), MissedRunCause.RAN_SILENT),
+    ],
+)
+def test_missed_run_classification(facts: MissedRunFacts, cause: MissedRunCause) -> None:
+    """The precedence of explanations for a silent fire, as a table."""
+    assert classify_missed_run(facts) == cause
+
+
+def two_hours_after_a_fire() -> datetime:
+    """A frozen "now" two hours after the lane's 10:40 fire, two days ahead of the real clock
+    (so everything the test writes now is from before that fire)."""
+    return (datetime.now() + timedelta(days=2)).replace(hour=12, minute=40, second=0)
+
+
+@pytest.fixture
+def domain(tmp_path: Path) -> EmulatedDomain:
+    """An emulated launchd domain under the test's Paths."""
+    world = World.make(tmp_path)
+    return EmulatedDomain(world.paths.emulator, launch_agents=world.paths.launch_agents)
+
+
+def installed(tmp_path: Path, text: str = HEALTHY) -> World:
+    """A world with the lane installed and a lane log last touched (now) before the fire."""
+    world = World.make(tmp_path, text)
+    world.install()
+    from lanekit.lanelog import LaneLog
+
+    LaneLog(world.lane().log_path, "funnel").event("finish", claimed=0)
+    return world
+
+
+def test_missed_run_without_launchd_is_unknown(tmp_path: Path) -> None:
+    """Nothing in the log since 10:40 and no launchd to ask: a warning, asleep or off."""
+    world = installed(tmp_path)
+    now = two_hours_after_a_fire()
+    [finding] = world.run("lane.missed-run", world.target(), now=now)
+    assert finding.severity is Severity.WARNING
+    assert f"should have run at {now:%Y-%m-%d} 10:40" in finding.message
+    assert "asleep or powered off (unknown)" in finding.message
+    assert finding.fix == "lanekit kick funnel  (runs it now)"
+
+
+def test_missed_run_of_a_lane_not_loaded(tmp_path: Path, domain: EmulatedDomain) -> None:
+    """Installed but never bootstrapped: classified "not loaded"; fix `lanekit apply`."""
+    world = installed(tmp_path)
+    [finding] = world.run(
+        "lane.missed-run", world.target(), launchd=domain, now=two_hours_after_a_fire()
+    )
+    assert finding.severity is Severity.ERROR
+    assert ": not loaded: " in finding.message
+    assert finding.fix == "lanekit apply funnel"
+
+
+def test_missed_run_of_a_disabled_lane(tmp_path: Path, domain: EmulatedDomain) -> None:
+    """Loaded, then disabled in launchd: classified "disabled"."""
+    world = installed(tmp_path)
+    label = world.lane().label
+    domain.bootstrap(world.paths.plist_for(label))
+    domain.disable(label)
+    [finding] = world.run(
+        "lane.missed-run", world.target(), launchd=domain, now=two_hours_after_a_fire()
+    )
+    assert ": disabled: " in finding.message
+    assert finding.fix == f"launchctl enable gui/{os.getuid()}/{label} && lanekit apply funnel"
+
+
+def test_missed_run_because_of_exit_78(tmp_path: Path, domain: EmulatedDomain) -> None:
+    """The log directory is gone, so the run launchd attempted ended 78 before the program:
+    classified "exit 78", with the exit-78 finding's fix."""
+    world = installed(tmp_path)
+    lane = world.lane()
+    domain.bootstrap(world.paths.plist_for(lane.label))
+    shutil.rmtree(lane.stdout_path.parent)
+    domain.kickstart(lane.label)
+    assert domain.wait_idle(lane.label, 20)
+    [finding] = world.run(
+        "lane.missed-run", world.target(), launchd=domain, now=two_hours_after_a_fire()
+    )
+    assert ": exit 78: " in finding.message
+    assert finding.fix == f"mkdir -p {lane.stdout_path.parent}"
+
+
+def test_missed_run_of_a_failing_lane_is_throttled(tmp_path: Path, domain: EmulatedDomain) -> None:
+    """Every run fails at once (its snapshot is gone, `lanekit run` exits 2): classified
+    "throttled", fix: read its stderr."""
+    world = installed(tmp_path)
+    lane = world.lane()
+    domain.bootstrap(world.paths.plist_for(lane.label))
+    world.paths.snapshot_for(lane.label).unlink()
+    domain.kickstart(lane.label)
+    assert domain.wait_idle(lane.label, 20)
+    assert {e.label: e.last_exit for e in domain.list()}[lane.label] not in (0, None)
+    # its stderr was written now, before the frozen fire: it says nothing about that fire
+    [finding] = world.run(
+        "lane.missed-run", world.target(), launchd=domain, now=two_hours_after_a_fire()
+    )
+    assert ": throttled: " in finding.message
+    assert finding.fix == "lanekit logs funnel --err"
+
+
+def test_missed_run_that_ran_but_logged_nothing(tmp_path: Path, domain: EmulatedDomain) -> None:
+    """launchd's stderr file changed after the fire, the lane log did not: the runner never
+    got to log; classified "ran but logged nothing"."""
+    world = installed(tmp_path)
+    lane = world.lane()
+    domain.bootstrap(world.paths.plist_for(lane.label))
+    now = two_hours_after_a_fire()
+    lane.stderr_path.write_text("Traceback ...\n")
+    after_fire = (now - timedelta(minutes=100)).timestamp()
+    os.utime(lane.stderr_path, (after_fire, after_fire))
+    [finding] = world.run("lane.missed-run", world.target(), launchd=domain, now=now)
+    assert ": ran but logged nothing: " in finding.message
+    assert finding.fix.startswith("lanekit logs funnel --err")
+
+
+def test_loaded_lane_that_missed_a_fire_is_unknown(tmp_path: Path, domain: EmulatedDomain) -> None:
+    """Loaded, enabled, never failed, nothing ran: the Mac was asleep or off (a warning)."""
+    world = installed(tmp_path)
+    domain.bootstrap(world.paths.plist_for(world.lane().label))
+    [finding] = world.run(
+        "lane.missed-run", world.target(), launchd=domain, now=two_hours_after_a_fire()
+    )
+    assert finding.severity is Severity.WARNING
+    assert "asleep or powered off (unknown)" in finding.message
+
+
+def test_a_run_after_the_fire_is_evidence(tmp_path: Path) -> None:
+    """A `start` event after the fire means it ran: nothing to report."""
+    from lanekit.lanelog import LaneLog
+
+    world = installed(tmp_path)
+    now = two_hours_after_a_fire()
+    fired = (now - timedelta(minutes=119)).timestamp()
+    LaneLog(world.lane().log_path, "funnel", clock=lambda: fired).event("start", pid=1)
+    assert world.run("lane.missed-run", world.target(), now=now) == []
+
+
+def test_within_the_grace_nothing_is_missed_yet(tmp_path: Path) -> None:
+    """Yesterday's fire left its `start`; five minutes after today's fire the run may still be
+    on its way (not reported), fifteen minutes after it is missed."""
+    from lanekit.lanelog import LaneLog
+
+    world = installed(tmp_path)
+    today = two_hours_after_a_fire()
+    yesterday_run = (today - timedelta(days=1)).replace(hour=10, minute=41).timestamp()
+    LaneLog(world.lane().log_path, "funnel", clock=lambda: yesterday_run).event("start", pid=1)
+    assert world.run("lane.missed-run", world.target(), now=today.replace(hour=10, minute=45)) == []
+    late = world.run("lane.missed-run", world.target(), now=today.replace(hour=10, minute=55))
+    assert [f.id for f in late] == ["lane.missed-run"]
+
+
+def test_lane_installed_after_the_fire_missed_nothing(tmp_path: Path) -> None:
+    """launchd never replays a fire from before the load: a lane installed after it is fine."""
+    real = datetime.now()
+    text = HEALTHY.replace("40 10 * * *", f"{(real - timedelta(minutes=30)):%M %H} * * *")
+    world = World.make(tmp_path, text)
+    world.install()
+    assert not world.lane().log_path.exists()  # no run at all: only the install time speaks
+    assert world.run("lane.missed-run", world.target(), now=real + timedelta(minutes=1)) == []
+    plist = world.paths.plist_for(world.lane().label)
+    before = (real - timedelta(hours=1)).timestamp()
+    os.utime(plist, (before, before))  # installed before that fire: now it was missed
+    assert len(world.run("lane.missed-run", world.target(), now=real + timedelta(minutes=1))) == 1
+
+
+BURSTY = HEALTHY.replace(
+    'schedule = ["40 10 * * *"]', 'schedule = ["40 10 * * *"]\nnice = 10\nlow_priority_io = true'
+)
+
+
+def test_background_lane_with_a_burst_waiting(tmp_path: Path) -> None:
+    """Seed 001: Nice 10 + LowPriorityIO while 25 jobs wait: a warning with the edit."""
+    world = World.make(tmp_path, BURSTY)
+    world.install()
+    queue = Queue(world.lane().queue.dir)
+    for n in range(25):
+        queue.enqueue({"n": n})
+    [finding] = world.run("priority.background-burst", world.target())
+    assert finding.severity is Severity.WARNING
+    assert finding.message.startswith("Nice 10 and LowPriorityIO make the lane yield")
+    assert "25 jobs wait" in finding.message
+    assert finding.fix.startswith("remove nice / low_priority_io / process_type from [lanes.funnel]")
+
+
+def test_background_lane_with_a_trickle_is_fine(tmp_path: Path) -> None:
+    """A handful of jobs is what a background lane is for."""
+    world = World.make(tmp_path, BURSTY)
+    world.install()
+    Queue(world.lane().queue.dir).enqueue({"n": 1})
+    assert world.run("priority.background-burst", world.target()) == []

@@ -1,0 +1,58 @@
+"""`lanekit demo`: the seed-001 burst replayed on the emulated domain, counted from the ledger."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from lanekit.cli import app
+from lanekit.demo import BACKLOG, LANES, run_demo
+from lanekit.reconcile import Result
+
+
+@pytest.mark.slow
+def test_demo_five_lanes_no_duplicates_no_losses(tmp_path: Path) -> None:
+    """Five lanes fired at once drain 57 jobs exactly once; the mid-run reload is deferred and
+    then applied; doctor names the planted PATH problem; nothing is left behind."""
+    root = tmp_path / "demo"
+    report = run_demo(directory=root, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+    d = report.drain
+    assert d.fired == tuple(sorted(LANES))
+    assert (d.jobs, d.processed, d.duplicates, d.lost) == (BACKLOG, BACKLOG, 0, 0)
+    assert sum(d.per_lane.values()) == BACKLOG
+    assert len(d.per_lane) >= 2, "a burst of five lanes should share the backlog"
+    assert report.reload.skipped.result is Result.SKIPPED
+    assert "running" in report.reload.skipped.detail
+    assert report.reload.applied.result is Result.DONE
+    ids = {f.id for f in report.findings}
+    assert ids == {"path.command-missing"}
+    assert all(f.subject == "publish" for f in report.findings)
+    assert "lanekit-demo-publish" in report.findings[0].message
+    assert list(root.iterdir()) == [], "the demo leaves nothing behind without --keep"
+
+
+@pytest.mark.slow
+def test_demo_cli_prints_table_and_keeps_with_flag(tmp_path: Path) -> None:
+    """The CLI shows the counts, the skipped reload and the doctor finding; --keep keeps files."""
+    root = tmp_path / "kept"
+    result = CliRunner().invoke(app, ["demo", "--dir", str(root), "--keep"])
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "processed more than once" in out
+    assert "skipped" in out
+    assert "path.command-missing" in out
+    assert (root / "ledger.txt").exists()
+    assert (root / "lanes.toml").exists()
+    # --keep leaves the lanes loaded: boot them out so no process outlives the test.
+    from lanekit.config import load_config
+    from lanekit.launchd import open_launchd
+    from lanekit.paths import Paths
+    from lanekit.reconcile import remove
+
+    paths = Paths.under(root)
+    config = load_config(root / "lanes.toml", paths)
+    launchd = open_launchd(paths, {"LANEKIT_LAUNCHD": "emulated"})
+    for name in config.lanes:
+        remove(config, paths, launchd, name, force=True)

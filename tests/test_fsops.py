@@ -1,0 +1,284 @@
+"""The platform seam: no-replace rename (both branches), durable writes, mount classification."""
+
+from __future__ import annotations
+
+import errno
+import os
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from lanekit import fsops
+from lanekit.fsops import NoReplaceRename
+
+STRATEGIES = [
+    pytest.param(lambda: fsops.select_rename(sys.platform), id="native"),
+    pytest.param(lambda: NoReplaceRename("link", None), id="link-unlink"),
+]
+
+
+@pytest.fixture(params=STRATEGIES)
+def rename(request: pytest.FixtureRequest) -> NoReplaceRename:
+    """Each no-replace strategy this platform can run: the native call and the fallback."""
+    make: Callable[[], NoReplaceRename] = request.param
+    return make()
+
+
+def test_native_strategy_is_used_on_linux() -> None:
+    """On Linux the seam picks renameat2, not the fallback (the fallback is for old kernels)."""
+    if not sys.platform.startswith("linux"):
+        pytest.skip("Linux-only")
+    assert fsops.select_rename("linux").name == "renameat2"
+
+
+def test_unknown_platform_falls_back_to_link() -> None:
+    """A platform without a known no-replace call gets link + unlink."""
+    assert fsops.select_rename("sunos5").name == "link"
+
+
+def test_rename_moves_the_file(rename: NoReplaceRename, tmp_path: Path) -> None:
+    """The file arrives under the new name with its bytes, and the old name is gone."""
+    src, dst = tmp_path / "a", tmp_path / "b"
+    src.write_bytes(b"job")
+    rename(str(src), str(dst))
+    assert not src.exists()
+    assert dst.read_bytes() == b"job"
+
+
+def test_collision_never_overwrites(rename: NoReplaceRename, tmp_path: Path) -> None:
+    """A taken destination raises FileExistsError and both files keep their bytes."""
+    src, dst = tmp_path / "a", tmp_path / "b"
+    src.write_bytes(b"new")
+    dst.write_bytes(b"old")
+    with pytest.raises(FileExistsError):
+        rename(str(src), str(dst))
+    assert src.read_bytes() == b"new"
+    assert dst.read_bytes() == b"old"
+
+
+def test_missing_source_is_a_lost_race(rename: NoReplaceRename, tmp_path: Path) -> None:
+    """A source someone else already moved raises FileNotFoundError and creates nothing."""
+    with pytest.raises(FileNotFoundError):
+        rename(str(tmp_path / "gone"), str(tmp_path / "b"))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_racing_renames_have_exactly_one_winner(rename: NoReplaceRename, tmp_path: Path) -> None:
+    """Threads racing to move one file to different names: one wins, the rest see ENOENT, and
+    exactly one copy exists afterwards (link + unlink undoes the losers' links)."""
+    for round_ in range(30):
+        src = tmp_path / f"job{round_}"
+        src.write_bytes(b"x")
+        outcomes = _race(rename, src, 6)
+        winners = [n for n, won in outcomes.items() if won]
+        assert len(winners) == 1
+        copies = sorted(p.name for p in tmp_path.glob(f"job{round_}*"))
+        assert copies == [f"job{round_}.{winners[0]}"]
+
+
+def _race(rename: NoReplaceRename, src: Path, racers: int) -> dict[int, bool]:
+    """Start `racers` threads at once, each moving `src` to `<src>.<n>`; who won."""
+    outcomes: dict[int, bool] = {}
+    start = threading.Barrier(racers)
+
+    def race(n: int) -> None:
+        start.wait()
+        try:
+            rename(str(src), f"{src}.{n}")
+        except FileNotFoundError:
+            outcomes[n] = False
+        else:
+            outcomes[n] = True
+
+    threads = [threading.Thread(target=race, args=(n,)) for n in range(racers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(outcomes) == racers
+    return outcomes
+
+
+def test_unsupported_native_call_falls_back_to_link(tmp_path: Path) -> None:
+    """When the filesystem answers EINVAL (no RENAME_NOREPLACE support) the move still happens,
+    through link + unlink, and still refuses to overwrite."""
+    calls: list[bytes] = []
+
+    def unsupported(src: bytes, dst: bytes) -> int:
+        calls.append(src)
+        return errno.EINVAL
+
+    rename = NoReplaceRename("fake", unsupported)
+    (tmp_path / "a").write_bytes(b"1")
+    rename(str(tmp_path / "a"), str(tmp_path / "b"))
+    assert (tmp_path / "b").read_bytes() == b"1"
+    (tmp_path / "c").write_bytes(b"2")
+    with pytest.raises(FileExistsError):
+        rename(str(tmp_path / "c"), str(tmp_path / "b"))
+    assert (tmp_path / "b").read_bytes() == b"1"
+    assert len(calls) == 2
+
+
+def test_missing_syscall_switches_to_link_for_good(tmp_path: Path) -> None:
+    """ENOSYS means the kernel lacks the call: it is not asked again."""
+    calls: list[bytes] = []
+
+    def missing(src: bytes, dst: bytes) -> int:
+        calls.append(src)
+        return errno.ENOSYS
+
+    rename = NoReplaceRename("fake", missing)
+    for name in ("a", "b"):
+        (tmp_path / name).write_bytes(b"x")
+        rename(str(tmp_path / name), str(tmp_path / f"{name}2"))
+    assert len(calls) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a2", "b2"]
+
+
+def test_other_native_errors_are_raised(tmp_path: Path) -> None:
+    """Errors that are not "unsupported" (here EXDEV) surface as OSError with that errno."""
+    rename = NoReplaceRename("fake", lambda src, dst: errno.EXDEV)
+    (tmp_path / "a").write_bytes(b"x")
+    with pytest.raises(OSError) as info:
+        rename(str(tmp_path / "a"), str(tmp_path / "b"))
+    assert info.value.errno == errno.EXDEV
+    assert (tmp_path / "a").exists()
+
+
+def test_cross_device_move_is_refused_not_copied(rename: NoReplaceRename, tmp_path: Path) -> None:
+    """Across filesystems neither strategy copies: the move fails with EXDEV."""
+    shm = Path("/dev/shm")
+    if not shm.is_dir() or shm.stat().st_dev == tmp_path.stat().st_dev:
+        pytest.skip("needs /dev/shm on a filesystem other than the work dir")
+    src = tmp_path / "a"
+    src.write_bytes(b"x")
+    dst = shm / f"lanekit-test-{os.getpid()}"
+    try:
+        with pytest.raises(OSError) as info:
+            rename(str(src), str(dst))
+        assert info.value.errno == errno.EXDEV
+        assert src.exists() and not dst.exists()
+    finally:
+        dst.unlink(missing_ok=True)
+
+
+def test_write_new_refuses_an_existing_file(tmp_path: Path) -> None:
+    """write_new creates exclusively: an existing file is neither truncated nor replaced."""
+    target = tmp_path / "f"
+    fsops.write_new(str(target), b"first", durable=True)
+    with pytest.raises(FileExistsError):
+        fsops.write_new(str(target), b"second", durable=False)
+    assert target.read_bytes() == b"first"
+    assert (target.stat().st_mode & 0o777) == 0o600
+
+
+def test_replace_file_swaps_content_and_leaves_no_temp(tmp_path: Path) -> None:
+    """replace_file replaces the bytes through the temp name, which is gone afterwards."""
+    target, tmp = tmp_path / "r.json", tmp_path / ".r.tmp"
+    target.write_bytes(b"old")
+    fsops.replace_file(str(target), b"new", tmp=str(tmp), durable=True)
+    assert target.read_bytes() == b"new"
+    assert not tmp.exists()
+
+
+def test_replace_file_keeps_the_old_file_when_the_temp_name_is_taken(tmp_path: Path) -> None:
+    """A stale temp file makes the write fail before anything is replaced."""
+    target, tmp = tmp_path / "r.json", tmp_path / ".r.tmp"
+    target.write_bytes(b"old")
+    tmp.write_bytes(b"stale")
+    with pytest.raises(FileExistsError):
+        fsops.replace_file(str(target), b"new", tmp=str(tmp), durable=False)
+    assert target.read_bytes() == b"old"
+
+
+def test_fsync_dir_needs_a_directory(tmp_path: Path) -> None:
+    """fsync_dir opens the directory itself; a missing one is an error, not a silent no-op."""
+    fsops.fsync_dir(str(tmp_path))
+    with pytest.raises(FileNotFoundError):
+        fsops.fsync_dir(str(tmp_path / "missing"))
+
+
+@pytest.mark.parametrize(
+    ("fstype", "local", "refused"),
+    [
+        ("ext4", None, False),
+        ("apfs", True, False),
+        ("tmpfs", None, False),
+        ("nfs", None, True),
+        ("nfs4", None, True),
+        ("cifs", None, True),
+        ("smbfs", True, True),
+        ("afpfs", None, True),
+        ("webdav", None, True),
+        ("fuse.sshfs", None, True),
+        ("macfuse", None, True),
+        ("hfs", False, True),  # macOS says the volume is not local
+    ],
+)
+def test_classify_mount(fstype: str, local: bool | None, refused: bool) -> None:
+    """Network filesystems (Linux mountinfo names, macOS f_fstypename) and non-local macOS
+    volumes are refused; local disks are not."""
+    problem = fsops.classify_mount(fstype, local)
+    if refused:
+        assert problem is not None and fstype in problem
+    else:
+        assert problem is None
+
+
+@pytest.mark.parametrize(
+    ("path", "engine"),
+    [
+        ("/Users/me/Library/Mobile Documents/com~apple~CloudDocs/q", "iCloud Drive"),
+        ("/Users/me/Library/CloudStorage/GoogleDrive-me@x.com/q", "cloud storage"),
+        ("/Users/me/Dropbox/q", "Dropbox"),
+        ("/Users/me/Dropbox (Acme)/jobs/q", "Dropbox"),
+        ("/Users/me/OneDrive - Acme/q", "OneDrive"),
+        ("/Users/me/dev/note-autolike", None),
+        ("/Users/me/dev/dropbox-clone/q", None),
+        ("/home/me/Library/q", None),
+    ],
+)
+def test_sync_folder(path: str, engine: str | None) -> None:
+    """Paths inside sync engines' folders are recognised by their folder names; look-alikes
+    are not."""
+    found = fsops.sync_folder(path)
+    if engine is None:
+        assert found is None
+    else:
+        assert found is not None and engine in found
+
+
+MOUNTINFO = """\
+22 1 0:21 / / rw,relatime - ext4 /dev/vda rw
+25 22 0:23 / /dev/shm rw,relatime - tmpfs tmpfs rw
+30 22 0:40 / /mnt/nas rw,relatime shared:5 - nfs4 nas:/export rw
+31 30 0:41 / /mnt/nas/local\\040disk rw,relatime - ext4 /dev/vdb rw
+"""
+
+
+@pytest.mark.parametrize(
+    ("path", "fstype"),
+    [
+        ("/home/me/q", "ext4"),
+        ("/dev/shm/q", "tmpfs"),
+        ("/mnt/nas", "nfs4"),
+        ("/mnt/nas/jobs", "nfs4"),
+        ("/mnt/nas/local disk/q", "ext4"),
+        ("/mnt/nasty/q", "ext4"),
+    ],
+)
+def test_linux_fstype_picks_the_longest_mount_point(path: str, fstype: str) -> None:
+    """The filesystem of a path is its longest enclosing mount point (escaped spaces decoded,
+    optional fields skipped); a sibling with a common prefix does not count."""
+    assert fsops.linux_fstype(path, MOUNTINFO) == fstype
+
+
+def test_the_work_dir_is_local(tmp_path: Path) -> None:
+    """The test machine's work dir passes the mount check (real /proc/self/mountinfo)."""
+    if not sys.platform.startswith("linux"):
+        pytest.skip("reads /proc/self/mountinfo")
+    assert fsops.linux_fstype(os.path.realpath(tmp_path)) is not None
+    assert fsops.mount_problem(os.path.realpath(tmp_path)) is None
