@@ -16,14 +16,15 @@ import difflib
 import os
 import plistlib
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lanekit.errors import ExitCode, LanekitError, UsageError
+from lanekit.reconcile import MARKER
 
 if TYPE_CHECKING:
     from lanekit.config import Config, LaneSpec
@@ -33,9 +34,6 @@ if TYPE_CHECKING:
 
 DOCTOR_SCHEMA = 1
 """Version of the `lanekit doctor --json` document (docs/json.md)."""
-
-LANE_MARKER = "LANEKIT_LANE"
-"""EnvironmentVariables key that marks a plist written by lanekit (its value is the lane name)."""
 
 
 class Severity(StrEnum):
@@ -115,14 +113,6 @@ class Target:
             if isinstance(label, str) and label:
                 return label
         return self.lane.label if self.lane is not None else None
-
-    @property
-    def environment(self) -> Mapping[str, str]:
-        """EnvironmentVariables (string values only: launchd ignores the rest)."""
-        env = self.plist.get("EnvironmentVariables") if self.plist is not None else None
-        if not isinstance(env, dict):
-            return {}
-        return {k: v for k, v in env.items() if isinstance(k, str) and isinstance(v, str)}
 
 
 CheckFunc = Callable[[Target, "DoctorContext"], Iterable[Problem]]
@@ -479,7 +469,7 @@ def plist_target(path: Path, config: Config | None) -> Target:
     lane = None
     if job is not None and config is not None:
         env = job.get("EnvironmentVariables")
-        name = env.get(LANE_MARKER) if isinstance(env, dict) else None
+        name = env.get(MARKER) if isinstance(env, dict) else None
         candidate = config.lanes.get(name) if isinstance(name, str) else None
         if candidate is not None and candidate.label == job.get("Label"):
             lane = candidate
@@ -555,37 +545,18 @@ def diagnose(
         if needs_config or request.config_path is not None:
             raise
     targets = build_targets(request, paths, config)
+    note = None
     if launchd is None and any(c.needs_launchd for c in checks):
-        launchd = open_launchd(paths, env)
+        try:
+            launchd = open_launchd(paths, env)
+        except LanekitError as exc:
+            note = f"launchd checks skipped: {exc.message}"
     ctx = DoctorContext(paths, config=config, launchd=launchd, now=now, uid=uid)
+    if note is not None:
+        ctx.notes.append(note)
     return run_checks(targets, ctx, checks)
 
 
 def list_checks() -> list[Check]:
     """Every registered check, for `--list-checks`."""
     return list(registry().values())
-
-
-def problems_of(findings: Iterable[Finding]) -> Iterator[str]:
-    """`id: message` lines, for messages that cite other findings as a likely cause."""
-    for f in findings:
-        yield f"{f.id} ({f.message.rstrip('.')})"
-
-
-__all__ = [
-    "DOCTOR_SCHEMA",
-    "Check",
-    "DoctorContext",
-    "DoctorReport",
-    "DoctorRequest",
-    "Finding",
-    "Problem",
-    "Severity",
-    "Target",
-    "check",
-    "diagnose",
-    "field",
-    "list_checks",
-    "registry",
-    "run_checks",
-]

@@ -16,8 +16,8 @@ import fcntl
 import os
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # importing typing would cost the runner's start-up a few ms
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from datetime import datetime

@@ -62,9 +62,13 @@ DEFAULT_BACKOFF_BASE = 30.0
 DEFAULT_BACKOFF_MAX = 3600.0
 
 _MISS_LIMIT = 4
-"""Consecutive lost races after which a claimer trusts its listing no more and lists again."""
-_SPREAD = 64
-"""Claimers start at a random offset among the oldest this many jobs: near the head, but apart."""
+"""Consecutive lost races after which a claimer jumps to a random place in its listing."""
+_SPREAD_PER_CLAIM = 32
+"""A claimer starts at a random offset among the oldest 32 x (claims in progress + 1) jobs (at
+least 64): near the head when it runs alone, spread apart when many runners drain together."""
+_SPREAD_MIN = 64
+_HOP = 64
+"""After a lost race, jump ahead by up to 64 x 2^misses: out of the winner's trail, not into it."""
 _FIRST_WINDOW = 1024
 """A claimer's first listing keeps only the oldest this many names (one run usually takes a few
 jobs: selecting them is O(n), sorting 100k names would cost more than listing them)."""
@@ -1087,10 +1091,14 @@ class Claimer:
     """Claims jobs for one process, oldest first, without herding at the head of the queue.
 
     Each claimer lists queue/ once, sorts by name (= age for generated ids), starts at its own
-    random offset among the oldest `_SPREAD` jobs and walks forward. A lost race (ENOENT) is
-    silent; it jumps ahead by a growing random stride and only lists again after
-    `_MISS_LIMIT` consecutive losses or a full pass. Never one listing per claim: with 100k
-    queued files a listing costs tens of milliseconds.
+    random offset near the head (among the oldest 64 when it runs alone, wider the more claims
+    are in progress) and walks forward, wrapping around. A lost race (ENOENT) is silent; it
+    jumps ahead by a growing random stride (anywhere, after `_MISS_LIMIT` losses in a row),
+    and lists again only after a full pass or once it lost more races than it won on this
+    listing. Never one
+    listing per claim: with 100k queued files a
+    listing costs tens of milliseconds, and runners that all re-list and go for the head
+    collapse throughput (design.md section 3).
 
     claim() hands out only jobs that can run. Files that cannot (corrupt, invalid id, record
     unreadable, already succeeded, a duplicate of a running id) are settled on the spot and
@@ -1112,6 +1120,8 @@ class Claimer:
         self._pos = 0
         self._left = 0
         self._misses = 0
+        self._lost = 0
+        self._won = 0
         self._first = True
         self._skip: set[str] = set()
         self._rng = int.from_bytes(os.urandom(8), "little") | 1
@@ -1128,24 +1138,37 @@ class Claimer:
     def claim(self) -> Claim | None:
         """The next job this process owns, or None when queue/ has nothing left to claim."""
         while True:
-            if (self._left <= 0 or self._misses >= _MISS_LIMIT) and not self._relist():
+            if self._left <= 0 and not self._relist():
                 return None
             name = self._names[self._pos]
             try:
                 taken = self._take(name)
             except _LostRaceError:
-                self._misses += 1
-                stride = 1 + self._random(1 << self._misses)
-                self._pos = (self._pos + stride) % len(self._names)
-                self._left -= stride
+                self._lost_here()
                 continue
             self._misses = 0
+            self._won += 1
             self._pos = (self._pos + 1) % len(self._names)
             self._left -= 1
             if isinstance(taken, Claim):
                 return taken
             if self.on_drop is not None:
                 self.on_drop(taken)
+
+    def _lost_here(self) -> None:
+        """After a lost race: hop ahead, further each time; after a few misses in a row go
+        somewhere random in the listing; list again once it loses more than it wins there."""
+        self._misses += 1
+        self._lost += 1
+        self._left -= 1
+        size = len(self._names)
+        if self._lost > max(_MISS_LIMIT, self._won):
+            self._left = 0  # more losses than wins: the listing is mostly stale
+        elif self._misses >= _MISS_LIMIT:
+            self._misses = 0
+            self._pos = self._random(size)
+        else:
+            self._pos = (self._pos + 1 + self._random(_HOP << (self._misses - 1))) % size
 
     def _relist(self) -> bool:
         self.queue.promote_due()
@@ -1159,12 +1182,14 @@ class Claimer:
         self._first = False
         skip = self._skip
         self._names = [n for n in names if n.endswith(".json") and n[0] != "." and n not in skip]
+        self._misses = self._lost = self._won = 0
         if not self._names:
             self._left = 0
             return False
-        self._pos = self._random(min(len(self._names), _SPREAD))
+        busy = len(_listdir(self.queue._claimed))
+        spread = max(_SPREAD_MIN, _SPREAD_PER_CLAIM * (busy + 1))
+        self._pos = self._random(min(len(self._names), spread))
         self._left = len(self._names)
-        self._misses = 0
         return True
 
     def _take(self, name: str) -> Claim | Dropped:

@@ -15,25 +15,43 @@ lanekit's small core modules; jobs are started with os.posix_spawnp (no subproce
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
-import json
 import os
 import signal
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
 
 from lanekit.errors import EnvironmentUnusableError, ExitCode, LanekitError, UsageError
 from lanekit.lanelog import LaneLog, rotate_if_needed
-from lanekit.queue import Claim, Queue
-from lanekit.records import JobState, RecordError, RecordStore
 from lanekit.snapshot import DEFAULT_EXIT_TIMEOUT, RunSpec
 
+TYPE_CHECKING = False  # typing itself costs start-up time; mypy still reads these imports
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
     from types import FrameType
+    from typing import Any, Protocol, TypeAlias
+
+    from lanekit.queue import Claim, Dropped, Queue
+
+    class Job(Protocol):
+        """A started job command: the leader of its own process group."""
+
+        pid: int
+
+        def wait(self) -> int:
+            """Block until the leader exits; its exit code, or -N when killed by signal N."""
+
+        def signal_group(self, sig: int) -> None:
+            """Send `sig` to the job's whole process group (no error if it is already gone)."""
+
+        def group_alive(self) -> bool:
+            """Whether any process of the job's group is still alive."""
+
+    Launcher: TypeAlias = Callable[[Sequence[str], Mapping[str, str]], Job]
+    """Starts a job command (argv, env); tests pass fakes, the runner uses spawn_job."""
 
 USAGE = "usage: lanekit run LANE [--snapshot PATH]"
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
@@ -112,48 +130,24 @@ def lane_busy(path: Path) -> bool:
 # --- starting jobs ------------------------------------------------------------------------
 
 
-class Job(Protocol):
-    """A started job command: the leader of its own process group."""
-
-    pid: int
-
-    def wait(self) -> int:
-        """Block until the leader exits; its exit code, or -N when killed by signal N."""
-        ...
-
-    def signal_group(self, sig: int) -> None:
-        """Send `sig` to the job's whole process group (no error if it is already gone)."""
-        ...
-
-    def group_alive(self) -> bool:
-        """Whether any process of the job's group is still alive."""
-        ...
-
-
-if TYPE_CHECKING:
-    from typing import TypeAlias
-
-    Launcher: TypeAlias = Callable[[Sequence[str], Mapping[str, str]], Job]
-    """Starts a job command (argv, env); tests pass fakes, the runner uses spawn_job."""
-
-
 class SpawnedJob:
-    """A job started with posix_spawn in a new process group (pgid == pid)."""
+    """A job started with posix_spawn in a new process group (pgid == pid); see Job."""
 
     def __init__(self, pid: int) -> None:
         self.pid = pid
 
     def wait(self) -> int:
+        """Reap the leader: its exit code, or -N when signal N killed it."""
         _, status = os.waitpid(self.pid, 0)
         return os.waitstatus_to_exitcode(status)
 
     def signal_group(self, sig: int) -> None:
-        try:
+        """Signal the whole group; a group that is already gone is not an error."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
 
     def group_alive(self) -> bool:
+        """Whether any member of the group still exists (signal 0 probes without sending)."""
         try:
             os.killpg(self.pid, 0)
         except ProcessLookupError:
@@ -167,6 +161,8 @@ def spawn_job(argv: Sequence[str], env: Mapping[str, str]) -> Job:
     """Start `argv` (no shell; argv[0] looked up on PATH) in its own process group, with
     stdin from /dev/null's place in the runner (inherited) and stdout/stderr inherited: under
     launchd they are the lane's StandardOutPath/StandardErrorPath."""
+    # setpgroup=0: the job leads a new process group, so a stop reaches the job and everything
+    # it started (killpg), and a Ctrl-C in the runner's terminal reaches only the runner.
     pid = os.posix_spawnp(argv[0], list(argv), dict(env), setpgroup=0)
     return SpawnedJob(pid)
 
@@ -196,13 +192,15 @@ class _StopHandler:
 
     A stop signal is remembered and forwarded to the running job's process group; SIGALRM,
     armed for the grace period, escalates to SIGKILL. The main loop blocks in waitpid (which
-    Python resumes after a handler runs), so no polling is needed while a job runs."""
+    Python resumes after a handler runs), so nothing polls while a job runs."""
 
-    def __init__(self, grace: float) -> None:
+    def __init__(self, grace: float, clock: Callable[[], float]) -> None:
         self.grace = grace
+        self.clock = clock
         self.signum: int | None = None
+        self.deadline = 0.0
         self.job: Job | None = None
-        self._previous: dict[int, object] = {}
+        self._previous: dict[int, Any] = {}
 
     def __enter__(self) -> _StopHandler:
         for sig in STOP_SIGNALS:
@@ -213,10 +211,11 @@ class _StopHandler:
     def __exit__(self, *exc: object) -> None:
         signal.setitimer(signal.ITIMER_REAL, 0)
         for sig, handler in self._previous.items():
-            signal.signal(sig, handler)  # type: ignore[arg-type]
+            signal.signal(sig, handler)
 
     @property
     def stopping(self) -> bool:
+        """A stop signal arrived: claim nothing more."""
         return self.signum is not None
 
     def started(self, job: Job) -> None:
@@ -226,19 +225,34 @@ class _StopHandler:
             self._forward(self.signum)
 
     def finished(self) -> None:
+        """The job's leader was reaped: signals no longer go to its group."""
         self.job = None
+
+    def finish_group(self, job: Job) -> None:
+        """After a stopped job's leader exits, let the rest of its group use what is left of
+        the grace, then SIGKILL it, so nothing of the job outlives the run."""
+        while job.group_alive():
+            if self.clock() >= self.deadline:
+                job.signal_group(signal.SIGKILL)
+                return
+            time.sleep(0.02)
 
     def _on_stop(self, signum: int, frame: FrameType | None) -> None:
         first = self.signum is None
         self.signum = signum
+        if first:
+            self.deadline = self.clock() + self.grace
         if self.job is not None:
-            self._forward(signum, arm=first)
+            self._forward(signum)
 
-    def _forward(self, signum: int, *, arm: bool = True) -> None:
+    def _forward(self, signum: int) -> None:
         assert self.job is not None
         self.job.signal_group(signum)
-        if arm:
-            signal.setitimer(signal.ITIMER_REAL, self.grace)
+        remaining = self.deadline - self.clock()
+        if remaining > 0:
+            signal.setitimer(signal.ITIMER_REAL, remaining)
+        else:
+            self.job.signal_group(signal.SIGKILL)
 
     def _on_alarm(self, signum: int, frame: FrameType | None) -> None:
         if self.job is not None:
@@ -264,16 +278,6 @@ class RunResult:
     signum: int | None = None
 
 
-@dataclass(slots=True)
-class _Counts:
-    claimed: int = 0
-    done: int = 0
-    failed: int = 0
-    requeued: int = 0
-    skipped: int = 0
-    recovered: int = 0
-
-
 def run_lane(
     spec: RunSpec,
     *,
@@ -284,8 +288,10 @@ def run_lane(
     handle_signals: bool = True,
 ) -> RunResult:
     """Drain the lane's queue once. Raises LanekitError when the queue cannot be used (before
-    anything moved) or the job command cannot be started (its claim restored first)."""
-    base_env = os.environ if env is None else env
+    anything moved) or the job command cannot be started (its claim restored first).
+
+    `launcher`, `env` and the clocks are seams for tests; `handle_signals=False` leaves the
+    process's signal handlers alone (for callers outside the main thread)."""
     warned: list[OSError] = []
 
     def log_failed(exc: OSError) -> None:
@@ -298,12 +304,11 @@ def run_lane(
     except OSError as exc:
         log_failed(exc)
     log = LaneLog(spec.log_path, spec.lane, clock=log_clock, on_error=log_failed)
-    queue = Queue(spec.queue_dir, durable=spec.durable)
     lock = LaneLock(lane_lock_path(spec.queue_dir, spec.lane))
     try:
         acquired = lock.acquire()
     except OSError:
-        queue.check()  # names the missing or unusable directory (exit 69)
+        open_queue(spec).check()  # names the missing or unusable directory (exit 69)
         raise EnvironmentUnusableError(
             f"lane {spec.lane}: cannot open the lane lock {lock.path}",
             f"check that {lock.path.parent} exists and is writable (`lanekit doctor`)",
@@ -312,196 +317,205 @@ def run_lane(
         log.event("skipped", reason="lane-busy")
         return RunResult(exit_code=ExitCode.OK, reason="lane-busy", skipped=1)
     try:
-        queue.check()
-        stop = _StopHandler(grace_seconds(spec.exit_timeout))
+        run = _LaneRun(
+            spec=spec,
+            log=log,
+            stop=_StopHandler(grace_seconds(spec.exit_timeout), clock),
+            launcher=launcher,
+            env=os.environ if env is None else env,
+            clock=clock,
+        )
         if handle_signals:
-            with stop:
-                return _drain(spec, queue, log, stop, launcher, base_env, clock)
-        return _drain(spec, queue, log, stop, launcher, base_env, clock)
+            with run.stop:
+                return run.drain()
+        return run.drain()
     finally:
         lock.release()
 
 
-def _drain(
-    spec: RunSpec,
-    queue: Queue,
-    log: LaneLog,
-    stop: _StopHandler,
-    launcher: Launcher,
-    base_env: Mapping[str, str],
-    clock: Callable[[], float],
-) -> RunResult:
-    started = clock()
-    counts = _Counts()
-    log.event("start", pid=os.getpid())
-    for job_id in queue.promote_due():
-        log.event("requeued", job=job_id, reason="retry-due")
-    for item in queue.recover(stale_after=spec.stale_after, max_attempts=spec.max_attempts):
-        counts.recovered += 1
-        log.event("recovered", job=item.job_id, to=item.state, owner=item.owner)
-    records = RecordStore(queue.records)
-    claimer = queue.claimer()
-    deadline = None if spec.max_seconds is None else started + spec.max_seconds
-    reason = "empty"
-    ran = 0
-    while True:
-        if stop.stopping:
+def open_queue(spec: RunSpec) -> Queue:
+    """The lane's queue. Imported here, not at the top: a run that finds nothing queued never
+    loads the queue machinery (start-up on an empty queue is a benchmark figure)."""
+    from lanekit.queue import Queue
+
+    return Queue(spec.queue_dir, durable=spec.durable)
+
+
+def nothing_queued(queue_dir: Path) -> bool:
+    """True when queue/, delayed/ and claimed/ hold no job: nothing to run, retry or recover,
+    so nothing would move. Any doubt (a directory missing or unreadable) says False, and the
+    full path, which checks the queue first, reports it."""
+    base = str(queue_dir)
+    for name in ("queue", "delayed", "claimed"):
+        try:
+            with os.scandir(f"{base}/{name}") as entries:
+                if any(not entry.name.startswith(".") for entry in entries):
+                    return False
+        except OSError:
+            return False
+    return True
+
+
+class _LaneRun:
+    """The state of one run between taking the lane lock and releasing it."""
+
+    def __init__(
+        self,
+        *,
+        spec: RunSpec,
+        log: LaneLog,
+        stop: _StopHandler,
+        launcher: Launcher,
+        env: Mapping[str, str],
+        clock: Callable[[], float],
+    ) -> None:
+        self.spec = spec
+        self.log = log
+        self.stop = stop
+        self.launcher = launcher
+        self.env = env
+        self.clock = clock
+        self.claimed = self.done = self.failed = self.requeued = 0
+        self.skipped = self.recovered = 0
+
+    def drain(self) -> RunResult:
+        """Recover, then claim and run jobs until empty, max_jobs, max_seconds or a signal."""
+        started = self.clock()
+        self.log.event("start", pid=os.getpid())
+        reason = "empty"
+        if not nothing_queued(self.spec.queue_dir):
+            reason = self._work(started)
+        if self.stop.stopping:
             reason = "signal"
-            break
-        if ran >= spec.max_jobs:
-            reason = "max-jobs"
-            break
-        if deadline is not None and clock() >= deadline:
-            reason = "max-seconds"
-            break
-        claim = claimer.claim()
-        if claim is None:
-            break
-        counts.claimed += 1
-        if _run_one(spec, queue, records, claim, log, stop, launcher, base_env, clock, counts):
-            ran += 1
-    if stop.stopping:
-        reason = "signal"
-        code = ExitCode.INTERRUPTED
-    elif counts.failed or counts.requeued:
-        code = ExitCode.FAILURE
-    else:
-        code = ExitCode.OK
-    log.event(
-        "finish",
-        reason=reason,
-        exit=int(code),
-        claimed=counts.claimed,
-        done=counts.done,
-        failed=counts.failed,
-        requeued=counts.requeued,
-        skipped=counts.skipped,
-        recovered=counts.recovered,
-        duration=f"{clock() - started:.3f}",
-    )
-    return RunResult(
-        exit_code=code,
-        reason=reason,
-        claimed=counts.claimed,
-        done=counts.done,
-        failed=counts.failed,
-        requeued=counts.requeued,
-        skipped=counts.skipped,
-        recovered=counts.recovered,
-        signum=stop.signum,
-    )
-
-
-def _payload_error(path: Path) -> str | None:
-    """Why the claimed file is not a job (not UTF-8 JSON, not an object), or None."""
-    try:
-        data = json.loads(path.read_bytes())
-    except (ValueError, UnicodeDecodeError) as exc:
-        return f"job file is not valid JSON: {exc}"
-    if not isinstance(data, dict):
-        return f"job file holds a JSON {type(data).__name__}, not an object"
-    return None
-
-
-def _run_one(
-    spec: RunSpec,
-    queue: Queue,
-    records: RecordStore,
-    claim: Claim,
-    log: LaneLog,
-    stop: _StopHandler,
-    launcher: Launcher,
-    base_env: Mapping[str, str],
-    clock: Callable[[], float],
-    counts: _Counts,
-) -> bool:
-    """Run one claimed job and settle it. Returns True when the command ran (counts toward
-    max_jobs); False for jobs settled without running (already succeeded, corrupt)."""
-    settled = False
-    log.event("claimed", job=claim.job_id, attempt=claim.attempt)
-    try:
-        try:
-            record = records.read(claim.job_id)
-        except RecordError as exc:
-            queue.fail(claim, f"record unreadable: {exc}")
-            settled = True
-            counts.failed += 1
-            log.event("failed", job=claim.job_id, reason="record-unreadable", error=str(exc))
-            return False
-        if record is not None and record.state == JobState.SUCCEEDED:
-            queue.complete(claim, skipped=True)
-            settled = True
-            counts.skipped += 1
-            log.event("skipped", job=claim.job_id, reason="already-succeeded")
-            return False
-        problem = _payload_error(claim.path)
-        if problem is not None:
-            queue.fail(claim, problem)
-            settled = True
-            counts.failed += 1
-            log.event("failed", job=claim.job_id, reason="corrupt", error=problem)
-            return False
-        queue.mark_running(claim, lane=spec.lane)
-        began = clock()
-        try:
-            job = launcher(job_argv(spec.command, claim.path), job_env(base_env, spec, claim))
-        except OSError as exc:
-            queue.release(claim, max_attempts=spec.max_attempts, count_attempt=False)
-            settled = True
-            counts.requeued += 1
-            message = f"cannot start {spec.command[0]!r}: {exc.strerror or exc}"
-            log.event("requeued", job=claim.job_id, reason="cannot-start", error=message)
-            raise EnvironmentUnusableError(
-                f"lane {spec.lane}: {message}",
-                "check the lane's command and PATH in lanes.toml (`lanekit doctor`)",
-            ) from None
-        stop.started(job)
-        try:
-            code = job.wait()
-            if stop.stopping:
-                _finish_group(job, stop.grace, clock)
-        finally:
-            stop.finished()
-        duration = f"{clock() - began:.3f}"
-        if stop.stopping:
-            queue.release(claim, max_attempts=spec.max_attempts, count_attempt=False)
-            settled = True
-            counts.requeued += 1
-            log.event(
-                "requeued", job=claim.job_id, reason="signal", exit=code, duration=duration
-            )
-        elif code == 0:
-            queue.complete(claim)
-            settled = True
-            counts.done += 1
-            log.event("done", job=claim.job_id, exit=0, duration=duration)
+            code = ExitCode.INTERRUPTED
+        elif self.failed or self.requeued:
+            code = ExitCode.FAILURE
         else:
-            error = f"exit {code}" if code > 0 else f"killed by signal {-code}"
-            where = queue.release(claim, max_attempts=spec.max_attempts, error=error)
-            settled = True
-            if where.parent.name == "failed" or queue.failed in where.parents:
-                counts.failed += 1
-                log.event("failed", job=claim.job_id, exit=code, duration=duration, error=error)
+            code = ExitCode.OK
+        result = RunResult(
+            exit_code=code,
+            reason=reason,
+            claimed=self.claimed,
+            done=self.done,
+            failed=self.failed,
+            requeued=self.requeued,
+            skipped=self.skipped,
+            recovered=self.recovered,
+            signum=self.stop.signum,
+        )
+        self.log.event(
+            "finish",
+            reason=reason,
+            exit=int(code),
+            claimed=self.claimed,
+            done=self.done,
+            failed=self.failed,
+            requeued=self.requeued,
+            skipped=self.skipped,
+            recovered=self.recovered,
+            duration=f"{self.clock() - started:.3f}",
+        )
+        return result
+
+    def _work(self, started: float) -> str:
+        """Check the queue, recover dead claims, then claim and run; why the loop ended."""
+        spec, log = self.spec, self.log
+        queue = open_queue(spec)
+        queue.check()
+        for item in queue.recover(stale_after=spec.stale_after, max_attempts=spec.max_attempts):
+            self.recovered += 1
+            log.event(
+                "recovered",
+                job=item.job_id,
+                reason=str(item.reason),
+                to=str(item.state),
+                owner=item.owner or None,
+                attempts=item.attempts,
+            )
+        claimer = queue.claimer(lane=spec.lane, on_drop=self._dropped)
+        deadline = None if spec.max_seconds is None else started + spec.max_seconds
+        ran = 0
+        while not self.stop.stopping:
+            if ran >= spec.max_jobs:
+                return "max-jobs"
+            if deadline is not None and self.clock() >= deadline:
+                return "max-seconds"
+            claim = claimer.claim()
+            if claim is None:
+                break
+            self.claimed += 1
+            ran += 1
+            self._run_one(queue, claim)
+        return "empty"
+
+    def _dropped(self, item: Dropped) -> None:
+        """A claimed file that cannot run; the claimer already moved it to done/ or failed/."""
+        self.claimed += 1
+        if item.reason == "already-succeeded":
+            self.skipped += 1
+            self.log.event("skipped", job=item.job_id, reason=str(item.reason))
+        else:
+            self.failed += 1
+            self.log.event("failed", job=item.job_id, reason=str(item.reason), error=item.detail)
+
+    def _give_back(self, queue: Queue, claim: Claim) -> None:
+        """Back to queue/ at once, spending no attempt: the job did not fail."""
+        queue.release(claim, max_attempts=self.spec.max_attempts, count_attempt=False, delay=False)
+        self.requeued += 1
+
+    def _run_one(self, queue: Queue, claim: Claim) -> None:
+        """Run one claimed job and settle it, whatever happens (the `finally` below)."""
+        spec, log, stop = self.spec, self.log, self.stop
+        log.event("claimed", job=claim.job_id, attempt=claim.attempt)
+        try:
+            began = self.clock()
+            try:
+                job = self.launcher(
+                    job_argv(spec.command, claim.path), job_env(self.env, spec, claim)
+                )
+            except OSError as exc:
+                # The command itself is missing or not executable: every job would fail the
+                # same way, so this is the lane's environment, not the job's fault.
+                self._give_back(queue, claim)
+                message = f"cannot start {spec.command[0]!r}: {exc.strerror or exc}"
+                log.event("requeued", job=claim.job_id, reason="cannot-start", error=message)
+                raise EnvironmentUnusableError(
+                    f"lane {spec.lane}: {message}",
+                    "check the lane's command and PATH in lanes.toml (`lanekit doctor`)",
+                ) from None
+            stop.started(job)
+            try:
+                code = job.wait()
+                if stop.stopping:
+                    stop.finish_group(job)
+            finally:
+                stop.finished()
+            duration = f"{self.clock() - began:.3f}"
+            if stop.stopping:
+                self._give_back(queue, claim)
+                log.event(
+                    "requeued", job=claim.job_id, reason="signal", exit=code, duration=duration
+                )
+            elif code == 0:
+                queue.complete(claim)
+                self.done += 1
+                log.event("done", job=claim.job_id, exit=0, duration=duration)
             else:
-                counts.requeued += 1
-                log.event("requeued", job=claim.job_id, exit=code, duration=duration)
-        return True
-    finally:
-        if not settled:
-            # Something unexpected (a bug, MemoryError): never strand the claim.
-            queue.release(claim, max_attempts=spec.max_attempts, count_attempt=False)
-            log.event("requeued", job=claim.job_id, reason="runner-error")
-
-
-def _finish_group(job: Job, grace: float, clock: Callable[[], float]) -> None:
-    """After a stopped job's leader exits, give the rest of its group the same grace, then
-    SIGKILL whatever is left so nothing of the job outlives the run."""
-    deadline = clock() + grace
-    while job.group_alive():
-        if clock() >= deadline:
-            job.signal_group(signal.SIGKILL)
-            return
-        time.sleep(0.02)
+                error = f"exit {code}" if code > 0 else f"killed by signal {-code}"
+                where = queue.release(claim, max_attempts=spec.max_attempts, error=error)
+                if where.parent == queue.failed:
+                    self.failed += 1
+                    log.event("failed", job=claim.job_id, exit=code, duration=duration, error=error)
+                else:
+                    self.requeued += 1
+                    log.event(
+                        "requeued", job=claim.job_id, exit=code, duration=duration, error=error
+                    )
+        finally:
+            if claim.held:
+                # Something unexpected (a bug, a settle that raised): never strand the claim.
+                self._give_back(queue, claim)
+                log.event("requeued", job=claim.job_id, reason="runner-error")
 
 
 # --- command line -------------------------------------------------------------------------

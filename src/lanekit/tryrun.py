@@ -83,7 +83,7 @@ _SHELL_EXITS = {
 
 
 def decode_status(exit_code: int | None, sig: int | None, *, lanekit_runner: bool) -> str:
-    """An exit status in words: `exit 127: a command was not found on the job's PATH`."""
+    """An exit status in words: `exit 127 (a command was not found on the job's PATH)`."""
     if sig is not None:
         try:
             name = signal.Signals(sig).name
@@ -98,7 +98,7 @@ def decode_status(exit_code: int | None, sig: int | None, *, lanekit_runner: boo
         meaning = SYSEXITS[exit_code]
     if meaning is None:
         meaning = "success" if exit_code == 0 else "failure"
-    return f"exit {exit_code}: {meaning}"
+    return f"exit {exit_code} ({meaning})"
 
 
 @dataclass(frozen=True, slots=True)

@@ -92,9 +92,7 @@ class World:
         """The lane as doctor sees it (installed plist, or what apply would write)."""
         return lane_target(self.lane(name), self.paths)
 
-    def plist(
-        self, job: Mapping[str, Any], *, name: str | None = None, mode: int = 0o644
-    ) -> Path:
+    def plist(self, job: Mapping[str, Any], *, name: str | None = None, mode: int = 0o644) -> Path:
         """A hand-written plist file (not lanekit's) in the LaunchAgents directory."""
         label = str(job.get("Label", "com.example.job"))
         path = self.paths.launch_agents / (name or f"{label}.plist")

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from doctor_world import World, job_plist
+
 from lanekit.checks.files import LARGE_LOG_BYTES
 from lanekit.doctor import Severity
 
@@ -43,9 +43,8 @@ def test_lane_with_its_log_dir_removed(tmp_path: Path) -> None:
     world.install()
     lane = world.lane()
     shutil.rmtree(lane.stdout_path.parent)
-    found = world.run("logs.dir-missing", world.target())
-    assert {f.fix for f in found} == {f"mkdir -p {lane.stdout_path.parent}"}
-    assert len(found) == 2  # stdout and stderr both live there
+    [finding] = world.run("logs.dir-missing", world.target())  # one per directory
+    assert finding.fix == f"mkdir -p {lane.stdout_path.parent}"
 
 
 def test_log_path_that_is_a_directory_is_unwritable(tmp_path: Path) -> None:
@@ -69,6 +68,16 @@ def test_read_only_log_directory_for_the_lanes_user(tmp_path: Path) -> None:
     assert "is not writable" in finding.message
     assert "0555" in finding.message
     assert finding.fix == f"chown 501 {logs} && chmod u+rwx {logs}"
+
+
+def test_dangling_log_symlink(tmp_path: Path) -> None:
+    """A log path that is a symlink into a directory that is gone cannot be opened."""
+    world = World.make(tmp_path)
+    err = tmp_path / "err.log"
+    err.symlink_to(tmp_path / "gone" / "err.log")
+    [finding] = world.run("logs.unwritable", world.foreign(job_plist(StandardErrorPath=str(err))))
+    assert "is a symlink to" in finding.message
+    assert finding.fix.startswith(f"rm {err}")
 
 
 def test_existing_log_file_without_write_permission(tmp_path: Path) -> None:
@@ -106,8 +115,12 @@ def test_lane_queue_dir_missing(tmp_path: Path) -> None:
 def test_default_root_working_directory_is_info(tmp_path: Path) -> None:
     """No WorkingDirectory and no relative paths: worth knowing (info), not an error."""
     world = World.make(tmp_path)
-    [finding] = world.run("workdir.default-root", world.foreign(job_plist()))
+    target = world.foreign(job_plist())
+    [finding] = world.run("workdir.default-root", target)
     assert finding.severity is Severity.INFO
+    assert finding.fix == (
+        f"add <key>WorkingDirectory</key><string>DIR</string> to {target.plist_path}"
+    )
 
 
 def test_default_root_with_relative_paths_warns(tmp_path: Path) -> None:
@@ -124,6 +137,18 @@ def test_lanes_always_have_a_working_directory(tmp_path: Path) -> None:
     world = World.make(tmp_path)
     world.install()
     assert world.run("workdir.default-root", world.target()) == []
+
+
+def test_log_path_with_a_tilde(tmp_path: Path) -> None:
+    """The seed's `~/dev/.../logs/x.log`: launchd reads `~` literally; the fix writes the path."""
+    world = World.make(tmp_path)
+    target = world.foreign(job_plist(StandardErrorPath="~/logs/err.log"))
+    [finding] = world.run("logs.dir-missing", target)
+    assert "reads literally" in finding.message
+    real = world.paths.home / "logs"
+    assert finding.fix == (
+        f"write the absolute path {real / 'err.log'} as StandardErrorPath, and `mkdir -p {real}`"
+    )
 
 
 def test_large_log_without_rotation(tmp_path: Path) -> None:

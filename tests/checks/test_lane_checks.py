@@ -9,8 +9,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-
 from doctor_world import HEALTHY, World
+
 from lanekit.checks.lane import MissedRunCause, MissedRunFacts, classify_missed_run
 from lanekit.doctor import Severity
 from lanekit.launchd.emulator import EmulatedDomain
@@ -25,7 +25,10 @@ from lanekit.queue import Queue
         (MissedRunFacts(loaded=True, disabled=True), MissedRunCause.DISABLED),
         (MissedRunFacts(loaded=True, last_exit=78), MissedRunCause.EXIT_78),
         (MissedRunFacts(loaded=True, last_exit=78, output_since_fire=True), MissedRunCause.EXIT_78),
-        (MissedRunFacts(loaded=True, last_exit=1, output_since_fire=True), MissedRunCause.RAN_SILENT),
+        (
+            MissedRunFacts(loaded=True, last_exit=1, output_since_fire=True),
+            MissedRunCause.RAN_SILENT,
+        ),
         (MissedRunFacts(loaded=True, last_exit=1), MissedRunCause.THROTTLED),
         (MissedRunFacts(loaded=True, last_exit=-9), MissedRunCause.THROTTLED),
         (MissedRunFacts(loaded=True, state="spawn scheduled"), MissedRunCause.THROTTLED),
@@ -197,6 +200,16 @@ def test_lane_installed_after_the_fire_missed_nothing(tmp_path: Path) -> None:
     assert len(world.run("lane.missed-run", world.target(), now=real + timedelta(minutes=1))) == 1
 
 
+def test_missed_interval_run(tmp_path: Path) -> None:
+    """An every-15-minutes lane with nothing in its log for 40 minutes missed a run."""
+    text = HEALTHY.replace('schedule = ["40 10 * * *"]', 'every = "15m"')
+    world = installed(tmp_path, text)
+    now = datetime.now() + timedelta(minutes=40)
+    [finding] = world.run("lane.missed-run", world.target(), now=now)
+    assert "should have run at" in finding.message
+    assert world.run("lane.missed-run", world.target(), now=datetime.now()) == []
+
+
 BURSTY = HEALTHY.replace(
     'schedule = ["40 10 * * *"]', 'schedule = ["40 10 * * *"]\nnice = 10\nlow_priority_io = true'
 )
@@ -213,7 +226,9 @@ def test_background_lane_with_a_burst_waiting(tmp_path: Path) -> None:
     assert finding.severity is Severity.WARNING
     assert finding.message.startswith("Nice 10 and LowPriorityIO make the lane yield")
     assert "25 jobs wait" in finding.message
-    assert finding.fix.startswith("remove nice / low_priority_io / process_type from [lanes.funnel]")
+    assert finding.fix.startswith(
+        "remove nice / low_priority_io / process_type from [lanes.funnel]"
+    )
 
 
 def test_background_lane_with_a_trickle_is_fine(tmp_path: Path) -> None:

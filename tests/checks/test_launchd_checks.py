@@ -12,8 +12,8 @@ from pathlib import Path
 
 import psutil
 import pytest
-
 from doctor_world import HEALTHY, World, job_plist, tool
+
 from lanekit.doctor import Severity
 from lanekit.launchd.emulator import EmulatedDomain
 from lanekit.queue import Queue
@@ -117,7 +117,9 @@ def test_exit_127_is_the_jobs_path(
     target = world.foreign(job)
     [finding] = world.run("launchd.exit-127", target, launchd=domain)
     assert "likely cause: path.command-missing" in finding.message
-    assert finding.fix == f"add {shell_bin} to the PATH in EnvironmentVariables of {target.plist_path}"
+    assert (
+        finding.fix == f"add {shell_bin} to the PATH in EnvironmentVariables of {target.plist_path}"
+    )
 
 
 def test_killed_by_sigkill(tmp_path: Path, domain: EmulatedDomain) -> None:
@@ -126,9 +128,11 @@ def test_killed_by_sigkill(tmp_path: Path, domain: EmulatedDomain) -> None:
     job = job_plist(ProgramArguments=["/bin/sh", "-c", "kill -9 $$"])
     domain.bootstrap(world.plist(job))
     run_once(domain, "com.example.job")
-    [finding] = world.run("launchd.killed", world.foreign(job), launchd=domain)
+    target = world.foreign(job)
+    [finding] = world.run("launchd.killed", target, launchd=domain)
     assert finding.severity is Severity.WARNING
     assert "SIGKILL (9)" in finding.message
+    assert finding.fix == (f"see why in the job's stderr: lanekit try --plist {target.plist_path}")
 
 
 def wait_for(condition: Callable[[], bool], timeout: float = 20) -> None:

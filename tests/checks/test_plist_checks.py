@@ -6,8 +6,8 @@ import os
 from pathlib import Path
 
 import pytest
-
 from doctor_world import World, is_root, job_plist
+
 from lanekit.doctor import Severity, plist_target
 
 
@@ -93,7 +93,7 @@ def test_root_owned_plist_is_accepted_for_any_user(tmp_path: Path) -> None:
 
 
 def test_drift_when_lanes_toml_changed_after_apply(tmp_path: Path) -> None:
-    """Editing the schedule after apply leaves launchd on the old plist: warning, `lanekit apply`."""
+    """Editing the schedule after apply leaves launchd on the old plist: `lanekit apply`."""
     world = World.make(tmp_path)
     world.install()
     assert world.run("plist.drift", world.target()) == []

@@ -10,8 +10,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from doctor_world import HEALTHY, World, job_plist, tool
+
 from lanekit.doctor import Severity
 
 
@@ -31,7 +31,10 @@ def test_missing_program_is_an_error(tmp_path: Path) -> None:
     [finding] = world.run("program.missing", target)
     assert finding.severity is Severity.ERROR
     assert str(tmp_path / "gone" / "tool") in finding.message
-    assert finding.fix.startswith("install ")
+    assert finding.fix == (
+        f"install {tmp_path / 'gone' / 'tool'}, or point ProgramArguments of "
+        f"{target.plist_path} at it"
+    )
 
 
 def test_tilde_program_is_missing_because_launchd_does_not_expand(tmp_path: Path) -> None:
@@ -87,9 +90,7 @@ def test_env_shebang_looks_on_the_jobs_path(tmp_path: Path, shell_tools: Path) -
     script.write_text("#!/usr/bin/env nodeish\n")
     script.chmod(0o755)
     env = {"PATH": "/usr/bin:/bin"}
-    target = world.foreign(
-        job_plist(ProgramArguments=[str(script)], EnvironmentVariables=env)
-    )
+    target = world.foreign(job_plist(ProgramArguments=[str(script)], EnvironmentVariables=env))
     [finding] = world.run("program.bad-interpreter", target)
     assert f"your shell finds it at {shell_tools / 'nodeish'}" in finding.message
     assert finding.fix == (
@@ -136,9 +137,7 @@ def test_inline_shell_script_command_is_looked_up(tmp_path: Path, shell_tools: P
     """`sh -c 'jqish ...'`: the shell looks jqish up on the job's PATH, so doctor does too."""
     tool(shell_tools, "jqish")
     world = World.make(tmp_path)
-    target = world.foreign(
-        job_plist(ProgramArguments=["/bin/sh", "-c", "jqish .flag job.json"])
-    )
+    target = world.foreign(job_plist(ProgramArguments=["/bin/sh", "-c", "jqish .flag job.json"]))
     [finding] = world.run("path.command-missing", target)
     assert finding.message.startswith("the command the inline shell script runs jqish")
 
@@ -160,7 +159,10 @@ def test_path_unset_warns_with_the_default(tmp_path: Path) -> None:
     [finding] = world.run("env.path-unset", target)
     assert finding.severity is Severity.WARNING
     assert "/usr/bin:/bin:/usr/sbin:/sbin" in finding.message
-    assert "<key>PATH</key>" in finding.fix
+    assert finding.fix == (
+        "add <key>PATH</key><string>/opt/homebrew/bin:/usr/local/bin:/usr/bin:/bin:/usr/sbin:"
+        f"/sbin</string> to EnvironmentVariables of {target.plist_path}"
+    )
 
 
 def test_lanekit_lane_always_sets_path(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@ jobs out of attempts, and a job done twice."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -14,8 +15,8 @@ from pathlib import Path
 
 import psutil
 import pytest
-
 from doctor_world import HEALTHY, World
+
 from lanekit.doctor import Severity
 from lanekit.lanelog import LaneLog
 from lanekit.queue import Queue
@@ -46,10 +47,8 @@ def kill_later() -> Iterator[list[int]]:
     pids: list[int] = []
     yield pids
     for pid in pids:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 @pytest.mark.slow

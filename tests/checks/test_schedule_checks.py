@@ -7,6 +7,7 @@ from datetime import datetime
 from pathlib import Path
 
 from doctor_world import HEALTHY, World, job_plist
+
 from lanekit.doctor import Severity
 
 
@@ -47,7 +48,10 @@ def test_hour_24_drops_the_whole_entry(tmp_path: Path) -> None:
     [finding] = world.run("schedule.out-of-range", target)
     assert finding.severity is Severity.ERROR
     assert "Hour 24 is outside 0-23" in finding.message
-    assert finding.fix == f"write Hour between 0 and 23 in StartCalendarInterval in {target.plist_path}"
+    assert (
+        finding.fix
+        == f"write Hour between 0 and 23 in StartCalendarInterval in {target.plist_path}"
+    )
 
 
 def test_month_zero_is_a_wildcard_not_a_value(tmp_path: Path) -> None:
@@ -104,7 +108,10 @@ def test_interval_below_throttle(tmp_path: Path) -> None:
     target = world.foreign(job_plist(StartInterval=5))
     [finding] = world.run("schedule.interval-below-throttle", target)
     assert "at most every 10 s" in finding.message
-    assert "ThrottleInterval</key><integer>5</integer>" in finding.fix
+    assert finding.fix == (
+        "set StartInterval to 10 or more, or add <key>ThrottleInterval</key><integer>5</integer>"
+        f", in {target.plist_path}"
+    )
 
 
 def test_interval_with_lowered_throttle_is_fine(tmp_path: Path) -> None:

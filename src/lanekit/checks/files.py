@@ -37,12 +37,23 @@ def logs_dir_missing(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     fails the spawn with 78 and nothing is ever written anywhere."""
     if target.plist is None:
         return
+    reported: set[Path] = set()
     for key, path in jobfacts.log_files(target.plist):
         missing = _missing_dir(path)
-        if missing is None:
-            continue
+        if missing is None or missing[0] in reported:
+            continue  # one finding per directory (stdout and stderr usually share one)
         parent, blocker = missing
-        if blocker.exists() and not blocker.is_dir():
+        reported.add(parent)
+        written = str(target.plist.get(key, ""))
+        if jobfacts.unexpanded(written):
+            real = jobfacts.expand(written, ctx.paths.home)
+            yield Problem(
+                Severity.ERROR,
+                f"{key} {written} names a directory launchd reads literally ({parent}), which "
+                f"does not exist: {_EXIT_78}.",
+                f"write the absolute path {real} as {key}, and `mkdir -p {Path(real).parent}`",
+            )
+        elif blocker.exists() and not blocker.is_dir():
             yield Problem(
                 Severity.ERROR,
                 f"{key} {path} cannot be created because {blocker} is a file, not a "
@@ -72,6 +83,14 @@ def logs_unwritable(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
         try:
             st = path.stat()
         except FileNotFoundError:
+            if path.is_symlink():
+                yield Problem(
+                    Severity.ERROR,
+                    f"{key} {path} is a symlink to {path.readlink()}, which cannot be created: "
+                    f"{_EXIT_78}.",
+                    f"rm {path}, or create the directory the link points into",
+                )
+                continue
             st = None
         except OSError as exc:
             yield Problem(
@@ -242,7 +261,7 @@ def queue_permissions(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
         if stat.S_ISLNK(st.st_mode) and path != dirs[0]:
             yield Problem(
                 Severity.ERROR,
-                f"{path} is a symlink (to {os.readlink(path)}), {refused}.",
+                f"{path} is a symlink (to {path.readlink()}), {refused}.",
                 f"rm {path} && mkdir -m 700 {path}",
             )
         elif stat.S_ISLNK(st.st_mode):

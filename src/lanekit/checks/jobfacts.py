@@ -26,8 +26,43 @@ LOG_KEYS = ("StandardOutPath", "StandardErrorPath")
 SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "fish"})
 
 SHELL_WORDS = frozenset(
-    "! [ [[ { . : alias case cd command echo eval exec exit export for if printf pwd read "
-    "return set shift source test trap true false type ulimit umask unset until wait while".split()
+    {
+        "!",
+        "[",
+        "[[",
+        "{",
+        ".",
+        ":",
+        "alias",
+        "case",
+        "cd",
+        "command",
+        "echo",
+        "eval",
+        "exec",
+        "exit",
+        "export",
+        "for",
+        "if",
+        "printf",
+        "pwd",
+        "read",
+        "return",
+        "set",
+        "shift",
+        "source",
+        "test",
+        "trap",
+        "true",
+        "false",
+        "type",
+        "ulimit",
+        "umask",
+        "unset",
+        "until",
+        "wait",
+        "while",
+    }
 )
 """Builtins and keywords: a script starting with one is not looked up on PATH."""
 

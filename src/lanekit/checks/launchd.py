@@ -11,8 +11,8 @@ from lanekit.doctor import DoctorContext, Finding, Problem, Severity, Target, ch
 CRASH_LOOP_RUNS = 5
 """At least this many runs since load, all failing, before a loop is called a loop."""
 
-LOOP_STATES = frozenset({"spawn scheduled", "spawning", "xpcproxy"})
-"""launchd states of a job waiting out its ThrottleInterval before the next respawn."""
+LOOP_STATES = frozenset({"spawn scheduled"})
+"""The launchd state of a job waiting out its ThrottleInterval before the next respawn."""
 
 EXIT_78_CAUSES = (
     "logs.dir-missing",

@@ -133,7 +133,8 @@ def failed_jobs(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     yield Problem(
         Severity.WARNING,
         f"{counts.failed} job{'s' if counts.failed != 1 else ''} in "
-        f"{lane.queue.dir / 'failed'} ran out of attempts and will not run again by themselves.",
+        f"{lane.queue.dir / 'failed'} ran out of attempts and will not run again by "
+        f"{'itself' if counts.failed == 1 else 'themselves'}.",
         f"lanekit jobs {lane.name} --state failed  (each job's .error says why), then enqueue "
         "the fixed ones again",
     )

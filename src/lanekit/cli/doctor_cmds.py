@@ -24,6 +24,7 @@ PlistOption = Annotated[
         help="Examine this plist file (any job, not only lanekit's); repeatable.",
         show_default=False,
         dir_okay=False,
+        metavar="FILE",
     ),
 ]
 
@@ -33,7 +34,9 @@ def doctor(
     lanes: Annotated[
         list[str] | None,
         typer.Argument(
-            help="Lanes to examine (default: all lanes in lanes.toml).", show_default=False
+            help="Lanes to examine (default: all lanes in lanes.toml).",
+            show_default=False,
+            metavar="LANE",
         ),
     ] = None,
     plist: PlistOption = None,
@@ -46,6 +49,7 @@ def doctor(
             "--check",
             help="Run only this check (repeatable; see --list-checks).",
             show_default=False,
+            metavar="ID",
         ),
     ] = None,
     list_only: Annotated[
@@ -78,12 +82,20 @@ def try_(
     *,
     lane: Annotated[
         str | None,
-        typer.Argument(help="The lane to run once (its installed entrypoint).", show_default=False),
+        typer.Argument(
+            help="The lane to run once (its installed entrypoint).",
+            show_default=False,
+            metavar="LANE",
+        ),
     ] = None,
     plist: Annotated[
         Path | None,
         typer.Option(
-            "--plist", help="Run the job of this plist file instead of a lane.", dir_okay=False
+            "--plist",
+            help="Run the job of this plist file instead of a lane.",
+            dir_okay=False,
+            show_default=False,
+            metavar="FILE",
         ),
     ] = None,
     job: Annotated[
@@ -93,12 +105,16 @@ def try_(
             help="Run the lane's job command once on this file, without the queue.",
             dir_okay=False,
             show_default=False,
+            metavar="FILE",
         ),
     ] = None,
     timeout: Annotated[
         float | None,
         typer.Option(
-            "--timeout", help="Stop the job (SIGTERM, then SIGKILL) after this many seconds."
+            "--timeout",
+            help="Stop the job (SIGTERM, then SIGKILL) after this many seconds.",
+            show_default=False,
+            metavar="SECONDS",
         ),
     ] = None,
     config: ConfigOption = None,
@@ -126,14 +142,16 @@ def try_(
 
 def logs(
     *,
-    lane: Annotated[str, typer.Argument(help="The lane whose logs to show.")],
+    lane: Annotated[str, typer.Argument(help="The lane whose logs to show.", metavar="LANE")],
     err: Annotated[
         bool, typer.Option("--err", help="Show the job's stderr file (StandardErrorPath).")
     ] = False,
     out: Annotated[
         bool, typer.Option("--out", help="Show the job's stdout file (StandardOutPath).")
     ] = False,
-    lines: Annotated[int, typer.Option("-n", "--lines", help="How many last lines to show.")] = 20,
+    lines: Annotated[
+        int, typer.Option("-n", "--lines", help="How many last lines to show.", metavar="N")
+    ] = 20,
     follow: Annotated[
         bool,
         typer.Option("-f", "--follow", help="Keep printing new lines, across rotation (Ctrl-C)."),

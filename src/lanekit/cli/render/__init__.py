@@ -9,24 +9,23 @@ from __future__ import annotations
 import json
 import os
 import sys
-from functools import cache
+from functools import lru_cache
 from typing import Any
 
 from rich.console import Console
 
 
-@cache
 def stdout() -> Console:
-    """Console for results."""
+    """Console for results (bound to the current sys.stdout, which test runners swap)."""
     return _console(sys.stdout)
 
 
-@cache
 def stderr() -> Console:
-    """Console for errors, hints and progress."""
+    """Console for errors, hints and progress (bound to the current sys.stderr)."""
     return _console(sys.stderr)
 
 
+@lru_cache(maxsize=8)
 def _console(stream: Any) -> Console:
     is_tty = bool(getattr(stream, "isatty", lambda: False)())
     color = is_tty and "NO_COLOR" not in os.environ

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 from collections.abc import Iterable, Sequence
 
@@ -34,7 +35,7 @@ def _findings(findings: Sequence[Finding]) -> None:
         text.append(f"{finding.severity.value:<7}", style=_STYLE[finding.severity])
         text.append(f"  {finding.id:<{id_width}}  {finding.message}")
         stdout().print(text)
-        fix = Text(" " * (13 + id_width))
+        fix = Text(" " * 11)
         fix.append("fix: ", style="bold")
         fix.append(finding.fix)
         stdout().print(fix)
@@ -91,9 +92,10 @@ def checks(registered: Sequence[Check], *, as_json: bool) -> None:
 def tried(result: TryResult) -> None:
     """What ran and how, the preflight findings, then the decoded status and stderr tail."""
     line(f"try: {result.subject}")
-    line(f"  run:   {' '.join(result.argv)}")
-    line(f"  cwd:   {result.cwd}")
-    line(f"  PATH:  {result.env_path}")
+    line(f"  run:     {shlex.join(result.argv)}")
+    line(f"  cwd:     {result.cwd}")
+    line(f"  PATH:    {result.env_path}")
+    line(f"  stdout:  {result.stdout_path or '/dev/null (no StandardOutPath)'}")
     if result.problems:
         line()
         _findings(result.problems)
@@ -108,10 +110,10 @@ def tried(result: TryResult) -> None:
             )
         return
     style = "green" if result.exit_status == 0 else "bold red"
-    took = f" after {result.duration:.2f} s" if result.duration is not None else ""
+    took = f" in {result.duration:.2f} s" if result.duration is not None else ""
     timed_out = " (stopped: --timeout reached)" if result.timed_out else ""
     stdout().print(Text(f"result: {result.status}{took}{timed_out}", style=style))
-    where = result.stderr_path or "discarded by launchd (no StandardErrorPath)"
+    where = result.stderr_path or "no StandardErrorPath: launchd would discard it"
     if result.stderr_tail:
         line(f"stderr ({where}), last {_plural(len(result.stderr_tail), 'line')}:")
         for text in result.stderr_tail:

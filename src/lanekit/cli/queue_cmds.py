@@ -1,0 +1,234 @@
+"""`lanekit enqueue|run|recover|jobs|job`: the queue of a lane, from the command line."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from lanekit.cli.options import ConfigOption, DryRunOption, JsonOption
+from lanekit.cli.render import queue as show
+from lanekit.config import Config, LaneSpec, QueueSpec, find_config, load_config, select_lanes
+from lanekit.errors import ExitCode, LanekitError, UsageError
+from lanekit.paths import Paths
+from lanekit.queue import Queue, Recovered
+from lanekit.records import JobState
+
+LaneArgument = Annotated[
+    str, typer.Argument(help="The lane (a [lanes.NAME] in lanes.toml).", metavar="LANE")
+]
+
+
+def _config(option: Path | None, paths: Paths) -> Config:
+    return load_config(find_config(option, os.environ, paths.cwd), paths)
+
+
+def _lane(option: Path | None, name: str) -> LaneSpec:
+    paths = Paths.from_env()
+    return select_lanes(_config(option, paths), [name])[0]
+
+
+def _open(spec: QueueSpec) -> Queue:
+    return Queue(spec.dir, durable=spec.durable)
+
+
+def _queue_named(config: Config, name: str) -> QueueSpec:
+    found = config.queues.get(name)
+    if found is None:
+        known = ", ".join(config.queues) or "(none)"
+        raise UsageError(f"no queue named {name!r} in {config.path.name}", f"queues: {known}")
+    return found
+
+
+def _read_payload(source: str) -> bytes:
+    """The job payload from FILE, or from stdin for `-`."""
+    if source == "-":
+        return sys.stdin.buffer.read()
+    try:
+        return Path(source).read_bytes()
+    except FileNotFoundError:
+        raise UsageError(
+            f"{source}: no such file", "give a JSON file, or - to read the job from stdin"
+        ) from None
+    except OSError as exc:
+        raise UsageError(f"{source}: cannot read ({exc.strerror})", "check the path") from None
+
+
+def enqueue(
+    target: Annotated[
+        str | None,
+        typer.Argument(
+            help="The lane whose queue gets the job (or give --queue).",
+            show_default=False,
+            metavar="LANE",
+        ),
+    ] = None,
+    file: Annotated[
+        str | None,
+        typer.Argument(
+            help="A file holding the job: one JSON object. `-` or nothing reads stdin.",
+            show_default=False,
+            metavar="FILE",
+        ),
+    ] = None,
+    queue: Annotated[
+        str | None,
+        typer.Option(
+            "--queue",
+            help="Enqueue into this queue instead of a lane's.",
+            show_default=False,
+            metavar="NAME",
+        ),
+    ] = None,
+    job_id: Annotated[
+        str | None,
+        typer.Option(
+            "--id",
+            help="The job id (letters, digits, . _ -; default: time-pid-random). An id that "
+            "already succeeded is refused: lanekit never runs it twice.",
+            show_default=False,
+        ),
+    ] = None,
+    config: ConfigOption = None,
+) -> None:
+    """Add a job (a JSON object) to a lane's queue and print its id."""
+    paths = Paths.from_env()
+    loaded = _config(config, paths)
+    if queue is not None:
+        if file is not None:
+            raise UsageError(
+                "give either LANE or --queue NAME, not both",
+                "lanekit enqueue --queue NAME [FILE|-]",
+            )
+        file, spec = target, _queue_named(loaded, queue)
+    elif target is None:
+        raise UsageError(
+            "which queue? give a LANE or --queue NAME", "lanekit enqueue LANE [FILE|-]"
+        )
+    else:
+        spec = select_lanes(loaded, [target])[0].queue
+    data = _read_payload(file or "-")
+    show.enqueued(_open(spec).enqueue(data, job_id))
+
+
+def run(
+    lane: LaneArgument,
+    snapshot: Annotated[
+        Path | None,
+        typer.Option(
+            "--snapshot",
+            help="The lane snapshot to run (what launchd passes; default: the installed one).",
+            show_default=False,
+        ),
+    ] = None,
+    config: ConfigOption = None,
+) -> None:
+    """Run a lane once, now: claim and run its jobs as launchd would. With --config the lane
+    comes from lanes.toml (development); without, from the snapshot `apply` installed."""
+    from lanekit.config import run_spec
+    from lanekit.runner import load_spec, run_lane
+
+    if config is not None and snapshot is not None:
+        raise UsageError("give either --config or --snapshot, not both", "lanekit run -c FILE LANE")
+    spec = run_spec(_lane(config, lane)) if config is not None else load_spec(lane, snapshot)
+    result = run_lane(spec)
+    show.run_summary(spec.lane, result)
+    if result.exit_code != ExitCode.OK:
+        raise typer.Exit(int(result.exit_code))
+
+
+@dataclass(frozen=True, slots=True)
+class RecoverRow:
+    """One claim recover gave back (or would give back), with the lane whose settings ruled."""
+
+    lane: str
+    queue: str
+    item: Recovered
+
+
+def recover_lanes(lanes: list[LaneSpec], *, dry_run: bool) -> list[RecoverRow]:
+    """Recover the dead claims of each lane's queue (once per queue, with the settings of the
+    first lane that uses it)."""
+    rows: list[RecoverRow] = []
+    seen: set[Path] = set()
+    for lane in lanes:
+        if lane.queue.dir in seen:
+            continue
+        seen.add(lane.queue.dir)
+        found = _open(lane.queue).recover(
+            stale_after=lane.stale_after, max_attempts=lane.max_attempts, dry_run=dry_run
+        )
+        rows.extend(RecoverRow(lane.name, lane.queue.name, item) for item in found)
+    return rows
+
+
+def recover(
+    lane: Annotated[
+        str | None,
+        typer.Argument(
+            help="Only this lane's queue (default: every lane's).",
+            show_default=False,
+            metavar="LANE",
+        ),
+    ] = None,
+    dry_run: DryRunOption = False,
+    config: ConfigOption = None,
+) -> None:
+    """Give back claims whose runner died: to queue/, or failed/ when out of attempts. Every
+    run does this first; this command does it now."""
+    paths = Paths.from_env()
+    lanes = select_lanes(_config(config, paths), [lane] if lane else [])
+    show.recovered(recover_lanes(lanes, dry_run=dry_run), dry_run=dry_run)
+
+
+def jobs(
+    lane: LaneArgument,
+    *,
+    state: Annotated[
+        JobState | None,
+        typer.Option("--state", help="Only jobs in this state.", show_default=False),
+    ] = None,
+    page: Annotated[int, typer.Option("--page", help="Page number (1 = newest).", metavar="N")] = 1,
+    per_page: Annotated[
+        int, typer.Option("--per-page", help="Jobs per page (0 or less: all).", metavar="M")
+    ] = 20,
+    as_json: JsonOption = False,
+    config: ConfigOption = None,
+) -> None:
+    """List a lane's jobs, newest first, a page at a time."""
+    from lanekit.history import page_jobs
+
+    spec = _lane(config, lane)
+    show.jobs_page(spec.name, page_jobs(_open(spec.queue), page, per_page, state), as_json=as_json)
+
+
+def job(
+    lane: LaneArgument,
+    job_id: Annotated[str, typer.Argument(help="The job id.", metavar="ID")],
+    as_json: JsonOption = False,
+    config: ConfigOption = None,
+) -> None:
+    """Show one job: its record, where its file is, and why it failed."""
+    from lanekit.history import find_job
+
+    spec = _lane(config, lane)
+    view = find_job(_open(spec.queue), job_id)
+    if view is None:
+        raise LanekitError(
+            f"no job {job_id!r} in queue {spec.queue.name} ({spec.queue.dir})",
+            f"`lanekit jobs {spec.name}` lists its jobs",
+        )
+    show.job_detail(view, as_json=as_json)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the queue commands to the app."""
+    app.command("enqueue")(enqueue)
+    app.command("run")(run)
+    app.command("recover")(recover)
+    app.command("jobs")(jobs)
+    app.command("job")(job)

@@ -1,0 +1,123 @@
+"""Output of `lanekit enqueue`, `run`, `recover`, `jobs` and `job`."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from lanekit.cli.render import json_out, line
+
+if TYPE_CHECKING:
+    from lanekit.cli.queue_cmds import RecoverRow
+    from lanekit.history import JobView, Page
+    from lanekit.runner import RunResult
+
+JSON_SCHEMA = 1
+
+
+def enqueued(job_id: str) -> None:
+    """The new job's id, alone on stdout (so `id=$(lanekit enqueue ...)` works)."""
+    line(job_id)
+
+
+def run_summary(lane: str, result: RunResult) -> None:
+    """One line on stderr after a foreground run; the details are in the lane log."""
+    parts = [
+        f"{result.done} done",
+        f"{result.failed} failed",
+        f"{result.requeued} requeued",
+        f"{result.skipped} skipped",
+        f"{result.recovered} recovered",
+    ]
+    sys.stderr.write(f"{lane}: {', '.join(parts)} ({result.reason}, exit {result.exit_code})\n")
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(header)]
+    for row in [header, *rows]:
+        cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=True)]
+        line("  ".join(cells).rstrip())
+
+
+def recovered(rows: Sequence[RecoverRow], *, dry_run: bool) -> None:
+    """The claims given back (or that would be), one per line; a clear line when none."""
+    if not rows:
+        line("no dead claims" + (" (dry run)" if dry_run else ""))
+        return
+    verb = "would move" if dry_run else "moved"
+    _table(
+        ["LANE", "JOB", "REASON", "TO", "OWNER"],
+        [
+            [r.lane, r.item.job_id, str(r.item.reason), str(r.item.destination), r.item.owner]
+            for r in rows
+        ],
+    )
+    line(f"{verb} {len(rows)} claim{'s' if len(rows) != 1 else ''}")
+
+
+def _short(text: str | None, width: int = 60) -> str:
+    if not text:
+        return ""
+    flat = text.replace("\n", " ").strip()
+    return flat if len(flat) <= width else flat[: width - 3] + "..."
+
+
+def jobs_page(lane: str, page: Page, *, as_json: bool) -> None:
+    """A page of jobs: a table with a footer that says how to get the next page, or JSON."""
+    if as_json:
+        json_out({"schema": JSON_SCHEMA, **page.to_json()})
+        return
+    meta = page.meta
+    if meta.total == 0:
+        line(f"no jobs in lane {lane}'s queue")
+        return
+    _table(
+        ["ID", "STATE", "ATTEMPTS", "UPDATED", "ERROR"],
+        [
+            [r.job_id, str(r.state), str(r.attempts), r.updated_at, _short(r.error)]
+            for r in page.items
+        ],
+    )
+    for item in page.unreadable:
+        sys.stderr.write(f"warning: {item.path}: {item.reason}\n")
+    footer = f"{meta.from_}-{meta.to} of {meta.total} (page {meta.page}/{meta.total_pages})"
+    if meta.has_next:
+        footer += f"; next: --page {meta.next_page}"
+    line(footer)
+
+
+def job_detail(view: JobView, *, as_json: bool) -> None:
+    """Everything known about one job."""
+    record = view.record
+    if as_json:
+        data: dict[str, Any] = {
+            "schema": JSON_SCHEMA,
+            "job_id": view.job_id,
+            "state": str(view.state),
+            "path": None if view.path is None else str(view.path),
+            "record": None if record is None else record.to_dict(),
+            "error": view.error,
+        }
+        json_out(data)
+        return
+    rows = [
+        ("job", view.job_id),
+        ("state", str(view.state)),
+        ("file", str(view.path) if view.path is not None else "(none: only the record remains)"),
+    ]
+    if record is None:
+        rows.append(("record", "(none yet: the job has not been claimed)"))
+    else:
+        rows += [
+            ("attempts", str(record.attempts)),
+            ("queued at", record.queued_at),
+            ("updated at", record.updated_at),
+            ("lane", record.lane or "-"),
+        ]
+    for key, value in rows:
+        line(f"{key + ':':12}{value}")
+    if view.error:
+        line("error:")
+        for text in view.error.rstrip("\n").splitlines():
+            line(f"  {text}")

@@ -1,0 +1,424 @@
+"""CLI: enqueue, run, recover, jobs, job - exit codes, stdout/stderr, the JSON contract."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from lanekit.cli import app
+from lanekit.lanelog import read_events
+from lanekit.queue import Queue
+from lanekit.records import JobState, RecordStore
+
+CONFIG = """
+[defaults]
+path = ["/usr/bin", "/bin"]
+label_prefix = "test.cli"
+
+[queues.inbox]
+dir = "{queue}"
+
+[queues.spare]
+dir = "{spare}"
+
+[lanes.work]
+queue = "inbox"
+command = ["{python}", "-c", "import sys; sys.exit(0)", "{{job}}"]
+schedule = "@daily"
+max_attempts = 2
+stale_after = "1h"
+
+[lanes.other]
+queue = "spare"
+command = ["/bin/true"]
+schedule = "@daily"
+"""
+
+PAGE_KEYS = {
+    "page",
+    "per_page",
+    "total",
+    "total_pages",
+    "has_prev",
+    "has_next",
+    "prev_page",
+    "next_page",
+    "from",
+    "to",
+}
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Path:
+    """A lanes.toml with two lanes on two queues, whose directories exist (as after apply)."""
+    queue, spare = tmp_path / "inbox", tmp_path / "spare"
+    Queue(queue).ensure()
+    Queue(spare).ensure()
+    path = tmp_path / "lanes.toml"
+    path.write_text(CONFIG.format(queue=queue, spare=spare, python=sys.executable))
+    return path
+
+
+def invoke(*args: str, input: str | bytes | None = None) -> tuple[int, str, str]:
+    """Run `lanekit ARGS`; (exit code, stdout, stderr)."""
+    result = CliRunner().invoke(app, list(args), input=input)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def inbox(config: Path) -> Queue:
+    """The queue of lane `work`."""
+    return Queue(config.parent / "inbox")
+
+
+# --- enqueue ------------------------------------------------------------------------------
+
+
+def test_enqueue_file_prints_the_id(config: Path, tmp_path: Path) -> None:
+    """`enqueue LANE FILE` queues the file's JSON object and prints only the new id."""
+    job = tmp_path / "job.json"
+    job.write_text('{"file": "a.txt"}')
+    code, out, err = invoke("enqueue", "work", str(job), "-c", str(config))
+    assert (code, err) == (0, "")
+    job_id = out.strip()
+    assert out == job_id + "\n"
+    assert (config.parent / "inbox" / "queue" / f"{job_id}.json").read_text() == (
+        '{"file": "a.txt"}'
+    )
+
+
+@pytest.mark.parametrize("args", [["-"], []])
+def test_enqueue_reads_stdin(config: Path, args: list[str]) -> None:
+    """`-` or no FILE reads the job from stdin."""
+    code, out, _ = invoke("enqueue", "work", *args, "-c", str(config), input='{"n": 1}')
+    assert code == 0
+    assert inbox(config).counts().queued == 1
+    assert (config.parent / "inbox" / "queue" / f"{out.strip()}.json").exists()
+
+
+def test_enqueue_with_id_and_queue(config: Path) -> None:
+    """--id names the job; --queue NAME targets a queue directly (FILE then comes first)."""
+    code, out, _ = invoke(
+        "enqueue", "--queue", "spare", "-", "--id", "job-1", "-c", str(config), input="{}"
+    )
+    assert (code, out) == (0, "job-1\n")
+    assert (config.parent / "spare" / "queue" / "job-1.json").exists()
+    code, _, err = invoke("enqueue", "work", "--id", "job-1", "-c", str(config), input="{}")
+    assert code == 0, err
+    code, _, err = invoke("enqueue", "work", "--id", "job-1", "-c", str(config), input="{}")
+    assert code == 2
+    assert "already queued" in err
+
+
+@pytest.mark.parametrize("bad", ["../x", "/abs", ".hidden", "a b", "x" * 129, "a\x00b", ""])
+def test_enqueue_rejects_bad_ids(config: Path, bad: str) -> None:
+    """Ids become file names: path-escaping, hidden, spaced, overlong or empty ids are refused
+    with exit 2 and nothing is queued."""
+    code, out, err = invoke("enqueue", "work", "--id", bad, "-c", str(config), input="{}")
+    assert code == 2
+    assert out == ""
+    assert err.startswith("error: job id")
+    assert "hint:" in err
+    assert inbox(config).counts().queued == 0
+
+
+@pytest.mark.parametrize(
+    ("payload", "why"),
+    [("[1, 2]", "array"), ('"text"', "string"), ("not json", "not valid JSON"), ("", "JSON")],
+)
+def test_enqueue_rejects_non_objects(config: Path, payload: str, why: str) -> None:
+    """A payload that is not one JSON object is refused (exit 2) with the reason."""
+    code, _, err = invoke("enqueue", "work", "-c", str(config), input=payload)
+    assert code == 2
+    assert why in err.splitlines()[0]
+    assert inbox(config).counts().queued == 0
+
+
+def test_enqueue_usage_errors(config: Path, tmp_path: Path) -> None:
+    """No target, both LANE and --queue, an unknown lane or queue, a missing file: exit 2."""
+    cases = [
+        (["enqueue", "-c", str(config)], "which queue"),
+        (["enqueue", "work", "x.json", "--queue", "spare", "-c", str(config)], "not both"),
+        (["enqueue", "nope", "-c", str(config)], "no lane named"),
+        (["enqueue", "--queue", "nope", "-c", str(config)], "no queue named"),
+        (["enqueue", "work", str(tmp_path / "missing.json"), "-c", str(config)], "no such file"),
+    ]
+    for args, message in cases:
+        code, _, err = invoke(*args, input="{}")
+        assert code == 2, args
+        assert message in err, args
+
+
+def test_enqueue_into_missing_queue_is_exit_69(tmp_path: Path, config: Path) -> None:
+    """A queue directory that does not exist yet is an environment error naming it."""
+    (tmp_path / "gone.toml").write_text(
+        config.read_text().replace(str(tmp_path / "inbox"), str(tmp_path / "gone"))
+    )
+    code, _, err = invoke("enqueue", "work", "-c", str(tmp_path / "gone.toml"), input="{}")
+    assert code == 69
+    assert "gone" in err
+
+
+# --- run ----------------------------------------------------------------------------------
+
+
+def test_run_with_config_drains_the_lane(config: Path) -> None:
+    """`lanekit run -c lanes.toml LANE` runs the lane now and summarises on stderr."""
+    queue = inbox(config)
+    for n in range(3):
+        queue.enqueue({"n": n})
+    code, out, err = invoke("run", "work", "-c", str(config))
+    assert (code, out) == (0, "")
+    assert err == "work: 3 done, 0 failed, 0 requeued, 0 skipped, 0 recovered (empty, exit 0)\n"
+    assert queue.counts().done == 3
+    log = list(read_events(config.parent / "inbox" / "logs" / "work.log"))
+    assert [e["event"] for e in log].count("done") == 3
+
+
+def test_run_exit_code_follows_the_jobs(config: Path, tmp_path: Path) -> None:
+    """A failing job makes `lanekit run` exit 1."""
+    failing = config.read_text().replace("sys.exit(0)", "sys.exit(5)")
+    (tmp_path / "failing.toml").write_text(failing)
+    inbox(config).enqueue({"n": 1})
+    code, _, err = invoke("run", "work", "-c", str(tmp_path / "failing.toml"))
+    assert code == 1
+    assert "1 requeued" in err
+
+
+def test_run_refuses_config_and_snapshot(config: Path) -> None:
+    """--config and --snapshot together are a usage error."""
+    code, _, err = invoke("run", "work", "-c", str(config), "--snapshot", "/x.json")
+    assert code == 2
+    assert "not both" in err
+
+
+def test_run_through_main_with_config_uses_typer(config: Path) -> None:
+    """`python -m lanekit run -c FILE LANE` (what a developer types) takes the typer path."""
+    inbox(config).enqueue({"n": 1})
+    proc = subprocess.run(
+        [sys.executable, "-m", "lanekit", "run", "-c", str(config), "work"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "1 done" in proc.stderr
+
+
+# --- recover ------------------------------------------------------------------------------
+
+
+def _dead_claim(config: Path) -> str:
+    """A job claimed by a process that has since died (a real, reaped child)."""
+    queue = inbox(config)
+    job_id = queue.enqueue({"n": 1})
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from lanekit.queue import Queue\n"
+        f"claim = Queue(Path({str(queue.dir)!r})).claimer().claim()\n"
+        "assert claim is not None\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+    return job_id
+
+
+def test_recover_dry_run_moves_nothing(config: Path) -> None:
+    """--dry-run lists the dead claim and what would happen, and leaves it where it is."""
+    job_id = _dead_claim(config)
+    code, out, err = invoke("recover", "--dry-run", "-c", str(config))
+    assert (code, err) == (0, "")
+    assert job_id in out
+    assert "owner-dead" in out
+    assert "would move 1 claim" in out
+    assert inbox(config).counts().claimed == 1
+
+
+def test_recover_gives_dead_claims_back(config: Path) -> None:
+    """Without --dry-run the dead claim goes back to queue/; a second recover finds nothing."""
+    job_id = _dead_claim(config)
+    code, out, _ = invoke("recover", "work", "-c", str(config))
+    assert code == 0
+    assert "moved 1 claim" in out
+    assert (config.parent / "inbox" / "queue" / f"{job_id}.json").exists()
+    code, out, _ = invoke("recover", "-c", str(config))
+    assert (code, out) == (0, "no dead claims\n")
+
+
+def test_recover_leaves_live_claims_alone(config: Path) -> None:
+    """A claim whose runner is alive (holding its lock) is not touched."""
+    queue = inbox(config)
+    queue.enqueue({"n": 1})
+    claim = queue.claimer().claim()
+    assert claim is not None
+    try:
+        code, out, _ = invoke("recover", "-c", str(config))
+        assert (code, out) == (0, "no dead claims\n")
+    finally:
+        queue.complete(claim)
+
+
+# --- jobs ---------------------------------------------------------------------------------
+
+
+def _fill(config: Path, count: int) -> list[str]:
+    queue = inbox(config)
+    return [queue.enqueue({"n": n}) for n in range(count)]
+
+
+def test_jobs_json_pages_newest_first(config: Path) -> None:
+    """--json: schema 1, `items` newest first, `page` with every paging key; pages cover all
+    jobs exactly once."""
+    ids = _fill(config, 7)
+    seen: list[str] = []
+    for number in (1, 2, 3):
+        code, out, _ = invoke(
+            "jobs", "work", "--json", "--per-page", "3", "--page", str(number), "-c", str(config)
+        )
+        assert code == 0
+        data = json.loads(out)
+        assert data["schema"] == 1
+        assert set(data["page"]) == PAGE_KEYS
+        assert data["page"]["page"] == number
+        assert data["page"]["total"] == 7
+        assert data["page"]["total_pages"] == 3
+        seen += [item["job_id"] for item in data["items"]]
+    assert seen == list(reversed(ids))
+    first = json.loads(invoke("jobs", "work", "--json", "--per-page", "3", "-c", str(config))[1])
+    assert first["page"] == {
+        "page": 1,
+        "per_page": 3,
+        "total": 7,
+        "total_pages": 3,
+        "has_prev": False,
+        "has_next": True,
+        "prev_page": 0,
+        "next_page": 2,
+        "from": 1,
+        "to": 3,
+    }
+
+
+def test_jobs_paging_edges(config: Path) -> None:
+    """Empty queue: no items, page 1; a page past the end clamps to the last page;
+    --per-page 0 returns everything on one page."""
+    data = json.loads(invoke("jobs", "work", "--json", "-c", str(config))[1])
+    assert data["items"] == []
+    assert (data["page"]["total"], data["page"]["from"], data["page"]["to"]) == (0, 0, 0)
+    _fill(config, 5)
+    data = json.loads(
+        invoke("jobs", "work", "--json", "--per-page", "2", "--page", "99", "-c", str(config))[1]
+    )
+    assert (data["page"]["page"], data["page"]["from"], data["page"]["to"]) == (3, 5, 5)
+    assert len(data["items"]) == 1
+    data = json.loads(invoke("jobs", "work", "--json", "--per-page", "0", "-c", str(config))[1])
+    assert (len(data["items"]), data["page"]["total_pages"]) == (5, 1)
+
+
+def test_jobs_state_filter_and_table(config: Path) -> None:
+    """--state keeps one state; the table ends with a footer naming the next page."""
+    ids = _fill(config, 3)
+    assert invoke("run", "work", "-c", str(config))[0] == 0
+    _fill(config, 2)
+    data = json.loads(
+        invoke("jobs", "work", "--json", "--state", "succeeded", "-c", str(config))[1]
+    )
+    assert sorted(item["job_id"] for item in data["items"]) == sorted(ids)
+    assert {item["state"] for item in data["items"]} == {"succeeded"}
+    code, out, _ = invoke("jobs", "work", "--per-page", "2", "-c", str(config))
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].split() == ["ID", "STATE", "ATTEMPTS", "UPDATED", "ERROR"]
+    assert lines[-1] == "1-2 of 5 (page 1/3); next: --page 2"
+    code, out, _ = invoke("jobs", "work", "--state", "bogus", "-c", str(config))
+    assert code == 2
+
+
+# --- job ----------------------------------------------------------------------------------
+
+
+def test_job_detail_of_a_failed_job(config: Path) -> None:
+    """`job LANE ID` shows state, file and the failure reason; --json has record and error."""
+    (config.parent / "inbox" / "queue" / "broken.json").write_text("[]")
+    assert invoke("run", "work", "-c", str(config))[0] == 1
+    code, out, _ = invoke("job", "work", "broken", "-c", str(config))
+    assert code == 0
+    assert "state:      failed" in out
+    assert str(config.parent / "inbox" / "failed" / "broken.json") in out
+    assert "array" in out
+    data = json.loads(invoke("job", "work", "broken", "--json", "-c", str(config))[1])
+    assert data["schema"] == 1
+    assert (data["job_id"], data["state"]) == ("broken", "failed")
+    assert data["path"].endswith("failed/broken.json")
+    assert data["record"]["state"] == "failed"
+    assert "array" in data["error"]
+
+
+def test_job_detail_of_a_done_job(config: Path) -> None:
+    """A succeeded job shows its record (attempts, lane) and its file in done/."""
+    [job_id] = _fill(config, 1)
+    invoke("run", "work", "-c", str(config))
+    data = json.loads(invoke("job", "work", job_id, "--json", "-c", str(config))[1])
+    assert data["state"] == "succeeded"
+    assert "/done/" in data["path"]
+    assert (data["record"]["attempts"], data["record"]["lane"]) == (1, "work")
+    assert data["error"] is None
+
+
+def test_job_not_found_and_bad_id(config: Path) -> None:
+    """An unknown id exits 1 with a hint; an id that is not a valid id exits 2."""
+    code, out, err = invoke("job", "work", "nope", "-c", str(config))
+    assert (code, out) == (1, "")
+    assert "no job 'nope'" in err
+    assert "lanekit jobs work" in err
+    code, _, err = invoke("job", "work", "../etc", "-c", str(config))
+    assert code == 2
+
+
+def test_job_detail_of_a_queued_job_without_record(config: Path) -> None:
+    """A job a foreign producer dropped into queue/ has no record yet; `job` says so."""
+    (config.parent / "inbox" / "queue" / "foreign.json").write_text("{}")
+    code, out, _ = invoke("job", "work", "foreign", "-c", str(config))
+    assert code == 0
+    assert "state:      queued" in out
+
+
+@pytest.mark.slow
+def test_sigint_in_foreground_run_restores_the_job(config: Path, tmp_path: Path) -> None:
+    """Ctrl-C during `lanekit run -c ...` (SIGINT to the runner) puts the job back, exit 75."""
+    started = tmp_path / "started"
+    slow = config.read_text().replace(
+        '"import sys; sys.exit(0)"',
+        f"\"import time; open({str(started)!r}, 'w').close(); time.sleep(60)\"",
+    )
+    (tmp_path / "slow.toml").write_text(slow)
+    [job_id] = _fill(config, 1)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lanekit", "run", "-c", str(tmp_path / "slow.toml"), "work"],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not started.exists():
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        os.kill(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 75
+    assert "1 requeued" in err
+    assert (config.parent / "inbox" / "queue" / f"{job_id}.json").exists()
+    record = RecordStore(config.parent / "inbox" / "records").read(job_id)
+    assert record is not None
+    assert (record.state, record.attempts) == (JobState.QUEUED, 0)

@@ -1,0 +1,371 @@
+"""doctor's registry, runner and report, and the two examples: a healthy lane set reports
+nothing, the deliberately broken one (examples/broken) reports every planted problem."""
+
+from __future__ import annotations
+
+import importlib.util
+import plistlib
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from lanekit.config import load_config
+from lanekit.doctor import (
+    DOCTOR_SCHEMA,
+    DoctorContext,
+    DoctorReport,
+    DoctorRequest,
+    Finding,
+    Severity,
+    diagnose,
+    list_checks,
+    plist_target,
+    registry,
+    run_checks,
+    select_checks,
+)
+from lanekit.errors import ExitCode, UsageError
+from lanekit.launchd.emulator import EmulatedDomain
+from lanekit.paths import Paths
+from lanekit.reconcile import apply
+
+REPO = Path(__file__).resolve().parent.parent
+BROKEN = REPO / "examples" / "broken"
+
+ISSUE_CHECK_IDS = {
+    "plist.invalid",
+    "plist.label-mismatch",
+    "plist.permissions",
+    "plist.drift",
+    "program.missing",
+    "program.not-executable",
+    "program.bad-interpreter",
+    "path.command-missing",
+    "env.path-unset",
+    "env.unexpanded",
+    "logs.unwritable",
+    "logs.dir-missing",
+    "workdir.missing",
+    "workdir.default-root",
+    "logs.large",
+    "queue.cross-device",
+    "queue.permissions",
+    "schedule.every-minute",
+    "schedule.out-of-range",
+    "schedule.collision",
+    "schedule.interval-below-throttle",
+    "launchd.not-loaded",
+    "launchd.disabled",
+    "launchd.exit-78",
+    "launchd.exit-126",
+    "launchd.exit-127",
+    "launchd.killed",
+    "launchd.crash-loop",
+    "queue.stale-claim",
+    "queue.backlog",
+    "queue.failed-jobs",
+    "queue.duplicate-success",
+    "lane.missed-run",
+    "priority.background-burst",
+}
+
+HEALTHY = """
+[defaults]
+path = ["/usr/bin", "/bin", "/usr/sbin", "/sbin"]
+label_prefix = "test.healthy"
+
+[queues.notes]
+dir = "~/notes"
+
+[lanes.funnel]
+queue = "notes"
+command = ["cat", "{job}"]
+schedule = ["40 10 * * *", "40 16 * * *"]
+
+[lanes.trickle]
+queue = "notes"
+command = ["cat", "{job}"]
+every = "15m"
+"""
+
+
+def test_every_check_of_the_issue_is_registered() -> None:
+    """The registry holds exactly the check ids issue 5 lists, each with a summary."""
+    assert set(registry()) == ISSUE_CHECK_IDS
+    assert all(check.summary for check in list_checks())
+
+
+def test_checks_run_in_group_order() -> None:
+    """File checks run first, launchd and queue checks later (slow checks last)."""
+    ids = [check.id for check in list_checks()]
+    assert ids.index("plist.invalid") < ids.index("logs.dir-missing")
+    assert ids.index("logs.dir-missing") < ids.index("launchd.exit-78")
+    assert ids.index("launchd.exit-78") < ids.index("queue.stale-claim")
+    assert ids[-1] == "priority.background-burst"
+
+
+def test_select_checks_keeps_registry_order() -> None:
+    """`--check` picks checks by id, in run order, each once."""
+    chosen = select_checks(["launchd.exit-78", "plist.invalid", "plist.invalid"])
+    assert [c.id for c in chosen] == ["plist.invalid", "launchd.exit-78"]
+
+
+def test_unknown_check_id_suggests_the_closest() -> None:
+    """A typo in `--check` is a usage error with a did-you-mean."""
+    with pytest.raises(UsageError) as caught:
+        select_checks(["path.command-mising"])
+    assert caught.value.hint == "did you mean path.command-missing?"
+    assert caught.value.exit_code == ExitCode.USAGE
+
+
+def test_report_json_contract() -> None:
+    """`doctor --json`: schema 1 with findings (id, severity, subject, message, fix) and a
+    summary; these keys are a contract (docs/json.md)."""
+    report = DoctorReport(
+        findings=(
+            Finding("plist.permissions", Severity.ERROR, "x.plist", "bad mode.", "chmod 644 x"),
+            Finding("env.path-unset", Severity.WARNING, "x.plist", "no PATH.", "add PATH"),
+        ),
+        subjects=("x.plist",),
+        checks=("plist.permissions", "env.path-unset"),
+    )
+    document = report.to_json()
+    assert DOCTOR_SCHEMA == 1
+    assert set(document) == {"schema", "findings", "summary", "notes"}
+    assert document["schema"] == 1
+    assert [set(f) for f in document["findings"]] == [
+        {"id", "severity", "subject", "message", "fix"}
+    ] * 2
+    assert document["findings"][0]["severity"] == "error"
+    assert document["summary"] == {
+        "errors": 1,
+        "warnings": 1,
+        "info": 0,
+        "subjects": 1,
+        "checks": 2,
+    }
+    assert report.exit_code == ExitCode.FAILURE
+
+
+def test_warnings_alone_exit_zero() -> None:
+    """Exit 1 only when an error is found."""
+    report = DoctorReport(
+        findings=(Finding("env.path-unset", Severity.WARNING, "x", "m.", "f"),),
+        subjects=("x",),
+        checks=("env.path-unset",),
+    )
+    assert report.exit_code == ExitCode.OK
+
+
+def write_plist(path: Path, job: dict[str, object], mode: int = 0o644) -> Path:
+    """A hand-written plist file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(plistlib.dumps(job))
+    path.chmod(mode)
+    return path
+
+
+def test_findings_sorted_most_severe_first(tmp_path: Path) -> None:
+    """Within a subject: errors, then warnings, then info."""
+    paths = Paths.under(tmp_path)
+    plist = write_plist(
+        tmp_path / "com.example.job.plist",
+        {"Label": "com.example.job", "ProgramArguments": ["/bin/true"]},
+        mode=0o666,
+    )
+    report = run_checks([plist_target(plist, None)], DoctorContext(paths))
+    ranks = [f.severity.rank for f in report.findings]
+    assert ranks == sorted(ranks)
+    assert {f.id for f in report.findings} >= {
+        "plist.permissions",
+        "env.path-unset",
+        "workdir.default-root",
+    }
+
+
+def test_lanekit_checks_skip_a_foreign_plist(tmp_path: Path) -> None:
+    """A plist without lanekit's marker gets no lane finding (queue, drift, missed run...)."""
+    paths = Paths.under(tmp_path)
+    plist = write_plist(
+        tmp_path / "com.example.job.plist",
+        {"Label": "com.example.job", "ProgramArguments": ["/bin/true"]},
+    )
+    report = run_checks([plist_target(plist, None)], DoctorContext(paths))
+    lane_only = {c.id for c in list_checks() if c.needs_lane}
+    assert lane_only
+    assert not lane_only & {f.id for f in report.findings}
+
+
+def run_healthy(tmp_path: Path, paths: Paths) -> EmulatedDomain:
+    """Apply a healthy lanes.toml on the emulator and run each lane once."""
+    (tmp_path / "lanes.toml").write_text(HEALTHY)
+    config = load_config(tmp_path / "lanes.toml", paths)
+    domain = EmulatedDomain(paths.emulator, launch_agents=paths.launch_agents)
+    apply(config, paths, domain)
+    for lane in config.lanes.values():
+        domain.kickstart(lane.label)
+        assert domain.wait_idle(lane.label, 30)
+    return domain
+
+
+@pytest.mark.slow
+def test_healthy_lanes_report_nothing(tmp_path: Path) -> None:
+    """Applied with `apply`, loaded, each run once: every check is silent, exit 0."""
+    paths = Paths.under(tmp_path)
+    domain = run_healthy(tmp_path, paths)
+    report = diagnose(
+        DoctorRequest(config_path=tmp_path / "lanes.toml"), paths, launchd=domain, env={}
+    )
+    assert report.findings == ()
+    assert report.subjects == ("funnel", "trickle")
+    assert report.exit_code == ExitCode.OK
+
+
+def load_plant() -> ModuleType:
+    """examples/broken/plant.py as a module."""
+    spec = importlib.util.spec_from_file_location("broken_plant", BROKEN / "plant.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def broken(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Paths, list[tuple[str, str]]]:
+    """examples/broken planted under a temporary home, with its bin/ on the test's PATH."""
+    monkeypatch.setenv("PATH", f"{BROKEN / 'bin'}:/usr/bin:/bin")
+    paths = Paths.under(tmp_path)
+    planted: list[tuple[str, str]] = load_plant().plant(BROKEN / "lanes.toml", paths)
+    return paths, planted
+
+
+def by_key(report: DoctorReport) -> Callable[[str, str], Finding]:
+    """Look a finding up by (id, subject)."""
+    index = {(f.id, f.subject): f for f in report.findings}
+
+    def get(check_id: str, subject: str) -> Finding:
+        assert (check_id, subject) in index, f"{check_id} not reported for {subject}"
+        return index[(check_id, subject)]
+
+    return get
+
+
+@pytest.mark.slow
+def test_broken_example_reports_every_planted_problem(
+    broken: tuple[Paths, list[tuple[str, str]]],
+) -> None:
+    """`lanekit doctor --all` on examples/broken names each planted problem, with its fix."""
+    paths, planted = broken
+    report = diagnose(DoctorRequest(all_plists=True, config_path=BROKEN / "lanes.toml"), paths)
+    found = {(f.id, f.subject) for f in report.findings}
+    missing = [item for item in planted if item not in found]
+    assert missing == []
+    assert all(f.fix for f in report.findings)
+    assert report.exit_code == ExitCode.FAILURE
+    get = by_key(report)
+    bin_dir = BROKEN / "bin"
+    assert get("path.command-missing", "notify").fix == (
+        f'add "{bin_dir}" to `path` of [lanes.notify] in lanes.toml, then run `lanekit apply`'
+    )
+    reports_logs = paths.home / "lanekit-broken" / "reports" / "logs"
+    assert get("launchd.exit-78", "reports").fix == f"mkdir -p {reports_logs}"
+    assert "likely cause: logs.dir-missing" in get("launchd.exit-78", "reports").message
+    assert get("queue.stale-claim", "reports").fix == "lanekit recover reports"
+    cleanup = paths.launch_agents / "cleanup-job.plist"
+    assert get("plist.permissions", str(cleanup)).fix == f"chmod 644 {cleanup}"
+
+
+def test_doctor_plist_on_a_hand_written_plist(tmp_path: Path) -> None:
+    """`doctor --plist` on a plist lanekit did not write (modelled on the seed's), with no
+    lanes.toml anywhere: its problems are found and lane-only checks are skipped."""
+    paths = Paths.under(tmp_path)
+    plist = tmp_path / "com.example.codex-note-funnel.plist"
+    shutil.copyfile(BROKEN / "plists" / plist.name, plist)
+    plist.chmod(0o644)
+    report = diagnose(DoctorRequest(plists=(plist,)), paths, env={})
+    ids = {f.id for f in report.findings}
+    assert {
+        "program.missing",
+        "env.unexpanded",
+        "env.path-unset",
+        "logs.dir-missing",
+        "workdir.default-root",
+    } <= ids
+    assert report.subjects == (str(plist),)
+    assert all(f.subject == str(plist) for f in report.findings)
+    lane_only = {c.id for c in list_checks() if c.needs_lane}
+    assert not lane_only & ids
+    guard = paths.home / ".claude" / "scripts" / "claude-quota-guard.py"
+    [missing] = [f for f in report.findings if f.id == "program.missing"]
+    assert missing.fix == f"write the absolute path {guard} in {plist}"
+
+
+def test_lanes_need_a_config(tmp_path: Path) -> None:
+    """Without lanes.toml and without --plist/--all there is nothing to examine: ConfigError."""
+    paths = Paths.under(tmp_path)
+    with pytest.raises(UsageError) as caught:
+        diagnose(DoctorRequest(), paths, env={})
+    assert "lanekit init" in caught.value.hint
+
+
+def test_unknown_lane_is_a_usage_error(tmp_path: Path) -> None:
+    """Naming a lane lanes.toml does not have suggests the closest one."""
+    paths = Paths.under(tmp_path)
+    (tmp_path / "lanes.toml").write_text(HEALTHY)
+    with pytest.raises(UsageError) as caught:
+        diagnose(DoctorRequest(lanes=("funel",), config_path=tmp_path / "lanes.toml"), paths)
+    assert caught.value.hint == "did you mean funnel?"
+
+
+def test_all_picks_up_every_plist_and_recognises_lanes(tmp_path: Path) -> None:
+    """`--all`: lanes by name (their own plists are not examined twice), then other plists."""
+    paths = Paths.under(tmp_path)
+    (tmp_path / "lanes.toml").write_text(HEALTHY)
+    config = load_config(tmp_path / "lanes.toml", paths)
+    domain = EmulatedDomain(paths.emulator, launch_agents=paths.launch_agents)
+    apply(config, paths, domain)
+    other = write_plist(
+        paths.launch_agents / "com.example.other.plist",
+        {"Label": "com.example.other", "ProgramArguments": ["/bin/true"]},
+    )
+    report = diagnose(
+        DoctorRequest(
+            all_plists=True, config_path=tmp_path / "lanes.toml", checks=("plist.invalid",)
+        ),
+        paths,
+        launchd=domain,
+    )
+    assert report.subjects == ("funnel", "trickle", str(other))
+
+
+def test_launchd_unreachable_is_a_note_not_a_crash(tmp_path: Path) -> None:
+    """When launchd cannot be asked, its checks are skipped and the report says why."""
+    from lanekit.errors import LaunchdError
+    from lanekit.launchd import ListEntry, ServiceInfo
+
+    class Down:
+        """A launchd that refuses every question."""
+
+        domain = "gui/501"
+
+        def list(self) -> list[ListEntry]:
+            raise LaunchdError("launchctl: no GUI session", "log in")
+
+        def print(self, label: str) -> ServiceInfo:
+            raise LaunchdError("launchctl: no GUI session", "log in")
+
+        def print_disabled(self) -> dict[str, bool]:
+            raise LaunchdError("launchctl: no GUI session", "log in")
+
+    paths = Paths.under(tmp_path)
+    plist = write_plist(
+        tmp_path / "com.example.job.plist",
+        {"Label": "com.example.job", "ProgramArguments": ["/bin/true"]},
+    )
+    ctx = DoctorContext(paths, launchd=Down())  # type: ignore[arg-type]
+    report = run_checks([plist_target(plist, None)], ctx, select_checks(["launchd.not-loaded"]))
+    assert report.findings == ()
+    assert report.notes == ("launchd checks skipped: launchctl: no GUI session",)

@@ -1,0 +1,366 @@
+"""Every `--json` document equals its contract in docs/json.md, key for key.
+
+The doc is parsed: each `## `lanekit CMD --json`` section has a `| key | type | meaning |` table
+whose keys are paths (`lanes[].queue.queued`: key `queued` of the object `queue` of each item of
+`lanes`; a trailing `?` marks a key present only sometimes) and whose types are JSON types joined
+by " or ". Each command is run for real (CliRunner on `lanekit.cli.app`, HOME and the state dir
+in tmp_path, emulated launchd), and every object in its output must have exactly the documented
+keys, every value a documented type, and across the scenarios every documented key must appear.
+The examples in the doc are held to the same shape, so doc, examples and output cannot drift.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from lanekit.cli import app
+from lanekit.queue import Queue
+
+ROOT = Path(__file__).resolve().parents[1]
+DOC = ROOT / "docs" / "json.md"
+
+_HEADING_RE = re.compile(r"^## `lanekit (.+?) --json`$", re.MULTILINE)
+_JSON_BLOCK_RE = re.compile(r"^```json\n(.*?)^```$", re.MULTILINE | re.DOTALL)
+_KEY_RE = re.compile(r"`([^`?]+)(\??)`")
+
+_TYPES: dict[str, Callable[[Any], bool]] = {
+    "string": lambda v: isinstance(v, str),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+    "null": lambda v: v is None,
+    "object": lambda v: isinstance(v, dict),
+    "array": lambda v: isinstance(v, list),
+    "array of strings": lambda v: isinstance(v, list) and all(isinstance(i, str) for i in v),
+    "array of objects": lambda v: isinstance(v, list) and all(isinstance(i, dict) for i in v),
+}
+
+CONFIG = """\
+[defaults]
+label_prefix = "com.example"
+
+[queues.notes]
+dir = "~/queues/notes"
+
+# Not on any PATH: doctor reports path.command-missing.
+[lanes.funnel]
+queue = "notes"
+command = ["lanekit-contract-missing-tool", "{job}"]
+schedule = ["40 10 * * *", "40 16 * * *"]
+
+[lanes.trickle]
+queue = "notes"
+command = ["/bin/cat", "{job}"]
+every = "15m"
+
+# Shares 10:40 on Mondays with funnel: validate warns about the collision.
+[lanes.mondays]
+queue = "notes"
+command = ["/bin/cat", "{job}"]
+schedule = "40 10 * * mon"
+"""
+
+BAD_CONFIG = """\
+[queues.notes]
+dir = "~/queues/notes"
+
+[lanes.nightly]
+queue = "notes"
+command = ["/usr/local/bin/tool", "{job}"]
+schedule = { Hour = 3 }
+max_job = 5
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Field:
+    """One documented key: its path, whether it may be absent, and its JSON types."""
+
+    path: str
+    optional: bool
+    types: tuple[str, ...]
+
+    @property
+    def container(self) -> str:
+        """The path of the object holding this key ("" for the top level)."""
+        return self.path.rpartition(".")[0]
+
+    @property
+    def key(self) -> str:
+        """The key itself."""
+        return self.path.rpartition(".")[2]
+
+
+@dataclass(frozen=True, slots=True)
+class Contract:
+    """The documented shape of one command's `--json` document, and its examples."""
+
+    command: str
+    fields: dict[str, Field]
+    examples: tuple[Any, ...]
+
+    def keys_of(self, container: str) -> tuple[set[str], set[str]]:
+        """(required, optional) keys of the objects at `container`."""
+        inside = [f for f in self.fields.values() if f.container == container]
+        return {f.key for f in inside if not f.optional}, {f.key for f in inside if f.optional}
+
+
+def _cells(row: str) -> list[str]:
+    return [cell.strip() for cell in row.strip().strip("|").split("|")]
+
+
+def _contract(command: str, text: str) -> Contract:
+    fields: dict[str, Field] = {}
+    lines = text.splitlines()
+    start = lines.index("| key | type | meaning |")
+    for row in lines[start + 2 :]:
+        if not row.startswith("|"):
+            break
+        key_cell, type_cell, _ = _cells(row)
+        found = _KEY_RE.fullmatch(key_cell)
+        assert found, f"{command}: key cell {key_cell!r} is not one `path`"
+        types = tuple(part.strip() for part in type_cell.split(" or "))
+        unknown = [t for t in types if t not in _TYPES]
+        assert not unknown, f"{command}: {found[1]} has unknown type(s) {unknown}"
+        assert found[1] not in fields, f"{command}: {found[1]} documented twice"
+        fields[found[1]] = Field(found[1], bool(found[2]), types)
+    examples = tuple(json.loads(body) for body in _JSON_BLOCK_RE.findall(text))
+    return Contract(command, fields, examples)
+
+
+def contracts() -> dict[str, Contract]:
+    """Every `## `lanekit CMD --json`` section of docs/json.md, keyed by CMD."""
+    text = DOC.read_text(encoding="utf-8")
+    headings = list(_HEADING_RE.finditer(text))
+    found: dict[str, Contract] = {}
+    for index, heading in enumerate(headings):
+        end = headings[index + 1].start() if index + 1 < len(headings) else len(text)
+        found[heading[1]] = _contract(heading[1], text[heading.end() : end])
+    return found
+
+
+def _walk(value: Any, prefix: str, objects: dict[str, list[dict[str, Any]]], values: Any) -> None:
+    if isinstance(value, dict):
+        objects.setdefault(prefix, []).append(value)
+        for key, item in value.items():
+            path = f"{prefix}.{key}" if prefix else key
+            values.setdefault(path, []).append(item)
+            _walk(item, path, objects, values)
+    elif isinstance(value, list):
+        for item in value:
+            _walk(item, f"{prefix}[]", objects, values)
+
+
+def problems(contract: Contract, document: Any) -> tuple[list[str], set[str]]:
+    """(every way `document` departs from `contract`, the documented paths it contains)."""
+    objects: dict[str, list[dict[str, Any]]] = {}
+    values: dict[str, list[Any]] = {}
+    _walk(document, "", objects, values)
+    found: list[str] = []
+    if not isinstance(document, dict) or document.get("schema") != 1:
+        found.append('top level: "schema" is not 1')
+    for container, instances in objects.items():
+        required, optional = contract.keys_of(container)
+        where = container or "top level"
+        for instance in instances:
+            missing = required - instance.keys()
+            extra = instance.keys() - required - optional
+            if missing:
+                found.append(f"{where}: documented but missing: {sorted(missing)}")
+            if extra:
+                found.append(f"{where}: not documented: {sorted(extra)}")
+    for path, seen in values.items():
+        field = contract.fields.get(path)
+        if field is None:
+            continue  # reported above as not documented
+        for value in seen:
+            if not any(_TYPES[t](value) for t in field.types):
+                found.append(f"{path}: {value!r} is not {' or '.join(field.types)}")
+    return found, set(values) & set(contract.fields)
+
+
+def _check_all(command: str, documents: Sequence[Any]) -> None:
+    """Each document has exactly the documented shape; together they show every key."""
+    contract = contracts()[command]
+    seen: set[str] = set()
+    for document in documents:
+        found, paths = problems(contract, document)
+        assert not found, f"`lanekit {command} --json` departs from docs/json.md: {found}"
+        seen |= paths
+    unseen = set(contract.fields) - seen
+    assert not unseen, f"documented keys no scenario produced (extend the scenarios): {unseen}"
+
+
+# -- the sandbox ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """HOME and the working directory in tmp_path (the state dir and the emulated launchd
+    domain are already there: tests/conftest.py), with lanes.toml and bad.toml written."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "lanes.toml").write_text(CONFIG, encoding="utf-8")
+    (tmp_path / "bad.toml").write_text(BAD_CONFIG, encoding="utf-8")
+    return tmp_path
+
+
+def _json(*args: str, exit_code: int = 0) -> Any:
+    result = CliRunner().invoke(app, list(args))
+    assert result.exit_code == exit_code, (args, result.stdout, result.stderr)
+    return json.loads(result.stdout)
+
+
+def _queue(sandbox: Path) -> Queue:
+    queue = Queue(sandbox / "home" / "queues" / "notes")
+    queue.ensure()
+    return queue
+
+
+def _jobs(sandbox: Path, count: int) -> list[str]:
+    queue = _queue(sandbox)
+    return [queue.enqueue({"note": f"note {n}"}) for n in range(count)]
+
+
+def _unreadable_record(sandbox: Path, job_id: str) -> None:
+    """A record with a duplicate key: the store must refuse it, never pick one."""
+    path = _queue(sandbox).store.path(job_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('{"state": "queued", "state": "succeeded"}\n', encoding="utf-8")
+
+
+# -- the doc itself -------------------------------------------------------------------------
+
+COMMANDS = ("schedule", "validate", "status", "doctor", "doctor --list-checks", "jobs", "job")
+
+
+def test_doc_has_a_section_per_json_command() -> None:
+    """docs/json.md has one contract per command with --json, each with an example."""
+    found = contracts()
+    assert set(found) == set(COMMANDS)
+    for contract in found.values():
+        assert "schema" in contract.fields
+        assert contract.examples, f"{contract.command}: no example"
+
+
+def _json_commands() -> set[str]:
+    import typer
+
+    root = typer.main.get_command(app)
+    ctx = root.context_class(root, info_name="lanekit")
+    names: set[str] = set()
+    for name in root.list_commands(ctx):  # type: ignore[attr-defined]
+        command = root.get_command(ctx, name)  # type: ignore[attr-defined]
+        if any("--json" in getattr(p, "opts", ()) for p in command.params):
+            names.add(name)
+    return names
+
+
+def test_every_command_with_json_is_documented() -> None:
+    """Each registered command that takes --json has its section (so a new --json is noticed)."""
+    documented = {command.split()[0] for command in COMMANDS}
+    assert _json_commands() <= documented
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_doc_examples_have_the_documented_shape(command: str) -> None:
+    """The example documents in docs/json.md have exactly the documented keys and types."""
+    contract = contracts()[command]
+    for example in contract.examples:
+        found, _ = problems(contract, example)
+        assert not found, f"docs/json.md example for `{command}`: {found}"
+
+
+def test_checker_catches_drift() -> None:
+    """The shape check fails on a missing key, an extra key, a wrong type and a wrong schema
+    (a contract test that cannot fail would pin nothing)."""
+    contract = contracts()["schedule"]
+    good = {"schema": 1, "entries": [{"Minute": 0}], "description": "x", "next": []}
+    assert problems(contract, good)[0] == []
+    for bad in (
+        {k: v for k, v in good.items() if k != "description"},
+        {**good, "extra": 1},
+        {**good, "entries": [{"Minute": "0"}]},
+        {**good, "entries": [{"Second": 0}]},
+        {**good, "schema": 2},
+    ):
+        assert problems(contract, bad)[0], bad
+
+
+# -- the commands, run for real ---------------------------------------------------------------
+
+AFTER = ("--after", "2026-11-30T12:00", "--next", "2")
+
+
+def test_schedule_json_matches_doc(sandbox: Path) -> None:
+    """`schedule --json` for a cron with every field set, and for every=, is as documented."""
+    _check_all(
+        "schedule",
+        [
+            _json("schedule", "5 4 3 2 1", "--json", *AFTER),
+            _json("schedule", "40 10,16 * * *", "--json", *AFTER),
+            _json("schedule", "every=15m", "--json", *AFTER),
+        ],
+    )
+
+
+def test_validate_json_matches_doc(sandbox: Path) -> None:
+    """`validate --json` with a warning, and with errors (exit 1), is as documented."""
+    _check_all(
+        "validate",
+        [_json("validate", "--json"), _json("validate", "--json", "-c", "bad.toml", exit_code=1)],
+    )
+
+
+def test_status_json_matches_doc(sandbox: Path) -> None:
+    """`status --json` before apply (queue missing: counts null, error set) and after apply
+    with jobs waiting is as documented."""
+    before = _json("status", "--json")
+    CliRunner().invoke(app, ["apply"])
+    _jobs(sandbox, 2)
+    _check_all("status", [before, _json("status", "--json"), _json("status", "trickle", "--json")])
+
+
+def test_doctor_json_matches_doc(sandbox: Path) -> None:
+    """`doctor --json` with an error finding (exit 1) is as documented."""
+    CliRunner().invoke(app, ["apply"])
+    document = _json("doctor", "--json", exit_code=1)
+    assert any(f["id"] == "path.command-missing" for f in document["findings"])
+    _check_all("doctor", [document])
+
+
+def test_doctor_list_checks_json_matches_doc(sandbox: Path) -> None:
+    """`doctor --list-checks --json` is as documented."""
+    _check_all("doctor --list-checks", [_json("doctor", "--list-checks", "--json")])
+
+
+def test_jobs_json_matches_doc(sandbox: Path) -> None:
+    """`jobs LANE --json`: a middle page (prev and next set), the last page, and a page with an
+    unreadable record are as documented."""
+    ids = _jobs(sandbox, 5)
+    documents = [
+        _json("jobs", "funnel", "--json", "--per-page", "2", "--page", "2"),
+        _json("jobs", "funnel", "--json", "--per-page", "2", "--page", "9"),
+        _json("jobs", "funnel", "--json", "--state", "queued"),
+    ]
+    _unreadable_record(sandbox, ids[-1])
+    documents.append(_json("jobs", "funnel", "--json"))
+    assert documents[-1]["unreadable"], "the damaged record is listed as unreadable"
+    _check_all("jobs", documents)
+
+
+def test_job_json_matches_doc(sandbox: Path) -> None:
+    """`job LANE ID --json` for a queued job is as documented."""
+    (job_id,) = _jobs(sandbox, 1)
+    document = _json("job", "funnel", job_id, "--json")
+    _check_all("job", [document])

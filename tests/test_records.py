@@ -1,0 +1,236 @@
+"""Job records: strict JSON (no duplicate keys, no trailing bytes), carry-over, atomic store."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lanekit.errors import ExitCode
+from lanekit.records import (
+    SCHEMA_VERSION,
+    JobState,
+    Record,
+    RecordError,
+    RecordStore,
+    iso_utc,
+    strict_loads,
+)
+
+GOOD = Record("j1", JobState.RUNNING, 2, "2026-07-26T12:00:00.000Z", "2026-07-26T12:00:31.000Z")
+
+TEXT = st.text(max_size=40)
+RECORDS = st.builds(
+    Record,
+    job_id=st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789._-", min_size=1, max_size=30),
+    state=st.sampled_from(JobState),
+    attempts=st.integers(min_value=0, max_value=10_000),
+    queued_at=TEXT,
+    updated_at=TEXT,
+    lane=st.none() | TEXT,
+    error=st.none() | TEXT,
+)
+
+
+@given(RECORDS)
+@settings(max_examples=60)
+def test_records_round_trip(record: Record) -> None:
+    """Whatever is written reads back identical (any text in lane and error included)."""
+    assert Record.from_bytes(record.to_bytes(), "r.json") == record
+
+
+def test_written_form_is_one_line_with_every_field() -> None:
+    """The file is one JSON line holding all fields, schema_version first."""
+    data = GOOD.to_bytes()
+    assert data.endswith(b"\n") and data.count(b"\n") == 1
+    assert list(json.loads(data)) == [
+        "schema_version",
+        "job_id",
+        "state",
+        "attempts",
+        "queued_at",
+        "updated_at",
+        "lane",
+        "error",
+    ]
+    assert json.loads(data)["schema_version"] == SCHEMA_VERSION
+
+
+def test_duplicate_keys_make_a_record_unreadable() -> None:
+    """`state` twice (a torn write followed by another) is an error naming the file and key,
+    never "last key wins" (which would roll succeeded back to running)."""
+    data = b'{"schema_version":1,"job_id":"j1","state":"succeeded","attempts":1,'
+    data += b'"queued_at":"a","updated_at":"b","state":"running"}'
+    with pytest.raises(RecordError, match=r"records/j1\.json.*duplicate key 'state'") as info:
+        Record.from_bytes(data, "records/j1.json")
+    assert info.value.exit_code == ExitCode.FAILURE
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [
+        GOOD.to_bytes(),  # a second record after the first
+        b"\x00\x00\x00",  # zero fill after a crash
+        b"}",
+        b"x",
+    ],
+)
+def test_trailing_bytes_make_a_record_unreadable(tail: bytes) -> None:
+    """Anything but whitespace after the JSON value is rejected."""
+    with pytest.raises(RecordError, match="Extra data"):
+        Record.from_bytes(GOOD.to_bytes() + tail, "r.json")
+
+
+def test_trailing_whitespace_is_fine() -> None:
+    """The newline we write (and other whitespace) is not trailing garbage."""
+    assert Record.from_bytes(GOOD.to_bytes() + b"  \n", "r.json") == GOOD
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (b"", "not strict JSON"),
+        (b"\xff\xfe{}", "not strict JSON"),
+        (b'{"a": NaN}', "NaN is not JSON"),
+        (b"[]", "JSON list, not an object"),
+        (b"{}", "lacks schema_version, job_id, state"),
+    ],
+)
+def test_not_a_record(data: bytes, reason: str) -> None:
+    """Empty, non-UTF-8, NaN, non-object and empty-object files are unreadable, with the reason."""
+    with pytest.raises(RecordError, match=reason):
+        Record.from_bytes(data, "r.json")
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "reason"),
+    [
+        ("state", "done", "state must be one of queued/running/succeeded/failed"),
+        ("attempts", "1", "attempts must be a non-negative integer"),
+        ("attempts", True, "attempts must be a non-negative integer"),
+        ("attempts", -1, "attempts must be a non-negative integer"),
+        ("job_id", 7, "job_id must be a string"),
+        ("queued_at", None, "queued_at must be a string"),
+        ("lane", 3, "lane must be a string or null"),
+        ("error", ["x"], "error must be a string or null"),
+        ("schema_version", 0, "schema_version must be a positive integer"),
+        ("schema_version", SCHEMA_VERSION + 1, "newer than this lanekit"),
+    ],
+)
+def test_invalid_fields_are_named(field: str, value: object, reason: str) -> None:
+    """Each wrong field is reported by name with what was expected."""
+    data = GOOD.to_dict()
+    data[field] = value
+    with pytest.raises(RecordError, match=reason):
+        Record.from_bytes(json.dumps(data).encode(), "r.json")
+
+
+def test_unknown_keys_are_ignored() -> None:
+    """Extra keys (from a future minor addition) do not make a record unreadable."""
+    data = {**GOOD.to_dict(), "extra": 1}
+    assert Record.from_bytes(json.dumps(data).encode(), "r.json") == GOOD
+
+
+def test_strict_loads_is_also_strict_for_nested_objects() -> None:
+    """Duplicate keys are rejected at any depth."""
+    with pytest.raises(ValueError, match="duplicate key 'b'"):
+        strict_loads('{"a": {"b": 1, "b": 2}}')
+
+
+PREV = Record("j", JobState.FAILED, 2, "Q0", "U0", lane="l0", error="exit 1")
+
+
+@pytest.mark.parametrize(
+    ("new", "expected"),
+    [
+        # attempts and queued_at survive; state, error, updated_at are this event's
+        (
+            Record("j", JobState.RUNNING, 0, "Q1", "U1", lane="l1"),
+            Record("j", JobState.RUNNING, 2, "Q0", "U1", lane="l1"),
+        ),
+        # a success drops the old error
+        (
+            Record("j", JobState.SUCCEEDED, 0, "Q1", "U1"),
+            Record("j", JobState.SUCCEEDED, 2, "Q0", "U1", lane="l0"),
+        ),
+        # a new error replaces the old one
+        (
+            Record("j", JobState.QUEUED, 0, "Q1", "U1", error="exit 2"),
+            Record("j", JobState.QUEUED, 2, "Q0", "U1", lane="l0", error="exit 2"),
+        ),
+    ],
+)
+def test_carry_over(new: Record, expected: Record) -> None:
+    """Seed 003's rule: attempts and queued_at survive; state, error and updated_at do not;
+    lane survives only when the new record names none."""
+    assert new.carry_over(PREV) == expected
+
+
+def test_carry_over_from_nothing_keeps_the_record() -> None:
+    """A first record has nothing to inherit."""
+    assert GOOD.carry_over(None) == GOOD
+
+
+def test_carry_over_keeps_our_queued_at_when_the_old_one_is_empty() -> None:
+    """An empty queued_at in an old record does not erase a known one."""
+    prev = Record("j", JobState.QUEUED, 1, "", "U0")
+    assert GOOD.carry_over(prev).queued_at == GOOD.queued_at
+
+
+def test_iso_utc() -> None:
+    """Timestamps are ISO 8601 UTC with milliseconds."""
+    assert iso_utc(1758105600.25) == "2025-09-17T10:40:00.250Z"
+
+
+def test_store_reads_none_for_a_job_without_record(tmp_path: Path) -> None:
+    """No record is a normal state (a producer's job before its first claim), not an error."""
+    assert RecordStore(tmp_path).read("nope") is None
+
+
+def test_store_write_then_read(tmp_path: Path) -> None:
+    """A written record reads back equal; the temp file is gone and the file is private."""
+    store = RecordStore(tmp_path / "records", tmp_dir=tmp_path)
+    (tmp_path / "records").mkdir()
+    store.write(GOOD)
+    assert store.read("j1") == GOOD
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["records"]
+    assert (store.path("j1").stat().st_mode & 0o777) == 0o600
+
+
+def test_store_replaces_the_previous_record(tmp_path: Path) -> None:
+    """Writing again replaces the record (one current generation only)."""
+    store = RecordStore(tmp_path, durable=False)
+    store.write(GOOD)
+    newer = Record("j1", JobState.SUCCEEDED, 2, GOOD.queued_at, "later")
+    store.write(newer)
+    assert store.read("j1") == newer
+    assert store.ids() == ["j1"]
+
+
+def test_store_names_the_unreadable_file(tmp_path: Path) -> None:
+    """A damaged record raises RecordError whose message names its path."""
+    store = RecordStore(tmp_path)
+    store.path("j1").write_bytes(GOOD.to_bytes() + GOOD.to_bytes())
+    with pytest.raises(RecordError, match=str(store.path("j1"))):
+        store.read("j1")
+
+
+def test_store_refuses_a_record_of_another_job(tmp_path: Path) -> None:
+    """records/a.json holding job b's record is not a's record."""
+    store = RecordStore(tmp_path)
+    store.path("a").write_bytes(GOOD.to_bytes())
+    with pytest.raises(RecordError, match="belongs to job 'j1', not 'a'"):
+        store.read("a")
+
+
+def test_succeeded_ids(tmp_path: Path) -> None:
+    """Only records saying succeeded count; temp files are not records."""
+    store = RecordStore(tmp_path)
+    store.write(Record("ok", JobState.SUCCEEDED, 1, "q", "u"))
+    store.write(Record("bad", JobState.FAILED, 3, "q", "u"))
+    (tmp_path / ".ok.123.1.rec").write_bytes(b"partial")
+    assert store.succeeded_ids() == {"ok"}
+    assert sorted(store.ids()) == ["bad", "ok"]

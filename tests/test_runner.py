@@ -1,0 +1,729 @@
+"""The lane entrypoint: claim, run, settle every job, and stop cleanly on a signal."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+
+import pytest
+
+from lanekit import runner
+from lanekit.errors import ExitCode, QueueError, UsageError
+from lanekit.lanelog import parse_line, read_events
+from lanekit.paths import Paths
+from lanekit.queue import Queue
+from lanekit.records import JobState, Record, RecordStore, iso_utc
+from lanekit.runner import (
+    LaneLock,
+    grace_seconds,
+    job_argv,
+    lane_busy,
+    lane_lock_path,
+    main,
+    parse_args,
+    run_lane,
+)
+from lanekit.snapshot import RunSpec
+
+PY = sys.executable
+
+
+# --- helpers ------------------------------------------------------------------------------
+
+
+def make_spec(root: Path, command: Sequence[str], **overrides: object) -> RunSpec:
+    """A RunSpec for lane `work` on a queue under `root` (created)."""
+    queue_dir = root / "q"
+    Queue(queue_dir).ensure()
+    fields: dict[str, object] = {
+        "lane": "work",
+        "label": "test.work",
+        "queue_dir": queue_dir,
+        "command": tuple(command),
+        "max_jobs": 100,
+        "max_seconds": None,
+        "max_attempts": 3,
+        "stale_after": 3600.0,
+        "exit_timeout": 5,
+        "log_path": queue_dir / "logs" / "work.log",
+        "durable": False,
+    }
+    fields.update(overrides)
+    return RunSpec(**fields)  # type: ignore[arg-type]
+
+
+def queue_of(spec: RunSpec) -> Queue:
+    """The spec's queue (no backoff surprises: the runner uses the default backoff too)."""
+    return Queue(spec.queue_dir, durable=False)
+
+
+def events(spec: RunSpec) -> list[dict[str, str]]:
+    """Every event in the lane log."""
+    return list(read_events(spec.log_path))
+
+
+def names(directory: Path) -> list[str]:
+    """Job files in a directory (recursively, for done/ day buckets)."""
+    return sorted(p.name for p in directory.rglob("*.json"))
+
+
+def write_script(path: Path, body: str) -> Path:
+    """A Python job script."""
+    path.write_text(body)
+    return path
+
+
+class FakeJob:
+    """A job that exits with `code` when waited for, recording signals sent to its group."""
+
+    def __init__(self, code: int = 0, on_wait: object = None) -> None:
+        self.pid = 999_999
+        self.code = code
+        self.on_wait = on_wait
+        self.signals: list[int] = []
+
+    def wait(self) -> int:
+        if callable(self.on_wait):
+            self.on_wait()
+        return self.code
+
+    def signal_group(self, sig: int) -> None:
+        self.signals.append(sig)
+
+    def group_alive(self) -> bool:
+        return False
+
+
+class FakeLauncher:
+    """Records every (argv, env) it is asked to start and hands out FakeJobs."""
+
+    def __init__(self, *jobs: FakeJob) -> None:
+        self.jobs = list(jobs)
+        self.calls: list[tuple[list[str], dict[str, str]]] = []
+
+    def __call__(self, argv: Sequence[str], env: Mapping[str, str]) -> FakeJob:
+        self.calls.append((list(argv), dict(env)))
+        return self.jobs.pop(0) if self.jobs else FakeJob()
+
+
+@pytest.fixture
+def root(paths: Paths) -> Path:
+    """A work directory inside the test's Paths tree."""
+    path = paths.home / "work"
+    path.mkdir(parents=True)
+    return path
+
+
+# --- pure pieces --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("exit_timeout", "grace"),
+    [(5, 3.5), (20, 18.5), (2, 0.5), (1, 0.5), (0, 3.5), (-1, 3.5)],
+)
+def test_grace_is_shorter_than_exit_timeout(exit_timeout: int, grace: float) -> None:
+    """The job's grace leaves 1.5 s before launchd's SIGKILL (at least 0.5 s; 0 = default 5)."""
+    assert grace_seconds(exit_timeout) == grace
+
+
+def test_job_placeholder_is_replaced_everywhere() -> None:
+    """`{job}` becomes the claimed path in every argument, also inside one; nothing else moves."""
+    argv = job_argv(("tool", "{job}", "--file={job}", "$HOME;*"), Path("/q/claimed/a.json"))
+    assert argv == ["tool", "/q/claimed/a.json", "--file=/q/claimed/a.json", "$HOME;*"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["funnel"], ("funnel", None)),
+        (["funnel", "--snapshot", "/s.json"], ("funnel", Path("/s.json"))),
+        (["--snapshot", "/s.json", "funnel"], ("funnel", Path("/s.json"))),
+        (["funnel", "--snapshot=/s.json"], ("funnel", Path("/s.json"))),
+    ],
+)
+def test_parse_args_accepts(argv: list[str], expected: tuple[str, Path | None]) -> None:
+    """LANE and an optional --snapshot PATH, in either order."""
+    assert parse_args(argv) == expected
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [],
+        ["a", "b"],
+        ["funnel", "--snapshot"],
+        ["funnel", "--bogus"],
+        ["funnel", "--snapshot", "a", "--snapshot", "b"],
+        ["funnel", "--snapshot=a", "--snapshot=b"],
+        [""],
+    ],
+)
+def test_parse_args_rejects(argv: list[str]) -> None:
+    """Anything but `LANE [--snapshot PATH]` is a usage error."""
+    with pytest.raises(UsageError, match="usage: lanekit run LANE"):
+        parse_args(argv)
+
+
+def test_bad_usage_exits_2_with_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    """main() turns bad usage into exit 2 and a single `error:` line on stderr."""
+    assert main(["a", "b"]) == ExitCode.USAGE
+    err = capsys.readouterr().err
+    assert err == "error: usage: lanekit run LANE [--snapshot PATH]\n"
+
+
+def test_snapshot_found_by_lane(root: Path, paths: Paths) -> None:
+    """Without --snapshot, the installed snapshot whose lane matches is used."""
+    spec = make_spec(root, ["true"])
+    spec.write(paths.snapshot_for("test.work"))
+    make_spec(root / "other", ["true"], lane="other", label="test.other").write(
+        paths.snapshot_for("test.other")
+    )
+    assert runner.find_snapshot("work", paths.snapshots) == paths.snapshot_for("test.work")
+
+
+def test_snapshot_lookup_errors(root: Path, paths: Paths) -> None:
+    """No matching snapshot, or two of them, is a usage error that says what to do."""
+    with pytest.raises(UsageError, match="no installed lane snapshot") as missing:
+        runner.find_snapshot("work", paths.snapshots)
+    assert "lanekit apply" in missing.value.hint
+    spec = make_spec(root, ["true"])
+    spec.write(paths.snapshot_for("a.work"))
+    spec.write(paths.snapshot_for("b.work"))
+    with pytest.raises(UsageError, match="several installed snapshots"):
+        runner.find_snapshot("work", paths.snapshots)
+
+
+def test_snapshot_for_another_lane_is_refused(root: Path) -> None:
+    """A --snapshot whose lane differs from LANE is a usage error (a plist out of step)."""
+    spec = make_spec(root, ["true"])
+    spec.write(root / "snap.json")
+    with pytest.raises(UsageError, match="snapshot is for lane work, not other"):
+        runner.load_spec("other", root / "snap.json")
+
+
+# --- runs with fake jobs ------------------------------------------------------------------
+
+
+def test_empty_queue_exits_0_and_logs_start_and_finish(root: Path) -> None:
+    """Nothing queued: exit 0, `start` and `finish reason=empty`, and no job started."""
+    spec = make_spec(root, ["true"])
+    launcher = FakeLauncher()
+    result = run_lane(spec, launcher=launcher)
+    assert (result.exit_code, result.reason, result.claimed) == (0, "empty", 0)
+    assert [e["event"] for e in events(spec)] == ["start", "finish"]
+    assert events(spec)[-1]["reason"] == "empty"
+    assert launcher.calls == []
+
+
+def test_jobs_get_their_identity_in_the_environment(root: Path) -> None:
+    """Each job gets LANEKIT_JOB_ID, LANEKIT_JOB_FILE, LANEKIT_LANE, LANEKIT_ATTEMPT on top
+    of the runner's environment, and `{job}` is the claimed file."""
+    spec = make_spec(root, ["tool", "{job}"])
+    job_id = queue_of(spec).enqueue({"n": 1})
+    launcher = FakeLauncher()
+    result = run_lane(spec, launcher=launcher, env={"PATH": "/usr/bin", "KEEP": "1"})
+    assert result.done == 1
+    [(argv, env)] = launcher.calls
+    assert argv[0] == "tool"
+    assert Path(argv[1]).parent == spec.queue_dir / "claimed"
+    assert Path(argv[1]).name.startswith(job_id + ".")
+    assert env == {
+        "PATH": "/usr/bin",
+        "KEEP": "1",
+        "LANEKIT_JOB_ID": job_id,
+        "LANEKIT_JOB_FILE": argv[1],
+        "LANEKIT_LANE": "work",
+        "LANEKIT_ATTEMPT": "1",
+    }
+
+
+def test_success_goes_to_done_and_is_recorded(root: Path) -> None:
+    """Exit 0: the job is in done/, its record says succeeded, the log says claimed then done."""
+    spec = make_spec(root, ["tool"])
+    job_id = queue_of(spec).enqueue({"n": 1})
+    result = run_lane(spec, launcher=FakeLauncher())
+    assert (result.exit_code, result.done) == (0, 1)
+    assert names(spec.queue_dir / "done") == [f"{job_id}.json"]
+    record = RecordStore(spec.queue_dir / "records").read(job_id)
+    assert record is not None
+    assert (record.state, record.attempts, record.lane) == (JobState.SUCCEEDED, 1, "work")
+    log = events(spec)
+    assert [e["event"] for e in log] == ["start", "claimed", "done", "finish"]
+    assert log[1]["job"] == job_id
+    assert log[1]["attempt"] == "1"
+    assert log[2]["exit"] == "0"
+    assert float(log[2]["duration"]) >= 0
+
+
+def test_failure_is_requeued_with_backoff_then_failed(root: Path) -> None:
+    """A non-zero exit spends an attempt: back via delayed/ (exit 1), and to failed/ with the
+    reason once attempts run out."""
+    spec = make_spec(root, ["tool"], max_attempts=1)
+    queue = queue_of(spec)
+    job_id = queue.enqueue({"n": 1})
+    result = run_lane(spec, launcher=FakeLauncher(FakeJob(code=3)))
+    assert (result.exit_code, result.failed) == (ExitCode.FAILURE, 1)
+    assert names(spec.queue_dir / "failed") == [f"{job_id}.json"]
+    assert "exit 3" in (spec.queue_dir / "failed" / f"{job_id}.error").read_text()
+    failed = [e for e in events(spec) if e["event"] == "failed"]
+    assert failed[0]["exit"] == "3"
+
+    spec2 = make_spec(root / "two", ["tool"], max_attempts=3)
+    other = queue_of(spec2).enqueue({"n": 2})
+    result = run_lane(spec2, launcher=FakeLauncher(FakeJob(code=-9)))
+    assert (result.exit_code, result.requeued) == (ExitCode.FAILURE, 1)
+    assert [p.name.split(".")[0] for p in (spec2.queue_dir / "delayed").iterdir()] == [other]
+    requeued = [e for e in events(spec2) if e["event"] == "requeued"]
+    assert requeued[0]["error"] == "killed by signal 9"
+
+
+def test_corrupt_job_fails_and_the_run_continues(root: Path) -> None:
+    """A file that is not a JSON object goes to failed/ with the reason; the others still run."""
+    spec = make_spec(root, ["tool"])
+    queue = queue_of(spec)
+    (spec.queue_dir / "queue" / "0-bad.json").write_text("[1, 2]")
+    (spec.queue_dir / "queue" / "1-junk.json").write_text("not json")
+    good = queue.enqueue({"n": 1})
+    launcher = FakeLauncher()
+    result = run_lane(spec, launcher=launcher)
+    assert (result.exit_code, result.done, result.failed) == (ExitCode.FAILURE, 1, 2)
+    assert len(launcher.calls) == 1
+    assert names(spec.queue_dir / "done") == [f"{good}.json"]
+    assert names(spec.queue_dir / "failed") == ["0-bad.json", "1-junk.json"]
+    reasons = {e["job"]: e for e in events(spec) if e["event"] == "failed"}
+    assert reasons["0-bad"]["reason"] == "corrupt"
+    assert "array" in reasons["0-bad"]["error"]
+    assert "not valid JSON" in reasons["1-junk"]["error"]
+
+
+def test_already_succeeded_job_is_not_run_again(root: Path) -> None:
+    """The guard: a job whose record says succeeded goes to done/ unrun, logged as skipped."""
+    spec = make_spec(root, ["tool"])
+    stamp = iso_utc(time.time())
+    RecordStore(spec.queue_dir / "records").write(
+        Record("again", JobState.SUCCEEDED, 1, stamp, stamp, lane="work")
+    )
+    (spec.queue_dir / "queue" / "again.json").write_text('{"n": 1}')
+    launcher = FakeLauncher()
+    result = run_lane(spec, launcher=launcher)
+    assert (result.exit_code, result.skipped, result.done) == (0, 1, 0)
+    assert launcher.calls == []
+    assert any(n.startswith("again.") for n in names(spec.queue_dir / "done"))
+    skipped = [e for e in events(spec) if e["event"] == "skipped"]
+    assert skipped == [skipped[0]]
+    assert (skipped[0]["job"], skipped[0]["reason"]) == ("again", "already-succeeded")
+
+
+def test_max_jobs_limits_a_run(root: Path) -> None:
+    """At most max_jobs jobs run; the rest stay queued for the next run."""
+    spec = make_spec(root, ["tool"], max_jobs=2)
+    queue = queue_of(spec)
+    for n in range(5):
+        queue.enqueue({"n": n})
+    result = run_lane(spec, launcher=FakeLauncher())
+    assert (result.done, result.reason) == (2, "max-jobs")
+    assert queue.counts().queued == 3
+    assert events(spec)[-1]["reason"] == "max-jobs"
+
+
+def test_max_seconds_limits_a_run(root: Path) -> None:
+    """No new job is claimed once max_seconds have passed (a running job is not cut short)."""
+    spec = make_spec(root, ["tool"], max_seconds=10.0)
+    queue = queue_of(spec)
+    for n in range(5):
+        queue.enqueue({"n": n})
+    now = [0.0]
+
+    def clock() -> float:
+        return now[0]
+
+    def slow() -> None:
+        now[0] += 6.0
+
+    result = run_lane(
+        spec, launcher=FakeLauncher(*[FakeJob(on_wait=slow) for _ in range(5)]), clock=clock
+    )
+    assert (result.done, result.reason) == (2, "max-seconds")
+    assert queue.counts().queued == 3
+
+
+def test_lane_busy_exits_0_and_says_so(root: Path) -> None:
+    """Another run holds the lane lock: exit 0, `skipped reason=lane-busy`, nothing claimed."""
+    spec = make_spec(root, ["tool"])
+    queue_of(spec).enqueue({"n": 1})
+    lock = LaneLock(lane_lock_path(spec.queue_dir, "work"))
+    assert lock.acquire()
+    try:
+        assert lane_busy(lock.path)
+        launcher = FakeLauncher()
+        result = run_lane(spec, launcher=launcher)
+    finally:
+        lock.release()
+    assert (result.exit_code, result.reason, result.claimed) == (0, "lane-busy", 0)
+    assert launcher.calls == []
+    assert [(e["event"], e["reason"]) for e in events(spec)] == [("skipped", "lane-busy")]
+    assert not lane_busy(lock.path)
+
+
+def test_lane_lock_is_released_after_a_run(root: Path) -> None:
+    """A finished run leaves the lane lock free, so the next run is not `lane-busy`."""
+    spec = make_spec(root, ["tool"])
+    run_lane(spec, launcher=FakeLauncher())
+    assert not lane_busy(lane_lock_path(spec.queue_dir, "work"))
+    assert run_lane(spec, launcher=FakeLauncher()).reason == "empty"
+
+
+def test_missing_queue_is_exit_69(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A queue directory that is gone: exit 69, one error line naming it, and a hint."""
+    spec = make_spec(root, ["tool"], queue_dir=root / "nowhere")
+    spec.write(root / "snap.json")
+    assert main(["work", "--snapshot", str(root / "snap.json")]) == ExitCode.UNAVAILABLE
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("error: ") and "nowhere" in err[0]
+    assert err[1].startswith("hint: ")
+    assert len(err) == 2
+    with pytest.raises(QueueError):
+        run_lane(spec, launcher=FakeLauncher())
+    assert not (root / "nowhere").exists()
+
+
+def test_unusable_queue_is_exit_69_even_when_it_holds_jobs(root: Path) -> None:
+    """A queue that fails its check (here: a world-writable claimed/) moves no job: a fresh
+    `lanekit run` exits 69 naming the directory, and the job stays queued."""
+    spec = make_spec(root, ["tool"])
+    job_id = queue_of(spec).enqueue({"n": 1})
+    spec.write(root / "snap.json")
+    (spec.queue_dir / "claimed").chmod(0o777)
+    try:
+        proc = subprocess.run(
+            [PY, "-m", "lanekit", "run", "work", "--snapshot", str(root / "snap.json")],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    finally:
+        (spec.queue_dir / "claimed").chmod(0o700)
+    assert proc.returncode == ExitCode.UNAVAILABLE
+    assert "q/claimed: writable by" in proc.stderr
+    assert names(spec.queue_dir / "queue") == [f"{job_id}.json"]
+    assert [e["event"] for e in events(spec)] == ["start", "error"]
+
+
+def test_command_not_found_restores_the_job_and_exits_69(
+    root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A command that cannot start is the lane's environment, not the job: the job goes back
+    to queue/ without spending an attempt, the run exits 69, and the lane log says why."""
+    spec = make_spec(root, [str(root / "no-such-tool"), "{job}"])
+    job_id = queue_of(spec).enqueue({"n": 1})
+    spec.write(root / "snap.json")
+    assert main(["work", "--snapshot", str(root / "snap.json")]) == ExitCode.UNAVAILABLE
+    assert "cannot start" in capsys.readouterr().err
+    assert names(spec.queue_dir / "queue") == [f"{job_id}.json"]
+    record = RecordStore(spec.queue_dir / "records").read(job_id)
+    assert record is not None
+    assert (record.state, record.attempts) == (JobState.QUEUED, 0)
+    log = events(spec)
+    assert [e["event"] for e in log] == ["start", "claimed", "requeued", "error"]
+    assert log[2]["reason"] == "cannot-start"
+    assert log[3]["exit"] == "69"
+
+
+def test_unexpected_error_never_strands_a_claim(root: Path) -> None:
+    """A bug while running a job still settles it: the claim goes back to queue/."""
+    spec = make_spec(root, ["tool"])
+    job_id = queue_of(spec).enqueue({"n": 1})
+
+    def broken(argv: Sequence[str], env: Mapping[str, str]) -> FakeJob:
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        run_lane(spec, launcher=broken)
+    assert names(spec.queue_dir / "queue") == [f"{job_id}.json"]
+    assert names(spec.queue_dir / "claimed") == []
+    assert events(spec)[-1]["reason"] == "runner-error"
+    assert not lane_busy(lane_lock_path(spec.queue_dir, "work"))
+
+
+def test_stop_signal_is_forwarded_and_the_job_restored(root: Path) -> None:
+    """SIGTERM while a job runs: the job's group gets SIGTERM, the job goes back to queue/
+    without spending an attempt, nothing more is claimed, and the run exits 75."""
+    spec = make_spec(root, ["tool"])
+    queue = queue_of(spec)
+    queue.enqueue({"n": 1})
+    queue.enqueue({"n": 2})
+    job = FakeJob(code=-15, on_wait=lambda: os.kill(os.getpid(), signal.SIGTERM))
+    launcher = FakeLauncher(job)
+    previous = signal.getsignal(signal.SIGTERM)
+    result = run_lane(spec, launcher=launcher)
+    assert signal.getsignal(signal.SIGTERM) == previous
+    assert (result.exit_code, result.reason, result.signum) == (75, "signal", signal.SIGTERM)
+    assert job.signals == [signal.SIGTERM]
+    assert len(launcher.calls) == 1
+    assert queue.counts().queued == 2
+    ran = launcher.calls[0][1]["LANEKIT_JOB_ID"]
+    record = RecordStore(spec.queue_dir / "records").read(ran)
+    assert record is not None
+    assert (record.state, record.attempts) == (JobState.QUEUED, 0)
+    requeued = [e for e in events(spec) if e["event"] == "requeued"]
+    assert [(e["job"], e["reason"]) for e in requeued] == [(ran, "signal")]
+
+
+def test_every_log_line_parses(root: Path) -> None:
+    """Every line the runner writes is logfmt with ts, lane and event."""
+    spec = make_spec(root, ["tool"], max_attempts=1)
+    queue = queue_of(spec)
+    for n in range(3):
+        queue.enqueue({"n": n, "text": 'quotes " and = and spaces'})
+    (spec.queue_dir / "queue" / "0-bad.json").write_text('"a string"')
+    run_lane(spec, launcher=FakeLauncher(FakeJob(code=1), FakeJob(code=0)))
+    lines = spec.log_path.read_text().splitlines()
+    assert len(lines) >= 7
+    for line in lines:
+        fields = parse_line(line)
+        assert {"ts", "lane", "event"} <= fields.keys()
+        assert fields["lane"] == "work"
+
+
+def test_log_rotates_at_start(root: Path) -> None:
+    """A lane log over log_max_bytes is rotated before the run writes to it."""
+    spec = make_spec(root, ["tool"], log_max_bytes=100, log_keep=2)
+    spec.log_path.parent.mkdir(parents=True, exist_ok=True)
+    spec.log_path.write_text("x" * 200)
+    run_lane(spec, launcher=FakeLauncher())
+    assert (spec.log_path.parent / "work.log.1").read_text() == "x" * 200
+    assert [e["event"] for e in events(spec)] == ["start", "finish"]
+
+
+# --- real processes -----------------------------------------------------------------------
+
+
+def test_real_jobs_run_without_a_shell(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command is an argv: `;` and `$(...)` reach the program literally, no shell runs."""
+    out = root / "argv.json"
+    script = write_script(
+        root / "job.py",
+        "import json, os, sys\n"
+        f"open({str(out)!r}, 'w').write(json.dumps("
+        "{'argv': sys.argv[1:], 'id': os.environ['LANEKIT_JOB_ID'], "
+        "'payload': json.load(open(sys.argv[-1]))}))\n",
+    )
+    spec = make_spec(root, [PY, str(script), "a; touch pwned", "$(touch pwned2)", "{job}"])
+    job_id = queue_of(spec).enqueue({"n": 7})
+    monkeypatch.chdir(root)  # a shell would create pwned files here
+    result = run_lane(spec)
+    assert result.done == 1
+    seen = json.loads(out.read_text())
+    assert seen["argv"][:2] == ["a; touch pwned", "$(touch pwned2)"]
+    assert (seen["id"], seen["payload"]) == (job_id, {"n": 7})
+    assert not (root / "pwned").exists()
+    assert not (root / "pwned2").exists()
+
+
+def test_real_job_exit_code_is_seen(root: Path) -> None:
+    """A real job's non-zero exit is recorded with its code."""
+    spec = make_spec(root, [PY, "-c", "import sys; sys.exit(4)"])
+    queue_of(spec).enqueue({"n": 1})
+    result = run_lane(spec)
+    assert result.requeued == 1
+    assert [e["exit"] for e in events(spec) if e["event"] == "requeued"] == ["4"]
+
+
+def test_empty_run_does_not_load_the_queue_machinery(root: Path) -> None:
+    """Start-up on an empty queue stays cheap: `lanekit run` never imports the queue module,
+    typer or rich when there is nothing to do (the import list, not a timing)."""
+    spec = make_spec(root, ["true"])
+    spec.write(root / "snap.json")
+    code = (
+        "import sys\n"
+        "from lanekit.__main__ import main\n"
+        "try:\n"
+        f"    main(['run', 'work', '--snapshot', {str(root / 'snap.json')!r}])\n"
+        "except SystemExit as exc:\n"
+        "    heavy = [m for m in ('lanekit.queue', 'typer', 'rich', 'subprocess', 'typing')\n"
+        "             if m in sys.modules]\n"
+        "    print(exc.code, heavy)\n"
+    )
+    out = subprocess.run([PY, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "0 []"
+
+
+def _start_runner(snapshot: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [PY, "-m", "lanekit", "run", "work", "--snapshot", str(snapshot)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+
+
+def _wait_for(path: Path, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{path} never appeared")
+        time.sleep(0.02)
+
+
+def _pid_gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+@pytest.fixture
+def job_scripts(root: Path) -> Iterator[dict[str, Path]]:
+    """A job whose process group has a second member; each member notes the signals it got.
+
+    The leader writes `started` (with its pid) and waits; a child in the same group writes
+    `child-got-<sig>` when signalled. With IGNORE=1 the leader ignores SIGTERM (so only
+    SIGKILL ends it)."""
+    child = write_script(
+        root / "child.py",
+        "import os, signal, sys, time\n"
+        "def note(sig, frame):\n"
+        "    open(sys.argv[1] + f'/child-got-{sig}', 'w').close()\n"
+        "    sys.exit(0)\n"
+        "signal.signal(signal.SIGTERM, note)\n"
+        "open(sys.argv[1] + '/child-ready', 'w').close()\n"
+        "time.sleep(60)\n",
+    )
+    leader = write_script(
+        root / "leader.py",
+        "import os, signal, subprocess, sys, time\n"
+        "marks = sys.argv[1]\n"
+        "if os.environ['LANEKIT_ATTEMPT'] != '1' and os.environ.get('SECOND_RUN_OK'):\n"
+        "    open(marks + '/second-run', 'w').close()\n"
+        "    sys.exit(0)\n"
+        "if os.environ.get('IGNORE'):\n"
+        "    signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        f"child = subprocess.Popen([sys.executable, {str(child)!r}, marks])\n"
+        "while not os.path.exists(marks + '/child-ready'):\n"
+        "    time.sleep(0.01)\n"
+        "open(marks + '/started', 'w').write(str(os.getpid()))\n"
+        "time.sleep(60)\n",
+    )
+    marks = root / "marks"
+    marks.mkdir()
+    yield {"leader": leader, "marks": marks}
+
+
+@pytest.mark.slow
+def test_sigterm_mid_job_restores_it_and_exits_75(root: Path, job_scripts: dict[str, Path]) -> None:
+    """A real `lanekit run` gets SIGTERM while its job runs: the job's process group gets
+    SIGTERM, the job is back in queue/ with no attempt spent, and the runner exits 75."""
+    marks = job_scripts["marks"]
+    spec = make_spec(root, [PY, str(job_scripts["leader"]), str(marks)])
+    job_id = queue_of(spec).enqueue({"n": 1})
+    spec.write(root / "snap.json")
+    proc = _start_runner(root / "snap.json")
+    try:
+        _wait_for(marks / "started")
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == ExitCode.INTERRUPTED
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert (marks / f"child-got-{int(signal.SIGTERM)}").exists()
+    assert names(spec.queue_dir / "queue") == [f"{job_id}.json"]
+    assert names(spec.queue_dir / "claimed") == []
+    record = RecordStore(spec.queue_dir / "records").read(job_id)
+    assert record is not None
+    assert (record.state, record.attempts) == (JobState.QUEUED, 0)
+    log = events(spec)
+    assert [e["event"] for e in log][-2:] == ["requeued", "finish"]
+    assert (log[-2]["reason"], log[-1]["exit"]) == ("signal", "75")
+
+
+@pytest.mark.slow
+def test_job_ignoring_sigterm_is_killed_within_the_grace(
+    root: Path, job_scripts: dict[str, Path]
+) -> None:
+    """A job that ignores SIGTERM gets SIGKILL after the grace (ExitTimeOut 2 -> 0.5 s), so
+    the runner still restores it and exits 75 before launchd would kill the runner."""
+    marks = job_scripts["marks"]
+    spec = make_spec(root, [PY, str(job_scripts["leader"]), str(marks)], exit_timeout=2)
+    job_id = queue_of(spec).enqueue({"n": 1})
+    spec.write(root / "snap.json")
+    proc = subprocess.Popen(
+        [PY, "-m", "lanekit", "run", "work", "--snapshot", str(root / "snap.json")],
+        env={**os.environ, "IGNORE": "1"},
+    )
+    try:
+        _wait_for(marks / "started")
+        leader_pid = int((marks / "started").read_text())
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == ExitCode.INTERRUPTED
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert _pid_gone(leader_pid)
+    assert names(spec.queue_dir / "queue") == [f"{job_id}.json"]
+    requeued = [e for e in events(spec) if e["event"] == "requeued"]
+    assert requeued[0]["exit"] == str(-int(signal.SIGKILL))
+
+
+@pytest.mark.slow
+def test_sigkill_mid_job_then_next_run_recovers(root: Path, job_scripts: dict[str, Path]) -> None:
+    """The runner is SIGKILLed mid-job (no finally runs): the next run sees the dead owner,
+    recovers the claim and runs the job again to completion."""
+    marks = job_scripts["marks"]
+    spec = make_spec(root, [PY, str(job_scripts["leader"]), str(marks)])
+    job_id = queue_of(spec).enqueue({"n": 1})
+    spec.write(root / "snap.json")
+    proc = _start_runner(root / "snap.json")
+    try:
+        _wait_for(marks / "started")
+        leader_pid = int((marks / "started").read_text())
+        proc.kill()
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    # The orphaned job keeps its own process group; end it so the test leaves nothing behind.
+    os.killpg(leader_pid, signal.SIGKILL)
+    assert len(names(spec.queue_dir / "claimed")) == 1
+    second = subprocess.run(
+        [PY, "-m", "lanekit", "run", "work", "--snapshot", str(root / "snap.json")],
+        env={**os.environ, "SECOND_RUN_OK": "1"},
+        timeout=60,
+        check=False,
+    )
+    assert second.returncode == 0
+    assert (marks / "second-run").exists()
+    assert names(spec.queue_dir / "done") == [f"{job_id}.json"]
+    recovered = [e for e in events(spec) if e["event"] == "recovered"]
+    assert [(e["job"], e["reason"], e["to"]) for e in recovered] == [
+        (job_id, "owner-dead", "queued")
+    ]
+    record = RecordStore(spec.queue_dir / "records").read(job_id)
+    assert record is not None
+    assert (record.state, record.attempts) == (JobState.SUCCEEDED, 2)
+
+
+@pytest.mark.slow
+def test_lane_busy_process_exits_0(root: Path) -> None:
+    """A second `lanekit run` of a lane that is running exits 0 at once, logging lane-busy."""
+    spec = make_spec(root, ["true"])
+    spec.write(root / "snap.json")
+    lock = LaneLock(lane_lock_path(spec.queue_dir, "work"))
+    assert lock.acquire()
+    try:
+        proc = subprocess.run(
+            [PY, "-m", "lanekit", "run", "work", "--snapshot", str(root / "snap.json")],
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+    finally:
+        lock.release()
+    assert (proc.returncode, proc.stderr) == (0, b"")
+    assert [e["reason"] for e in events(spec)] == ["lane-busy"]

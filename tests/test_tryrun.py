@@ -1,0 +1,234 @@
+"""`lanekit try`: one foreground run exactly as launchd would start it, with problems launchd
+would hit reported before anything runs."""
+
+from __future__ import annotations
+
+import plistlib
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lanekit.config import load_config, run_spec
+from lanekit.errors import ExitCode, UsageError
+from lanekit.paths import Paths
+from lanekit.plist import render_lane
+from lanekit.queue import Queue
+from lanekit.tryrun import TryRequest, decode_status, try_run
+
+LANES = """
+[defaults]
+path = ["/usr/bin", "/bin", "/usr/sbin", "/sbin"]
+label_prefix = "test.try"
+
+[queues.notes]
+dir = "~/notes"
+
+[lanes.funnel]
+queue = "notes"
+command = COMMAND
+schedule = ["40 10 * * *"]
+"""
+
+
+@pytest.fixture
+def shell_bin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A directory with `jqish` in it, on the test's PATH (the user's shell) only."""
+    directory = tmp_path / "shell-bin"
+    directory.mkdir()
+    jqish = directory / "jqish"
+    jqish.write_text("#!/bin/sh\necho jqish ran\n")
+    jqish.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{directory}:/usr/bin:/bin")
+    return directory
+
+
+def lanes(tmp_path: Path, command: str, *, install: bool = True) -> tuple[Paths, Path]:
+    """A lanes.toml with one lane running `command` (TOML array text), installed like apply."""
+    paths = Paths.under(tmp_path)
+    config_path = tmp_path / "lanes.toml"
+    config_path.write_text(LANES.replace("COMMAND", command))
+    if install:
+        lane = load_config(config_path, paths).lanes["funnel"]
+        plist = paths.plist_for(lane.label)
+        plist.parent.mkdir(parents=True, exist_ok=True)
+        plist.write_bytes(
+            render_lane(lane, interpreter=sys.executable, snapshot=paths.snapshot_for(lane.label))
+        )
+        run_spec(lane).write(paths.snapshot_for(lane.label))
+        Queue(lane.queue.dir).ensure()
+        lane.stderr_path.parent.mkdir(parents=True, exist_ok=True)
+    return paths, config_path
+
+
+def write_plist(path: Path, **keys: object) -> Path:
+    """A hand-written plist with Label com.example.try and `keys`."""
+    job: dict[str, object] = {"Label": "com.example.try"}
+    job.update(keys)
+    path.write_bytes(plistlib.dumps(job))
+    return path
+
+
+def test_path_problem_reported_before_running(tmp_path: Path, shell_bin: Path) -> None:
+    """The lane's command is on the user's PATH, not the lane's: `try` says so and runs
+    nothing (the queued job is still queued), exit 1."""
+    paths, config_path = lanes(tmp_path, '["jqish", "{job}"]')
+    queue = Queue(load_config(config_path, paths).lanes["funnel"].queue.dir)
+    job_id = queue.enqueue({"n": 1})
+    result = try_run(TryRequest(lane="funnel", config_path=config_path), paths)
+    assert not result.ran
+    assert [p.id for p in result.problems] == ["path.command-missing"]
+    assert f"your shell finds it at {shell_bin / 'jqish'}" in result.problems[0].message
+    assert result.exit_status == ExitCode.FAILURE
+    assert (queue.queue / f"{job_id}.json").exists()
+
+
+def test_try_reproduces_the_path_failure_a_shell_hides(tmp_path: Path, shell_bin: Path) -> None:
+    """The seed's story: a script calls jqish. From the user's shell it works; under launchd's
+    PATH it fails with 127 and `try` shows that, with the stderr line that says why."""
+    script = tmp_path / "run-funnel.sh"
+    script.write_text("#!/bin/sh\njqish .flag\n")
+    script.chmod(0o755)
+    from_shell = subprocess.run([str(script)], capture_output=True, text=True, check=False)
+    assert from_shell.returncode == 0
+    assert from_shell.stdout == "jqish ran\n"
+    plist = write_plist(
+        tmp_path / "com.example.try.plist",
+        ProgramArguments=[str(script)],
+        StandardErrorPath=str(tmp_path / "err.log"),
+    )
+    result = try_run(TryRequest(plist=plist), Paths.under(tmp_path))
+    assert result.ran
+    assert result.exit_code == 127
+    assert result.status == "exit 127 (a command was not found on the job's PATH)"
+    assert any("jqish" in line and "not found" in line for line in result.stderr_tail)
+    assert result.env_path == "/usr/bin:/bin:/usr/sbin:/sbin"
+    assert result.exit_status == ExitCode.FAILURE
+
+
+def test_try_uses_launchds_environment_not_the_callers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only EnvironmentVariables + PATH default + XPC_SERVICE_NAME reach the job, from its
+    WorkingDirectory; the caller's variables do not."""
+    monkeypatch.setenv("LANEKIT_TEST_CALLER_ONLY", "leaked")
+    work = tmp_path / "work"
+    work.mkdir()
+    plist = write_plist(
+        tmp_path / "com.example.try.plist",
+        ProgramArguments=["/bin/sh", "-c", "env >&2; pwd >&2"],
+        EnvironmentVariables={"GREETING": "hello"},
+        WorkingDirectory=str(work),
+    )
+    result = try_run(TryRequest(plist=plist), Paths.under(tmp_path))
+    assert result.exit_code == 0
+    lines = set(result.stderr_tail)
+    assert "PATH=/usr/bin:/bin:/usr/sbin:/sbin" in lines
+    assert "GREETING=hello" in lines
+    assert "XPC_SERVICE_NAME=com.example.try" in lines
+    assert str(work) in lines
+    assert not any("LANEKIT_TEST_CALLER_ONLY" in line for line in lines)
+
+
+def test_missing_log_directory_is_reported_not_run(tmp_path: Path) -> None:
+    """launchd would fail the spawn with 78: `try` names the directory and runs nothing."""
+    plist = write_plist(
+        tmp_path / "com.example.try.plist",
+        ProgramArguments=["/bin/true"],
+        StandardOutPath=str(tmp_path / "missing" / "out.log"),
+    )
+    result = try_run(TryRequest(plist=plist), Paths.under(tmp_path))
+    assert not result.ran
+    assert [p.id for p in result.problems] == ["logs.dir-missing"]
+    assert result.problems[0].fix == f"mkdir -p {tmp_path / 'missing'}"
+
+
+def test_lane_entrypoint_drains_real_jobs(tmp_path: Path) -> None:
+    """`try LANE` runs the installed entrypoint: a real run that processes queued jobs."""
+    paths, config_path = lanes(tmp_path, '["cat", "{job}"]')
+    lane = load_config(config_path, paths).lanes["funnel"]
+    queue = Queue(lane.queue.dir)
+    job_id = queue.enqueue({"n": 1})
+    result = try_run(TryRequest(lane="funnel", config_path=config_path), paths)
+    assert result.ran
+    assert result.exit_code == 0
+    assert result.status == "exit 0 (ran, or nothing to do)"
+    assert not (queue.queue / f"{job_id}.json").exists()
+    assert queue.counts().done == 1
+
+
+def test_job_option_runs_the_command_once_without_the_queue(tmp_path: Path) -> None:
+    """`try LANE --job FILE`: the job command on that file, with the lane's environment and
+    job variables, output where launchd would put it; the queue is not touched."""
+    paths, config_path = lanes(
+        tmp_path, '["/bin/sh", "-c", "cat \\"$LANEKIT_JOB_FILE\\"; echo $LANEKIT_LANE", "{job}"]'
+    )
+    lane = load_config(config_path, paths).lanes["funnel"]
+    queue = Queue(lane.queue.dir)
+    queued = queue.enqueue({"n": 1})
+    job = tmp_path / "one-job.json"
+    job.write_text('{"hello": "world"}\n')
+    result = try_run(TryRequest(lane="funnel", job=job, config_path=config_path), paths)
+    assert result.ran
+    assert result.exit_code == 0
+    assert result.argv[:2] == ("/bin/sh", "-c")
+    assert lane.stdout_path.read_text() == '{"hello": "world"}\nfunnel\n'
+    assert (queue.queue / f"{queued}.json").exists()
+
+
+def test_lane_not_installed_cannot_be_tried(tmp_path: Path) -> None:
+    """Without an installed entrypoint there is nothing launchd would run: a usage error."""
+    paths, config_path = lanes(tmp_path, '["true"]', install=False)
+    with pytest.raises(UsageError) as caught:
+        try_run(TryRequest(lane="funnel", config_path=config_path), paths)
+    assert "lanekit apply funnel" in caught.value.hint
+
+
+def test_lane_or_plist_not_both(tmp_path: Path) -> None:
+    """Exactly one of LANE and --plist."""
+    with pytest.raises(UsageError):
+        try_run(TryRequest(), Paths.under(tmp_path))
+
+
+def test_killed_run_is_decoded(tmp_path: Path) -> None:
+    """A job that dies by SIGKILL is reported by signal name."""
+    plist = write_plist(
+        tmp_path / "com.example.try.plist", ProgramArguments=["/bin/sh", "-c", "kill -9 $$"]
+    )
+    result = try_run(TryRequest(plist=plist), Paths.under(tmp_path))
+    assert result.signal == 9
+    assert result.status == "killed by SIGKILL (9)"
+    assert result.exit_status == ExitCode.FAILURE
+
+
+def test_timeout_stops_the_job(tmp_path: Path) -> None:
+    """--timeout stops a job that would run on (SIGTERM, as launchd's stop does)."""
+    plist = write_plist(tmp_path / "com.example.try.plist", ProgramArguments=["/bin/sleep", "30"])
+    result = try_run(TryRequest(plist=plist, timeout=0.2), Paths.under(tmp_path))
+    assert result.timed_out
+    assert result.signal == 15
+
+
+@pytest.mark.parametrize(
+    ("code", "sig", "runner", "text"),
+    [
+        (0, None, False, "exit 0 (success)"),
+        (3, None, False, "exit 3 (failure)"),
+        (78, None, False, "exit 78 (EX_CONFIG)"),
+        (126, None, False, "exit 126 (a command was found but could not be executed)"),
+        (1, None, True, "exit 1 (some jobs failed (they are back in queue/ or in failed/))"),
+        (
+            69,
+            None,
+            True,
+            "exit 69 (environment unusable: queue directories missing, unwritable or cross-device)",
+        ),
+        (69, None, False, "exit 69 (EX_UNAVAILABLE)"),
+        (None, 15, False, "killed by SIGTERM (15)"),
+        (None, None, False, "did not run"),
+    ],
+)
+def test_decode_status(code: int | None, sig: int | None, runner: bool, text: str) -> None:
+    """Exit statuses in words: lanekit's own codes only for the lane entrypoint."""
+    assert decode_status(code, sig, lanekit_runner=runner) == text
