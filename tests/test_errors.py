@@ -36,5 +36,5 @@ def test_error_classes_carry_their_exit_code_and_hint() -> None:
     assert ConfigError("m").exit_code is ExitCode.USAGE
     assert EnvironmentUnusableError("m").exit_code is ExitCode.UNAVAILABLE
     assert QueueError("m").exit_code is ExitCode.UNAVAILABLE
-    err = ConfigError("lanes.toml: lanes.x.queue: missing", "add queue = \"...\"")
+    err = ConfigError("lanes.toml: lanes.x.queue: missing", 'add queue = "..."')
     assert (str(err), err.hint) == ("lanes.toml: lanes.x.queue: missing", 'add queue = "..."')

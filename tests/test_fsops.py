@@ -135,6 +135,7 @@ def test_missing_syscall_switches_to_link_for_good(tmp_path: Path) -> None:
         (tmp_path / name).write_bytes(b"x")
         rename(str(tmp_path / name), str(tmp_path / f"{name}2"))
     assert len(calls) == 1
+    assert rename.name == "link"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a2", "b2"]
 
 

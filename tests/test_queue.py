@@ -386,6 +386,21 @@ def test_job_named_with_an_invalid_id_goes_to_failed(queue: Queue) -> None:
     assert names(queue.records) == []
 
 
+def test_a_name_too_long_to_claim_goes_to_failed(queue: Queue) -> None:
+    """A producer's file whose name leaves no room for the owner part (NAME_MAX) cannot be
+    claimed by rename; it is moved to failed/ instead of blocking the queue forever."""
+    name = "x" * 250 + ".json"
+    (queue.queue / name).write_text("{}")
+    good = queue.enqueue({})
+    drops: list[Dropped] = []
+    assert [c.job_id for c in drain(queue, on_drop=drops.append)] == [good]
+    assert [(d.job_id, d.reason) for d in drops] == [("x" * 250, DropReason.INVALID_ID)]
+    moved = drops[0].destination
+    assert moved.parent == queue.failed and moved.read_text() == "{}"
+    error = moved.with_suffix(".error").read_text()
+    assert "too long" in error and name in error
+
+
 def test_already_succeeded_job_is_not_run_again(queue: Queue) -> None:
     """The re-execution guard: a job whose record says succeeded is moved to done/ (under its
     claimed name, next to the first run) and reported as already-succeeded, never handed out."""
@@ -441,6 +456,7 @@ def test_a_second_copy_of_a_running_job_is_not_run(queue: Queue) -> None:
     assert [(job_id, reason) for job_id, reason, _ in drops] == [("twin", DropReason.DUPLICATE)]
     assert "is running" in (queue.failed / "twin.error").read_text()
     assert running.path.exists()
+    assert queue.store.read("twin") == running.record  # the running copy's record is untouched
     queue.complete(running)
 
 
@@ -583,6 +599,30 @@ def test_release_never_overwrites_a_queued_copy(
     assert "duplicate" in (queue.failed / f"{job_id}.error").read_text()
 
 
+def test_settling_on_a_broken_disk_is_a_queue_error_and_keeps_the_job(queue: Queue) -> None:
+    """An OS error while settling (here records/ replaced by a file) is a QueueError (exit 69)
+    naming the file; the job stays in claimed/ for recovery, nothing is lost."""
+    queue.enqueue({})
+    claim = drain(queue)[0]
+    queue.records.rename(queue.dir / "records.away")
+    queue.records.write_text("")
+    with pytest.raises(QueueError, match="cannot complete the job") as info:
+        queue.complete(claim)
+    assert info.value.exit_code == ExitCode.UNAVAILABLE
+    assert claim.path.exists() and not claim.held
+
+
+def test_a_cleaned_away_day_bucket_is_recreated(queue: Queue) -> None:
+    """If today's done/ bucket is removed while a runner works, the next completion makes it
+    again instead of failing."""
+    first, second = queue.enqueue({}), queue.enqueue({})
+    claims = {c.job_id: c for c in drain(queue)}
+    queue.complete(claims[first])
+    (day_dir(queue) / f"{first}.json").unlink()
+    day_dir(queue).rmdir()
+    assert queue.complete(claims[second]) == day_dir(queue) / f"{second}.json"
+
+
 # -- recover ---------------------------------------------------------------------------------
 
 
@@ -616,7 +656,8 @@ def test_sigkill_mid_job_then_recover_returns_it(queue: Queue) -> None:
         (job_id, RecoverReason.OWNER_DEAD, JobState.QUEUED, 1)
     ]
     assert recovered[0].destination == queue.queue / f"{job_id}.json"
-    assert recovered[0].owner.endswith(f"-{child.pid}-" + recovered[0].owner.rsplit("-", 1)[1])
+    owner = Owner.parse(recovered[0].owner)
+    assert owner is not None and (owner.host, owner.pid) == (procinfo.hosttag(), child.pid)
     assert names(queue.claimed) == []
     assert drain(queue)[0].attempt == 2
 

@@ -166,7 +166,7 @@ CASES = {
         running=(42,),
         kind=ActionKind.SNAPSHOT,
         steps=frozenset({"write_snapshot"}),
-        reason="no reload: the next run reads it",
+        reason="plist unchanged: no reload needed",
     ),
     "snapshot-missing": Case(
         WANT.plist,

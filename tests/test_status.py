@@ -6,12 +6,12 @@ from dataclasses import replace
 from datetime import datetime
 
 import pytest
-from lanekit.queue import Queue
 
 from fakes import FakeLaunchd
 from lanekit.config import Config, load_config
 from lanekit.launchd import ListEntry, ServiceInfo
 from lanekit.paths import Paths
+from lanekit.queue import Queue
 from lanekit.schedule import describe_schedule
 from lanekit.status import LaneFacts, LaneState, describe_exit, lane_state, status
 
@@ -107,7 +107,8 @@ A, B, C = "com.example.s.alpha", "com.example.s.beta", "com.example.s.gamma"
 
 def _config(paths: Paths) -> Config:
     text = '[defaults]\nlabel_prefix = "com.example.s"\n[queues.q]\ndir = "~/q"\n'
-    for name, when in (("alpha", 'schedule = "0 3 * * *"'), ("beta", ""), ("gamma", "")):
+    lanes = (("alpha", 'schedule = "0 3 * * *"'), ("beta", 'every = "15m"'), ("gamma", ""))
+    for name, when in lanes:
         text += f'[lanes.{name}]\nqueue = "q"\ncommand = ["/bin/true", "{{job}}"]\n{when}\n'
     path = paths.cwd / "lanes.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -133,7 +134,7 @@ def test_status_reports_each_lane_from_one_list_call(paths: Paths) -> None:
     assert alpha.schedule == describe_schedule(config.lanes["alpha"].schedule)
     assert (beta.state, beta.last_exit) == (LaneState.ERROR, 78)
     assert beta.last_exit_text == "exit code 78 (EX_CONFIG: launchd could not start the job)"
-    assert beta.next_fire is None
+    assert (beta.next_fire, beta.interval) == (None, 900)
     assert (gamma.state, gamma.runs, gamma.last_exit_text) == (
         LaneState.NOT_LOADED,
         None,
@@ -208,3 +209,19 @@ def test_status_of_a_missing_queue_says_why(paths: Paths) -> None:
     (row, *_) = status(_config(paths), paths, FakeLaunchd())
     assert row.queue.queued is None
     assert row.queue.error
+
+
+def test_next_fire_only_when_knowable(paths: Paths) -> None:
+    """A lane that is not loaded has no next fire (nothing will start it); a StartInterval
+    lane has none either (its timer's phase is not reported by launchd), only its interval."""
+    config = _config(paths)
+    now = datetime(2026, 9, 17, 1, 0)
+    alpha, beta, _ = status(config, paths, FakeLaunchd(), now=now)
+    assert (alpha.next_fire, alpha.interval) == (None, None)
+    assert (beta.next_fire, beta.interval) == (None, None)
+    fake = FakeLaunchd()
+    fake.add_job(A)
+    fake.add_job(B)
+    alpha, beta, _ = status(config, paths, fake, now=now)
+    assert (alpha.next_fire, alpha.interval) == (datetime(2026, 9, 17, 3, 0), None)
+    assert (beta.next_fire, beta.interval) == (None, 900)

@@ -79,8 +79,9 @@ class NoReplaceRename:
         if code == 0:
             return
         if code in _FALLBACK_ERRNOS:
-            if code == errno.ENOSYS:
-                self._native = None  # the kernel lacks it: no point asking again
+            if code == errno.ENOSYS:  # the kernel lacks it: no point asking again
+                self._native = None
+                self.name = "link"
             link_unlink(src, dst)
             return
         raise OSError(code, os.strerror(code), src, None, dst)

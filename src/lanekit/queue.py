@@ -14,7 +14,7 @@ Layout under the queue directory, all on one local filesystem:
 
 Every move is a no-replace rename (lanekit.fsops): a collision is an error, never an overwrite.
 In done/ and failed/ a second copy of an id keeps its claimed name (<id>.<owner>.json) next to
-the first; in queue/ and delayed/ it goes to failed/ as a duplicate. Nothing is ever deleted.
+the first; in queue/ and delayed/ it goes to failed/ as a duplicate. No job file is deleted.
 
 Producers in any language can enqueue without lanekit: write tmp/<anything>, then rename it to
 queue/<id>.json. The claimer creates the record of such a job when it claims it.
@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import itertools
 import os
 import stat
 import time
@@ -43,7 +44,7 @@ from lanekit.records import JobState, Record, RecordError, RecordStore, iso_utc,
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable, Iterator, Mapping
     from typing import Any
 
 SUBDIRS = ("tmp", "queue", "claimed", "done", "failed", "delayed", "records", "logs")
@@ -73,6 +74,7 @@ _FIRST_WINDOW = 1024
 """A claimer's first listing keeps only the oldest this many names (one run usually takes a few
 jobs: selecting them is O(n), sorting 100k names would cost more than listing them)."""
 
+_tmp_serial = itertools.count()
 _checked_roots: set[str] = set()
 """Queue directories that passed check() in this process (the runner checks on every run)."""
 
@@ -385,7 +387,6 @@ class Queue:
         self._done = root + "/done"
         self._failed = root + "/failed"
         self._delayed = root + "/delayed"
-        self._serial = 0
         self._day = ""
 
     def __repr__(self) -> str:
@@ -532,8 +533,13 @@ class Queue:
         else:
             validate_job_id(job_id)
             self._refuse_existing(job_id)
+        with _io("enqueue"):
+            self._write_job(job_id, data)
+        return job_id
+
+    def _write_job(self, job_id: str, data: bytes) -> None:
         now = time.time()
-        tmp = self._tmp_name(job_id, "job")
+        tmp = self._tmp_name("job")
         fsops.write_new(tmp, data, durable=self.durable)
         target = f"{self._queue}/{job_id}.json"
         try:
@@ -550,7 +556,6 @@ class Queue:
             raise
         if self.durable:
             fsops.fsync_dir(self._queue)
-        return job_id
 
     def _refuse_existing(self, job_id: str) -> None:
         hint = "give the new job another id"
@@ -571,9 +576,9 @@ class Queue:
                 "lanekit never runs a succeeded id again: give the new job another id",
             )
 
-    def _tmp_name(self, job_id: str, kind: str) -> str:
-        self._serial += 1
-        return f"{self._tmp}/.{job_id}.{os.getpid()}.{self._serial}.{kind}"
+    def _tmp_name(self, kind: str) -> str:
+        """A fresh hidden name in tmp/ (ids are left out: a long one would not fit)."""
+        return f"{self._tmp}/.{kind}.{os.getpid()}.{next(_tmp_serial)}"
 
     # -- consuming -------------------------------------------------------------------------
 
@@ -588,19 +593,20 @@ class Queue:
         """The job succeeded: record it, move it to done/<UTC day>/, drop the lock."""
         self._require_held(claim)
         try:
-            now = time.time()
-            record = Record(
-                claim.job_id,
-                JobState.SUCCEEDED,
-                claim.record.attempts,
-                claim.record.queued_at,
-                iso_utc(now),
-                lane=claim.record.lane,
-            )
-            # The record first: if we die before the move, recover() sees "succeeded" and
-            # finishes the move instead of running the job again.
-            self.store.write(record)
-            return Path(self._to_done(str(claim.path), claim.job_id, now))
+            with _io("complete the job"):
+                now = time.time()
+                record = Record(
+                    claim.job_id,
+                    JobState.SUCCEEDED,
+                    claim.record.attempts,
+                    claim.record.queued_at,
+                    iso_utc(now),
+                    lane=claim.record.lane,
+                )
+                # The record first: if we die before the move, recover() sees "succeeded" and
+                # finishes the move instead of running the job again.
+                self.store.write(record)
+                return Path(self._to_done(str(claim.path), claim.job_id, now))
         finally:
             claim.lock.release()
 
@@ -608,7 +614,8 @@ class Queue:
         """The job failed for good: record it, move it to failed/ with <id>.error, drop the lock."""
         self._require_held(claim)
         try:
-            return Path(self._fail_claimed(claim, error or "failed without a message"))
+            with _io("fail the job"):
+                return Path(self._fail_claimed(claim, error or "failed without a message"))
         finally:
             claim.lock.release()
 
@@ -626,38 +633,43 @@ class Queue:
         did not fail, so it neither spends an attempt nor waits."""
         self._require_held(claim)
         try:
-            attempts = claim.record.attempts
-            if count_attempt and attempts >= max_attempts:
-                why = error or "released"
-                return Path(self._fail_claimed(claim, f"{why}; gave up after {attempts} attempts"))
-            if not count_attempt:
-                attempts = max(attempts - 1, 0)
-            now = time.time()
-            wait = self.backoff(claim.record.attempts) if delay else 0.0
-            self.store.write(
-                Record(
-                    claim.job_id,
-                    JobState.QUEUED,
-                    attempts,
-                    claim.record.queued_at,
-                    iso_utc(now),
-                    lane=claim.record.lane,
-                    error=error or None,
-                )
-            )
-            if wait > 0:
-                not_before = int(now + wait + 0.999)
-                target = f"{self._delayed}/{claim.job_id}.{not_before}.json"
-            else:
-                target = f"{self._queue}/{claim.job_id}.json"
-            src = str(claim.path)
-            try:
-                fsops.rename_noreplace(src, target)
-            except FileExistsError:
-                return Path(self._duplicate_to_failed(src, claim.job_id, target))
-            return Path(target)
+            with _io("release the job"):
+                return Path(self._release(claim, max_attempts, error, count_attempt, delay))
         finally:
             claim.lock.release()
+
+    def _release(
+        self, claim: Claim, max_attempts: int, error: str, count_attempt: bool, delay: bool
+    ) -> str:
+        attempts = claim.record.attempts
+        if count_attempt and attempts >= max_attempts:
+            why = error or "released"
+            return self._fail_claimed(claim, f"{why}; gave up after {attempts} attempts")
+        if not count_attempt:
+            attempts = max(attempts - 1, 0)
+        now = time.time()
+        wait = self.backoff(claim.record.attempts) if delay else 0.0
+        record = Record(
+            claim.job_id,
+            JobState.QUEUED,
+            attempts,
+            claim.record.queued_at,
+            iso_utc(now),
+            lane=claim.record.lane,
+            error=error or None,
+        )
+        self.store.write(record)
+        if wait > 0:
+            not_before = int(now + wait + 0.999)
+            target = f"{self._delayed}/{claim.job_id}.{not_before}.json"
+        else:
+            target = f"{self._queue}/{claim.job_id}.json"
+        src = str(claim.path)
+        try:
+            fsops.rename_noreplace(src, target)
+        except FileExistsError:
+            return self._duplicate_to_failed(src, claim.job_id, target)
+        return target
 
     def backoff(self, attempt: int) -> float:
         """Seconds a job waits in delayed/ after failing attempt number `attempt`."""
@@ -667,7 +679,10 @@ class Queue:
 
     def promote_due(self, now: float | None = None) -> list[str]:
         """Move retries whose not-before time has come from delayed/ to queue/; their ids."""
-        now = time.time() if now is None else now
+        with _io("move due retries back to queue/"):
+            return self._promote_due(time.time() if now is None else now)
+
+    def _promote_due(self, now: float) -> list[str]:
         promoted = []
         for name in _listdir(self._delayed):
             if name[0] == "." or not name.endswith(".json"):
@@ -709,12 +724,13 @@ class Queue:
         self.check()
         now = time.time() if now is None else now
         results = []
-        for name in _listdir(self._claimed):
-            if name[0] == "." or not name.endswith(".json"):
-                continue
-            item = self._recover_one(name, stale_after, max_attempts, dry_run, now)
-            if item is not None:
-                results.append(item)
+        with _io("recover claims"):
+            for name in _listdir(self._claimed):
+                if name[0] == "." or not name.endswith(".json"):
+                    continue
+                item = self._recover_one(name, stale_after, max_attempts, dry_run, now)
+                if item is not None:
+                    results.append(item)
         return results
 
     def _recover_one(
@@ -793,7 +809,7 @@ class Queue:
         if unreadable is not None:
             state, destination = JobState.FAILED, f"{self._failed}/{job_id}.json"
         elif prev is not None and prev.state is JobState.SUCCEEDED:
-            state, destination = JobState.SUCCEEDED, f"{self._done_dir(now)}/{job_id}.json"
+            state, destination = JobState.SUCCEEDED, f"{self._day_path(now)}/{job_id}.json"
         elif attempts >= max_attempts:
             state, destination = JobState.FAILED, f"{self._failed}/{job_id}.json"
         else:
@@ -928,8 +944,8 @@ class Queue:
         return found
 
     def locate(self, job_id: str) -> JobLocation | None:
-        """Where the job's file is now (None if it is nowhere), without listing done/ unless the
-        record does not say which day it finished."""
+        """Where the job's file is now, or None if it is nowhere. done/ is searched in the day
+        its record says it finished first, then newest day first."""
         validate_job_id(job_id)
         for directory, job_state in (
             (self._queue, JobState.QUEUED),
@@ -945,7 +961,14 @@ class Queue:
             for name in _job_names(directory):
                 if name[:-5].rpartition(".")[0] == job_id:
                     return JobLocation(job_id, job_state, Path(f"{directory}/{name}"))
-        for day in reversed(self._done_days()):
+        try:
+            record = self.store.read(job_id)
+        except RecordError:
+            record = None
+        days = self._done_days()[::-1]
+        if record is not None and record.updated_at[:10] in days:
+            days.insert(0, record.updated_at[:10])
+        for day in days:
             path = f"{self._done}/{day}/{job_id}.json"
             if os.path.lexists(path):
                 return JobLocation(job_id, JobState.SUCCEEDED, Path(path))
@@ -974,24 +997,27 @@ class Queue:
             name for name in _listdir(self._done) if name[0] != "." and name[:1].isdigit()
         )
 
+    def _day_path(self, now: float) -> str:
+        return f"{self._done}/{time.strftime('%Y-%m-%d', time.gmtime(now))}"
+
     def _done_dir(self, now: float) -> str:
-        day = time.strftime("%Y-%m-%d", time.gmtime(now))
-        directory = f"{self._done}/{day}"
-        if day != self._day:
+        """Today's done/ bucket, created on first use (once per day and process)."""
+        directory = self._day_path(now)
+        if directory != self._day:
             with contextlib.suppress(FileExistsError):
                 os.mkdir(directory, 0o700)
-            self._day = day
+            self._day = directory
         return directory
 
     def _to_terminal(self, src: str, directory: str, job_id: str) -> str:
         """Move into done/ or failed/: <id>.json, or the unique claimed name if that is taken."""
         target = f"{directory}/{job_id}.json"
         try:
-            fsops.rename_noreplace(src, target)
+            _rename_into(src, target)
         except FileExistsError:
             target = f"{directory}/{os.path.basename(src)}"
             try:
-                fsops.rename_noreplace(src, target)
+                _rename_into(src, target)
             except FileExistsError:
                 raise QueueError(
                     f"{target}: already exists; {src} was left where it is",
@@ -1008,7 +1034,7 @@ class Queue:
         fsops.replace_file(
             target[:-5] + ".error",
             text.encode("utf-8", "replace"),
-            tmp=self._tmp_name(job_id, "error"),
+            tmp=self._tmp_name("error"),
             durable=self.durable,
         )
         return target
@@ -1054,6 +1080,30 @@ def _check_access(path: str, st: os.stat_result) -> None:
         )
 
 
+def _rename_into(src: str, target: str) -> None:
+    """rename_noreplace, re-creating the target's directory if someone cleaned it away (a
+    done/ day bucket) while the source is still there."""
+    try:
+        fsops.rename_noreplace(src, target)
+    except FileNotFoundError:
+        if not os.path.lexists(src):
+            raise
+        os.makedirs(os.path.dirname(target), mode=0o700, exist_ok=True)
+        fsops.rename_noreplace(src, target)
+
+
+@contextlib.contextmanager
+def _io(action: str) -> Iterator[None]:
+    """OSErrors (disk full, permissions) become QueueError naming the file: exit 69, no trace."""
+    try:
+        yield
+    except OSError as exc:
+        raise QueueError(
+            f"{exc.filename or 'queue'}: cannot {action} ({exc.strerror or exc})",
+            "check free space and permissions in the queue directory (`lanekit doctor`)",
+        ) from exc
+
+
 def _listdir(directory: str) -> list[str]:
     try:
         return os.listdir(directory)
@@ -1095,10 +1145,9 @@ class Claimer:
     are in progress) and walks forward, wrapping around. A lost race (ENOENT) is silent; it
     jumps ahead by a growing random stride (anywhere, after `_MISS_LIMIT` losses in a row),
     and lists again only after a full pass or once it lost more races than it won on this
-    listing. Never one
-    listing per claim: with 100k queued files a
-    listing costs tens of milliseconds, and runners that all re-list and go for the head
-    collapse throughput (design.md section 3).
+    listing. Never one listing per claim: with 100k queued files a listing costs tens of
+    milliseconds, and runners that all re-list and go for the head collapse throughput
+    (design.md section 3).
 
     claim() hands out only jobs that can run. Files that cannot (corrupt, invalid id, record
     unreadable, already succeeded, a duplicate of a running id) are settled on the spot and
@@ -1227,7 +1276,10 @@ class Claimer:
             # leaves the claim alone because this process is alive.
             fcntl.flock(lock.fd, fcntl.LOCK_EX)
             written = os.fstat(lock.fd).st_mtime
-            os.utime(lock.fd)  # the claim's age starts now (rename keeps the old mtime)
+            # The claim's age starts now (rename keeps the old mtime). Best effort: a file we
+            # may not touch keeps its mtime as the age.
+            with contextlib.suppress(OSError):
+                os.utime(lock.fd)
             data = _read_all(lock.fd)
             return self._admit(
                 job_id=job_id,
@@ -1238,12 +1290,17 @@ class Claimer:
                 data=data,
                 written=written,
             )
-        except BaseException:
+        except BaseException as exc:
             if lock.held:
                 # Never strand a claim on an unexpected error: put the job back.
                 with contextlib.suppress(OSError):
                     fsops.rename_noreplace(path, src)
                 lock.release()
+            if isinstance(exc, OSError):
+                raise QueueError(
+                    f"{exc.filename or path}: cannot claim job {job_id} ({exc.strerror or exc})",
+                    "check free space and permissions in the queue directory (`lanekit doctor`)",
+                ) from exc
             raise
 
     def _admit(
@@ -1301,7 +1358,9 @@ class Claimer:
         record = Record(job_id, JobState.RUNNING, 0, queued_at, stamp, lane=self.lane)
         record = record.carry_over(prev)
         record = replace(record, attempts=record.attempts + 1)
-        queue.store.write(record)
+        # Not fsynced even on a durable queue: losing it to a power cut only loses the count
+        # of the attempt that was cut short; the settling record that follows is durable.
+        queue.store.write(record, durable=False)
         return Claim(job_id, Path(path), record.attempts, owner, record, lock)
 
     def _other_claim(self, job_id: str, ours: str) -> str | None:
@@ -1325,11 +1384,12 @@ class Claimer:
         try:
             if reason is DropReason.ALREADY_SUCCEEDED:
                 # Kept under its claimed name: done/ already holds the run that succeeded.
-                name = os.path.basename(path)
-                target = f"{queue._done_dir(now)}/{name}"
-                fsops.rename_noreplace(path, target)
+                target = f"{queue._done_dir(now)}/{os.path.basename(path)}"
+                _rename_into(path, target)
             else:
-                if reason in {DropReason.CORRUPT, DropReason.DUPLICATE}:
+                # Only a corrupt job's record is ours to change: a duplicate's belongs to the
+                # copy that runs, an unreadable one stays for inspection, an invalid id has none.
+                if reason is DropReason.CORRUPT:
                     queue._write_failed_record(job_id, prev, detail, now)
                 target = queue._to_failed(path, job_id, detail)
         finally:
@@ -1337,10 +1397,15 @@ class Claimer:
         return Dropped(job_id, reason, detail, Path(target))
 
     def _refuse_unclaimable(self, src: str, job_id: str, name: str) -> Dropped:
-        """A name too long to carry an owner: straight to failed/ (a rename, so one mover wins)."""
-        detail = f"job id is too long to claim ({len(job_id)} characters, at most {MAX_ID_LENGTH})"
+        """A name too long to carry an owner: straight to failed/ (a rename, so one mover wins),
+        under a shortened name so that its .error fits beside it."""
+        short = f"{job_id[:160]}~{os.urandom(4).hex()}"
+        detail = (
+            f"job id is too long to claim ({len(job_id)} characters, at most {MAX_ID_LENGTH}); "
+            f"the file was {name}"
+        )
         try:
-            target = self.queue._to_failed(src, job_id, detail)
+            target = self.queue._to_failed(src, short, detail)
         except FileNotFoundError:
             raise _LostRaceError from None
         self._skip.add(name)

@@ -22,11 +22,21 @@ and picks exactly one action per lane:
                 `apply` still sees the change (and `apply` twice is a no-op only once everything
                 has been applied). `--wait S` or `--force` carry out the deferred steps.
 
-Safety of a reload: `apply` takes the lane lock (the same flock the runner holds for a whole run)
-before it boots a lane out and keeps it until the bootstrap is done, so a run that launchd starts
-in that window finds the lane busy and claims nothing. The plist and snapshot are written after
-the bootout succeeded, so a failed bootout leaves the old, still-loaded files in place and the
-next `apply` tries again.
+Safety of a reload: `apply` takes the lane lock (the same flock the runner holds for a whole
+run) before it boots a lane out, re-checks list() for a pid while holding it, and keeps it until
+the label has left launchd, so a run that launchd starts in that window finds the lane busy and
+claims nothing. The lock is dropped before the bootstrap (a RunAtLoad run must not find the lane
+busy). The plist and snapshot are written after the bootout succeeded, so a failed bootout
+leaves the old, still-loaded files in place and the next `apply` tries again.
+
+Other decisions:
+- bootout is followed by polling list() until the label is gone, bounded by ExitTimeOut + 5 s;
+  36 (already stopping) is waited out, 3/113 (not loaded) count as gone. bootstrap failing
+  with 5 or 37 (the old instance still draining) is retried once after another drain; every
+  other code fails that lane only, with launchctl's meaning and hint.
+- A label disabled in launchd is enabled before its bootstrap, as `brew services start` does:
+  lanes.toml lists the lane, and apply is the user's explicit request to run it.
+- `--wait S` is one budget for the whole apply; lanes that need no waiting are done first.
 """
 
 from __future__ import annotations
@@ -248,7 +258,7 @@ def _plan_lane(
         change = "missing" if snapshot is None else f"changed ({_snapshot_change(snapshot, want)})"
         return act(
             ActionKind.SNAPSHOT,
-            f"run snapshot {change}; plist unchanged, so no reload: the next run reads it",
+            f"run snapshot {change}, plist unchanged: no reload needed",
             write_snapshot=True,
         )
     return act(ActionKind.UNCHANGED, "plist and snapshot up to date, loaded")
@@ -592,7 +602,7 @@ def _carry_out(
     try:
         if action.kind is ActionKind.SNAPSHOT:
             write_atomic(paths.snapshot_for(label), want.snapshot)
-            return Outcome(action, Result.DONE, "snapshot written; no reload needed")
+            return Outcome(action, Result.DONE, "snapshot written; the next run reads it")
         _prepare_dirs(lane)
         notes: list[str] = []
         if action.bootout:

@@ -250,11 +250,15 @@ class RecordStore:
             )
         return record
 
-    def write(self, record: Record) -> None:
-        """Replace the record of `record.job_id` atomically."""
-        tmp = f"{self._tmp}/.{record.job_id}.{os.getpid()}.{next(_tmp_serial)}.rec"
+    def write(self, record: Record, *, durable: bool | None = None) -> None:
+        """Replace the record of `record.job_id` atomically; `durable` overrides the store's
+        setting for one write (the queue skips fsyncs for the short-lived `running` record)."""
+        tmp = f"{self._tmp}/.rec.{os.getpid()}.{next(_tmp_serial)}"
         fsops.replace_file(
-            f"{self._dir}/{record.job_id}.json", record.to_bytes(), tmp=tmp, durable=self.durable
+            f"{self._dir}/{record.job_id}.json",
+            record.to_bytes(),
+            tmp=tmp,
+            durable=self.durable if durable is None else durable,
         )
 
     def ids(self) -> list[str]:

@@ -119,7 +119,12 @@ class LaneStatus:
     runs: int | None
     schedule: str
     next_fire: datetime | None
+    """The next calendar fire (naive local time). None when nothing will start the lane (not
+    loaded, no schedule) or when the time is not knowable: a StartInterval timer runs from
+    the moment launchd loaded the job, which launchd does not report (see `interval`)."""
     queue: QueueSummary
+    interval: int | None = None
+    """StartInterval seconds when the lane is loaded with one: it fires within this long."""
 
 
 def status(
@@ -175,7 +180,8 @@ def _lane_status(
         last_exit=last_exit,
         has_schedule=not lane.schedule.is_empty,
     )
-    fires = schedule_next_fires(lane.schedule, now, 1)
+    knowable = entry is not None and lane.schedule.interval is None
+    fires = schedule_next_fires(lane.schedule, now, 1) if knowable else []
     return LaneStatus(
         lane=lane.name,
         label=lane.label,
@@ -187,6 +193,7 @@ def _lane_status(
         schedule=describe_schedule(lane.schedule),
         next_fire=fires[0] if fires else None,
         queue=_queue_summary(lane),
+        interval=lane.schedule.interval if entry is not None else None,
     )
 
 

@@ -12,6 +12,7 @@ from rich.text import Text
 from lanekit.cli.render import error, json_out, line, stdout, warning
 from lanekit.launchd import LaunchctlError
 from lanekit.reconcile import (
+    ActionKind,
     ApplyResult,
     KickResult,
     Outcome,
@@ -107,6 +108,8 @@ def _explain(outcome: Outcome) -> str:
     if outcome.result is Result.PLANNED:
         return f"{action.reason} -> {', '.join(action.steps)}"
     if outcome.result is Result.DONE:
+        if action.kind is ActionKind.CREATE:
+            return outcome.detail
         return f"{outcome.detail} ({action.pending or action.reason})"
     if outcome.result in {Result.SKIPPED, Result.FAILED}:
         return outcome.detail
@@ -208,7 +211,7 @@ def _status_cells(row: LaneStatus) -> tuple[str, ...]:
         _dash(row.pid),
         _short_exit(row.last_exit),
         _dash(row.runs),
-        row.next_fire.strftime("%Y-%m-%d %H:%M") if row.next_fire else "-",
+        _next_fire(row),
         _dash(q.queued),
         _dash(q.delayed),
         _dash(q.claimed),
@@ -216,6 +219,14 @@ def _status_cells(row: LaneStatus) -> tuple[str, ...]:
         _dash(q.failed),
         _age(q.oldest_claim_age),
     )
+
+
+def _next_fire(row: LaneStatus) -> str:
+    if row.next_fire is not None:
+        return row.next_fire.strftime("%Y-%m-%d %H:%M")
+    if row.interval is not None:
+        return f"within {_age(row.interval)}"
+    return "-"
 
 
 def _dash(value: object) -> str:
