@@ -141,13 +141,18 @@ def run_chaos(
             now = time.monotonic()
             if now - started > timeout:
                 raise SystemExit(f"chaos: gave up after {timeout:.0f}s with work left")
-            for i, proc in enumerate(slots):
-                if proc is not None and proc.poll() is not None:
-                    slots[i] = proc = None
-                if proc is None:
-                    # launchd starts the lane again on its next fire; here: at once
-                    slots[i] = subprocess.Popen(argv, stdout=out, stderr=out)
-                    runs_started += 1
+            for i, slot in enumerate(slots):
+                if slot is not None and slot.poll() is not None:
+                    slots[i] = None
+            live = [p for p in slots if p is not None]
+            if not live and _queue_empty(queue):
+                break  # checked with no runner alive: a killed one's claim would show here
+            if not _queue_empty(queue):
+                for i, slot in enumerate(slots):
+                    if slot is None:
+                        # launchd starts the lane again on its next fire; here: at once
+                        slots[i] = subprocess.Popen(argv, stdout=out, stderr=out)
+                        runs_started += 1
             if kill_every_ms > 0 and now >= next_kill:
                 next_kill = now + kill_every_ms / 1000
                 live = [p for p in slots if p is not None and p.poll() is None]
@@ -155,8 +160,6 @@ def run_chaos(
                     victim = rng.choice(live)
                     victim.send_signal(signal.SIGKILL)
                     kills += 1
-            if _queue_empty(queue) and all(p is None or p.poll() is not None for p in slots):
-                break
             if progress and now - last_report > 5:
                 last_report = now
                 counts = queue.counts()

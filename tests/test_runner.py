@@ -476,6 +476,29 @@ def test_stop_signal_is_forwarded_and_the_job_restored(root: Path) -> None:
     assert [(e["job"], e["reason"]) for e in requeued] == [(ran, "signal")]
 
 
+def test_stop_during_a_claim_starts_nothing(root: Path) -> None:
+    """A stop that lands while a job is being claimed: that job is given back unstarted."""
+    spec = make_spec(root, ["tool"], max_seconds=1000.0)
+    queue = queue_of(spec)
+    job_id = queue.enqueue({"n": 1})
+    calls = [0]
+
+    def clock() -> float:
+        calls[0] += 1
+        if calls[0] == 2:  # the deadline check just before the first claim
+            os.kill(os.getpid(), signal.SIGTERM)
+        return 0.0
+
+    launcher = FakeLauncher()
+    result = run_lane(spec, launcher=launcher, clock=clock)
+    assert (result.exit_code, result.requeued) == (ExitCode.INTERRUPTED, 1)
+    assert launcher.calls == []
+    assert names(spec.queue_dir / "queue") == [f"{job_id}.json"]
+    record = RecordStore(spec.queue_dir / "records").read(job_id)
+    assert record is not None
+    assert (record.state, record.attempts) == (JobState.QUEUED, 0)
+
+
 def test_every_log_line_parses(root: Path) -> None:
     """Every line the runner writes is logfmt with ts, lane and event."""
     spec = make_spec(root, ["tool"], max_attempts=1)

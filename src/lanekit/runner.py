@@ -211,11 +211,12 @@ class _StopHandler:
     def __exit__(self, *exc: object) -> None:
         signal.setitimer(signal.ITIMER_REAL, 0)
         for sig, handler in self._previous.items():
-            signal.signal(sig, handler)
+            # None: the old handler was not installed from Python; the default is the best guess
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
 
-    @property
     def stopping(self) -> bool:
-        """A stop signal arrived: claim nothing more."""
+        """A stop signal arrived: claim nothing more. (A method, not a property: the answer
+        changes under the caller's feet, whenever a signal arrives.)"""
         return self.signum is not None
 
     def started(self, job: Job) -> None:
@@ -385,7 +386,7 @@ class _LaneRun:
         reason = "empty"
         if not nothing_queued(self.spec.queue_dir):
             reason = self._work(started)
-        if self.stop.stopping:
+        if self.stop.stopping():
             reason = "signal"
             code = ExitCode.INTERRUPTED
         elif self.failed or self.requeued:
@@ -435,7 +436,7 @@ class _LaneRun:
         claimer = queue.claimer(lane=spec.lane, on_drop=self._dropped)
         deadline = None if spec.max_seconds is None else started + spec.max_seconds
         ran = 0
-        while not self.stop.stopping:
+        while not self.stop.stopping():
             if ran >= spec.max_jobs:
                 return "max-jobs"
             if deadline is not None and self.clock() >= deadline:
@@ -468,6 +469,11 @@ class _LaneRun:
         spec, log, stop = self.spec, self.log, self.stop
         log.event("claimed", job=claim.job_id, attempt=claim.attempt)
         try:
+            if stop.stopping():
+                # The stop arrived while this job was being claimed: do not start it.
+                self._give_back(queue, claim)
+                log.event("requeued", job=claim.job_id, reason="signal")
+                return
             began = self.clock()
             try:
                 job = self.launcher(
@@ -486,12 +492,12 @@ class _LaneRun:
             stop.started(job)
             try:
                 code = job.wait()
-                if stop.stopping:
+                if stop.stopping():
                     stop.finish_group(job)
             finally:
                 stop.finished()
             duration = f"{self.clock() - began:.3f}"
-            if stop.stopping:
+            if stop.stopping():
                 self._give_back(queue, claim)
                 log.event(
                     "requeued", job=claim.job_id, reason="signal", exit=code, duration=duration

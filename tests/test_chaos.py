@@ -1,0 +1,74 @@
+"""The small chaos run: concurrent `lanekit run` processes under SIGKILL lose nothing and
+never succeed a job twice (scripts/chaos.py; the full run is in docs/benchmarks.md)."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "chaos.py"
+
+
+def _load() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("lanekit_chaos", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses resolve annotations through sys.modules
+    spec.loader.exec_module(module)
+    return module
+
+
+chaos = _load()
+
+
+@pytest.mark.slow
+def test_small_chaos_run_loses_nothing(tmp_path: Path) -> None:
+    """200 jobs, 4 runners started again and again, one SIGKILLed every 100 ms: every job
+    reaches done/ exactly once, with a succeeded record, and really ran."""
+    result = chaos.run_chaos(
+        jobs=200, runners=4, kill_every_ms=100, seed=7, root=tmp_path / "chaos", timeout=300
+    )
+    assert result.kills > 0, "the run finished before any runner was killed"
+    assert result.runs_started > 4
+    assert (result.done, result.lost, result.succeeded_twice, result.failed) == (200, 0, 0, 0)
+    assert result.done_without_record == 0
+    assert result.done_without_execution == 0
+    assert result.executions == 200 + result.executions_beyond_one
+    assert result.ok
+
+
+def test_ok_requires_no_loss_and_no_double_success() -> None:
+    """The verdict fails on a lost job, a double success, an unrecorded or unexecuted done job
+    or a failed job; at-least-once re-executions alone do not fail it."""
+    good = chaos.ChaosResult(
+        jobs=10,
+        runners=2,
+        kill_every_ms=100,
+        seed=1,
+        runs_started=5,
+        kills=3,
+        seconds=1.0,
+        done=10,
+        failed=0,
+        lost=0,
+        succeeded_twice=0,
+        done_without_record=0,
+        done_without_execution=0,
+        executions=12,
+        executions_beyond_one=2,
+        recovered_events=2,
+    )
+    assert good.ok
+    for field in (
+        "lost",
+        "succeeded_twice",
+        "done_without_record",
+        "done_without_execution",
+        "failed",
+    ):
+        assert not dataclasses.replace(good, **{field: 1}).ok, field
