@@ -30,7 +30,18 @@ def test_demo_five_lanes_no_duplicates_no_losses(tmp_path: Path) -> None:
     assert ids == {"path.command-missing"}
     assert all(f.subject == "publish" for f in report.findings)
     assert "lanekit-demo-publish" in report.findings[0].message
-    assert list(root.iterdir()) == [], "the demo leaves nothing behind without --keep"
+    assert not root.exists(), "the demo removes the directory it created, without --keep"
+
+
+@pytest.mark.slow
+def test_demo_in_an_existing_empty_dir_leaves_it_empty(tmp_path: Path) -> None:
+    """A directory the user made is kept, but emptied: nothing of the demo is left behind."""
+    root = tmp_path / "mine"
+    root.mkdir()
+    report = run_demo(directory=root, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+    assert report.drain.duplicates == report.drain.lost == 0
+    assert root.is_dir()
+    assert list(root.iterdir()) == []
 
 
 @pytest.mark.slow

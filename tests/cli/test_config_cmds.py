@@ -411,7 +411,7 @@ def test_validate_json(cli: Cli) -> None:
     assert result.exit_code == 0
     assert json.loads(result.stdout)["lanes"] == [
         {
-            "name": "funnel",
+            "lane": "funnel",
             "label": "local.lanekit.funnel",
             "queue": "notes",
             "schedule": "every day at 10:40",

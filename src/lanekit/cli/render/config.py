@@ -72,11 +72,11 @@ def _validation_json(check: ConfigCheck) -> dict[str, Any]:
         "schema": VALIDATE_SCHEMA,
         "config": check.display,
         "ok": check.ok,
-        "errors": [{"message": e.message, "hint": e.hint} for e in check.errors],
+        "errors": [{"message": e.message, "hint": e.hint or None} for e in check.errors],
         "warnings": list(check.warnings),
         "lanes": [
             {
-                "name": lane.name,
+                "lane": lane.name,
                 "label": lane.label,
                 "queue": lane.queue.name,
                 "schedule": describe_schedule(lane.schedule),
