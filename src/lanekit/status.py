@@ -7,19 +7,17 @@ as a table; everything that asks launchd or the disk lives in `status()`, which 
 
 from __future__ import annotations
 
-import signal
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
 from lanekit.config import Config, LaneSpec, select_lanes
-from lanekit.errors import ExitCode, LanekitError
+from lanekit.errors import LanekitError
+from lanekit.exits import describe_exit
 from lanekit.launchd import LaunchctlError, Launchd, ListEntry
 from lanekit.paths import Paths
 from lanekit.reconcile import NOT_LOADED
-
-EX_CONFIG = 78
 
 
 class LaneState(StrEnum):
@@ -62,34 +60,6 @@ def lane_state(facts: LaneFacts) -> LaneState:
     if facts.last_exit not in (None, 0):
         return LaneState.ERROR
     return LaneState.SCHEDULED if facts.has_schedule else LaneState.IDLE
-
-
-_EXIT_MEANINGS = {
-    int(ExitCode.FAILURE): "some jobs failed",
-    int(ExitCode.USAGE): "lanekit usage error: bad snapshot or arguments",
-    int(ExitCode.UNAVAILABLE): "environment unusable: queue dirs missing or unwritable",
-    int(ExitCode.INTERRUPTED): "stopped by a signal, jobs restored",
-    EX_CONFIG: "EX_CONFIG: launchd could not start the job",
-    126: "command found but not executable",
-    127: "command not found",
-}
-
-
-def describe_exit(last_exit: int | None) -> str:
-    """launchctl's last exit status in words: `exit code N (...)` or `killed by SIGTERM`."""
-    if last_exit is None:
-        return "never exited"
-    if last_exit < 0:
-        return f"killed by {_signal_name(-last_exit)}"
-    meaning = _EXIT_MEANINGS.get(last_exit)
-    return f"exit code {last_exit} ({meaning})" if meaning else f"exit code {last_exit}"
-
-
-def _signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,6 @@ touching the queue.
 from __future__ import annotations
 
 import os
-import signal
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -34,6 +33,7 @@ from lanekit.doctor import (
     plist_target,
 )
 from lanekit.errors import ExitCode, UsageError
+from lanekit.exits import describe_exit
 from lanekit.paths import Paths
 
 PREFLIGHT = (
@@ -51,54 +51,12 @@ PREFLIGHT = (
 TAIL_LINES = 20
 """Lines of stderr shown after the run."""
 
-SYSEXITS = {
-    64: "EX_USAGE",
-    65: "EX_DATAERR",
-    66: "EX_NOINPUT",
-    67: "EX_NOUSER",
-    68: "EX_NOHOST",
-    69: "EX_UNAVAILABLE",
-    70: "EX_SOFTWARE",
-    71: "EX_OSERR",
-    72: "EX_OSFILE",
-    73: "EX_CANTCREAT",
-    74: "EX_IOERR",
-    75: "EX_TEMPFAIL",
-    76: "EX_PROTOCOL",
-    77: "EX_NOPERM",
-    78: "EX_CONFIG",
-}
-
-_RUNNER_EXITS = {
-    0: "ran, or nothing to do",
-    1: "some jobs failed (they are back in queue/ or in failed/)",
-    2: "usage error: bad snapshot or arguments",
-    69: "environment unusable: queue directories missing, unwritable or cross-device",
-    75: "stopped by a signal, jobs restored",
-}
-_SHELL_EXITS = {
-    126: "a command was found but could not be executed",
-    127: "a command was not found on the job's PATH",
-}
-
 
 def decode_status(exit_code: int | None, sig: int | None, *, lanekit_runner: bool) -> str:
-    """An exit status in words: `exit 127 (a command was not found on the job's PATH)`."""
-    if sig is not None:
-        try:
-            name = signal.Signals(sig).name
-        except ValueError:
-            name = f"signal {sig}"
-        return f"killed by {name} ({sig})"
-    if exit_code is None:
+    """An exit status in words: `exit code 127 (command not found)`, or `did not run`."""
+    if exit_code is None and sig is None:
         return "did not run"
-    meaning = (_RUNNER_EXITS if lanekit_runner else {}).get(exit_code)
-    meaning = meaning or _SHELL_EXITS.get(exit_code)
-    if meaning is None and exit_code in SYSEXITS:
-        meaning = SYSEXITS[exit_code]
-    if meaning is None:
-        meaning = "success" if exit_code == 0 else "failure"
-    return f"exit {exit_code} ({meaning})"
+    return describe_exit(exit_code, sig, lanekit_runner=lanekit_runner)
 
 
 @dataclass(frozen=True, slots=True)

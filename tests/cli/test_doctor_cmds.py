@@ -211,7 +211,7 @@ def test_try_a_plist_reports_exit_and_stderr(tmp_path: Path, home: Paths) -> Non
     )
     code, out, _ = invoke("try", "--plist", str(plist))
     assert code == 1
-    assert "result: exit 3 (failure) in " in out
+    assert "result: exit code 3 in " in out
     assert f"stderr ({tmp_path / 'err.log'}), last 1 line:\n  oops\n" in out
 
 
