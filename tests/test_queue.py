@@ -728,6 +728,20 @@ def test_dry_run_moves_nothing(queue: Queue) -> None:
     assert path.exists() and names(queue.queue) == []
 
 
+def test_recover_sweeps_our_stale_temp_files_only(queue: Queue) -> None:
+    """Temp files a killed lanekit process left in tmp/ over an hour ago are removed; fresh
+    ones and producers' own files are not."""
+    old, fresh, foreign = queue.tmp / ".rec.1.1", queue.tmp / ".rec.1.2", queue.tmp / "x.partial"
+    for path in (old, fresh, foreign):
+        path.write_bytes(b"")
+    os.utime(old, (time.time() - 7200, time.time() - 7200))
+    os.utime(foreign, (time.time() - 7200, time.time() - 7200))
+    queue.recover(stale_after=3600, max_attempts=3, dry_run=True)
+    assert old.exists()
+    queue.recover(stale_after=3600, max_attempts=3)
+    assert not old.exists() and fresh.exists() and foreign.exists()
+
+
 def _recover_worker(root: str, barrier: Barrier, out: Connection) -> None:
     queue = Queue(Path(root), durable=False)
     barrier.wait()

@@ -95,3 +95,27 @@ def test_readme_links_exist() -> None:
     for target in re.findall(r"\]\(([^)#]+)\)", README.read_text(encoding="utf-8")):
         if "://" not in target:
             assert (ROOT / target).exists(), target
+
+
+def test_readme_bash_producer_enqueues_a_job_the_runner_accepts(tmp_path: Path) -> None:
+    """The README's enqueue-without-lanekit snippet, run by bash, yields a job that lanekit
+    claims like its own (record created at claim), and that sorts among lanekit's ids."""
+    from lanekit.queue import Queue
+
+    (block,) = [b for b in _blocks("sh") if 'ln "$q/tmp/' in b]
+    queue = Queue(tmp_path / "q")
+    queue.ensure()
+    own = queue.enqueue({"n": 0})
+    script = block.replace("q=~/dev/note-autolike", f"q={shlex.quote(str(tmp_path / 'q'))}")
+    subprocess.run(["bash", "-euc", script], check=True, capture_output=True, timeout=30)
+    (job,) = [p for p in (tmp_path / "q" / "queue").glob("*.json") if p.stem != own]
+    assert list((tmp_path / "q" / "tmp").iterdir()) == []
+    assert len(job.stem.split("-")[0]) == len(own.split("-")[0]) == 20
+    assert job.stem < own, "a job enqueued earlier in the same second sorts before lanekit's"
+    claimer = queue.claimer(lane="readme")
+    claimed = {c.job_id: c for c in iter(claimer.claim, None)}
+    assert set(claimed) == {job.stem, own}
+    assert claimed[job.stem].record is not None
+    for claim in claimed.values():
+        queue.complete(claim)
+    assert queue.store.read(job.stem) is not None

@@ -74,6 +74,9 @@ _FIRST_WINDOW = 1024
 """A claimer's first listing keeps only the oldest this many names (one run usually takes a few
 jobs: selecting them is O(n), sorting 100k names would cost more than listing them)."""
 
+_TMP_PREFIXES = (".probe-", ".rec.", ".job.", ".error.")
+"""Names lanekit gives its temp files in tmp/ (see _tmp_name, RecordStore.write, check)."""
+_TMP_MAX_AGE = 3600.0
 _tmp_serial = itertools.count()
 _checked_roots: set[str] = set()
 """Queue directories that passed check() in this process (the runner checks on every run)."""
@@ -725,6 +728,8 @@ class Queue:
         now = time.time() if now is None else now
         results = []
         with _io("recover claims"):
+            if not dry_run:
+                self._sweep_tmp(now)
             for name in _listdir(self._claimed):
                 if name[0] == "." or not name.endswith(".json"):
                     continue
@@ -732,6 +737,17 @@ class Queue:
                 if item is not None:
                     results.append(item)
         return results
+
+    def _sweep_tmp(self, now: float) -> None:
+        """Remove our own temp files (probe, record, job, .error) that a killed process left in
+        tmp/ over an hour ago. Producers' files there are not ours and are left alone."""
+        for name in _listdir(self._tmp):
+            if not name.startswith(_TMP_PREFIXES):
+                continue
+            path = f"{self._tmp}/{name}"
+            with contextlib.suppress(FileNotFoundError):
+                if now - os.lstat(path).st_mtime > _TMP_MAX_AGE:
+                    os.unlink(path)
 
     def _recover_one(
         self, name: str, stale_after: float, max_attempts: int, dry_run: bool, now: float
