@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import fcntl
+import itertools
 import json
 import multiprocessing
 import os
@@ -11,16 +15,19 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Iterator
 from multiprocessing.connection import Connection
 from multiprocessing.synchronize import Barrier
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lanekit import fsops, procinfo
+from lanekit import fsops, procinfo, records
+from lanekit import queue as queue_module
 from lanekit.errors import ExitCode, QueueError, UsageError
 from lanekit.fsops import NoReplaceRename
 from lanekit.queue import (
@@ -31,6 +38,7 @@ from lanekit.queue import (
     JobExistsError,
     Owner,
     Queue,
+    RecordNotWrittenError,
     RecoverReason,
     new_job_id,
     own_owner,
@@ -101,6 +109,45 @@ def dead_pid() -> int:
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()
     return child.pid
+
+
+def locked(path: Path) -> bool:
+    """Whether some open file description holds the flock of `path`."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+@contextlib.contextmanager
+def hang_guard(seconds: float = 60.0) -> Iterator[None]:
+    """Turn a call that would block forever into a test failure (a guard against hangs, not a
+    timing assertion: a passing call returns at once)."""
+
+    def hung(signum: int, frame: FrameType | None) -> None:
+        raise AssertionError("blocked: waited for a lock that is never released")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+class Killed(BaseException):
+    """Stands for a SIGKILL in the middle of a write (raised from an injected seam)."""
+
+
+def restart_serials(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Temp-name counters as in a fresh process (one that got a dead process's pid)."""
+    monkeypatch.setattr(queue_module, "_tmp_serial", itertools.count(), raising=False)
+    monkeypatch.setattr(records, "_tmp_serial", itertools.count(), raising=False)
 
 
 # -- ids -------------------------------------------------------------------------------------
@@ -248,6 +295,147 @@ def test_enqueue_refuses_an_id_that_already_succeeded(queue: Queue) -> None:
     assert names(queue.queue) == []
 
 
+def test_enqueue_refused_by_a_late_collision_leaves_the_record_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A retry that a runner promotes from delayed/ to queue/ while enqueue's checks run (a
+    listing can miss a file that is being renamed): the no-replace rename refuses the new job,
+    and the record (its attempt count) is untouched, so max_attempts still holds."""
+    queue = Queue(tmp_path / "q", durable=False, backoff_base=60)
+    queue.ensure()
+    queue.enqueue({"n": 1}, job_id="inv.42")
+    for _ in range(3):
+        queue.promote_due(now=time.time() + 10**6)
+        queue.release(drain(queue)[0], max_attempts=5, error="boom")
+    before = queue.store.read("inv.42")
+    assert before is not None and (before.state, before.attempts) == (JobState.QUEUED, 3)
+
+    def checks_missed_the_promotion(self: Queue, job_id: str) -> None:
+        queue.promote_due(now=time.time() + 10**6)  # another runner, right now
+
+    monkeypatch.setattr(Queue, "_refuse_existing", checks_missed_the_promotion)
+    with pytest.raises(JobExistsError, match="already queued"):
+        queue.enqueue({"n": 2}, job_id="inv.42")
+    assert queue.store.read("inv.42") == before
+    assert json.loads((queue.queue / "inv.42.json").read_bytes()) == {"n": 1}
+    assert list(queue.tmp.iterdir()) == []
+
+
+def test_enqueue_never_overwrites_a_record_that_changed_after_the_checks(
+    queue: Queue, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """enqueue's checks are advisory (a listing can miss a file that is being renamed): when
+    the id's running copy completes right after them, enqueue keeps the succeeded record, and
+    the claimer's guard skips the new copy instead of running the id a second time."""
+    queue.enqueue({"n": 1}, job_id="pay-7")
+    claim = drain(queue)[0]
+
+    def checks_missed_the_claim(self: Queue, job_id: str) -> None:
+        queue.complete(claim)  # ... which finishes right after the checks passed
+
+    monkeypatch.setattr(Queue, "_refuse_existing", checks_missed_the_claim)
+    assert queue.enqueue({"n": 1}, job_id="pay-7") == "pay-7"
+    record = queue.store.read("pay-7")
+    assert record is not None and (record.state, record.attempts) == (JobState.SUCCEEDED, 1)
+    drops: list[Dropped] = []
+    assert drain(queue, on_drop=drops.append) == []
+    assert [(d.job_id, d.reason) for d in drops] == [("pay-7", DropReason.ALREADY_SUCCEEDED)]
+    assert queue.store.read("pay-7") == record
+
+
+def test_a_failed_id_enqueued_again_gets_a_fresh_attempt_count(queue: Queue) -> None:
+    """Once its failed/ file is removed, a failed id may be enqueued again: enqueue leaves the
+    failed record alone, and the claimer starts a new count (the failed record closed the old
+    life of the id), so the new copy has all its attempts."""
+    queue.enqueue({}, job_id="fixme")
+    for _ in range(2):
+        queue.release(drain(queue)[0], max_attempts=2, error="exit 1")
+    assert names(queue.failed) == ["fixme.error", "fixme.json"]
+    for name in names(queue.failed):
+        (queue.failed / name).unlink()
+    queue.enqueue({"fixed": True}, job_id="fixme")
+    record = queue.store.read("fixme")
+    assert record is not None and (record.state, record.attempts) == (JobState.FAILED, 2)
+    claim = drain(queue)[0]
+    assert claim.attempt == 1
+    assert (claim.record.state, claim.record.error) == (JobState.RUNNING, None)
+
+
+def test_enqueue_that_cannot_stage_its_record_queues_nothing(
+    queue: Queue, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The record is written (to tmp/) before the job becomes visible: a full disk at that
+    point is a QueueError (exit 69) and leaves no job and no temp file behind."""
+    real = fsops.write_new
+
+    def full_for_records(path: str, data: bytes, **kwargs: Any) -> None:
+        if os.path.basename(path).startswith(".rec."):
+            raise OSError(errno.ENOSPC, "No space left on device", path)
+        real(path, data, **kwargs)
+
+    monkeypatch.setattr(fsops, "write_new", full_for_records)
+    with pytest.raises(QueueError, match="cannot enqueue") as info:
+        queue.enqueue({}, job_id="full")
+    assert info.value.exit_code == ExitCode.UNAVAILABLE
+    assert all(list((queue.dir / sub).iterdir()) == [] for sub in SUBDIRS)
+
+
+def test_enqueue_whose_record_cannot_be_created_says_the_job_is_queued(
+    queue: Queue, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """If the record cannot be put in place after the job entered queue/ (EIO), the error
+    says the job is queued (so nobody enqueues it twice), no temp file stays, and the first
+    claim writes the record as for any producer's job."""
+
+    def broken(staged: str, job_id: str, *, durable: bool | None = None) -> bool:
+        os.unlink(staged)
+        raise OSError(errno.EIO, "Input/output error", str(queue.store.path(job_id)))
+
+    monkeypatch.setattr(queue.store, "create", broken)
+    with pytest.raises(QueueError, match="job late-record is queued, but its record") as info:
+        queue.enqueue({}, job_id="late-record")
+    assert info.value.exit_code == ExitCode.UNAVAILABLE
+    assert names(queue.queue) == ["late-record.json"]
+    assert list(queue.tmp.iterdir()) == [] and queue.store.read("late-record") is None
+    monkeypatch.undo()
+    claim = drain(queue)[0]
+    assert queue.store.read("late-record") == claim.record
+
+
+def test_enqueue_after_a_killed_process_with_the_same_pid(
+    queue: Queue, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Temp files a SIGKILLed enqueue left in tmp/ never collide with the names a later
+    process with the same pid picks (its counters start again at 0)."""
+    restart_serials(monkeypatch)
+    created: list[str] = []
+    real_write_new, real_rename = fsops.write_new, fsops.rename_noreplace
+
+    def recording_write_new(path: str, data: bytes, **kwargs: Any) -> None:
+        created.append(path)
+        real_write_new(path, data, **kwargs)
+
+    def killed(src: str, dst: str) -> None:
+        raise Killed
+
+    monkeypatch.setattr(fsops, "write_new", recording_write_new)
+    monkeypatch.setattr(fsops, "rename_noreplace", killed)
+    with pytest.raises(Killed):
+        queue.enqueue({"n": 1}, job_id="after-kill")
+    monkeypatch.setattr(fsops, "rename_noreplace", real_rename)
+    for path in created:  # SIGKILL runs no cleanup: the temp files stay
+        Path(path).write_bytes(b"left over")
+    assert len(os.listdir(queue.tmp)) == len(created) == 2
+    restart_serials(monkeypatch)
+    assert queue.enqueue({"n": 2}, job_id="after-kill") == "after-kill"
+    assert json.loads((queue.queue / "after-kill.json").read_bytes()) == {"n": 2}
+    record = queue.store.read("after-kill")
+    assert record is not None and record.state is JobState.QUEUED
+    claim = drain(queue)[0]
+    restart_serials(monkeypatch)
+    assert queue.fail(claim, "exit 1") == queue.failed / "after-kill.json"
+
+
 def test_enqueue_on_an_unchecked_queue_is_refused(tmp_path: Path) -> None:
     """Nothing moves before the directories are checked: a missing queue is exit 69."""
     with pytest.raises(QueueError) as info:
@@ -325,6 +513,80 @@ def test_lost_race_is_silent(queue: Queue) -> None:
     for path in queue.queue.iterdir():
         path.rename(queue.done / path.name)  # another runner got there first
     assert claimer.claim() is None
+
+
+def test_claim_passes_over_a_job_whose_lock_a_leftover_process_holds(queue: Queue) -> None:
+    """A leftover process of an earlier attempt (one that inherited the claim's lock) can
+    still hold the flock of a job file that is back in queue/: claim() never waits for it.
+    The file goes back to queue/ unchanged, like a lost race, and the other jobs are claimed."""
+    queue.enqueue({"n": 1}, job_id="stuck")
+    other = queue.enqueue({"n": 2})
+    fd = os.open(queue.queue / "stuck.json", os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # another open file description: like another process
+        with hang_guard():
+            claims = drain(queue)
+    finally:
+        os.close(fd)
+    assert [c.job_id for c in claims] == [other]
+    assert names(queue.queue) == ["stuck.json"]
+    assert json.loads((queue.queue / "stuck.json").read_bytes()) == {"n": 1}
+    record = queue.store.read("stuck")
+    assert record is not None and (record.state, record.attempts) == (JobState.QUEUED, 0)
+
+
+def test_a_locked_job_that_cannot_go_back_is_failed_as_a_duplicate(
+    queue: Queue, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """If a copy of the id was re-sent to queue/ while the claimer held the locked file, the
+    locked file cannot go back (no-replace): it goes to failed/ as a duplicate, reported to
+    on_drop, and the re-sent copy stays queued."""
+    queue.enqueue({"copy": 1}, job_id="stuck")
+    fd = os.open(queue.queue / "stuck.json", os.O_RDONLY)
+    real_flock = fcntl.flock
+
+    def resend_then_flock(lock_fd: int, operation: int) -> None:
+        if lock_fd != fd and not (queue.queue / "stuck.json").exists():
+            (queue.queue / "stuck.json").write_bytes(b'{"copy": 2}')
+        real_flock(lock_fd, operation)
+
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        monkeypatch.setattr(fcntl, "flock", resend_then_flock)
+        drops: list[Dropped] = []
+        with hang_guard():
+            assert drain(queue, on_drop=drops.append) == []
+    finally:
+        os.close(fd)
+    assert [(d.job_id, d.reason) for d in drops] == [("stuck", DropReason.DUPLICATE)]
+    assert json.loads((queue.failed / "stuck.json").read_bytes()) == {"copy": 1}
+    assert "duplicate" in (queue.failed / "stuck.error").read_text()
+    assert (queue.queue / "stuck.json").read_bytes() == b'{"copy": 2}'
+    assert names(queue.claimed) == []
+
+
+def test_a_process_given_the_claim_lock_fd_keeps_the_claim_locked(queue: Queue) -> None:
+    """Claim.lock_fd is the descriptor whose flock marks the claim alive: a child given it
+    (pass_fds) keeps the claim locked after this process closed its own copy, so recover()
+    cannot take a claim whose job still runs; the lock ends with its last holder."""
+    queue.enqueue({})
+    claim = drain(queue)[0]
+    assert claim.lock_fd >= 0 and not os.get_inheritable(claim.lock_fd)
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.read()"],
+        stdin=subprocess.PIPE,
+        pass_fds=(claim.lock_fd,),
+    )
+    try:
+        claim.lock.release()  # as when the runner is SIGKILLed: its descriptors close
+        assert claim.lock_fd == -1
+        assert locked(claim.path)
+        assert queue.recover(stale_after=0, max_attempts=3) == []
+    finally:
+        assert child.stdin is not None
+        child.stdin.close()
+        child.wait()
+    assert not locked(claim.path)
 
 
 def test_claim_on_an_empty_queue_is_none(queue: Queue) -> None:
@@ -599,17 +861,56 @@ def test_release_never_overwrites_a_queued_copy(
     assert "duplicate" in (queue.failed / f"{job_id}.error").read_text()
 
 
-def test_settling_on_a_broken_disk_is_a_queue_error_and_keeps_the_job(queue: Queue) -> None:
-    """An OS error while settling (here records/ replaced by a file) is a QueueError (exit 69)
-    naming the file; the job stays in claimed/ for recovery, nothing is lost."""
+def test_a_release_on_a_broken_disk_is_a_queue_error_and_keeps_the_job(queue: Queue) -> None:
+    """An OS error while giving a job back (here records/ replaced by a file) is a QueueError
+    (exit 69) naming the file; the job stays in claimed/ for recovery, nothing is lost."""
     queue.enqueue({})
     claim = drain(queue)[0]
     queue.records.rename(queue.dir / "records.away")
     queue.records.write_text("")
-    with pytest.raises(QueueError, match="cannot complete the job") as info:
-        queue.complete(claim)
+    with pytest.raises(QueueError, match="cannot release the job") as info:
+        queue.release(claim, max_attempts=3, error="exit 1")
     assert info.value.exit_code == ExitCode.UNAVAILABLE
     assert claim.path.exists() and not claim.held
+
+
+@pytest.mark.parametrize(
+    ("settle", "where"), [("complete", "done"), ("fail", "failed"), ("give-up", "failed")]
+)
+def test_a_settle_that_cannot_write_its_record_still_moves_the_job(
+    queue: Queue, monkeypatch: pytest.MonkeyPatch, settle: str, where: str
+) -> None:
+    """If the final record cannot be written (disk full, EIO), the finished job still leaves
+    claimed/ (a rename needs no space) and the settle raises RecordNotWrittenError (a
+    QueueError, exit 69) naming the record and where the job went: left in claimed/ with its
+    running record, recover() would run it again."""
+    job_id = queue.enqueue({})
+    claim = drain(queue)[0]
+
+    def disk_full(record: Record, *, durable: bool | None = None) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device", str(queue.store.path(job_id)))
+
+    monkeypatch.setattr(queue.store, "write", disk_full)
+    with pytest.raises(
+        RecordNotWrittenError, match=f"records/{job_id}.json: cannot record"
+    ) as info:
+        if settle == "complete":
+            queue.complete(claim)
+        elif settle == "fail":
+            queue.fail(claim, "exit 3")
+        else:
+            queue.release(claim, max_attempts=1, error="exit 3")
+    assert info.value.exit_code == ExitCode.UNAVAILABLE
+    assert not claim.held and names(queue.claimed) == []
+    moved = (day_dir(queue) if where == "done" else queue.failed) / f"{job_id}.json"
+    assert moved.exists() and str(moved) in info.value.message
+    assert (info.value.moved_to, info.value.state) == (
+        moved,
+        JobState.SUCCEEDED if where == "done" else JobState.FAILED,
+    )
+    monkeypatch.undo()
+    assert queue.recover(stale_after=0, max_attempts=3) == []
+    assert queue.claimer().claim() is None
 
 
 def test_a_cleaned_away_day_bucket_is_recreated(queue: Queue) -> None:
@@ -718,6 +1019,26 @@ def test_recover_finishes_a_success_instead_of_rerunning(queue: Queue) -> None:
     assert [(r.state, r.destination) for r in recovered] == [
         (JobState.SUCCEEDED, day_dir(queue) / "finished.json")
     ]
+
+
+def test_recover_finishes_a_failure_instead_of_rerunning(queue: Queue) -> None:
+    """Owner died after recording a failure for good but before moving the file, with
+    attempts left: the job goes to failed/ with its recorded error (not back to queue/), and
+    the failed record is kept as it is."""
+    fake_claim(queue, "broken", f"{procinfo.hosttag()}-{dead_pid()}-1")
+    failed = Record("broken", JobState.FAILED, 1, "q", "u", error="exit 3")
+    queue.store.write(failed)
+    assert [
+        (r.state, r.destination)
+        for r in queue.recover(stale_after=3600, max_attempts=3, dry_run=True)
+    ] == [(JobState.FAILED, queue.failed / "broken.json")]
+    recovered = queue.recover(stale_after=3600, max_attempts=3)
+    assert [(r.state, r.destination, r.attempts) for r in recovered] == [
+        (JobState.FAILED, queue.failed / "broken.json", 1)
+    ]
+    assert (queue.failed / "broken.error").read_text() == "exit 3\n"
+    assert queue.store.read("broken") == failed
+    assert names(queue.queue) == names(queue.claimed) == []
 
 
 def test_dry_run_moves_nothing(queue: Queue) -> None:

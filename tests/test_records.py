@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import itertools
 import json
+import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lanekit import fsops, records
 from lanekit.errors import ExitCode
 from lanekit.records import (
     SCHEMA_VERSION,
@@ -234,3 +238,58 @@ def test_succeeded_ids(tmp_path: Path) -> None:
     (tmp_path / ".ok.123.1.rec").write_bytes(b"partial")
     assert store.succeeded_ids() == {"ok"}
     assert sorted(store.ids()) == ["bad", "ok"]
+
+
+class Killed(BaseException):
+    """Stands for a SIGKILL in the middle of a write."""
+
+
+def test_store_write_after_a_killed_process_with_the_same_pid(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A temp file that a SIGKILLed writer left behind never collides with the name a later
+    process with the same pid picks (its counter starts again at 0): the write succeeds."""
+    store = RecordStore(tmp_path / "records", durable=False, tmp_dir=tmp_path)
+    (tmp_path / "records").mkdir()
+    monkeypatch.setattr(records, "_tmp_serial", itertools.count(), raising=False)
+    real = fsops.write_new
+
+    def killed_after_create(path: str, data: bytes, **kwargs: Any) -> None:
+        real(path, data, **kwargs)
+        raise Killed  # SIGKILL: no cleanup runs, the temp file stays
+
+    monkeypatch.setattr(fsops, "write_new", killed_after_create)
+    with pytest.raises(Killed):
+        store.write(GOOD)
+    monkeypatch.setattr(fsops, "write_new", real)
+    leftovers = [p.name for p in tmp_path.iterdir() if p.name.startswith(".rec.")]
+    assert len(leftovers) == 1
+    monkeypatch.setattr(records, "_tmp_serial", itertools.count(), raising=False)
+    store.write(GOOD)
+    assert store.read("j1") == GOOD
+    assert store.create(store.stage(GOOD), "j1") is False
+
+
+def test_create_never_replaces_a_record(tmp_path: Path) -> None:
+    """create() puts a staged record in place only when the job has none: an existing record
+    (a claim's, a success) is left byte for byte, and the staged file is removed either way."""
+    store = RecordStore(tmp_path / "records", durable=False, tmp_dir=tmp_path / "tmp")
+    (tmp_path / "records").mkdir()
+    (tmp_path / "tmp").mkdir()
+    queued = Record("j1", JobState.QUEUED, 0, "q", "q")
+    assert store.create(store.stage(queued), "j1") is True
+    assert store.read("j1") == queued
+    succeeded = Record("j1", JobState.SUCCEEDED, 1, "q", "u")
+    store.write(succeeded)
+    before = store.path("j1").read_bytes()
+    assert store.create(store.stage(queued), "j1") is False
+    assert store.path("j1").read_bytes() == before
+    assert os.listdir(tmp_path / "tmp") == []
+
+
+def test_durable_create(tmp_path: Path) -> None:
+    """With fsyncs on, staging and creating work the same."""
+    store = RecordStore(tmp_path)
+    assert store.create(store.stage(GOOD), "j1") is True
+    assert store.read("j1") == GOOD
+    assert [p.name for p in tmp_path.iterdir()] == ["j1.json"]

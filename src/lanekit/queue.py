@@ -30,7 +30,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import itertools
 import os
 import stat
 import time
@@ -40,7 +39,15 @@ from pathlib import Path
 
 from lanekit import fsops, procinfo
 from lanekit.errors import QueueError, UsageError
-from lanekit.records import JobState, Record, RecordError, RecordStore, iso_utc, strict_loads
+from lanekit.records import (
+    JobState,
+    Record,
+    RecordError,
+    RecordStore,
+    iso_utc,
+    strict_loads,
+    tmp_suffix,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -77,13 +84,26 @@ jobs: selecting them is O(n), sorting 100k names would cost more than listing th
 _TMP_PREFIXES = (".probe-", ".rec.", ".job.", ".error.")
 """Names lanekit gives its temp files in tmp/ (see _tmp_name, RecordStore.write, check)."""
 _TMP_MAX_AGE = 3600.0
-_tmp_serial = itertools.count()
 _checked_roots: set[str] = set()
 """Queue directories that passed check() in this process (the runner checks on every run)."""
 
 
 class JobExistsError(UsageError):
     """An id given to enqueue is already in the queue (or already succeeded)."""
+
+
+class RecordNotWrittenError(QueueError):
+    """A settled job's final record could not be written; its file was moved all the same.
+
+    Raised by complete() and fail() (and release() out of attempts) after the move: the job is
+    finished, `moved_to` is where it went (done/ or failed/), `state` what the record should
+    have said (SUCCEEDED or FAILED); the record itself may still say `running`.
+    """
+
+    def __init__(self, message: str, hint: str, *, state: JobState, moved_to: Path) -> None:
+        super().__init__(message, hint)
+        self.state = state
+        self.moved_to = moved_to
 
 
 def validate_job_id(job_id: str) -> str:
@@ -219,7 +239,11 @@ def _payload_bytes(payload: Mapping[str, Any] | bytes | str) -> bytes:
 
 
 class ClaimLock:
-    """The open claimed file whose flock marks the owner as alive (released once, idempotently)."""
+    """The open claimed file whose flock marks the owner as alive (released once, idempotently).
+
+    The flock belongs to the open file description, not to the process or the name: every
+    process that inherits the descriptor holds it too, and renames do not affect it.
+    """
 
     __slots__ = ("fd",)
 
@@ -256,6 +280,17 @@ class Claim:
     def held(self) -> bool:
         """True until complete/fail/release settled the claim."""
         return self.lock.held
+
+    @property
+    def lock_fd(self) -> int:
+        """The descriptor holding the claim's flock (-1 once settled); not inheritable.
+
+        Give it to the job's process (`subprocess.Popen(..., pass_fds=(claim.lock_fd,))` makes
+        it inheritable in the child only) and the claim stays locked for as long as the job
+        runs, even if this process is SIGKILLed: recover() takes only claims whose lock nobody
+        holds. A process that keeps it after the claim was settled (a daemon the job started)
+        keeps the job file locked; claim() then passes over that file instead of waiting."""
+        return self.lock.fd
 
 
 class DropReason(StrEnum):
@@ -308,8 +343,9 @@ class Recovered:
     reason: RecoverReason
     destination: Path
     state: JobState
-    """QUEUED (back in queue/), FAILED (out of attempts) or SUCCEEDED (its record already said
-    so: the owner died between recording the success and moving the file to done/)."""
+    """QUEUED (back in queue/), FAILED (out of attempts, or its record already said failed) or
+    SUCCEEDED (its record already said so). A record that already said so means the owner died
+    between recording the outcome and moving the file; the move is finished, the job not rerun."""
     owner: str
     attempts: int
 
@@ -528,6 +564,12 @@ class Queue:
         fsynced (no fsyncs when durable=False). A given id must pass validate_job_id and must
         not be anywhere in the queue already; an id whose record says succeeded is refused too
         (JobExistsError), because the guard would only skip it.
+
+        Those checks only make the usual refusals explicit: a listing can miss a file that is
+        being renamed. What holds under races is that enqueue never replaces anything: the job
+        enters queue/ by a no-replace rename, and its `queued` record is created only where the
+        id has none. A record that exists belongs to the id's earlier life (a claim about to
+        finish, a success, an attempt count) and stays; the claimer's guard then decides.
         """
         self.check()
         data = _payload_bytes(payload)
@@ -541,24 +583,41 @@ class Queue:
         return job_id
 
     def _write_job(self, job_id: str, data: bytes) -> None:
-        now = time.time()
-        tmp = self._tmp_name("job")
-        fsops.write_new(tmp, data, durable=self.durable)
+        stamp = iso_utc(time.time())
+        job_tmp = self._tmp_name("job")
+        fsops.write_new(job_tmp, data, durable=self.durable)
+        tmp: str | None = job_tmp
+        staged: str | None = None
         target = f"{self._queue}/{job_id}.json"
         try:
-            self.store.write(Record(job_id, JobState.QUEUED, 0, iso_utc(now), iso_utc(now)))
-            fsops.rename_noreplace(tmp, target)
-        except FileExistsError:
-            os.unlink(tmp)
-            raise JobExistsError(
-                f"job {job_id} is already queued ({target})", "give the new job another id"
-            ) from None
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
-        if self.durable:
-            fsops.fsync_dir(self._queue)
+            # Staged before the job is visible: a full disk then queues nothing. Moving it into
+            # records/ later is a rename, which needs no free space.
+            staged = self.store.stage(Record(job_id, JobState.QUEUED, 0, stamp, stamp))
+            try:
+                fsops.rename_noreplace(job_tmp, target)
+            except FileExistsError:
+                raise JobExistsError(
+                    f"job {job_id} is already queued ({target})", "give the new job another id"
+                ) from None
+            tmp = None
+            if self.durable:
+                fsops.fsync_dir(self._queue)
+            # create() owns the staged file from here on (it removes it unless it moved it).
+            staged_record, staged = staged, None
+            try:
+                self.store.create(staged_record, job_id)
+            except OSError as exc:
+                raise QueueError(
+                    f"{exc.filename or self.store.path(job_id)}: job {job_id} is queued, but "
+                    f"its record cannot be created ({exc.strerror or exc})",
+                    "the job will run (its first claim writes the record); check the queue's "
+                    "records/ directory (`lanekit doctor`)",
+                ) from exc
+        finally:
+            for leftover in (tmp, staged):
+                if leftover is not None:
+                    with contextlib.suppress(OSError):
+                        os.unlink(leftover)
 
     def _refuse_existing(self, job_id: str) -> None:
         hint = "give the new job another id"
@@ -581,7 +640,7 @@ class Queue:
 
     def _tmp_name(self, kind: str) -> str:
         """A fresh hidden name in tmp/ (ids are left out: a long one would not fit)."""
-        return f"{self._tmp}/.{kind}.{os.getpid()}.{next(_tmp_serial)}"
+        return f"{self._tmp}/.{kind}.{tmp_suffix()}"
 
     # -- consuming -------------------------------------------------------------------------
 
@@ -593,7 +652,10 @@ class Queue:
         return Claimer(self, lane=lane, on_drop=on_drop)
 
     def complete(self, claim: Claim) -> Path:
-        """The job succeeded: record it, move it to done/<UTC day>/, drop the lock."""
+        """The job succeeded: record it, move it to done/<UTC day>/, drop the lock.
+
+        If the record cannot be written the job still moves to done/, then
+        RecordNotWrittenError (see `_settle`)."""
         self._require_held(claim)
         try:
             with _io("complete the job"):
@@ -606,15 +668,17 @@ class Queue:
                     iso_utc(now),
                     lane=claim.record.lane,
                 )
-                # The record first: if we die before the move, recover() sees "succeeded" and
-                # finishes the move instead of running the job again.
-                self.store.write(record)
-                return Path(self._to_done(str(claim.path), claim.job_id, now))
+                return Path(
+                    self._settle(record, lambda: self._to_done(str(claim.path), claim.job_id, now))
+                )
         finally:
             claim.lock.release()
 
     def fail(self, claim: Claim, error: str) -> Path:
-        """The job failed for good: record it, move it to failed/ with <id>.error, drop the lock."""
+        """The job failed for good: record it, move it to failed/ with <id>.error, drop the lock.
+
+        If the record cannot be written the job still moves to failed/, then
+        RecordNotWrittenError."""
         self._require_held(claim)
         try:
             with _io("fail the job"):
@@ -719,10 +783,11 @@ class Queue:
         On this host a claim is recovered when nobody holds its lock and its owner pid is dead
         or runs another process (start token differs). For owners on another host (or files
         without an owner) only age counts: older than `stale_after` seconds. The job goes back
-        to queue/ (attempt counted at claim), to failed/ when its attempts are spent, or to
-        done/ when its record already says succeeded. Each candidate is locked and re-checked
-        with stat before the move, and the move is a rename, so two recoverers never both act.
-        `dry_run` reports what would move and moves nothing.
+        to queue/ (attempt counted at claim), to failed/ when its attempts are spent, or where
+        its record says it ended: done/ for succeeded, failed/ for failed (the owner died
+        between recording the outcome and moving the file; the record is kept). Each candidate
+        is locked and re-checked with stat before the move, and the move is a rename, so two
+        recoverers never both act. `dry_run` reports what would move and moves nothing.
         """
         self.check()
         now = time.time() if now is None else now
@@ -822,11 +887,14 @@ class Queue:
         except RecordError as exc:
             unreadable = exc.message
         attempts = 0 if prev is None else prev.attempts
+        # A settled record means the owner died between recording the outcome and moving the
+        # file: finish the move and keep the record, never run the job again.
+        settled = prev is not None and prev.state in {JobState.SUCCEEDED, JobState.FAILED}
         if unreadable is not None:
             state, destination = JobState.FAILED, f"{self._failed}/{job_id}.json"
         elif prev is not None and prev.state is JobState.SUCCEEDED:
             state, destination = JobState.SUCCEEDED, f"{self._day_path(now)}/{job_id}.json"
-        elif attempts >= max_attempts:
+        elif settled or attempts >= max_attempts:
             state, destination = JobState.FAILED, f"{self._failed}/{job_id}.json"
         else:
             state, destination = JobState.QUEUED, f"{self._queue}/{job_id}.json"
@@ -836,13 +904,14 @@ class Queue:
             if state is JobState.SUCCEEDED:
                 destination = self._to_done(path, job_id, now)
             elif state is JobState.FAILED:
-                error = (
-                    f"record unreadable: {unreadable}"
-                    if unreadable is not None
-                    else f"{why}; gave up after {attempts} attempts"
-                )
+                if unreadable is not None:
+                    error = f"record unreadable: {unreadable}"
+                elif settled and prev is not None:
+                    error = prev.error or f"failed ({why} before moving it to failed/)"
+                else:
+                    error = f"{why}; gave up after {attempts} attempts"
                 destination = self._to_failed(path, job_id, error)
-                if unreadable is None:
+                if unreadable is None and not settled:
                     self._write_failed_record(job_id, prev, error, now)
             else:
                 try:
@@ -1063,9 +1132,38 @@ class Queue:
         self.store.write(record.carry_over(prev))
 
     def _fail_claimed(self, claim: Claim, error: str) -> str:
-        now = time.time()
-        self._write_failed_record(claim.job_id, claim.record, error, now)
-        return self._to_failed(str(claim.path), claim.job_id, error)
+        stamp = iso_utc(time.time())
+        record = Record(claim.job_id, JobState.FAILED, 0, stamp, stamp, error=error)
+        return self._settle(
+            record.carry_over(claim.record),
+            lambda: self._to_failed(str(claim.path), claim.job_id, error),
+        )
+
+    def _settle(self, record: Record, move: Callable[[], str]) -> str:
+        """Write a finished job's record, then `move` its file out of claimed/ (to done/ or
+        failed/); returns where it went.
+
+        The record goes first: if the process dies between the two, recover() reads the record
+        and finishes the move instead of running the job again. If the record cannot be written
+        (disk full, EIO), the file is moved all the same (a rename needs no free space): left in
+        claimed/ with its `running` record, it would be recovered to queue/ and run again. The
+        missing record is then a RecordNotWrittenError (a QueueError: the run exits 69), naming
+        the record that may still say `running` and where the job went.
+        """
+        try:
+            self.store.write(record)
+        except OSError as exc:
+            target = move()
+            raise RecordNotWrittenError(
+                f"{self.store.path(record.job_id)}: cannot record that job {record.job_id} "
+                f"{record.state} ({exc.strerror or exc}); the job was moved to {target}, "
+                "its record may still say running",
+                "free space (or fix permissions) in the queue's filesystem "
+                "(`lanekit doctor`); the job is finished and will not be recovered",
+                state=record.state,
+                moved_to=Path(target),
+            ) from exc
+        return move()
 
     def _duplicate_to_failed(self, src: str, job_id: str, taken: str) -> str:
         """A live copy of this id already sits at `taken`: park ours in failed/, explained."""
@@ -1288,9 +1386,13 @@ class Claimer:
                 f"check the permissions of the files in {queue._queue}",
             ) from None
         try:
-            # Blocking is safe: only a recoverer can hold this lock, for an instant, and it
-            # leaves the claim alone because this process is alive.
-            fcntl.flock(lock.fd, fcntl.LOCK_EX)
+            try:
+                # Never blocking: a process left over from an earlier attempt (the job, or a
+                # daemon it started, inherited the lock) can hold it for any length of time.
+                fcntl.flock(lock.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                lock.release()
+                return self._pass_over(name, src, path, job_id)
             written = os.fstat(lock.fd).st_mtime
             # The claim's age starts now (rename keeps the old mtime). Best effort: a file we
             # may not touch keeps its mtime as the age.
@@ -1318,6 +1420,19 @@ class Claimer:
                     "check free space and permissions in the queue directory (`lanekit doctor`)",
                 ) from exc
             raise
+
+    def _pass_over(self, name: str, src: str, path: str, job_id: str) -> Dropped:
+        """The file's lock is held by someone else: put it back in queue/ and skip it in this
+        claimer, silently, like a lost race (a recoverer holding it for an instant is one
+        too). If a copy of the id took its place in queue/ meanwhile, ours is the duplicate."""
+        self._skip.add(name)
+        try:
+            fsops.rename_noreplace(path, src)
+        except FileExistsError:
+            detail = f"duplicate: another copy of job {job_id} is already at {src}"
+            target = self.queue._to_failed(path, job_id, detail)
+            return Dropped(job_id, DropReason.DUPLICATE, detail, Path(target))
+        raise _LostRaceError
 
     def _admit(
         self,
@@ -1361,6 +1476,10 @@ class Claimer:
             return self._drop(
                 job_id, path, lock, DropReason.CORRUPT, detail=detail, prev=prev, now=now
             )
+        if prev is not None and prev.state is JobState.FAILED:
+            # A failed record is the end of the id's earlier life (a failed job's file is in
+            # failed/, so this copy was enqueued again): a new life, with all its attempts.
+            prev = None
         if prev is not None and prev.state is JobState.RUNNING:
             other = self._other_claim(job_id, claimed_name)
             if other is not None:

@@ -12,10 +12,11 @@ Carry-over (seed 003): each new record keeps `attempts` and `queued_at` from the
 `state`, `error` and `updated_at` describe this event only; `lane` is kept when none is given.
 """
 
-# ruff: noqa: PTH208
+# ruff: noqa: PTH108, PTH208
 # (str paths and os.* on purpose: records are read and written on the claim path)
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -207,11 +208,21 @@ class Record:
 _tmp_serial = itertools.count()
 
 
+def tmp_suffix() -> str:
+    """`<pid>.<serial>.<random>`: unique among this process's temp files, and unlike the names
+    a SIGKILLed process with the same pid left behind (its serials also started at 0)."""
+    return f"{os.getpid()}.{next(_tmp_serial)}.{os.urandom(4).hex()}"
+
+
 class RecordStore:
     """records/<id>.json: read strictly, written atomically (durably unless `durable=False`).
 
     `tmp_dir` holds the temporary files of atomic writes (the queue passes its tmp/, on the same
     filesystem); by default they are dot-files in the records directory itself.
+
+    `write` replaces a record; `stage` + `create` put one in place only where none exists, for
+    writers that must never undo a newer state (enqueue: the record of an id that is running,
+    or has succeeded, belongs to that run).
     """
 
     def __init__(self, dir: Path, *, durable: bool = True, tmp_dir: Path | None = None) -> None:
@@ -253,13 +264,37 @@ class RecordStore:
     def write(self, record: Record, *, durable: bool | None = None) -> None:
         """Replace the record of `record.job_id` atomically; `durable` overrides the store's
         setting for one write (the queue skips fsyncs for the short-lived `running` record)."""
-        tmp = f"{self._tmp}/.rec.{os.getpid()}.{next(_tmp_serial)}"
         fsops.replace_file(
             f"{self._dir}/{record.job_id}.json",
             record.to_bytes(),
-            tmp=tmp,
+            tmp=f"{self._tmp}/.rec.{tmp_suffix()}",
             durable=self.durable if durable is None else durable,
         )
+
+    def stage(self, record: Record, *, durable: bool | None = None) -> str:
+        """Write `record` to a fresh temp file for `create`; returns its path."""
+        tmp = f"{self._tmp}/.rec.{tmp_suffix()}"
+        fsops.write_new(
+            tmp, record.to_bytes(), durable=self.durable if durable is None else durable
+        )
+        return tmp
+
+    def create(self, staged: str, job_id: str, *, durable: bool | None = None) -> bool:
+        """Move the staged record of `job_id` into place unless the job already has a record;
+        True if it did. An existing record is left alone and the staged file removed: a
+        no-replace rename decides, so a concurrent writer's record is never overwritten."""
+        try:
+            fsops.rename_noreplace(staged, f"{self._dir}/{job_id}.json")
+        except FileExistsError:
+            os.unlink(staged)
+            return False
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(staged)
+            raise
+        if self.durable if durable is None else durable:
+            fsops.fsync_dir(self._dir)
+        return True
 
     def ids(self) -> list[str]:
         """Every job id that has a record (unordered)."""

@@ -111,6 +111,11 @@ def enqueue(
         )
     else:
         spec = select_lanes(loaded, [target])[0].queue
+    if file is None and sys.stdin.isatty():
+        raise UsageError(
+            "no job given: name a FILE, or pipe the job's JSON into stdin",
+            "lanekit enqueue LANE job.json   or   echo '{...}' | lanekit enqueue LANE",
+        )
     data = _read_payload(file or "-")
     show.enqueued(_open(spec).enqueue(data, job_id))
 
