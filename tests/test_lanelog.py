@@ -114,6 +114,17 @@ def test_write_failure_goes_to_on_error(tmp_path: Path) -> None:
         LaneLog(tmp_path / "blocker" / "lane.log", "l").event("start")
 
 
+def test_log_never_builds_a_missing_tree(tmp_path: Path) -> None:
+    """The log creates its own directory, but not a missing parent of it (a queue on an
+    unmounted volume must fail, not be rebuilt on the boot disk)."""
+    seen: list[OSError] = []
+    LaneLog(tmp_path / "gone" / "logs" / "lane.log", "l", on_error=seen.append).event("start")
+    assert len(seen) == 1
+    assert not (tmp_path / "gone").exists()
+    LaneLog(tmp_path / "logs" / "lane.log", "l").event("start")
+    assert (tmp_path / "logs" / "lane.log").exists()
+
+
 def _append_many(path: str, worker: int, count: int) -> None:
     log = LaneLog(Path(path), f"w{worker}")
     for i in range(count):

@@ -381,7 +381,9 @@ def test_lane_lock_is_released_after_a_run(root: Path) -> None:
 
 def test_missing_queue_is_exit_69(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A queue directory that is gone: exit 69, one error line naming it, and a hint."""
-    spec = make_spec(root, ["tool"], queue_dir=root / "nowhere")
+    spec = make_spec(
+        root, ["tool"], queue_dir=root / "nowhere", log_path=root / "nowhere" / "logs" / "w.log"
+    )
     spec.write(root / "snap.json")
     assert main(["work", "--snapshot", str(root / "snap.json")]) == ExitCode.UNAVAILABLE
     err = capsys.readouterr().err.splitlines()

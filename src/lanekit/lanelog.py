@@ -72,7 +72,8 @@ def format_line(ts: str, lane: str, event: str, fields: dict[str, object]) -> st
 
 
 class LaneLog:
-    """Appends events for one lane to its log file (created, with its directory, on first use)."""
+    """Appends events for one lane to its log file (created, and its directory if the parent of
+    that exists, on first use)."""
 
     def __init__(
         self,
@@ -105,7 +106,9 @@ class LaneLog:
         try:
             fd = os.open(self.path, flags, 0o644)
         except FileNotFoundError:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # Only the last level: a log under a queue on an unmounted volume must fail, not
+            # quietly build the queue's path on the boot disk.
+            self.path.parent.mkdir(exist_ok=True)
             fd = os.open(self.path, flags, 0o644)
         try:
             written = os.write(fd, data)
