@@ -240,6 +240,18 @@ def test_remove_after_dropping_a_lane_from_lanes_toml(example: Path) -> None:
     assert _ok("apply", "-c", c).stdout.strip() == "nothing to do: 2 lanes unchanged"
 
 
+def test_remove_warns_when_the_lane_is_still_configured(example: Path) -> None:
+    """Removing a lane that lanes.toml still has works, and warns that apply brings it back,
+    naming the table to delete."""
+    c = str(example)
+    _ok("apply", "-c", c)
+    removed = _ok("remove", "trickle", "-c", c)
+    assert removed.stderr.strip() == (
+        "warning: lane trickle is still in lanes.toml: the next `lanekit apply` installs it"
+        " again (delete its [lanes.trickle] table to keep it removed)"
+    )
+
+
 def test_status_human_table(example: Path) -> None:
     """The human status is a header plus one row per lane, then one detail line per lane."""
     _ok("apply", "-c", str(example))

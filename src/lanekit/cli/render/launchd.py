@@ -153,7 +153,7 @@ def removed(result: RemoveResult) -> None:
     if result.still_configured:
         warning(
             f"lane {result.lane} is still in lanes.toml: the next `lanekit apply` installs it"
-            " again (delete its [lanes.{result.lane}] table to keep it removed)"
+            f" again (delete its [lanes.{result.lane}] table to keep it removed)"
         )
 
 
