@@ -182,6 +182,18 @@ def test_rotate_with_keep_zero_drops_the_log(tmp_path: Path) -> None:
     assert log_files(path, rotated=True) == []
 
 
+def test_str_paths_work_like_paths(tmp_path: Path) -> None:
+    """The runner's fast path passes plain strings: logging (creating logs/) and rotation
+    behave exactly as with Path objects."""
+    path = str(tmp_path / "logs" / "lane.log")
+    LaneLog(path, "l", clock=lambda: 0.0).event("start", pid=1)
+    assert rotate_if_needed(path, max_bytes=10, keep=2) is True
+    LaneLog(path, "l", clock=lambda: 0.0).event("finish")
+    rotated = [p.name for p in log_files(Path(path), rotated=True)]
+    assert rotated == ["lane.log.1", "lane.log"]
+    assert [e["event"] for e in read_events(Path(path), rotated=True)] == ["start", "finish"]
+
+
 def _rotate_and_log(path: str, worker: int, rounds: int) -> None:
     log = LaneLog(Path(path), f"w{worker}")
     for i in range(rounds):

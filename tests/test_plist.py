@@ -17,6 +17,7 @@ from lanekit.config import Config, LaneSpec, QueueSpec, load_config
 from lanekit.errors import ConfigError, EnvironmentUnusableError
 from lanekit.paths import Paths
 from lanekit.plist import (
+    ENTRYPOINT_CODE,
     LANE_TEMPLATE,
     check_config,
     init_config,
@@ -85,7 +86,7 @@ DEFAULT_PATH_TEXT = "/opt/homebrew/bin:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/s
 
 def _args(lane: str, label: str) -> list[str]:
     snapshot = f"{STATE}/lanes/{label}.json"
-    return [INTERPRETER, "-m", "lanekit", "run", lane, "--snapshot", snapshot]
+    return [INTERPRETER, "-c", ENTRYPOINT_CODE, "run", lane, "--snapshot", snapshot]
 
 
 def _common(lane: str, label: str) -> dict[str, Any]:
@@ -275,8 +276,8 @@ def test_rendering_round_trips_any_xml_text(
     assert parsed["Label"] == label
     assert parsed["ProgramArguments"] == [
         interpreter,
-        "-m",
-        "lanekit",
+        "-c",
+        ENTRYPOINT_CODE,
         "run",
         "lane",
         "--snapshot",

@@ -46,6 +46,45 @@ def test_records_round_trip(record: Record) -> None:
     assert Record.from_bytes(record.to_bytes(), "r.json") == record
 
 
+def _strictly_parsed(data: bytes) -> Record | None:
+    """The record the strict JSON parser makes of `data` (None when it refuses it)."""
+    try:
+        return Record.from_dict(strict_loads(data), "r.json")
+    except (RecordError, ValueError):
+        return None
+
+
+def _read(data: bytes) -> Record | None:
+    """What Record.from_bytes makes of `data` (None when it refuses it)."""
+    try:
+        return Record.from_bytes(data, "r.json")
+    except RecordError:
+        return None
+
+
+@given(RECORDS)
+@settings(max_examples=60)
+def test_written_bytes_are_what_json_dumps_makes(record: Record) -> None:
+    """to_bytes formats the record itself: byte for byte json.dumps of to_dict(), plus a
+    newline, for any text in the string fields."""
+    assert record.to_bytes() == json.dumps(record.to_dict()).encode("utf-8") + b"\n"
+
+
+@given(RECORDS, st.integers(min_value=0), st.binary(max_size=3), st.integers(0, 3))
+@settings(max_examples=200)
+def test_the_canonical_fast_read_agrees_with_the_strict_parser(
+    record: Record, where: int, insert: bytes, delete: int
+) -> None:
+    """Records in the layout to_bytes writes are read without the general JSON parser; for
+    any record, intact or damaged (bytes inserted or removed anywhere), from_bytes returns
+    what the strict parser makes of the bytes, and refuses what it refuses."""
+    data = record.to_bytes()
+    assert _read(data) == _strictly_parsed(data) == record
+    at = where % (len(data) + 1)
+    damaged = data[:at] + insert + data[at + delete :]
+    assert _read(damaged) == _strictly_parsed(damaged)
+
+
 def test_written_form_is_one_line_with_every_field() -> None:
     """The file is one JSON line holding all fields, schema_version first."""
     data = GOOD.to_bytes()

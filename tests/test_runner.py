@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import signal
@@ -11,13 +13,14 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
+import psutil
 import pytest
 
 from lanekit import runner
 from lanekit.errors import ExitCode, QueueError, UsageError
 from lanekit.lanelog import parse_line, read_events
 from lanekit.paths import Paths
-from lanekit.queue import Queue
+from lanekit.queue import Queue, RecordNotWrittenError
 from lanekit.records import JobState, Record, RecordStore, iso_utc
 from lanekit.runner import (
     LaneLock,
@@ -80,17 +83,26 @@ def write_script(path: Path, body: str) -> Path:
 
 
 class FakeJob:
-    """A job that exits with `code` when waited for, recording signals sent to its group."""
+    """A job that exits with `code` when waited for, recording signals sent to its group.
 
-    def __init__(self, code: int = 0, on_wait: object = None) -> None:
+    `on_wait` runs while the runner waits (a stop raised there lands while the job runs);
+    with `exit_first` the leader has already exited and been reaped when it runs (a stop
+    raised there lands just after the job ended on its own)."""
+
+    def __init__(self, code: int = 0, on_wait: object = None, *, exit_first: bool = False) -> None:
         self.pid = 999_999
         self.code = code
         self.on_wait = on_wait
+        self.exit_first = exit_first
+        self.alive = True
         self.signals: list[int] = []
 
     def wait(self) -> int:
+        if self.exit_first:
+            self.alive = False
         if callable(self.on_wait):
             self.on_wait()
+        self.alive = False
         return self.code
 
     def signal_group(self, sig: int) -> None:
@@ -99,17 +111,30 @@ class FakeJob:
     def group_alive(self) -> bool:
         return False
 
+    def leader_alive(self) -> bool:
+        return self.alive
+
 
 class FakeLauncher:
-    """Records every (argv, env) it is asked to start and hands out FakeJobs."""
+    """Records every (argv, env) it is asked to start, and the descriptors it is asked to
+    pass, and hands out FakeJobs."""
 
     def __init__(self, *jobs: FakeJob) -> None:
         self.jobs = list(jobs)
         self.calls: list[tuple[list[str], dict[str, str]]] = []
+        self.passed: list[tuple[int, ...]] = []
 
-    def __call__(self, argv: Sequence[str], env: Mapping[str, str]) -> FakeJob:
+    def __call__(
+        self, argv: Sequence[str], env: Mapping[str, str], pass_fds: Sequence[int] = ()
+    ) -> FakeJob:
         self.calls.append((list(argv), dict(env)))
+        self.passed.append(tuple(pass_fds))
         return self.jobs.pop(0) if self.jobs else FakeJob()
+
+
+def sigterm_self() -> None:
+    """What launchd's bootout does to the runner."""
+    os.kill(os.getpid(), signal.SIGTERM)
 
 
 @pytest.fixture
@@ -443,7 +468,7 @@ def test_unexpected_error_never_strands_a_claim(root: Path) -> None:
     spec = make_spec(root, ["tool"])
     job_id = queue_of(spec).enqueue({"n": 1})
 
-    def broken(argv: Sequence[str], env: Mapping[str, str]) -> FakeJob:
+    def broken(argv: Sequence[str], env: Mapping[str, str], pass_fds: Sequence[int]) -> FakeJob:
         raise RuntimeError("boom")
 
     with pytest.raises(RuntimeError, match="boom"):
@@ -499,6 +524,110 @@ def test_stop_during_a_claim_starts_nothing(root: Path) -> None:
     record = RecordStore(spec.queue_dir / "records").read(job_id)
     assert record is not None
     assert (record.state, record.attempts) == (JobState.QUEUED, 0)
+
+
+@pytest.mark.parametrize("exit_first", [True, False], ids=["stop-after-exit", "stop-handled"])
+def test_job_that_exits_0_is_done_even_when_a_stop_arrives(root: Path, exit_first: bool) -> None:
+    """Exit 0 decides: a job that succeeded is completed whether the stop landed just after it
+    exited or it handled the forwarded SIGTERM and finished; it never runs again, and the run
+    still exits 75."""
+    spec = make_spec(root, ["tool"])
+    job_id = queue_of(spec).enqueue({"n": 1})
+    job = FakeJob(code=0, on_wait=sigterm_self, exit_first=exit_first)
+    result = run_lane(spec, launcher=FakeLauncher(job))
+    assert (result.exit_code, result.done, result.requeued) == (ExitCode.INTERRUPTED, 1, 0)
+    assert names(spec.queue_dir / "done") == [f"{job_id}.json"]
+    record = RecordStore(spec.queue_dir / "records").read(job_id)
+    assert record is not None
+    assert record.state is JobState.SUCCEEDED
+    assert [e["event"] for e in events(spec)] == ["start", "claimed", "done", "finish"]
+    again = FakeLauncher()
+    assert run_lane(spec, launcher=again).reason == "empty"
+    assert again.calls == []
+
+
+def test_job_that_failed_before_a_stop_spends_its_attempt(root: Path) -> None:
+    """A job that exited non-zero on its own before the stop reached it is a failure like any
+    other (attempt spent, backoff), not a stopped job; nothing more runs and the run exits 75."""
+    spec = make_spec(root, ["tool"])
+    queue = queue_of(spec)
+    queue.enqueue({"n": 1})
+    queue.enqueue({"n": 2})
+    launcher = FakeLauncher(FakeJob(code=3, on_wait=sigterm_self, exit_first=True))
+    result = run_lane(spec, launcher=launcher)
+    assert (result.exit_code, result.reason, result.requeued) == (ExitCode.INTERRUPTED, "signal", 1)
+    [(_, env)] = launcher.calls
+    job_id = env["LANEKIT_JOB_ID"]
+    assert [p.name.split(".")[0] for p in (spec.queue_dir / "delayed").iterdir()] == [job_id]
+    record = RecordStore(spec.queue_dir / "records").read(job_id)
+    assert record is not None
+    assert (record.state, record.attempts, record.error) == (JobState.QUEUED, 1, "exit 3")
+    [requeued] = [e for e in events(spec) if e["event"] == "requeued"]
+    assert (requeued.get("reason"), requeued["exit"], requeued["error"]) == (None, "3", "exit 3")
+
+
+def test_the_job_is_given_the_claim_lock(root: Path) -> None:
+    """The job is started holding the claim's flock (one descriptor passed: the locked claimed
+    file), so the claim stays locked for as long as the job lives."""
+    spec = make_spec(root, ["tool"])
+    job_id = queue_of(spec).enqueue({"n": 1})
+    seen: list[tuple[bool, bool]] = []
+
+    def launcher(
+        argv: Sequence[str], env: Mapping[str, str], pass_fds: Sequence[int] = ()
+    ) -> FakeJob:
+        claimed = os.stat(env["LANEKIT_JOB_FILE"])
+        for fd in pass_fds:
+            same = (os.fstat(fd).st_ino, os.fstat(fd).st_dev) == (claimed.st_ino, claimed.st_dev)
+            probe = os.open(env["LANEKIT_JOB_FILE"], os.O_RDONLY)
+            try:
+                fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                locked = False
+            except BlockingIOError:
+                locked = True
+            finally:
+                os.close(probe)
+            seen.append((same, locked))
+        return FakeJob()
+
+    result = run_lane(spec, launcher=launcher)
+    assert result.done == 1
+    assert seen == [(True, True)]
+    assert names(spec.queue_dir / "done") == [f"{job_id}.json"]
+
+
+@pytest.mark.parametrize(("code", "event"), [(0, "done"), (3, "failed")])
+def test_unwritten_final_record_is_logged_and_exits_69(root: Path, code: int, event: str) -> None:
+    """When the final record cannot be written (here: its path is taken by a directory) the
+    job still moves to done/ or failed/; the lane log says so with record=unwritten, and the
+    run stops with exit 69 without touching the settled claim again."""
+    spec = make_spec(root, ["tool"], max_attempts=1)
+    queue = queue_of(spec)
+    queue.enqueue({"n": 1})
+    queue.enqueue({"n": 2})
+    started: list[str] = []
+
+    def launcher(
+        argv: Sequence[str], env: Mapping[str, str], pass_fds: Sequence[int] = ()
+    ) -> FakeJob:
+        started.append(env["LANEKIT_JOB_ID"])
+        record = spec.queue_dir / "records" / f"{env['LANEKIT_JOB_ID']}.json"
+        record.unlink()
+        record.mkdir()
+        (record / "blocker").touch()
+        return FakeJob(code=code)
+
+    with pytest.raises(RecordNotWrittenError) as caught:
+        run_lane(spec, launcher=launcher)
+    assert caught.value.exit_code == ExitCode.UNAVAILABLE
+    [job_id] = started
+    where = "done" if code == 0 else "failed"
+    assert names(spec.queue_dir / where) == [f"{job_id}.json"]
+    assert names(spec.queue_dir / "claimed") == []
+    assert queue.counts().queued == 1
+    log = events(spec)
+    assert [e["event"] for e in log] == ["start", "claimed", event]
+    assert (log[-1]["job"], log[-1]["exit"], log[-1]["record"]) == (job_id, str(code), "unwritten")
 
 
 def test_every_log_line_parses(root: Path) -> None:
@@ -559,25 +688,6 @@ def test_real_job_exit_code_is_seen(root: Path) -> None:
     result = run_lane(spec)
     assert result.requeued == 1
     assert [e["exit"] for e in events(spec) if e["event"] == "requeued"] == ["4"]
-
-
-def test_empty_run_does_not_load_the_queue_machinery(root: Path) -> None:
-    """Start-up on an empty queue stays cheap: `lanekit run` never imports the queue module,
-    typer or rich when there is nothing to do (the import list, not a timing)."""
-    spec = make_spec(root, ["true"])
-    spec.write(root / "snap.json")
-    code = (
-        "import sys\n"
-        "from lanekit.__main__ import main\n"
-        "try:\n"
-        f"    main(['run', 'work', '--snapshot', {str(root / 'snap.json')!r}])\n"
-        "except SystemExit as exc:\n"
-        "    heavy = [m for m in ('lanekit.queue', 'typer', 'rich', 'subprocess', 'typing')\n"
-        "             if m in sys.modules]\n"
-        "    print(exc.code, heavy)\n"
-    )
-    out = subprocess.run([PY, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "0 []"
 
 
 def _start_runner(snapshot: Path) -> subprocess.Popen[bytes]:
@@ -732,6 +842,114 @@ def test_sigkill_mid_job_then_next_run_recovers(root: Path, job_scripts: dict[st
     record = RecordStore(spec.queue_dir / "records").read(job_id)
     assert record is not None
     assert (record.state, record.attempts) == (JobState.SUCCEEDED, 2)
+
+
+def _ended(pid: int) -> bool:
+    """Gone, or a zombie: an orphan's new parent may reap it late (some container inits never
+    do), but a zombie holds no lock and runs nothing."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def _wait_ended(pid: int, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not _ended(pid):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"pid {pid} still runs")
+        time.sleep(0.02)
+
+
+def _write_pid(marks: Path, name: str) -> str:
+    """Script lines that publish the process's pid as marks/<name>, atomically."""
+    return (
+        f"open(sys.argv[1] + '/{name}.tmp', 'w').write(str(os.getpid()))\n"
+        f"os.replace(sys.argv[1] + '/{name}.tmp', sys.argv[1] + '/{name}')\n"
+    )
+
+
+@pytest.mark.slow
+def test_runner_sigkilled_mid_job_leaves_the_claim_locked_while_the_job_lives(root: Path) -> None:
+    """The job holds the claim's lock: when only the runner is SIGKILLed, recover() leaves
+    the claim alone while the orphaned job still runs (no second execution beside it), and
+    recovers it once the job has exited."""
+    marks = root / "marks"
+    marks.mkdir()
+    script = write_script(
+        root / "sleeper.py",
+        "import os, sys, time\n" + _write_pid(marks, "job") + "time.sleep(60)\n",
+    )
+    spec = make_spec(root, [PY, str(script), str(marks)])
+    queue = queue_of(spec)
+    job_id = queue.enqueue({"n": 1})
+    spec.write(root / "snap.json")
+    proc = _start_runner(root / "snap.json")
+    job_pid = None
+    try:
+        _wait_for(marks / "job")
+        job_pid = int((marks / "job").read_text())
+        proc.kill()
+        proc.wait(timeout=30)
+        assert queue.recover(stale_after=3600.0, max_attempts=3) == []
+        assert len(names(spec.queue_dir / "claimed")) == 1
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        if job_pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(job_pid, signal.SIGKILL)
+    assert job_pid is not None
+    _wait_ended(job_pid)
+    recovered = queue.recover(stale_after=3600.0, max_attempts=3)
+    assert [(item.job_id, str(item.reason)) for item in recovered] == [(job_id, "owner-dead")]
+    assert names(spec.queue_dir / "queue") == [f"{job_id}.json"]
+
+
+@pytest.mark.slow
+def test_processes_a_job_leaves_behind_end_before_its_claim_is_settled(root: Path) -> None:
+    """A job whose leader exits while processes it started keep running: they get SIGTERM
+    while the job file is still in claimed/, and one that ignores SIGTERM gets SIGKILL, so
+    nothing of the job works beside its retry (launchd's AbandonProcessGroup=false)."""
+    marks = root / "marks"
+    marks.mkdir()
+    polite = write_script(
+        root / "polite.py",
+        "import os, signal, sys, time\n"
+        "def note(sig, frame):\n"
+        "    job = os.environ['LANEKIT_JOB_FILE']\n"
+        "    where = 'claimed' if os.path.exists(job) else 'settled'\n"
+        "    open(sys.argv[1] + '/polite-got-term', 'w').write(where)\n"
+        "    sys.exit(0)\n"
+        "signal.signal(signal.SIGTERM, note)\n" + _write_pid(marks, "polite") + "time.sleep(60)\n",
+    )
+    stubborn = write_script(
+        root / "stubborn.py",
+        "import os, signal, sys, time\n"
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        + _write_pid(marks, "stubborn")
+        + "time.sleep(60)\n",
+    )
+    leader = write_script(
+        root / "leader.py",
+        "import os, subprocess, sys, time\n"
+        f"subprocess.Popen([sys.executable, {str(polite)!r}, sys.argv[1]])\n"
+        f"subprocess.Popen([sys.executable, {str(stubborn)!r}, sys.argv[1]])\n"
+        "while not all(os.path.exists(sys.argv[1] + n) for n in ('/polite', '/stubborn')):\n"
+        "    time.sleep(0.01)\n"
+        "sys.exit(1)\n",
+    )
+    spec = make_spec(root, [PY, str(leader), str(marks)])
+    queue_of(spec).enqueue({"n": 1})
+    try:
+        result = run_lane(spec)
+        assert (result.requeued, result.exit_code) == (1, ExitCode.FAILURE)
+        assert (marks / "polite-got-term").read_text() == "claimed"
+        _wait_ended(int((marks / "stubborn").read_text()))
+    finally:
+        for name in ("polite", "stubborn"):
+            with contextlib.suppress(FileNotFoundError, ProcessLookupError, ValueError):
+                os.kill(int((marks / name).read_text()), signal.SIGKILL)
 
 
 @pytest.mark.slow

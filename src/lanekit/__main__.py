@@ -1,8 +1,8 @@
-"""`python -m lanekit` and the `lanekit` console script.
+"""`python -m lanekit`, the `lanekit` console script, and what launchd starts for a lane.
 
-`lanekit run LANE` is what launchd starts: it goes straight to the runner without importing
-typer, rich or jinja2 (start-up on an empty queue is a benchmark figure). Everything else goes
-through the typer app.
+`lanekit run LANE` goes straight to lanekit.entry without importing typer, rich or jinja2
+(start-up on an empty queue is a benchmark figure); with --config/-c (a developer running a
+lane from lanes.toml), --help or --debug it takes the typer app like everything else.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ def main(argv: list[str] | None = None) -> None:
     """Dispatch: the runner's fast path, or the full CLI."""
     args = sys.argv[1:] if argv is None else argv
     if args[:1] == ["run"] and not {"--config", "-c", "--help", "-h", "--debug"} & set(args):
-        from lanekit.runner import main as run_main
+        from lanekit.entry import main as run_main
 
         sys.exit(run_main(args[1:]))
     from lanekit.cli import main as cli_main

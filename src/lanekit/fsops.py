@@ -90,13 +90,15 @@ class NoReplaceRename:
 def _ctypes_call(fn: Any, dirfd: int, flags: int) -> NativeCall:
     import ctypes
 
-    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    # No argtypes: ints and bytes pass as C int and char * by default (the flags fit in an
+    # int), and argtypes would convert every argument again on each call of the claim path.
     fn.restype = ctypes.c_int
+    get_errno = ctypes.get_errno
 
     def call(src: bytes, dst: bytes) -> int:
         if fn(dirfd, src, dirfd, dst, flags) == 0:
             return 0
-        return ctypes.get_errno()
+        return get_errno()
 
     return call
 
@@ -192,9 +194,11 @@ def fsync_dir(path: str) -> None:
 
 
 def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
+    written = os.write(fd, data)
+    if written < len(data):  # a short write: only for large data, or on a signal
+        view = memoryview(data)[written:]
+        while view:
+            view = view[os.write(fd, view) :]
 
 
 def write_new(path: str, data: bytes, *, durable: bool, mode: int = 0o600) -> None:

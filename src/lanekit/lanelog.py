@@ -5,22 +5,28 @@
 Each line is built in memory and appended with ONE write(2) on an O_APPEND descriptor, so lines
 from concurrent runners never interleave. Rotation renames `log -> log.1 -> ... -> log.N` under a
 flock on the file being rotated, so two runners rotating at once cannot rename a fresh log over
-an older one. Kept stdlib-only and cheap to import: the runner (and its start-up benchmark)
-imports it; doctor and `lanekit logs` reuse the reader.
+an older one. The writing side imports only builtin modules (no pathlib, contextlib or typing):
+every scheduled run, even one that finds nothing to do, writes here, and its start-up is a
+benchmark figure. Doctor and `lanekit logs` reuse the reader.
 """
 
+# ruff: noqa: PTH102, PTH105, PTH108, PTH116, PTH120, SIM105
+# (os on str paths, try/except instead of contextlib.suppress: importing pathlib or contextlib
+# would cost every scheduled run milliseconds, see the docstring)
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import os
 import time
-from pathlib import Path
 
 TYPE_CHECKING = False  # importing typing would cost the runner's start-up a few ms
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from datetime import datetime
+    from pathlib import Path
+    from typing import TypeAlias
+
+    StrPath: TypeAlias = str | os.PathLike[str]
 
 MAX_VALUE_CHARS = 1000
 """Longer values (a job's error text) are cut so one event stays one short line."""
@@ -77,7 +83,7 @@ class LaneLog:
 
     def __init__(
         self,
-        path: Path,
+        path: StrPath,
         lane: str,
         *,
         clock: Callable[[], float] = time.time,
@@ -85,7 +91,7 @@ class LaneLog:
     ) -> None:
         """`on_error` receives a failed write instead of it being raised (the runner keeps
         going when only its log is broken, and says so once on stderr)."""
-        self.path = Path(path)
+        self.path = os.fspath(path)
         self.lane = lane
         self._clock = clock
         self._on_error = on_error
@@ -108,7 +114,10 @@ class LaneLog:
         except FileNotFoundError:
             # Only the last level: a log under a queue on an unmounted volume must fail, not
             # quietly build the queue's path on the boot disk.
-            self.path.parent.mkdir(exist_ok=True)
+            try:
+                os.mkdir(os.path.dirname(self.path) or ".")
+            except FileExistsError:
+                pass
             fd = os.open(self.path, flags, 0o644)
         try:
             written = os.write(fd, data)
@@ -120,7 +129,7 @@ class LaneLog:
             os.close(fd)
 
 
-def rotate_if_needed(path: Path, max_bytes: int, keep: int) -> bool:
+def rotate_if_needed(path: StrPath, max_bytes: int, keep: int) -> bool:
     """Rotate `path` to `path.1` (shifting older ones up to `path.<keep>`) when it is larger
     than `max_bytes`. Returns True if this call rotated. `max_bytes <= 0` never rotates;
     `keep <= 0` drops the log instead of keeping rotated copies.
@@ -128,11 +137,11 @@ def rotate_if_needed(path: Path, max_bytes: int, keep: int) -> bool:
     Safe when several runners call it at once: each takes a flock on the log it opened and
     re-checks under the lock that this file is still the one at `path` and still too big.
     """
-    path = Path(path)
+    path = os.fspath(path)
     if max_bytes <= 0:
         return False
     try:
-        if path.stat().st_size <= max_bytes:
+        if os.stat(path).st_size <= max_bytes:
             return False
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except FileNotFoundError:
@@ -141,7 +150,7 @@ def rotate_if_needed(path: Path, max_bytes: int, keep: int) -> bool:
         fcntl.flock(fd, fcntl.LOCK_EX)
         own = os.fstat(fd)
         try:
-            current = path.stat()
+            current = os.stat(path)
         except FileNotFoundError:
             return False
         if (current.st_dev, current.st_ino) != (own.st_dev, own.st_ino):
@@ -149,12 +158,14 @@ def rotate_if_needed(path: Path, max_bytes: int, keep: int) -> bool:
         if current.st_size <= max_bytes:
             return False
         if keep <= 0:
-            path.unlink()
+            os.unlink(path)
             return True
         for n in range(keep - 1, 0, -1):
-            with contextlib.suppress(FileNotFoundError):
-                rotated_name(path, n).replace(rotated_name(path, n + 1))
-        path.replace(rotated_name(path, 1))
+            try:
+                os.replace(f"{path}.{n}", f"{path}.{n + 1}")
+            except FileNotFoundError:
+                pass
+        os.replace(path, f"{path}.1")
         return True
     finally:
         os.close(fd)
@@ -210,13 +221,16 @@ def _parse_quoted(line: str, i: int) -> tuple[str, int]:
 
 
 def rotated_name(path: Path, n: int) -> Path:
-    """The n-th rotated copy of a log: `lane.log.1` is the newest."""
+    """The n-th rotated copy of a log: `lane.log.1` is the newest (rotate_if_needed spells
+    the same names as strings)."""
     return path.with_name(f"{path.name}.{n}")
 
 
 def log_files(path: Path, *, rotated: bool = False) -> list[Path]:
     """The log's files oldest first: `path.N ... path.1, path` with rotated copies, else
     just `path`. Only files that exist are listed."""
+    from pathlib import Path
+
     path = Path(path)
     files = []
     if rotated:

@@ -60,7 +60,8 @@ _MOVED_THROUGH = ("tmp", "queue", "claimed", "delayed", "done", "failed", "recor
 """The directories jobs and records are renamed between: the probe rename visits each."""
 
 MAX_ID_LENGTH = 128
-_ID_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
+_ID_CHARS_TEXT = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-"
+_ID_CHARS = frozenset(_ID_CHARS_TEXT)
 _ID_HINT = (
     "ids become file names: use letters, digits, '.', '_' and '-' (at most 128), "
     "not starting with '.'"
@@ -119,6 +120,8 @@ def validate_job_id(job_id: str) -> str:
 
 
 def _id_problem(job_id: str) -> str | None:
+    if 0 < len(job_id) <= MAX_ID_LENGTH and job_id[0] != "." and not job_id.strip(_ID_CHARS_TEXT):
+        return None  # the common case, in one pass: stripping the id's characters leaves nothing
     if not job_id:
         return "is empty"
     if len(job_id) > MAX_ID_LENGTH:
@@ -275,6 +278,8 @@ class Claim:
     record: Record
     """The `running` record written at claim."""
     lock: ClaimLock = field(repr=False, compare=False)
+    file: str = field(default="", repr=False, compare=False)
+    """`path` as a str (what the queue renames; empty: use str(path))."""
 
     @property
     def held(self) -> bool:
@@ -427,6 +432,8 @@ class Queue:
         self._failed = root + "/failed"
         self._delayed = root + "/delayed"
         self._day = ""
+        self._day_start = float("-inf")
+        """Epoch second at which the UTC day of `_day` (today's done/ bucket) began."""
 
     def __repr__(self) -> str:
         return f"Queue({self._root!r}, durable={self.durable})"
@@ -658,19 +665,24 @@ class Queue:
         RecordNotWrittenError (see `_settle`)."""
         self._require_held(claim)
         try:
-            with _io("complete the job"):
-                now = time.time()
-                record = Record(
-                    claim.job_id,
-                    JobState.SUCCEEDED,
-                    claim.record.attempts,
-                    claim.record.queued_at,
-                    iso_utc(now),
-                    lane=claim.record.lane,
-                )
-                return Path(
-                    self._settle(record, lambda: self._to_done(str(claim.path), claim.job_id, now))
-                )
+            now = time.time()
+            running = claim.record
+            job_id = claim.job_id
+            record = Record(
+                job_id,
+                JobState.SUCCEEDED,
+                running.attempts,
+                running.queued_at,
+                iso_utc(now),
+                running.lane,
+            )
+            unwritten = self._record_outcome(record)
+            target = self._to_done(claim.file or str(claim.path), job_id, now)
+            if unwritten is not None:
+                raise self._not_recorded(record, unwritten, target) from unwritten
+            return Path(target)
+        except OSError as exc:
+            raise _queue_error(exc, "complete the job") from exc
         finally:
             claim.lock.release()
 
@@ -1071,7 +1083,7 @@ class Queue:
     # -- internals -----------------------------------------------------------------------
 
     def _require_held(self, claim: Claim) -> None:
-        if not claim.lock.held:
+        if claim.lock.fd < 0:
             raise QueueError(
                 f"{claim.path}: claim of job {claim.job_id} was already settled",
                 "settle each claim once (complete, fail or release)",
@@ -1087,11 +1099,13 @@ class Queue:
 
     def _done_dir(self, now: float) -> str:
         """Today's done/ bucket, created on first use (once per day and process)."""
+        if self._day_start <= now < self._day_start + 86400:
+            return self._day
         directory = self._day_path(now)
-        if directory != self._day:
-            with contextlib.suppress(FileExistsError):
-                os.mkdir(directory, 0o700)
-            self._day = directory
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(directory, 0o700)
+        self._day = directory
+        self._day_start = now - now % 86400  # UTC days are 86400 s long in epoch time
         return directory
 
     def _to_terminal(self, src: str, directory: str, job_id: str) -> str:
@@ -1136,7 +1150,7 @@ class Queue:
         record = Record(claim.job_id, JobState.FAILED, 0, stamp, stamp, error=error)
         return self._settle(
             record.carry_over(claim.record),
-            lambda: self._to_failed(str(claim.path), claim.job_id, error),
+            lambda: self._to_failed(claim.file or str(claim.path), claim.job_id, error),
         )
 
     def _settle(self, record: Record, move: Callable[[], str]) -> str:
@@ -1149,21 +1163,32 @@ class Queue:
         claimed/ with its `running` record, it would be recovered to queue/ and run again. The
         missing record is then a RecordNotWrittenError (a QueueError: the run exits 69), naming
         the record that may still say `running` and where the job went.
+        (complete() does the same steps inline: it is on every job's path.)
         """
+        unwritten = self._record_outcome(record)
+        target = move()
+        if unwritten is not None:
+            raise self._not_recorded(record, unwritten, target) from unwritten
+        return target
+
+    def _record_outcome(self, record: Record) -> OSError | None:
+        """Write a settling record; the OSError if it could not be written (see `_settle`)."""
         try:
             self.store.write(record)
         except OSError as exc:
-            target = move()
-            raise RecordNotWrittenError(
-                f"{self.store.path(record.job_id)}: cannot record that job {record.job_id} "
-                f"{record.state} ({exc.strerror or exc}); the job was moved to {target}, "
-                "its record may still say running",
-                "free space (or fix permissions) in the queue's filesystem "
-                "(`lanekit doctor`); the job is finished and will not be recovered",
-                state=record.state,
-                moved_to=Path(target),
-            ) from exc
-        return move()
+            return exc
+        return None
+
+    def _not_recorded(self, record: Record, exc: OSError, target: str) -> RecordNotWrittenError:
+        return RecordNotWrittenError(
+            f"{self.store.path(record.job_id)}: cannot record that job {record.job_id} "
+            f"{record.state} ({exc.strerror or exc}); the job was moved to {target}, "
+            "its record may still say running",
+            "free space (or fix permissions) in the queue's filesystem "
+            "(`lanekit doctor`); the job is finished and will not be recovered",
+            state=record.state,
+            moved_to=Path(target),
+        )
 
     def _duplicate_to_failed(self, src: str, job_id: str, taken: str) -> str:
         """A live copy of this id already sits at `taken`: park ours in failed/, explained."""
@@ -1212,10 +1237,15 @@ def _io(action: str) -> Iterator[None]:
     try:
         yield
     except OSError as exc:
-        raise QueueError(
-            f"{exc.filename or 'queue'}: cannot {action} ({exc.strerror or exc})",
-            "check free space and permissions in the queue directory (`lanekit doctor`)",
-        ) from exc
+        raise _queue_error(exc, action) from exc
+
+
+def _queue_error(exc: OSError, action: str) -> QueueError:
+    """The QueueError for an OSError while trying to `action` (see `_io`)."""
+    return QueueError(
+        f"{exc.filename or 'queue'}: cannot {action} ({exc.strerror or exc})",
+        "check free space and permissions in the queue directory (`lanekit doctor`)",
+    )
 
 
 def _listdir(directory: str) -> list[str]:
@@ -1377,7 +1407,7 @@ class Claimer:
                 f"check that {queue._queue} and {queue._claimed} are writable (`lanekit doctor`)",
             ) from None
         try:
-            lock = ClaimLock(os.open(path, os.O_RDONLY))
+            fd = os.open(path, os.O_RDONLY)
         except OSError as exc:
             with contextlib.suppress(OSError):
                 fsops.rename_noreplace(path, src)
@@ -1385,29 +1415,23 @@ class Claimer:
                 f"{path}: cannot open the claimed job ({exc.strerror})",
                 f"check the permissions of the files in {queue._queue}",
             ) from None
+        lock = ClaimLock(fd)
         try:
             try:
                 # Never blocking: a process left over from an earlier attempt (the job, or a
                 # daemon it started, inherited the lock) can hold it for any length of time.
-                fcntl.flock(lock.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 lock.release()
                 return self._pass_over(name, src, path, job_id)
-            written = os.fstat(lock.fd).st_mtime
+            written = os.fstat(fd).st_mtime
             # The claim's age starts now (rename keeps the old mtime). Best effort: a file we
             # may not touch keeps its mtime as the age.
-            with contextlib.suppress(OSError):
-                os.utime(lock.fd)
-            data = _read_all(lock.fd)
-            return self._admit(
-                job_id=job_id,
-                path=path,
-                claimed_name=claimed_name,
-                owner=owner,
-                lock=lock,
-                data=data,
-                written=written,
-            )
+            try:
+                os.utime(fd)
+            except OSError:
+                pass
+            return self._admit(job_id, path, claimed_name, owner, lock, _read_all(fd), written)
         except BaseException as exc:
             if lock.held:
                 # Never strand a claim on an unexpected error: put the job back.
@@ -1436,7 +1460,6 @@ class Claimer:
 
     def _admit(
         self,
-        *,
         job_id: str,
         path: str,
         claimed_name: str,
@@ -1487,16 +1510,25 @@ class Claimer:
                 return self._drop(
                     job_id, path, lock, DropReason.DUPLICATE, detail=detail, prev=prev, now=now
                 )
-        born = _id_time(job_id)
-        stamp = iso_utc(now)
-        queued_at = iso_utc(written if born is None else born)
-        record = Record(job_id, JobState.RUNNING, 0, queued_at, stamp, lane=self.lane)
-        record = record.carry_over(prev)
-        record = replace(record, attempts=record.attempts + 1)
+        # The record with what carries over from the previous one (records.Record.carry_over),
+        # built in one step: this runs for every job.
+        lane = self.lane
+        if prev is None or not prev.queued_at:
+            born = _id_time(job_id)
+            queued_at = iso_utc(written if born is None else born)
+        else:
+            queued_at = prev.queued_at
+        if prev is not None:
+            if lane is None:
+                lane = prev.lane
+            attempts = prev.attempts + 1
+        else:
+            attempts = 1
+        record = Record(job_id, JobState.RUNNING, attempts, queued_at, iso_utc(now), lane)
         # Not fsynced even on a durable queue: losing it to a power cut only loses the count
         # of the attempt that was cut short; the settling record that follows is durable.
         queue.store.write(record, durable=False)
-        return Claim(job_id, Path(path), record.attempts, owner, record, lock)
+        return Claim(job_id, Path(path), attempts, owner, record, lock, path)
 
     def _other_claim(self, job_id: str, ours: str) -> str | None:
         for name in _job_names(self.queue._claimed):
@@ -1548,7 +1580,10 @@ class Claimer:
 
 
 def _read_all(fd: int) -> bytes:
-    chunks = []
+    data = os.read(fd, 1 << 16)
+    if not data:
+        return data
+    chunks = [data]
     while chunk := os.read(fd, 1 << 20):
         chunks.append(chunk)
-    return b"".join(chunks)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)

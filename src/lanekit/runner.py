@@ -1,16 +1,25 @@
-"""The lane entrypoint launchd executes: `python -m lanekit run LANE --snapshot PATH`.
+"""The lane run: `lanekit run LANE --snapshot PATH` once lanekit.entry found work to do.
 
-One run: rotate the lane log, take the lane lock (held -> exit 0, `skipped reason=lane-busy`),
-check the queue, move due retries back, recover dead claims, then claim and run jobs until the
-queue is empty, `max_jobs` ran or `max_seconds` passed. Every claimed job is settled in a
-`finally`: exit 0 -> done/, otherwise back to queue/ (with backoff) or to failed/.
+lanekit.entry handles a run that finds nothing queued without importing this module; every
+other run, and every run that hits a problem, comes here. One run: rotate the lane log, take
+the lane lock (held -> exit 0, `skipped reason=lane-busy`), check the queue, move due retries
+back, recover dead claims, then claim and run jobs until the queue is empty, `max_jobs` ran or
+`max_seconds` passed. Every claimed job is settled in a `finally`: exit 0 -> done/, otherwise
+back to queue/ (with backoff) or to failed/.
+
+The job holds the claim's flock too (the descriptor is passed to it), so a claim stays locked
+for as long as anything of the job runs, even when the runner itself is SIGKILLed: recover()
+never hands a live job to a second runner. When the job's leader exits, whatever it left in
+its process group gets SIGTERM, then SIGKILL after a short grace, before the claim is settled
+(launchd's default, AbandonProcessGroup false).
 
 SIGTERM / SIGINT / SIGHUP (launchd's bootout, Ctrl-C, a closed terminal) are forwarded to the
 job's process group; after a grace shorter than the lane's ExitTimeOut the group gets SIGKILL,
-the job goes back to queue/ without spending an attempt, and the run exits 75.
+the job goes back to queue/ without spending an attempt, and the run exits 75. The exit code
+decides first: a job that exited 0 is done even if a stop arrived, and one that failed before
+the stop reached it spends its attempt like any failure.
 
-Start-up on an empty queue is a benchmark figure, so this module imports only the stdlib and
-lanekit's small core modules; jobs are started with os.posix_spawnp (no subprocess import).
+Jobs are started with os.posix_spawnp (no subprocess import).
 """
 
 from __future__ import annotations
@@ -24,6 +33,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from lanekit.entry import (
+    lock_file,
+    log_finish,
+    log_warner,
+    nothing_queued,
+    split_args,
+    try_lock,
+)
 from lanekit.errors import EnvironmentUnusableError, ExitCode, LanekitError, UsageError
 from lanekit.lanelog import LaneLog, rotate_if_needed
 from lanekit.snapshot import DEFAULT_EXIT_TIMEOUT, RunSpec
@@ -50,14 +67,22 @@ if TYPE_CHECKING:
         def group_alive(self) -> bool:
             """Whether any process of the job's group is still alive."""
 
-    Launcher: TypeAlias = Callable[[Sequence[str], Mapping[str, str]], Job]
-    """Starts a job command (argv, env); tests pass fakes, the runner uses spawn_job."""
+        def leader_alive(self) -> bool:
+            """Whether the leader has not been reaped yet (a stop forwarded now may be why it
+            exits)."""
+
+    Launcher: TypeAlias = Callable[[Sequence[str], Mapping[str, str], Sequence[int]], Job]
+    """Starts a job command (argv, env, descriptors the job keeps); tests pass fakes, the
+    runner uses spawn_job."""
 
 USAGE = "usage: lanekit run LANE [--snapshot PATH]"
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 MIN_GRACE = 0.5
 GRACE_MARGIN = 1.5
 """Seconds kept in hand before launchd's SIGKILL: time to reap the job and release its claim."""
+LEFTOVER_GRACE = 1.0
+"""Seconds the processes a job left in its group get between SIGTERM and SIGKILL once its
+leader exited (less when a stop's grace ends sooner)."""
 
 
 def grace_seconds(exit_timeout: int) -> float:
@@ -74,7 +99,7 @@ def grace_seconds(exit_timeout: int) -> float:
 def lane_lock_path(queue_dir: Path, lane: str) -> Path:
     """The flock every run of `lane` holds for its whole life (and `apply` holds across a
     reload). It lives in the queue's logs/ directory, next to the lane log."""
-    return queue_dir / "logs" / f"{lane}.lock"
+    return Path(lock_file(str(queue_dir), lane))
 
 
 class LaneLock:
@@ -88,17 +113,8 @@ class LaneLock:
     def acquire(self) -> bool:
         """Take the lock; False when another process holds it. Raises OSError when the lock
         file cannot be opened (its directory is missing or unwritable)."""
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            return False
-        except BaseException:
-            os.close(fd)
-            raise
-        self._fd = fd
-        return True
+        self._fd = try_lock(str(self.path))
+        return self._fd is not None
 
     def release(self) -> None:
         """Drop the lock (closing the descriptor releases the flock)."""
@@ -135,11 +151,28 @@ class SpawnedJob:
 
     def __init__(self, pid: int) -> None:
         self.pid = pid
+        self._reaped = False
 
     def wait(self) -> int:
         """Reap the leader: its exit code, or -N when signal N killed it."""
         _, status = os.waitpid(self.pid, 0)
+        self._reaped = True
         return os.waitstatus_to_exitcode(status)
+
+    def leader_alive(self) -> bool:
+        """Until this process reaps the leader its pid cannot be reused, so signal 0 answers
+        exactly (a signal handler may run after waitpid returned but before `_reaped` is set;
+        the kernel already says no then). A leader that exited but is not reaped yet counts
+        as alive: that is the instant between its exit and waitpid returning."""
+        if self._reaped:
+            return False
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
 
     def signal_group(self, sig: int) -> None:
         """Signal the whole group; a group that is already gone is not an error."""
@@ -157,13 +190,23 @@ class SpawnedJob:
         return True
 
 
-def spawn_job(argv: Sequence[str], env: Mapping[str, str]) -> Job:
+def spawn_job(argv: Sequence[str], env: Mapping[str, str], pass_fds: Sequence[int] = ()) -> Job:
     """Start `argv` (no shell; argv[0] looked up on PATH) in its own process group, with
     stdin from /dev/null's place in the runner (inherited) and stdout/stderr inherited: under
-    launchd they are the lane's StandardOutPath/StandardErrorPath."""
-    # setpgroup=0: the job leads a new process group, so a stop reaches the job and everything
-    # it started (killpg), and a Ctrl-C in the runner's terminal reaches only the runner.
-    pid = os.posix_spawnp(argv[0], list(argv), dict(env), setpgroup=0)
+    launchd they are the lane's StandardOutPath/StandardErrorPath. The descriptors in
+    `pass_fds` stay open in the job (every other descriptor of the runner is close-on-exec)."""
+    # The descriptors are inheritable only for the duration of the spawn; the runner starts
+    # processes from its one thread, so no other spawn can pick them up in between.
+    for fd in pass_fds:
+        os.set_inheritable(fd, True)
+    try:
+        # setpgroup=0: the job leads a new process group, so a stop reaches the job and
+        # everything it started (killpg), and a Ctrl-C in the runner's terminal reaches only
+        # the runner.
+        pid = os.posix_spawnp(argv[0], list(argv), dict(env), setpgroup=0)
+    finally:
+        for fd in pass_fds:
+            os.set_inheritable(fd, False)
     return SpawnedJob(pid)
 
 
@@ -200,6 +243,8 @@ class _StopHandler:
         self.signum: int | None = None
         self.deadline = 0.0
         self.job: Job | None = None
+        self.signalled: Job | None = None
+        """The job a stop was forwarded to while its leader was alive."""
         self._previous: dict[int, Any] = {}
 
     def __enter__(self) -> _StopHandler:
@@ -229,11 +274,26 @@ class _StopHandler:
         """The job's leader was reaped: signals no longer go to its group."""
         self.job = None
 
-    def finish_group(self, job: Job) -> None:
-        """After a stopped job's leader exits, let the rest of its group use what is left of
-        the grace, then SIGKILL it, so nothing of the job outlives the run."""
+    def stopped(self, job: Job, code: int) -> bool:
+        """Whether `job`, which exited with `code`, was ended by a stop: it failed (exit 0
+        is a success whenever the stop came) and the stop reached it before it exited. A job
+        that failed on its own just before a stop is an ordinary failure."""
+        return code != 0 and self.signalled is job
+
+    def end_group(self, job: Job) -> None:
+        """After the job's leader exited: SIGTERM to what it left in its process group, up to
+        LEFTOVER_GRACE seconds (or what is left of a stop's grace) to exit, then SIGKILL.
+        Called before the claim is settled: a leftover holds the claim's lock and would
+        otherwise work beside a retry of the same job."""
+        if not job.group_alive():
+            return
+        job.signal_group(signal.SIGTERM)
+        deadline = self.clock() + min(LEFTOVER_GRACE, self.grace)
         while job.group_alive():
-            if self.clock() >= self.deadline:
+            limit = min(deadline, self.deadline) if self.stopping() else deadline
+            if self.clock() >= limit:
+                # Not waited for: SIGKILL cannot be refused, and an orphan's zombie (which a
+                # group probe still sees until its new parent reaps it) holds no lock.
                 job.signal_group(signal.SIGKILL)
                 return
             time.sleep(0.02)
@@ -248,6 +308,8 @@ class _StopHandler:
 
     def _forward(self, signum: int) -> None:
         assert self.job is not None
+        if self.job.leader_alive():
+            self.signalled = self.job
         self.job.signal_group(signum)
         remaining = self.deadline - self.clock()
         if remaining > 0:
@@ -293,13 +355,7 @@ def run_lane(
 
     `launcher`, `env` and the clocks are seams for tests; `handle_signals=False` leaves the
     process's signal handlers alone (for callers outside the main thread)."""
-    warned: list[OSError] = []
-
-    def log_failed(exc: OSError) -> None:
-        if not warned:
-            sys.stderr.write(f"warning: cannot write lane log {spec.log_path}: {exc}\n")
-        warned.append(exc)
-
+    log_failed = log_warner(spec.log_path)
     try:
         rotate_if_needed(spec.log_path, spec.log_max_bytes, spec.log_keep)
     except OSError as exc:
@@ -340,21 +396,6 @@ def open_queue(spec: RunSpec) -> Queue:
     from lanekit.queue import Queue
 
     return Queue(spec.queue_dir, durable=spec.durable)
-
-
-def nothing_queued(queue_dir: Path) -> bool:
-    """True when queue/, delayed/ and claimed/ hold no job: nothing to run, retry or recover,
-    so nothing would move. Any doubt (a directory missing or unreadable) says False, and the
-    full path, which checks the queue first, reports it."""
-    base = str(queue_dir)
-    for name in ("queue", "delayed", "claimed"):
-        try:
-            with os.scandir(f"{base}/{name}") as entries:
-                if any(not entry.name.startswith(".") for entry in entries):
-                    return False
-        except OSError:
-            return False
-    return True
 
 
 class _LaneRun:
@@ -404,17 +445,17 @@ class _LaneRun:
             recovered=self.recovered,
             signum=self.stop.signum,
         )
-        self.log.event(
-            "finish",
+        log_finish(
+            self.log,
             reason=reason,
-            exit=int(code),
+            code=int(code),
+            duration=self.clock() - started,
             claimed=self.claimed,
             done=self.done,
             failed=self.failed,
             requeued=self.requeued,
             skipped=self.skipped,
             recovered=self.recovered,
-            duration=f"{self.clock() - started:.3f}",
         )
         return result
 
@@ -464,6 +505,56 @@ class _LaneRun:
         queue.release(claim, max_attempts=self.spec.max_attempts, count_attempt=False, delay=False)
         self.requeued += 1
 
+    def _settle(self, queue: Queue, claim: Claim, code: int, stopped: bool, began: float) -> None:
+        """Settle a job that ran, by its exit code first: 0 -> done/; stopped by a signal ->
+        back to queue/ unspent; any other failure -> retry with backoff or failed/."""
+        from lanekit.queue import RecordNotWrittenError
+        from lanekit.records import JobState
+
+        log = self.log
+        duration = f"{self.clock() - began:.3f}"
+        error = "" if code == 0 else f"exit {code}" if code > 0 else f"killed by signal {-code}"
+        try:
+            if code == 0:
+                queue.complete(claim)
+                self.done += 1
+                log.event("done", job=claim.job_id, exit=0, duration=duration)
+            elif stopped:
+                self._give_back(queue, claim)
+                log.event(
+                    "requeued", job=claim.job_id, reason="signal", exit=code, duration=duration
+                )
+            else:
+                where = queue.release(claim, max_attempts=self.spec.max_attempts, error=error)
+                if where.parent == queue.failed:
+                    self.failed += 1
+                    log.event("failed", job=claim.job_id, exit=code, duration=duration, error=error)
+                else:
+                    self.requeued += 1
+                    log.event(
+                        "requeued", job=claim.job_id, exit=code, duration=duration, error=error
+                    )
+        except RecordNotWrittenError as exc:
+            # The job was moved to done/ or failed/ all the same and its claim is settled; only
+            # its final record is missing. Say where it went, then stop the run (exit 69): the
+            # queue's filesystem is failing.
+            if exc.state == JobState.FAILED:
+                self.failed += 1
+                log.event(
+                    "failed",
+                    job=claim.job_id,
+                    exit=code,
+                    duration=duration,
+                    error=error,
+                    record="unwritten",
+                )
+            else:
+                self.done += 1
+                log.event(
+                    "done", job=claim.job_id, exit=code, duration=duration, record="unwritten"
+                )
+            raise
+
     def _run_one(self, queue: Queue, claim: Claim) -> None:
         """Run one claimed job and settle it, whatever happens (the `finally` below)."""
         spec, log, stop = self.spec, self.log, self.stop
@@ -477,7 +568,9 @@ class _LaneRun:
             began = self.clock()
             try:
                 job = self.launcher(
-                    job_argv(spec.command, claim.path), job_env(self.env, spec, claim)
+                    job_argv(spec.command, claim.path),
+                    job_env(self.env, spec, claim),
+                    (claim.lock_fd,),
                 )
             except OSError as exc:
                 # The command itself is missing or not executable: every job would fail the
@@ -492,31 +585,10 @@ class _LaneRun:
             stop.started(job)
             try:
                 code = job.wait()
-                if stop.stopping():
-                    stop.finish_group(job)
             finally:
                 stop.finished()
-            duration = f"{self.clock() - began:.3f}"
-            if stop.stopping():
-                self._give_back(queue, claim)
-                log.event(
-                    "requeued", job=claim.job_id, reason="signal", exit=code, duration=duration
-                )
-            elif code == 0:
-                queue.complete(claim)
-                self.done += 1
-                log.event("done", job=claim.job_id, exit=0, duration=duration)
-            else:
-                error = f"exit {code}" if code > 0 else f"killed by signal {-code}"
-                where = queue.release(claim, max_attempts=spec.max_attempts, error=error)
-                if where.parent == queue.failed:
-                    self.failed += 1
-                    log.event("failed", job=claim.job_id, exit=code, duration=duration, error=error)
-                else:
-                    self.requeued += 1
-                    log.event(
-                        "requeued", job=claim.job_id, exit=code, duration=duration, error=error
-                    )
+                stop.end_group(job)
+            self._settle(queue, claim, code, stop.stopped(job, code), began)
         finally:
             if claim.held:
                 # Something unexpected (a bug, a settle that raised): never strand the claim.
@@ -529,30 +601,11 @@ class _LaneRun:
 
 def parse_args(argv: Sequence[str]) -> tuple[str, Path | None]:
     """`LANE [--snapshot PATH]` -> (lane, snapshot). Anything else is a UsageError."""
-    lane: str | None = None
-    snapshot: Path | None = None
-    args = list(argv)
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        if arg == "--snapshot":
-            if i + 1 >= len(args) or snapshot is not None:
-                raise UsageError(USAGE)
-            snapshot = Path(args[i + 1])
-            i += 2
-            continue
-        if arg.startswith("--snapshot="):
-            if snapshot is not None:
-                raise UsageError(USAGE)
-            snapshot = Path(arg.partition("=")[2])
-        elif arg.startswith("-") or lane is not None or not arg:
-            raise UsageError(USAGE)
-        else:
-            lane = arg
-        i += 1
-    if lane is None:
+    parsed = split_args(argv)
+    if parsed is None:
         raise UsageError(USAGE)
-    return lane, snapshot
+    lane, snapshot = parsed
+    return lane, None if snapshot is None else Path(snapshot)
 
 
 def find_snapshot(lane: str, snapshots: Path) -> Path:

@@ -32,6 +32,14 @@ def wait_for(condition: Callable[[], bool], timeout: float = 20) -> None:
         time.sleep(0.05)
 
 
+def _ended(process: psutil.Process) -> bool:
+    """Gone, or a zombie (an orphan's new parent may reap it late); either way it holds no lock."""
+    try:
+        return process.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
 @pytest.fixture
 def sleeping_world(tmp_path: Path) -> World:
     """An installed lane whose job command sleeps, with one job queued."""
@@ -78,6 +86,12 @@ def test_runner_killed_by_sigkill_leaves_a_stale_claim(
     kill_later.extend(c.pid for c in children)
     runner.send_signal(signal.SIGKILL)
     runner.wait()
+    # The job holds the claim's lock for as long as it lives (it may still finish the work);
+    # the claim is stranded once the job is gone too.
+    for child in children:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            child.kill()
+    wait_for(lambda: all(_ended(c) for c in children))
     [finding] = world.run("queue.stale-claim", world.target())
     assert finding.severity is Severity.ERROR
     assert f"runner pid {runner.pid} is gone" in finding.message

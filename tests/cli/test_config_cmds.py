@@ -15,6 +15,7 @@ from typer.testing import CliRunner, Result
 
 from lanekit.cli import app
 from lanekit.paths import Paths
+from lanekit.plist import ENTRYPOINT_CODE
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -431,8 +432,8 @@ def test_render_one_lane_prints_the_canonical_plist(cli: Cli) -> None:
     snapshot = Paths.from_env().snapshot_for("local.lanekit.funnel")
     assert plist["ProgramArguments"] == [
         sys.executable,
-        "-m",
-        "lanekit",
+        "-c",
+        ENTRYPOINT_CODE,
         "run",
         "funnel",
         "--snapshot",
