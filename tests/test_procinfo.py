@@ -136,3 +136,25 @@ def test_hosttag_is_a_short_stable_hash_of_the_short_hostname() -> None:
     assert len(tag) == 8 and all(c in "0123456789abcdef" for c in tag)
     assert tag != procinfo.hosttag("other-host")
     assert procinfo.hosttag() == procinfo.hosttag(os.uname().nodename)
+
+
+def test_zombie_is_gone_unless_asked_for() -> None:
+    """An exited child not yet reaped is dead for claims, but its parent can still read the
+    token it started with (the emulator's watcher does, before reaping)."""
+    import os
+    import time
+
+    from lanekit.procinfo import start_token
+
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    try:
+        deadline = time.monotonic() + 10
+        while start_token(pid) is not None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert start_token(pid) is None
+        assert start_token(pid, zombie_ok=True) is not None
+    finally:
+        os.waitpid(pid, 0)
+    assert start_token(pid, zombie_ok=True) is None

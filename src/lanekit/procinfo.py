@@ -43,8 +43,11 @@ def parse_stat(data: bytes) -> tuple[str, str] | None:
     return fields[0].decode("ascii", "replace"), fields[19].decode("ascii")
 
 
-def linux_token(pid: int) -> str | None:
-    """The start token of `pid` read from /proc, or None when no live process has that pid."""
+def linux_token(pid: int, *, zombie_ok: bool = False) -> str | None:
+    """The start token of `pid` read from /proc, or None when no live process has that pid.
+
+    A zombie counts as gone unless `zombie_ok` (a parent may read its child's token before
+    reaping it)."""
     try:
         fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
     except FileNotFoundError:
@@ -59,18 +62,18 @@ def linux_token(pid: int) -> str | None:
     if parsed is None:
         return None
     state, starttime = parsed
-    if state in {"Z", "X"}:  # exited, waiting for its parent: it will never settle a claim
+    if state in {"Z", "X"} and not zombie_ok:  # exited, waiting for its parent: never settles
         return None
     return starttime
 
 
-def psutil_token(pid: int) -> str | None:
+def psutil_token(pid: int, *, zombie_ok: bool = False) -> str | None:
     """The start token of `pid` from psutil (macOS and other systems without /proc)."""
     import psutil
 
     try:
         process = psutil.Process(pid)
-        if process.status() == psutil.STATUS_ZOMBIE:
+        if process.status() == psutil.STATUS_ZOMBIE and not zombie_ok:
             return None
         created = process.create_time()
     except (psutil.NoSuchProcess, psutil.ZombieProcess):
@@ -78,7 +81,7 @@ def psutil_token(pid: int) -> str | None:
     return str(round(created * 1_000_000))
 
 
-def start_token(pid: int, *, platform: str | None = None) -> str | None:
+def start_token(pid: int, *, platform: str | None = None, zombie_ok: bool = False) -> str | None:
     """`pid`'s start token, or None when it is not running. PermissionError when the OS hides it.
 
     `platform` (a `sys.platform` value) picks the branch; tests use it to run both on Linux.
@@ -87,9 +90,9 @@ def start_token(pid: int, *, platform: str | None = None) -> str | None:
     if pid <= 0:
         return None
     if platform.startswith("linux"):
-        return linux_token(pid)
+        return linux_token(pid, zombie_ok=zombie_ok)
     try:
-        return psutil_token(pid)
+        return psutil_token(pid, zombie_ok=zombie_ok)
     except Exception as exc:
         import psutil
 

@@ -29,6 +29,7 @@ from typing import NoReturn
 
 from lanekit.atomic import write_atomic
 from lanekit.errors import EnvironmentUnusableError
+from lanekit.procinfo import start_token
 from lanekit.snapshot import DEFAULT_EXIT_TIMEOUT
 
 DEFAULT_PATH = "/usr/bin:/bin:/usr/sbin:/sbin"
@@ -41,7 +42,6 @@ STDERR_TAIL_BYTES = 8192
 STATUS_SCHEMA = 1
 
 _EX_SOFTWARE = 70  # a helper process failed internally (never a job's status)
-_HAVE_PROC = Path("/proc/self/stat").exists()
 
 
 class JobSetupError(EnvironmentUnusableError):
@@ -230,29 +230,13 @@ def _int_key(plist: Mapping[str, object], key: str) -> int | None:
 def process_token(pid: int, *, zombie_ok: bool = False) -> str | None:
     """A token that identifies this process instance (start time), or None if it is gone.
 
-    Zombies count as gone (an exited process whose parent has not reaped it is not running)
-    unless `zombie_ok`: a parent may take its child's token before reaping it.
+    The same token the queue uses for claim owners (lanekit.procinfo). Zombies count as gone
+    unless `zombie_ok`: a parent may take its child's token before reaping it. A process the
+    OS will not describe to us is not one of our jobs: None.
     """
-    if pid <= 0:
-        return None
-    if _HAVE_PROC:
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_bytes()
-        except OSError:
-            return None
-        # The command name may contain spaces and parentheses; fields resume after the last ')'.
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        if len(fields) < 20 or (fields[0] in {b"Z", b"X"} and not zombie_ok):
-            return None
-        return fields[19].decode()
-    import psutil
-
     try:
-        proc = psutil.Process(pid)
-        if proc.status() == psutil.STATUS_ZOMBIE and not zombie_ok:
-            return None
-        return f"{proc.create_time():.6f}"
-    except psutil.Error:
+        return start_token(pid, zombie_ok=zombie_ok)
+    except PermissionError:
         return None
 
 
