@@ -1,9 +1,12 @@
-"""queue.* checks on real queues: a runner SIGKILLed mid-job, a backlog under a frozen clock,
-jobs out of attempts, and a job done twice."""
+"""queue.* checks on real queues: a runner SIGKILLed mid-job (its job orphaned, then its claim
+stranded), a backlog under a frozen clock, jobs out of attempts, records a failed record write
+left behind, and a job done twice."""
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import fcntl
 import os
 import signal
 import subprocess
@@ -17,9 +20,12 @@ import psutil
 import pytest
 from doctor_world import HEALTHY, World
 
+from lanekit.checks.queue import ClaimState, claim_locked, classify_claim
 from lanekit.doctor import Severity
 from lanekit.lanelog import LaneLog
-from lanekit.queue import Queue
+from lanekit.procinfo import Liveness
+from lanekit.queue import Queue, RecordNotWrittenError
+from lanekit.records import Record
 
 SLEEPER = HEALTHY.replace('["true", "{job}"]', '["sleep", "30"]')
 
@@ -60,11 +66,13 @@ def kill_later() -> Iterator[list[int]]:
 
 
 @pytest.mark.slow
-def test_runner_killed_by_sigkill_leaves_a_stale_claim(
+def test_runner_sigkilled_mid_job_orphans_the_job_then_strands_the_claim(
     sleeping_world: World, kill_later: list[int]
 ) -> None:
-    """The real lane entrypoint claims the job and is SIGKILLed mid-job: the claim stays in
-    claimed/ with a dead owner. Error; fix `lanekit recover funnel`."""
+    """The real lane entrypoint claims the job and only the runner is SIGKILLed: the job still
+    runs holding the claim's lock, so queue.orphaned-job warns (naming the job, the dead runner
+    and how to find the job) and queue.stale-claim stays quiet, even past stale_after. Once the
+    job is killed too, the orphan finding goes and the stale claim is an error."""
     world = sleeping_world
     lane = world.lane()
     runner = subprocess.Popen(
@@ -86,16 +94,76 @@ def test_runner_killed_by_sigkill_leaves_a_stale_claim(
     kill_later.extend(c.pid for c in children)
     runner.send_signal(signal.SIGKILL)
     runner.wait()
-    # The job holds the claim's lock for as long as it lives (it may still finish the work);
-    # the claim is stranded once the job is gone too.
+    [claim] = Queue(lane.queue.dir).list_claims()
+    # What the fix's `lsof PATH` relies on: the job keeps the claimed file open.
+    assert any(f.path == str(claim.path) for c in children for f in c.open_files())
+
+    [orphan] = world.run("queue.orphaned-job", world.target())
+    assert orphan.severity is Severity.WARNING
+    assert orphan.message.startswith("job job-1 still runs, claimed ")
+    assert f"its runner (pid {runner.pid}) is gone" in orphan.message
+    assert orphan.fix == (
+        "wait for it to finish, then `lanekit recover funnel` (the lane's next run does it "
+        f"too); or find it (`pgrep -f {claim.path}` or `lsof {claim.path}`), stop it, then "
+        "`lanekit recover funnel`"
+    )
+    assert world.run("queue.stale-claim", world.target()) == []
+    later = datetime.now() + timedelta(hours=2)
+    [orphan] = world.run("queue.orphaned-job", world.target(), now=later)
+    assert "claimed 2h 00m ago" in orphan.message
+    assert world.run("queue.stale-claim", world.target(), now=later) == []
+
     for child in children:
         with contextlib.suppress(psutil.NoSuchProcess):
             child.kill()
     wait_for(lambda: all(_ended(c) for c in children))
+    assert world.run("queue.orphaned-job", world.target()) == []
     [finding] = world.run("queue.stale-claim", world.target())
     assert finding.severity is Severity.ERROR
     assert f"runner pid {runner.pid} is gone" in finding.message
     assert finding.fix == "lanekit recover funnel"
+
+
+@pytest.mark.parametrize(
+    ("runner", "locked", "state"),
+    [
+        (None, False, ClaimState.UNKNOWN),
+        (None, True, ClaimState.UNKNOWN),
+        (Liveness.ALIVE, True, ClaimState.LIVE),
+        (Liveness.ALIVE, False, ClaimState.LIVE),
+        (Liveness.UNKNOWN, False, ClaimState.LIVE),
+        (Liveness.DEAD, True, ClaimState.ORPHANED),
+        (Liveness.REUSED, True, ClaimState.ORPHANED),
+        (Liveness.DEAD, False, ClaimState.STRANDED),
+        (Liveness.REUSED, False, ClaimState.STRANDED),
+    ],
+)
+def test_claim_states(runner: Liveness | None, locked: bool, state: ClaimState) -> None:
+    """A claim is live while its runner is (or may be) alive, orphaned when its runner is dead
+    but its lock is held (the job outlived it), stranded when nobody holds it, and unknown
+    when its owner cannot be checked from this host."""
+    assert classify_claim(runner, locked) is state
+
+
+def test_lock_probe_sees_a_held_claim_and_leaves_no_lock(tmp_path: Path) -> None:
+    """The probe says True for a claim whose lock is held, False for a free one (and takes
+    nothing: an exclusive lock is still free afterwards), None once the file is gone."""
+    queue = Queue(tmp_path / "q")
+    queue.ensure()
+    queue.enqueue({}, job_id="held")
+    claim = queue.claimer().claim()
+    assert claim is not None
+    assert claim_locked(claim.path) is True
+    free = queue.claimed / "by-hand.json"
+    free.write_text("{}")
+    assert claim_locked(free) is False
+    fd = os.open(free, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    finally:
+        os.close(fd)
+    queue.complete(claim)
+    assert claim_locked(claim.path) is None
 
 
 def test_unowned_claim_older_than_stale_after(tmp_path: Path) -> None:
@@ -218,10 +286,118 @@ def test_job_twice_in_done(tmp_path: Path) -> None:
     assert world.run("queue.duplicate-success", world.target("pm")) == []
 
 
+def disk_full(queue: Queue, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make every record write of `queue` fail as on a full disk."""
+
+    def refuse(record: Record, *, durable: bool | None = None) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device", str(queue.store.path(record.job_id)))
+
+    monkeypatch.setattr(queue.store, "write", refuse)
+
+
+@pytest.mark.parametrize(("settle", "outcome"), [("complete", "succeeded"), ("fail", "failed")])
+def test_settle_without_its_record_leaves_a_running_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, settle: str, outcome: str
+) -> None:
+    """A settle whose record write fails (RecordNotWrittenError) still moves the job out of
+    claimed/; its record keeps saying running. The warning names the id, the record's word,
+    where the file is and what happened; the fix is the command that shows the job."""
+    world = World.make(tmp_path)
+    world.install()
+    queue = Queue(world.lane().queue.dir)
+    queue.enqueue({"n": 1}, job_id="job-1")
+    claim = queue.claimer(lane="funnel").claim()
+    assert claim is not None
+    disk_full(queue, monkeypatch)
+    with pytest.raises(RecordNotWrittenError) as info:
+        if settle == "complete":
+            queue.complete(claim)
+        else:
+            queue.fail(claim, "exit 3")
+    monkeypatch.undo()
+    [finding] = world.run("queue.record-mismatch", world.target())
+    assert finding.severity is Severity.WARNING
+    assert finding.message.startswith("job job-1: its record says running, but no file of it")
+    assert f"the file is in {info.value.moved_to.parent}: the job {outcome}" in finding.message
+    stale = "finished" if outcome == "succeeded" else "failed"
+    assert finding.fix == (
+        f"lanekit job funnel job-1  (the record is stale: the job {stale}, it is not running)"
+    )
+
+
+def test_succeeded_record_with_its_file_back_in_queue(tmp_path: Path) -> None:
+    """A producer that bypasses `enqueue` drops a succeeded id into queue/ again: warning that
+    the next run will not run it. It is right: the next claim moves it to done/ unrun, and the
+    record and the files agree again."""
+    world = World.make(tmp_path)
+    world.install()
+    queue = Queue(world.lane().queue.dir)
+    queue.enqueue({"n": 1}, job_id="job-1")
+    claim = queue.claimer(lane="funnel").claim()
+    assert claim is not None
+    queue.complete(claim)
+    (queue.tmp / "incoming").write_text('{"n": 1}')
+    os.rename(queue.tmp / "incoming", queue.queue / "job-1.json")
+    [finding] = world.run("queue.record-mismatch", world.target())
+    assert finding.severity is Severity.WARNING
+    assert finding.message == (
+        f"job job-1: its record says succeeded, but its file waits in {queue.queue}: the next "
+        "run will not run it (the guard moves it to done/ unrun)."
+    )
+    assert finding.fix.startswith("lanekit job funnel job-1  (to inspect it)")
+    assert queue.claimer(lane="funnel").claim() is None
+    assert world.run("queue.record-mismatch", world.target()) == []
+
+
+def test_record_mismatch_is_reported_on_the_lane_that_ran_the_job(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two lanes share a queue: the stale record of a job lane pm ran is reported once, on pm,
+    with pm in the fix."""
+    world = World.make(tmp_path, TWO_LANES)
+    world.install("funnel")
+    world.install("pm")
+    queue = Queue(world.lane("pm").queue.dir)
+    queue.enqueue({"n": 1}, job_id="job-1")
+    claim = queue.claimer(lane="pm").claim()
+    assert claim is not None
+    disk_full(queue, monkeypatch)
+    with pytest.raises(RecordNotWrittenError):
+        queue.complete(claim)
+    monkeypatch.undo()
+    assert world.run("queue.record-mismatch", world.target("funnel")) == []
+    [finding] = world.run("queue.record-mismatch", world.target("pm"))
+    assert finding.fix.startswith("lanekit job pm job-1 ")
+
+
+def test_new_checks_are_quiet_on_a_working_queue(tmp_path: Path) -> None:
+    """Jobs queued, done, failed and one claimed by a live process (this one): records and
+    files agree, and the live claim is neither orphaned nor stale."""
+    world = World.make(tmp_path)
+    world.install()
+    queue = Queue(world.lane().queue.dir)
+    for job_id in ("done-1", "failed-1", "held-1", "queued-1"):
+        queue.enqueue({"n": 1}, job_id=job_id)
+    claimer = queue.claimer(lane="funnel")
+    claims = {c.job_id: c for c in iter(claimer.claim, None)}
+    queue.complete(claims["done-1"])
+    queue.fail(claims["failed-1"], "exit 1")
+    queue.release(claims["queued-1"], max_attempts=3, error="exit 1")
+    for check_id in ("queue.record-mismatch", "queue.orphaned-job", "queue.stale-claim"):
+        assert world.run(check_id, world.target()) == [], check_id
+    queue.complete(claims["held-1"])
+
+
 def test_queue_checks_are_quiet_on_a_clean_queue(tmp_path: Path) -> None:
     """A fresh queue with a just-enqueued job: no stale claim, failures or duplicates."""
     world = World.make(tmp_path)
     world.install()
     Queue(world.lane().queue.dir).enqueue({"n": 1})
-    for check_id in ("queue.stale-claim", "queue.failed-jobs", "queue.duplicate-success"):
+    for check_id in (
+        "queue.stale-claim",
+        "queue.orphaned-job",
+        "queue.failed-jobs",
+        "queue.record-mismatch",
+        "queue.duplicate-success",
+    ):
         assert world.run(check_id, world.target()) == []

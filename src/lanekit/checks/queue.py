@@ -1,15 +1,29 @@
-"""Checks on the lane's queue: claims stranded by a dead runner, a backlog older than the
-schedule explains, jobs out of attempts, and a job that succeeded twice."""
+"""Checks on the lane's queue: claims stranded by a dead runner, jobs still running without
+their runner, a backlog older than the schedule explains, jobs out of attempts, records that
+contradict where their job is, and a job that succeeded twice."""
 
 from __future__ import annotations
 
+import fcntl
 import itertools
+import os
+import shlex
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING
 
+from lanekit import procinfo
 from lanekit.config import LaneSpec
 from lanekit.doctor import DoctorContext, Problem, Severity, Target, check
 from lanekit.errors import LanekitError
+from lanekit.records import JobState
+
+if TYPE_CHECKING:
+    from lanekit.queue import ClaimInfo, JobLocation, Queue
+    from lanekit.records import Record
 
 BACKLOG_PERIODS = 2
 """A queued job older than this many schedule periods means the lane is not keeping up."""
@@ -40,6 +54,108 @@ def schedule_period(lane: LaneSpec, ctx: DoctorContext) -> float | None:
     return max(gaps) if gaps else None
 
 
+def _reported_on(lane: LaneSpec, record_lane: str | None, ctx: DoctorContext) -> bool:
+    """Whether a finding about one job of the lane's queue belongs to `lane`.
+
+    A queue can serve several lanes; such a finding goes to the lane the job's record names
+    (the one that ran it), else to the queue's first lane, so it is reported once, not once
+    per lane."""
+    siblings = sorted(o.name for o in ctx.lanes() if o.queue.dir == lane.queue.dir)
+    if lane.name not in siblings:
+        return True
+    if record_lane in siblings:
+        return record_lane == lane.name
+    return lane.name == siblings[0]
+
+
+def _record_lane(queue: Queue, job_id: str) -> str | None:
+    """The lane the job's record names (None when there is no readable record)."""
+    try:
+        record = queue.store.read(job_id)
+    except (LanekitError, OSError):
+        return None
+    return None if record is None else record.lane
+
+
+# -- claims -----------------------------------------------------------------------------------
+
+
+class ClaimState(StrEnum):
+    """What a claim in claimed/ amounts to, from its runner's liveness and its flock."""
+
+    LIVE = "live"
+    """Its runner is running (or the OS will not say: never judged dead on a guess)."""
+    ORPHANED = "orphaned"
+    """Its runner is dead but the job it started still holds the claim's lock: not stale,
+    recover() leaves it alone until the job exits."""
+    STRANDED = "stranded"
+    """Its runner is dead and nobody holds the lock: recover() gives it back."""
+    UNKNOWN = "unknown"
+    """Its owner is on another host, or unnamed: only its age can tell."""
+
+
+def classify_claim(runner: procinfo.Liveness | None, locked: bool) -> ClaimState:
+    """The claim's state; `runner` is None when the owner cannot be checked from here."""
+    if runner is None:
+        return ClaimState.UNKNOWN
+    if runner in {procinfo.Liveness.ALIVE, procinfo.Liveness.UNKNOWN}:
+        return ClaimState.LIVE
+    return ClaimState.ORPHANED if locked else ClaimState.STRANDED
+
+
+def claim_locked(path: Path) -> bool | None:
+    """True while some process holds the claim's flock (its runner, or the job that inherited
+    it), False when none does, None when the file is gone (settled meanwhile).
+
+    The probe is a shared lock taken and dropped at once: it never keeps a claimer or a
+    recoverer (which want the lock exclusively) waiting longer than this call."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing drops the probe's lock
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimView:
+    """One claim and what it amounts to."""
+
+    info: ClaimInfo
+    state: ClaimState
+
+
+def _claims(lane: LaneSpec, ctx: DoctorContext) -> list[ClaimView]:
+    """The claims of the lane's queue, each classified (empty when the queue cannot be read).
+
+    list_claims' own `owner_alive` counts a held lock as a live owner, which cannot tell a
+    runner from a job that outlived it; the runner's liveness is asked here instead."""
+    if not lane.queue.dir.is_dir():
+        return []
+    try:
+        claims = ctx.queue(lane).list_claims(now=ctx.now().timestamp(), check_owners=False)
+    except LanekitError:
+        return []
+    here = procinfo.hosttag()
+    views = []
+    for info in claims:
+        runner = None
+        if info.host == here and info.pid is not None and info.token is not None:
+            runner = procinfo.liveness(info.pid, info.token)
+        locked = claim_locked(info.path)
+        if locked is None:
+            continue
+        views.append(ClaimView(info, classify_claim(runner, locked)))
+    return views
+
+
 @check(
     "queue.stale-claim",
     summary="a claimed job whose runner is dead (or older than stale_after): nobody will finish it",
@@ -48,17 +164,17 @@ def schedule_period(lane: LaneSpec, ctx: DoctorContext) -> float | None:
 )
 def stale_claim(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """kill -9, a crash or a power cut leaves a job in claimed/; every run recovers it, but
-    a lane that no longer runs never will."""
+    a lane that no longer runs never will. A claim whose job still runs is not stale (see
+    queue.orphaned-job)."""
     lane = target.lane
-    if lane is None or not lane.queue.dir.is_dir():
+    if lane is None:
         return
-    try:
-        claims = ctx.queue(lane).list_claims(now=ctx.now().timestamp())
-    except LanekitError:
-        return
-    dead = [c for c in claims if c.owner_alive is False]
-    unknown_old = [c for c in claims if c.owner_alive is None and c.age > lane.stale_after]
-    hung = [c for c in claims if c.owner_alive is True and c.age > lane.stale_after]
+    views = _claims(lane, ctx)
+    dead = [v.info for v in views if v.state is ClaimState.STRANDED]
+    unknown_old = [
+        v.info for v in views if v.state is ClaimState.UNKNOWN and v.info.age > lane.stale_after
+    ]
+    hung = [v.info for v in views if v.state is ClaimState.LIVE and v.info.age > lane.stale_after]
     stranded = dead + unknown_old
     if stranded:
         oldest = max(c.age for c in stranded)
@@ -78,6 +194,38 @@ def stale_claim(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
             f"job {claim.job_id} has been running for {_age(claim.age)} (longer than "
             f"stale_after) in live runner pid {claim.pid}: it may be hung.",
             f"if it is stuck: kill {claim.pid}, then `lanekit recover {lane.name}`",
+        )
+
+
+@check(
+    "queue.orphaned-job",
+    summary="a claimed job still runs but its runner is dead (kill -9, or launchd's SIGKILL "
+    "after ExitTimeOut): nobody will record how it ends",
+    needs_lane=True,
+    needs_plist=False,
+)
+def orphaned_job(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
+    """The job inherits the claim's lock, so a job that outlives its runner keeps its claim
+    (correctly: it may still finish the work) but nobody waits for it: its outcome goes
+    unrecorded and, once it exits, recovery gives the job back as if it never ran."""
+    lane = target.lane
+    if lane is None:
+        return
+    orphans = [v.info for v in _claims(lane, ctx) if v.state is ClaimState.ORPHANED]
+    queue = ctx.queue(lane)
+    for claim in orphans:
+        if not _reported_on(lane, _record_lane(queue, claim.job_id), ctx):
+            continue
+        path = shlex.quote(str(claim.path))
+        yield Problem(
+            Severity.WARNING,
+            f"job {claim.job_id} still runs, claimed {_age(claim.age)} ago, but its runner "
+            f"(pid {claim.pid}) is gone: nobody will record how it ends, and once it exits its "
+            "claim is recovered (back to queue/ to run again, or to failed/ when out of "
+            "attempts).",
+            f"wait for it to finish, then `lanekit recover {lane.name}` (the lane's next run "
+            f"does it too); or find it (`pgrep -f {path}` or `lsof {path}`), stop it, then "
+            f"`lanekit recover {lane.name}`",
         )
 
 
@@ -138,6 +286,124 @@ def failed_jobs(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
         f"lanekit jobs {lane.name} --state failed  (each job's .error says why), then enqueue "
         "the fixed ones again",
     )
+
+
+def _contradicts(record: Record, *, in_claimed: bool, found: JobState | None) -> bool:
+    """Whether a record disagrees with the files: `running` with no file of the id in
+    claimed/, or `succeeded` with its file (`found` is where) in queue/ or delayed/."""
+    if record.state is JobState.RUNNING:
+        return not in_claimed
+    return record.state is JobState.SUCCEEDED and found is JobState.QUEUED
+
+
+def record_mismatches(queue: Queue) -> list[tuple[Record, JobLocation | None]]:
+    """Records that contradict where their job is, with where the job's file is (or None).
+
+    Two contradictions: `running` while no file of the id is in claimed/ (a settle whose record
+    could not be written moved the file all the same), and `succeeded` while the file waits in
+    queue/ or delayed/ (the guard will skip it). A suspect is confirmed by a second look (a
+    fresh listing of claimed/, `locate`, and the record read again, unchanged), so a job that
+    was claimed, settled or given back while the first pass ran is not reported.
+    """
+    files = queue.listing()
+    suspects = []
+    for job_id in sorted(queue.store.ids()):
+        try:
+            record = queue.store.read(job_id)
+        except (LanekitError, OSError):
+            continue  # an unreadable record contradicts nothing; the claimer refuses its job
+        if record is None:
+            continue
+        entry = files.get(job_id)
+        state = None if entry is None else entry[0]
+        if _contradicts(record, in_claimed=state is JobState.RUNNING, found=state):
+            suspects.append(record)
+    if not suspects:
+        return []
+    running = queue.listing(JobState.RUNNING)
+    confirmed: list[tuple[Record, JobLocation | None]] = []
+    for record in suspects:
+        try:
+            location = queue.locate(record.job_id)
+            again = queue.store.read(record.job_id)
+        except (LanekitError, OSError):
+            continue
+        in_claimed = record.job_id in running
+        where = None if location is None else location.state
+        if again == record and _contradicts(record, in_claimed=in_claimed, found=where):
+            confirmed.append((record, location))
+    return confirmed
+
+
+def _stale_running(lane: LaneSpec, record: Record, location: JobLocation | None) -> Problem:
+    """The finding for a `running` record whose job is not in claimed/."""
+    claimed = lane.queue.dir / "claimed"
+    inspect = f"lanekit job {lane.name} {record.job_id}"
+    if location is None:
+        return Problem(
+            Severity.WARNING,
+            f"job {record.job_id}: its record says running, but no file of it is in {claimed} "
+            "or anywhere else in the queue: the job is not running and its record is stale.",
+            f"{inspect}  (the record is stale: the job ended and its file was removed)",
+        )
+    if location.state is JobState.SUCCEEDED:
+        return Problem(
+            Severity.WARNING,
+            f"job {record.job_id}: its record says running, but no file of it is in {claimed}; "
+            f"the file is in {location.path.parent}: the job succeeded and its record could not "
+            "be updated, so the guard does not know the id already ran.",
+            f"{inspect}  (the record is stale: the job finished, it is not running)",
+        )
+    if location.state is JobState.FAILED:
+        return Problem(
+            Severity.WARNING,
+            f"job {record.job_id}: its record says running, but no file of it is in {claimed}; "
+            f"the file is in {location.path.parent}: the job failed and its record could not "
+            "be updated.",
+            f"{inspect}  (the record is stale: the job failed, it is not running)",
+        )
+    return Problem(
+        Severity.WARNING,
+        f"job {record.job_id}: its record says running, but no file of it is in {claimed}; the "
+        f"file waits in {location.path.parent} to run again and its record could not be updated.",
+        f"{inspect}  (the record is stale: the job is queued, not running)",
+    )
+
+
+@check(
+    "queue.record-mismatch",
+    summary="a job record contradicts where its file is (running with nothing in claimed/, or "
+    "succeeded while queued)",
+    needs_lane=True,
+    needs_plist=False,
+)
+def record_mismatch(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
+    """`lanekit jobs` and the re-execution guard trust the records; a record that disagrees
+    with the files misleads both. A settle that cannot write its record (disk full) still moves
+    the file, leaving `running` behind; a succeeded id dropped into queue/ by a producer that
+    bypassed `enqueue` will be skipped, not run."""
+    lane = target.lane
+    if lane is None or not lane.queue.dir.is_dir():
+        return
+    queue = ctx.queue(lane)
+    try:
+        mismatches = record_mismatches(queue)
+    except LanekitError:
+        return
+    for record, location in mismatches:
+        if not _reported_on(lane, record.lane, ctx):
+            continue
+        if record.state is JobState.RUNNING:
+            yield _stale_running(lane, record, location)
+        elif location is not None:
+            yield Problem(
+                Severity.WARNING,
+                f"job {record.job_id}: its record says succeeded, but its file waits in "
+                f"{location.path.parent}: the next run will not run it (the guard moves it to "
+                "done/ unrun).",
+                f"lanekit job {lane.name} {record.job_id}  (to inspect it); to do the work "
+                "again, enqueue it under a new id",
+            )
 
 
 def _done_events(lane: LaneSpec) -> Counter[str]:
