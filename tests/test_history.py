@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from lanekit.errors import UsageError
 from lanekit.history import adjust_item_count, find_job, page_jobs, paginate
-from lanekit.queue import Queue, new_job_id
+from lanekit.queue import Queue, new_job_id, own_owner
 from lanekit.records import JobState, Record
 
 
@@ -217,6 +217,53 @@ def test_custom_ids_sort_by_file_time(queue: Queue) -> None:
     (queue.queue / "zzz-custom.json").write_text("{}")
     os.utime(queue.queue / "zzz-custom.json", ns=(old_ns + 1, old_ns + 1))
     assert [r.job_id for r in page_jobs(queue).items] == [new, "zzz-custom", old]
+
+
+def test_an_id_with_files_in_several_places_is_one_job(queue: Queue) -> None:
+    """A re-sent id with copies in queue/, failed/ and done/ (there under its claimed name too)
+    is counted and shown once, custom ids as well; hidden and foreign files are not jobs."""
+    ids = finished(queue, 3)
+    twice = ids[1]
+    day = queue.done / "2026-01-01"
+    (day / f"{twice}.{own_owner()}.json").write_text("{}")
+    for directory in (queue.queue, queue.failed):
+        (directory / f"{twice}.json").write_text("{}")
+        (directory / "custom.7.json").write_text("{}")
+        os.utime(directory / "custom.7.json", ns=(int(ids[0][:20]) + 1, int(ids[0][:20]) + 1))
+    (queue.failed / f"{twice}.error").write_text("exit 1\n")
+    (queue.queue / ".hidden.json").write_text("{}")
+    (queue.queue / "notes.txt").write_text("")
+    page = page_jobs(queue, 1, 10)
+    assert page.meta.total == 4
+    assert [r.job_id for r in page.items] == [ids[2], twice, "custom.7", ids[0]]
+
+
+def test_custom_ids_among_generated_ones_in_one_directory(queue: Queue) -> None:
+    """Custom ids in a directory of generated ones each sort by their file's time."""
+    base = 1_750_000_000 * 10**9
+    generated = [new_job_id(now_ns=base + n * 10**9) for n in range(5)]
+    for job_id in generated:
+        (queue.queue / f"{job_id}.json").write_text("{}")
+    for name, ns in (("late", base + 4 * 10**9 + 1), ("early", base - 1)):
+        (queue.queue / f"{name}.json").write_text("{}")
+        os.utime(queue.queue / f"{name}.json", ns=(ns, ns))
+    expected = ["late", *generated[::-1], "early"]
+    assert [r.job_id for r in page_jobs(queue, 1, 0).items] == expected
+    assert [r.job_id for r in page_jobs(queue, 1, 2).items] == expected[:2]
+
+
+def test_a_custom_id_shaped_like_a_generated_one_sorts_by_file_time(queue: Queue) -> None:
+    """A custom id as long as a generated one (so every name in the directory has one length)
+    is still told apart by its characters and placed by its file's time."""
+    base = 1_750_000_000 * 10**9
+    generated = [new_job_id(now_ns=base + n * 10**9) for n in range(4)]
+    lookalike = "x" * 20 + generated[0][20:]
+    assert len(lookalike) == len(generated[0])
+    for job_id in [*generated, lookalike]:
+        (queue.queue / f"{job_id}.json").write_text("{}")
+    os.utime(queue.queue / f"{lookalike}.json", ns=(base + 10**9 + 1, base + 10**9 + 1))
+    expected = [generated[3], generated[2], lookalike, generated[1], generated[0]]
+    assert [r.job_id for r in page_jobs(queue, 1, 0).items] == expected
 
 
 def test_find_job(queue: Queue) -> None:

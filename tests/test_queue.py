@@ -504,6 +504,16 @@ def test_claimer_does_not_list_again_for_each_claim(queue: Queue) -> None:
     assert claimer.claim() is None
 
 
+def test_files_that_are_not_jobs_never_hide_the_jobs(queue: Queue) -> None:
+    """A big queue is first windowed to its oldest names; when those are all files that are
+    not jobs (hidden, or not .json), the claimer still finds the jobs behind them."""
+    jobs = [queue.enqueue({"n": n}) for n in range(3)]
+    window = queue_module._FIRST_WINDOW
+    for n in range(4 * window + 1):
+        (queue.queue / f"{n:05d}.partial").write_bytes(b"")
+    assert sorted(c.job_id for c in drain(queue)) == sorted(jobs)
+
+
 def test_lost_race_is_silent(queue: Queue) -> None:
     """Jobs taken by someone else after our listing are skipped without an error."""
     for n in range(5):

@@ -33,7 +33,7 @@ import fcntl
 import os
 import stat
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
@@ -432,6 +432,8 @@ class Queue:
         self._failed = root + "/failed"
         self._delayed = root + "/delayed"
         self._day = ""
+        self._day_dir = self.done
+        """`_day` as a Path, once `_done_dir` set it (complete() returns paths inside it)."""
         self._day_start = float("-inf")
         """Epoch second at which the UTC day of `_day` (today's done/ bucket) began."""
 
@@ -677,10 +679,12 @@ class Queue:
                 running.lane,
             )
             unwritten = self._record_outcome(record)
-            target = self._to_done(claim.file or str(claim.path), job_id, now)
+            day = self._done_dir(now)
+            target = self._to_terminal(claim.file or str(claim.path), day, job_id)
             if unwritten is not None:
                 raise self._not_recorded(record, unwritten, target) from unwritten
-            return Path(target)
+            # A child of the bucket's Path costs less than parsing a new Path (on every job).
+            return self._day_dir / target[len(day) + 1 :]
         except OSError as exc:
             raise _queue_error(exc, "complete the job") from exc
         finally:
@@ -1105,6 +1109,7 @@ class Queue:
         with contextlib.suppress(FileExistsError):
             os.mkdir(directory, 0o700)
         self._day = directory
+        self._day_dir = Path(directory)
         self._day_start = now - now % 86400  # UTC days are 86400 s long in epoch time
         return directory
 
@@ -1365,25 +1370,31 @@ class Claimer:
 
     def _relist(self) -> bool:
         self.queue.promote_due()
-        names = _listdir(self.queue._queue)
-        if self._first and len(names) > 4 * _FIRST_WINDOW:
+        listed = _listdir(self.queue._queue)
+        names: list[str] = []
+        if self._first and len(listed) > 4 * _FIRST_WINDOW:
             import heapq
 
-            names = heapq.nsmallest(_FIRST_WINDOW, names)
-        else:
-            names.sort()
+            names = self._jobs_among(heapq.nsmallest(_FIRST_WINDOW, listed))
+        if not names:  # not windowed, or the window held only hidden or foreign files
+            listed.sort()
+            names = self._jobs_among(listed)
         self._first = False
-        skip = self._skip
-        self._names = [n for n in names if n.endswith(".json") and n[0] != "." and n not in skip]
+        self._names = names
         self._misses = self._lost = self._won = 0
-        if not self._names:
+        if not names:
             self._left = 0
             return False
         busy = len(_listdir(self.queue._claimed))
         spread = max(_SPREAD_MIN, _SPREAD_PER_CLAIM * (busy + 1))
-        self._pos = self._random(min(len(self._names), spread))
-        self._left = len(self._names)
+        self._pos = self._random(min(len(names), spread))
+        self._left = len(names)
         return True
+
+    def _jobs_among(self, listed: list[str]) -> list[str]:
+        """The job files among `listed` names (kept in order), minus those this claimer skips."""
+        skip = self._skip
+        return [n for n in listed if n.endswith(".json") and n[0] != "." and n not in skip]
 
     def _take(self, name: str) -> Claim | Dropped:
         queue = self.queue
@@ -1424,14 +1435,22 @@ class Claimer:
             except BlockingIOError:
                 lock.release()
                 return self._pass_over(name, src, path, job_id)
-            written = os.fstat(fd).st_mtime
+            st = os.fstat(fd)
             # The claim's age starts now (rename keeps the old mtime). Best effort: a file we
             # may not touch keeps its mtime as the age.
-            try:
+            try:  # noqa: SIM105 - contextlib.suppress costs more than the rest of this line
                 os.utime(fd)
             except OSError:
                 pass
-            return self._admit(job_id, path, claimed_name, owner, lock, _read_all(fd), written)
+            return self._admit(
+                job_id=job_id,
+                path=path,
+                claimed_name=claimed_name,
+                owner=owner,
+                lock=lock,
+                data=_read_all(fd, st.st_size),
+                written=st.st_mtime,
+            )
         except BaseException as exc:
             if lock.held:
                 # Never strand a claim on an unexpected error: put the job back.
@@ -1460,6 +1479,7 @@ class Claimer:
 
     def _admit(
         self,
+        *,
         job_id: str,
         path: str,
         claimed_name: str,
@@ -1528,7 +1548,7 @@ class Claimer:
         # Not fsynced even on a durable queue: losing it to a power cut only loses the count
         # of the attempt that was cut short; the settling record that follows is durable.
         queue.store.write(record, durable=False)
-        return Claim(job_id, Path(path), attempts, owner, record, lock, path)
+        return Claim(job_id, queue.claimed / claimed_name, attempts, owner, record, lock, path)
 
     def _other_claim(self, job_id: str, ours: str) -> str | None:
         for name in _job_names(self.queue._claimed):
@@ -1579,11 +1599,12 @@ class Claimer:
         return Dropped(job_id, DropReason.INVALID_ID, detail, Path(target))
 
 
-def _read_all(fd: int) -> bytes:
-    data = os.read(fd, 1 << 16)
+def _read_all(fd: int, size: int) -> bytes:
+    """The whole file: `size` (from fstat) sizes the first read, reads go on until EOF."""
+    data = os.read(fd, size + 1)
     if not data:
         return data
     chunks = [data]
-    while chunk := os.read(fd, 1 << 20):
+    while chunk := os.read(fd, 1 << 16):
         chunks.append(chunk)
-    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    return data if len(chunks) == 1 else b"".join(chunks)
