@@ -86,7 +86,7 @@ def test_state_vocabulary_is_closed() -> None:
         (0, "exit code 0"),
         (1, "exit code 1 (some jobs failed)"),
         (3, "exit code 3"),
-        (69, "exit code 69 (environment unusable: queue dirs or the job command (see the lane log))"),
+        (69, "exit code 69 (environment unusable, see the lane log)"),
         (75, "exit code 75 (stopped by a signal, jobs restored)"),
         (78, "exit code 78 (EX_CONFIG: launchd could not start the job)"),
         (127, "exit code 127 (command not found)"),

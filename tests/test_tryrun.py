@@ -219,7 +219,7 @@ def test_timeout_stops_the_job(tmp_path: Path) -> None:
         (126, None, False, "exit code 126 (command found but not executable)"),
         (1, None, True, "exit code 1 (some jobs failed)"),
         (1, None, False, "exit code 1"),
-        (69, None, True, "exit code 69 (environment unusable: queue dirs or the job command (see the lane log))"),
+        (69, None, True, "exit code 69 (environment unusable, see the lane log)"),
         (69, None, False, "exit code 69 (EX_UNAVAILABLE)"),
         (None, 15, False, "killed by SIGTERM"),
         (-9, None, False, "killed by SIGKILL"),

@@ -17,7 +17,7 @@ EX_CONFIG = 78
 RUNNER_EXITS = {
     int(ExitCode.FAILURE): "some jobs failed",
     int(ExitCode.USAGE): "lanekit usage error: bad snapshot or arguments",
-    int(ExitCode.UNAVAILABLE): "environment unusable: queue dirs or the job command (see the lane log)",
+    int(ExitCode.UNAVAILABLE): "environment unusable, see the lane log",
     int(ExitCode.INTERRUPTED): "stopped by a signal, jobs restored",
 }
 """What lanekit's runner means by its codes (docs/exit-codes.md)."""
