@@ -56,6 +56,8 @@ class ChaosResult:
     executions: int
     executions_beyond_one: int
     recovered_events: int
+    lanes_that_finished_jobs: int
+    """How many of the runner lanes settled jobs: the drain was shared, not serialised."""
 
     @property
     def ok(self) -> bool:
@@ -69,12 +71,16 @@ class ChaosResult:
         )
 
 
-def make_spec(root: Path, *, max_jobs: int, stale_after: float) -> RunSpec:
-    """The lane the chaos runners drain (a snapshot file, as `apply` would write)."""
+def make_spec(root: Path, *, lane: str, max_jobs: int, stale_after: float) -> RunSpec:
+    """One of the lanes that drain the chaos queue (a snapshot file, as `apply` would write).
+
+    Every runner slot is its own lane on the one queue, as in the seed's five lanes: each has
+    its own lane lock, so the runners really claim side by side (runners of ONE lane would
+    take turns on its lock and never race)."""
     ledger = root / "ledger.txt"
     return RunSpec(
-        lane=LANE,
-        label=f"local.chaos.{LANE}",
+        lane=lane,
+        label=f"local.chaos.{lane}",
         queue_dir=root / "queue",
         command=("/bin/sh", "-c", JOB_SCRIPT, "chaos-job", str(ledger)),
         max_jobs=max_jobs,
@@ -82,7 +88,7 @@ def make_spec(root: Path, *, max_jobs: int, stale_after: float) -> RunSpec:
         max_attempts=1_000_000,  # kills must never push a job to failed/: that would hide loss
         stale_after=stale_after,
         exit_timeout=5,
-        log_path=root / "queue" / "logs" / f"{LANE}.log",
+        log_path=root / "queue" / "logs" / f"{lane}.log",
         durable=False,
         log_max_bytes=0,  # keep one log: the checker reads every `done` event
     )
@@ -120,16 +126,23 @@ def run_chaos(
     `kill_every_ms`, until the queue is empty; then compare done/, records and the ledger."""
     rng = random.Random(seed)
     root.mkdir(parents=True, exist_ok=True)
-    spec = make_spec(root, max_jobs=max_jobs, stale_after=2.0)
-    snapshot = root / f"{spec.label}.json"
-    spec.write(snapshot)
-    queue = Queue(spec.queue_dir, durable=False)
+    specs = [
+        make_spec(root, lane=f"{LANE}{i}", max_jobs=max_jobs, stale_after=2.0)
+        for i in range(runners)
+    ]
+    argvs = []
+    for spec in specs:
+        snapshot = root / f"{spec.label}.json"
+        spec.write(snapshot)
+        argvs.append(
+            [sys.executable, "-m", "lanekit", "run", spec.lane, "--snapshot", str(snapshot)]
+        )
+    queue = Queue(specs[0].queue_dir, durable=False)
     queue.ensure()
     ids = [queue.enqueue({"n": n}) for n in range(jobs)]
     ledger = root / "ledger.txt"
     ledger.touch()
 
-    argv = [sys.executable, "-m", "lanekit", "run", LANE, "--snapshot", str(snapshot)]
     out = (root / "runners.log").open("ab")
     slots: list[subprocess.Popen[bytes] | None] = [None] * runners
     runs_started = kills = 0
@@ -151,7 +164,7 @@ def run_chaos(
                 for i, slot in enumerate(slots):
                     if slot is None:
                         # launchd starts the lane again on its next fire; here: at once
-                        slots[i] = subprocess.Popen(argv, stdout=out, stderr=out)
+                        slots[i] = subprocess.Popen(argvs[i], stdout=out, stderr=out)
                         runs_started += 1
             if kill_every_ms > 0 and now >= next_kill:
                 next_kill = now + kill_every_ms / 1000
@@ -185,10 +198,13 @@ def run_chaos(
     done_events: collections.Counter[str] = collections.Counter()
     skipped_events: collections.Counter[str] = collections.Counter()
     recovered_events = 0
-    for event in read_events(spec.log_path):
+    lanes_done: set[str] = set()
+    events = (event for spec in specs for event in read_events(spec.log_path))
+    for event in events:
         kind = event.get("event")
         if kind == "done":
             done_events[event["job"]] += 1
+            lanes_done.add(event.get("lane", ""))
         elif kind == "skipped" and event.get("reason") == "already-succeeded":
             skipped_events[event["job"]] += 1
         elif kind == "recovered":
@@ -218,6 +234,7 @@ def run_chaos(
         executions=sum(ledger_counts.values()),
         executions_beyond_one=beyond,
         recovered_events=recovered_events,
+        lanes_that_finished_jobs=len(lanes_done),
     )
 
 

@@ -39,6 +39,7 @@ def test_small_chaos_run_loses_nothing(tmp_path: Path) -> None:
     assert result.done_without_record == 0
     assert result.done_without_execution == 0
     assert result.executions == 200 + result.executions_beyond_one
+    assert result.lanes_that_finished_jobs >= 2, "the runners are lanes that drain side by side"
     assert result.ok
 
 
@@ -62,6 +63,7 @@ def test_ok_requires_no_loss_and_no_double_success() -> None:
         executions=12,
         executions_beyond_one=2,
         recovered_events=2,
+        lanes_that_finished_jobs=2,
     )
     assert good.ok
     for field in (
