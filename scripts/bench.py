@@ -107,11 +107,13 @@ def fill(queue: Queue, count: int) -> list[str]:
     return [queue.enqueue({"n": n}) for n in range(count)]
 
 
-def lane_spec(queue_dir: Path, command: Sequence[str], *, max_jobs: int) -> RunSpec:
+def lane_spec(
+    queue_dir: Path, command: Sequence[str], *, max_jobs: int, lane: str = LANE
+) -> RunSpec:
     """A lane snapshot for `lanekit run` on `queue_dir`."""
     return RunSpec(
-        lane=LANE,
-        label=f"local.bench.{LANE}",
+        lane=lane,
+        label=f"local.bench.{lane}",
         queue_dir=queue_dir,
         command=tuple(command),
         max_jobs=max_jobs,
@@ -119,7 +121,7 @@ def lane_spec(queue_dir: Path, command: Sequence[str], *, max_jobs: int) -> RunS
         max_attempts=3,
         stale_after=3600.0,
         exit_timeout=5,
-        log_path=queue_dir / "logs" / f"{LANE}.log",
+        log_path=queue_dir / "logs" / f"{lane}.log",
         durable=False,
         log_max_bytes=0,
     )
@@ -419,19 +421,25 @@ def drain_end_to_end(kind: str, root: Path, jobs: int, workers: int) -> Drain:
     ledger = queue.dir / "ledger.txt"
     ledger.touch()
     if kind == "lanekit run":
+        # One lane per process on the one queue, as in the seed's five lanes: each has its own
+        # lane lock, so they claim side by side (processes of ONE lane would take turns).
         # The same one-write job as bash's; the id comes from LANEKIT_JOB_ID (argv is literal).
-        spec = lane_spec(
-            queue.dir,
-            ["/bin/sh", "-c", 'printf "%s\\n" "$LANEKIT_JOB_ID" >> "$1"', "job", str(ledger)],
-            max_jobs=10**9,
-        )
-        snapshot = queue.dir / "snapshot.json"
-        spec.write(snapshot)
-        argv = [PY, "-m", "lanekit", "run", LANE, "--snapshot", str(snapshot)]
+        argvs = []
+        for i in range(workers):
+            spec = lane_spec(
+                queue.dir,
+                ["/bin/sh", "-c", 'printf "%s\\n" "$LANEKIT_JOB_ID" >> "$1"', "job", str(ledger)],
+                max_jobs=10**9,
+                lane=f"{LANE}{i}",
+            )
+            snapshot = queue.dir / f"snapshot-{i}.json"
+            spec.write(snapshot)
+            argvs.append([PY, "-m", "lanekit", "run", spec.lane, "--snapshot", str(snapshot)])
     else:
         argv = ["/bin/bash", "-c", BASH_WORKER, "worker", str(queue.dir), str(ledger), LEDGER_JOB]
+        argvs = [argv] * workers
     started = time.perf_counter()
-    procs = [subprocess.Popen(argv, stderr=subprocess.DEVNULL) for _ in range(workers)]
+    procs = [subprocess.Popen(argv, stderr=subprocess.DEVNULL) for argv in argvs]
     for proc in procs:
         proc.wait()
     seconds = time.perf_counter() - started
