@@ -9,11 +9,12 @@ import pytest
 
 from fakes import FakeLaunchd
 from lanekit.config import Config, load_config
+from lanekit.exits import describe_exit
 from lanekit.launchd import ListEntry, ServiceInfo
 from lanekit.paths import Paths
 from lanekit.queue import Queue
 from lanekit.schedule import describe_schedule
-from lanekit.status import LaneFacts, LaneState, describe_exit, lane_state, status
+from lanekit.status import LaneFacts, LaneState, lane_state, status
 
 RUN, SCH, IDLE, ERR, NL, DIS = (
     LaneState.RUNNING,
