@@ -447,7 +447,8 @@ def test_command_not_found_restores_the_job_and_exits_69(
     root: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A command that cannot start is the lane's environment, not the job: the job goes back
-    to queue/ without spending an attempt, the run exits 69, and the lane log says why."""
+    to queue/ without spending an attempt, the run exits 69, and the lane log and the job's
+    record say why."""
     spec = make_spec(root, [str(root / "no-such-tool"), "{job}"])
     job_id = queue_of(spec).enqueue({"n": 1})
     spec.write(root / "snap.json")
@@ -457,6 +458,7 @@ def test_command_not_found_restores_the_job_and_exits_69(
     record = RecordStore(spec.queue_dir / "records").read(job_id)
     assert record is not None
     assert (record.state, record.attempts) == (JobState.QUEUED, 0)
+    assert record.error == f"cannot start {str(root / 'no-such-tool')!r}: No such file or directory"
     log = events(spec)
     assert [e["event"] for e in log] == ["start", "claimed", "requeued", "error"]
     assert log[2]["reason"] == "cannot-start"

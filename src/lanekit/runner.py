@@ -500,9 +500,16 @@ class _LaneRun:
             self.failed += 1
             self.log.event("failed", job=item.job_id, reason=str(item.reason), error=item.detail)
 
-    def _give_back(self, queue: Queue, claim: Claim) -> None:
-        """Back to queue/ at once, spending no attempt: the job did not fail."""
-        queue.release(claim, max_attempts=self.spec.max_attempts, count_attempt=False, delay=False)
+    def _give_back(self, queue: Queue, claim: Claim, error: str = "") -> None:
+        """Back to queue/ at once, spending no attempt: the job did not fail. `error` goes
+        into the job's record, so `lanekit job` says why it is queued again."""
+        queue.release(
+            claim,
+            max_attempts=self.spec.max_attempts,
+            error=error,
+            count_attempt=False,
+            delay=False,
+        )
         self.requeued += 1
 
     def _settle(self, queue: Queue, claim: Claim, code: int, stopped: bool, began: float) -> None:
@@ -575,8 +582,8 @@ class _LaneRun:
             except OSError as exc:
                 # The command itself is missing or not executable: every job would fail the
                 # same way, so this is the lane's environment, not the job's fault.
-                self._give_back(queue, claim)
                 message = f"cannot start {spec.command[0]!r}: {exc.strerror or exc}"
+                self._give_back(queue, claim, message)
                 log.event("requeued", job=claim.job_id, reason="cannot-start", error=message)
                 raise EnvironmentUnusableError(
                     f"lane {spec.lane}: {message}",
