@@ -283,3 +283,28 @@ def test_the_work_dir_is_local(tmp_path: Path) -> None:
         pytest.skip("reads /proc/self/mountinfo")
     assert fsops.linux_fstype(os.path.realpath(tmp_path)) is not None
     assert fsops.mount_problem(os.path.realpath(tmp_path)) is None
+
+
+def test_flock_held_probe(tmp_path: Path) -> None:
+    """The shared probe sees another holder's exclusive lock, leaves none of its own behind,
+    and says None for a missing file."""
+    import fcntl
+
+    from lanekit.fsops import flock_held
+
+    path = tmp_path / "lock"
+    assert flock_held(path) is None
+    path.touch()
+    assert flock_held(path) is False
+    fd = os.open(path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        assert flock_held(path) is True
+    finally:
+        os.close(fd)
+    assert flock_held(path) is False
+    other = os.open(path, os.O_RDWR)
+    try:
+        fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)  # the probe kept no lock
+    finally:
+        os.close(other)

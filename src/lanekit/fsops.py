@@ -388,3 +388,24 @@ def mount_problem(path: str, *, platform: str | None = None) -> str | None:
             return None  # statfs failed on a directory we could stat: nothing to judge by
         return classify_mount(fstype, local)
     return None
+
+
+def flock_held(path: str | os.PathLike[str]) -> bool | None:
+    """Does some process hold a flock on `path`? None when the file does not exist.
+
+    The probe is a shared lock taken and dropped at once, so it never keeps a process that
+    wants the lock exclusively (a run, a claimer, a recoverer) waiting longer than this call.
+    The lane lock and each claim's lock are probed this way."""
+    import fcntl
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing drops the probe's lock
+    return False

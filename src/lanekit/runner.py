@@ -25,7 +25,6 @@ Jobs are started with os.posix_spawnp (no subprocess import).
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import signal
 import sys
@@ -130,17 +129,9 @@ class LaneLock:
 
 def lane_busy(path: Path) -> bool:
     """True when some process holds the lane lock at `path` (a run is in progress)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-    return False
+    from lanekit.fsops import flock_held
+
+    return flock_held(path) is True
 
 
 # --- starting jobs ------------------------------------------------------------------------

@@ -4,9 +4,7 @@ contradict where their job is, and a job that succeeded twice."""
 
 from __future__ import annotations
 
-import fcntl
 import itertools
-import os
 import shlex
 from collections import Counter
 from collections.abc import Iterator
@@ -19,6 +17,7 @@ from lanekit import procinfo
 from lanekit.config import LaneSpec
 from lanekit.doctor import DoctorContext, Problem, Severity, Target, check
 from lanekit.errors import LanekitError
+from lanekit.fsops import flock_held
 from lanekit.records import JobState
 
 if TYPE_CHECKING:
@@ -105,23 +104,11 @@ def classify_claim(runner: procinfo.Liveness | None, locked: bool) -> ClaimState
 
 def claim_locked(path: Path) -> bool | None:
     """True while some process holds the claim's flock (its runner, or the job that inherited
-    it), False when none does, None when the file is gone (settled meanwhile).
-
-    The probe is a shared lock taken and dropped at once: it never keeps a claimer or a
-    recoverer (which want the lock exclusively) waiting longer than this call."""
+    it), False when none does, None when the file is gone (settled meanwhile)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return None
+        return flock_held(path)
     except OSError:
         return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)  # closing drops the probe's lock
-    return False
 
 
 @dataclass(frozen=True, slots=True)
