@@ -1,5 +1,6 @@
 """The typer app. Commands are thin: parse options, call one core function, hand the result to
 `lanekit.cli.render`. LanekitError is caught here, once, and shown as `error:` + `hint:` lines.
+Commands are loaded lazily, per command (lanekit.cli.registry says how to add one).
 """
 
 from __future__ import annotations
@@ -9,15 +10,46 @@ from typing import Annotated, Any
 
 import typer
 from typer import _click  # typer >= 0.29 vendors click; its Context is the base type
+from typer._click.shell_completion import CompletionItem
+from typer._click.utils import make_default_short_help
 from typer.core import TyperGroup
 
 from lanekit import __version__
 from lanekit.cli import render
+from lanekit.cli.registry import COMMANDS, LazyCommands
 from lanekit.errors import ExitCode, LanekitError
 
 
 class LanekitGroup(TyperGroup):
-    """Turns LanekitError into two stderr lines and its exit code (traceback only with --debug)."""
+    """Turns LanekitError into two stderr lines and its exit code (traceback only with --debug).
+    Its commands come from lanekit.cli.registry, each imported only when it is asked for."""
+
+    def __init__(self, **attrs: Any) -> None:
+        super().__init__(**attrs)
+        self.lazy = LazyCommands(COMMANDS)
+        self.commands = self.lazy
+
+    def list_commands(self, ctx: _click.Context) -> list[str]:
+        """Every command name, without importing any command module."""
+        return list(self.lazy)
+
+    def format_commands(self, ctx: _click.Context, formatter: _click.HelpFormatter) -> None:
+        """The command list of `lanekit --help`, from the registry's summaries."""
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(len(name) for name in names)
+        rows = [(name, make_default_short_help(self.lazy.summary(name), limit)) for name in names]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+    def shell_complete(self, ctx: _click.Context, incomplete: str) -> list[CompletionItem]:
+        """Command names (from the registry) and the root's own options."""
+        results = [
+            CompletionItem(name, help=self.lazy.summary(name))
+            for name in self.list_commands(ctx)
+            if name.startswith(incomplete)
+        ]
+        results.extend(_click.Command.shell_complete(self, ctx, incomplete))
+        return results
 
     def invoke(self, ctx: _click.Context) -> Any:
         try:
@@ -64,30 +96,6 @@ def _root(
 ) -> None:
     """launchd lanes: scheduled jobs that drain a directory queue, exactly once."""
     ctx.obj = {"debug": debug}
-
-
-def _register() -> None:
-    # Each command group lives in its own module and adds its commands to `app`.
-    import importlib
-
-    for name in (
-        "config_cmds",
-        "schedule_cmd",
-        "queue_cmds",
-        "launchd_cmds",
-        "doctor_cmds",
-        "demo_cmd",
-    ):
-        try:
-            module = importlib.import_module(f"lanekit.cli.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"lanekit.cli.{name}":
-                raise
-            continue
-        module.register(app)
-
-
-_register()
 
 
 def main(argv: list[str] | None = None) -> None:

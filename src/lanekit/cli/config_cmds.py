@@ -5,16 +5,17 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from lanekit.cli.options import ConfigOption, JsonOption
-from lanekit.cli.render import config as show
-from lanekit.config import find_config
 from lanekit.errors import ExitCode
-from lanekit.paths import Paths
-from lanekit.plist import check_config, init_config, render_config
+
+if TYPE_CHECKING:
+    from lanekit.paths import Paths
+
+# The core and the renderer are imported inside each command (lanekit.cli.registry).
 
 TemplatesOption = Annotated[
     Path | None,
@@ -38,6 +39,10 @@ def init(
     ] = None,
 ) -> None:
     """Write a commented example lanes.toml. Never overwrites an existing one."""
+    from lanekit.cli.render import config as show
+    from lanekit.paths import Paths
+    from lanekit.plist import init_config
+
     paths = Paths.from_env()
     written = init_config(paths.cwd / (directory or Path()), paths)
     show.initialized(written, paths.cwd)
@@ -49,6 +54,11 @@ def validate(
     as_json: JsonOption = False,
 ) -> None:
     """Check lanes.toml, its schedules and its rendered plists; list every error (exit 1)."""
+    from lanekit.cli.render import config as show
+    from lanekit.config import find_config
+    from lanekit.paths import Paths
+    from lanekit.plist import check_config
+
     paths = Paths.from_env()
     path = find_config(config, os.environ, paths.cwd)
     check = check_config(
@@ -77,6 +87,11 @@ def render(
     config: ConfigOption = None,
 ) -> None:
     """Print the launchd plist of each lane (or write them with --out)."""
+    from lanekit.cli.render import config as show
+    from lanekit.config import find_config
+    from lanekit.paths import Paths
+    from lanekit.plist import render_config
+
     paths = Paths.from_env()
     path = find_config(config, os.environ, paths.cwd)
     rendered = render_config(

@@ -7,8 +7,6 @@ from typing import Annotated
 
 import typer
 
-from lanekit.cli.render import demo as view
-from lanekit.demo import run_demo
 from lanekit.errors import ExitCode
 
 
@@ -27,6 +25,9 @@ def demo(
     ] = False,
 ) -> None:
     """Five lanes fire at once on a 57-job backlog: count duplicates and losses (both 0)."""
+    from lanekit.cli.render import demo as view
+    from lanekit.demo import run_demo
+
     with view.progress() as show:
         report = run_demo(directory=directory, keep=keep, progress=show)
     view.report(report)

@@ -10,12 +10,9 @@ from typing import Annotated
 import typer
 
 from lanekit.cli.options import ConfigOption, JsonOption
-from lanekit.cli.render import doctor as show
-from lanekit.doctor import DoctorRequest, diagnose, list_checks
 from lanekit.errors import ExitCode, UsageError
-from lanekit.logs import LogsRequest, LogStream, lane_logs
-from lanekit.paths import Paths
-from lanekit.tryrun import TryRequest, try_run
+
+# The core and the renderer are imported inside each command (lanekit.cli.registry).
 
 PlistOption = Annotated[
     list[Path] | None,
@@ -62,6 +59,10 @@ def doctor(
 
     Exit 1 when any error is found.
     """
+    from lanekit.cli.render import doctor as show
+    from lanekit.doctor import DoctorRequest, diagnose, list_checks
+    from lanekit.paths import Paths
+
     if list_only:
         show.checks(list_checks(), as_json=as_json)
         return
@@ -127,6 +128,10 @@ def try_(
     For a lanekit lane this runs the installed entrypoint, which drains real jobs from the
     queue; use --job FILE to run the job command on one file without the queue.
     """
+    from lanekit.cli.render import doctor as show
+    from lanekit.paths import Paths
+    from lanekit.tryrun import TryRequest, try_run
+
     paths = Paths.from_env()
     request = TryRequest(
         lane=lane,
@@ -159,6 +164,10 @@ def logs(
     config: ConfigOption = None,
 ) -> None:
     """Show a lane's event log (default), or launchd's stdout/stderr files of its job."""
+    from lanekit.cli.render import doctor as show
+    from lanekit.logs import LogsRequest, LogStream, lane_logs
+    from lanekit.paths import Paths
+
     if err and out:
         raise UsageError("--err and --out: choose one log", "e.g. `lanekit logs LANE --err`")
     stream = LogStream.ERR if err else LogStream.OUT if out else LogStream.EVENTS

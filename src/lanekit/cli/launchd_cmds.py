@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from lanekit.cli.options import ConfigOption, DryRunOption, JsonOption
-from lanekit.cli.render import launchd as show
-from lanekit.config import Config, find_config, load_config
 from lanekit.errors import ConfigError, UsageError
-from lanekit.launchd import open_launchd
-from lanekit.paths import Paths
+
+if TYPE_CHECKING:
+    from lanekit.config import Config
+    from lanekit.paths import Paths
+
+# The core and the renderer are imported inside each command (lanekit.cli.registry).
 
 WaitOption = Annotated[
     float | None,
@@ -35,6 +37,8 @@ ForceOption = Annotated[
 
 
 def _config(option: Path | None, paths: Paths) -> Config:
+    from lanekit.config import find_config, load_config
+
     return load_config(find_config(option, os.environ, paths.cwd), paths)
 
 
@@ -45,6 +49,9 @@ def _check_wait_force(wait: float | None, force: bool) -> None:
 
 def plan(config: ConfigOption = None) -> None:
     """Show what `lanekit apply` would do to each lane, and why. Changes nothing."""
+    from lanekit.cli.render import launchd as show
+    from lanekit.launchd import open_launchd
+    from lanekit.paths import Paths
     from lanekit.reconcile import apply as reconcile
 
     paths = Paths.from_env()
@@ -65,6 +72,9 @@ def apply(
 ) -> None:
     """Install and (re)load lanes so launchd matches lanes.toml. A running lane is never
     reloaded: it is skipped and logged, unless --wait or --force."""
+    from lanekit.cli.render import launchd as show
+    from lanekit.launchd import open_launchd
+    from lanekit.paths import Paths
     from lanekit.reconcile import apply as reconcile
 
     _check_wait_force(wait, force)
@@ -91,6 +101,9 @@ def remove(
     config: ConfigOption = None,
 ) -> None:
     """Boot out a lane and delete its plist and snapshot. Its queue is left untouched."""
+    from lanekit.cli.render import launchd as show
+    from lanekit.launchd import open_launchd
+    from lanekit.paths import Paths
     from lanekit.reconcile import remove as reconcile_remove
 
     _check_wait_force(wait, force)
@@ -112,6 +125,9 @@ def kick(
     config: ConfigOption = None,
 ) -> None:
     """Start a lane now and return at once; prints the pid of its run."""
+    from lanekit.cli.render import launchd as show
+    from lanekit.launchd import open_launchd
+    from lanekit.paths import Paths
     from lanekit.reconcile import kick as reconcile_kick
 
     paths = Paths.from_env()
@@ -126,6 +142,9 @@ def status(
     config: ConfigOption = None,
 ) -> None:
     """Per lane: state, pid, last exit, runs, schedule, next fire and queue counts."""
+    from lanekit.cli.render import launchd as show
+    from lanekit.launchd import open_launchd
+    from lanekit.paths import Paths
     from lanekit.status import status as lane_status
 
     paths = Paths.from_env()

@@ -6,17 +6,20 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from lanekit.cli.options import ConfigOption, DryRunOption, JsonOption
-from lanekit.cli.render import queue as show
-from lanekit.config import Config, LaneSpec, QueueSpec, find_config, load_config, select_lanes
 from lanekit.errors import ExitCode, LanekitError, UsageError
-from lanekit.paths import Paths
-from lanekit.queue import Queue, Recovered
-from lanekit.records import JobState
+from lanekit.records import JobState  # the --state vocabulary
+
+if TYPE_CHECKING:
+    from lanekit.config import Config, LaneSpec, QueueSpec
+    from lanekit.paths import Paths
+    from lanekit.queue import Queue, Recovered
+
+# The core and the renderer are imported inside each command (lanekit.cli.registry).
 
 LaneArgument = Annotated[
     str, typer.Argument(help="The lane (a [lanes.NAME] in lanes.toml).", metavar="LANE")
@@ -24,15 +27,22 @@ LaneArgument = Annotated[
 
 
 def _config(option: Path | None, paths: Paths) -> Config:
+    from lanekit.config import find_config, load_config
+
     return load_config(find_config(option, os.environ, paths.cwd), paths)
 
 
 def _lane(option: Path | None, name: str) -> LaneSpec:
+    from lanekit.config import select_lanes
+    from lanekit.paths import Paths
+
     paths = Paths.from_env()
     return select_lanes(_config(option, paths), [name])[0]
 
 
 def _open(spec: QueueSpec) -> Queue:
+    from lanekit.queue import Queue
+
     return Queue(spec.dir, durable=spec.durable)
 
 
@@ -96,6 +106,10 @@ def enqueue(
     config: ConfigOption = None,
 ) -> None:
     """Add a job (a JSON object) to a lane's queue and print its id."""
+    from lanekit.cli.render import queue as show
+    from lanekit.config import select_lanes
+    from lanekit.paths import Paths
+
     paths = Paths.from_env()
     loaded = _config(config, paths)
     if queue is not None:
@@ -134,6 +148,7 @@ def run(
 ) -> None:
     """Run a lane once, now: claim and run its jobs as launchd would. With --config the lane
     comes from lanes.toml (development); without, from the snapshot `apply` installed."""
+    from lanekit.cli.render import queue as show
     from lanekit.config import run_spec
     from lanekit.runner import load_spec, run_lane
 
@@ -185,6 +200,10 @@ def recover(
 ) -> None:
     """Give back claims whose runner died: to queue/, or failed/ when out of attempts. Every
     run does this first; this command does it now."""
+    from lanekit.cli.render import queue as show
+    from lanekit.config import select_lanes
+    from lanekit.paths import Paths
+
     paths = Paths.from_env()
     lanes = select_lanes(_config(config, paths), [lane] if lane else [])
     show.recovered(recover_lanes(lanes, dry_run=dry_run), dry_run=dry_run)
@@ -205,6 +224,7 @@ def jobs(
     config: ConfigOption = None,
 ) -> None:
     """List a lane's jobs, newest first, a page at a time."""
+    from lanekit.cli.render import queue as show
     from lanekit.history import page_jobs
 
     spec = _lane(config, lane)
@@ -218,6 +238,7 @@ def job(
     config: ConfigOption = None,
 ) -> None:
     """Show one job: its record, where its file is, and why it failed."""
+    from lanekit.cli.render import queue as show
     from lanekit.history import find_job
 
     spec = _lane(config, lane)

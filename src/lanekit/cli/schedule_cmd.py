@@ -7,8 +7,6 @@ from typing import Annotated
 import typer
 
 from lanekit.cli.options import JsonOption
-from lanekit.cli.render import schedule as show
-from lanekit.schedule import explain
 
 
 def schedule(
@@ -38,6 +36,9 @@ def schedule(
     as_json: JsonOption = False,
 ) -> None:
     """Show the StartCalendarInterval entries, a plain-English description and the next fires."""
+    from lanekit.cli.render import schedule as show
+    from lanekit.schedule import explain
+
     show.explanation(explain(exprs, n=next_count, after=after), as_json=as_json)
 
 

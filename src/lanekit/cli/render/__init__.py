@@ -6,13 +6,15 @@ these primitives.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
+if TYPE_CHECKING:
+    # rich is imported when a console is first needed: `lanekit --version`, `--help` and the
+    # plain-line commands never pay for it (benchmark figure (g)).
+    from rich.console import Console
 
 
 def stdout() -> Console:
@@ -27,6 +29,8 @@ def stderr() -> Console:
 
 @lru_cache(maxsize=8)
 def _console(stream: Any) -> Console:
+    from rich.console import Console
+
     is_tty = bool(getattr(stream, "isatty", lambda: False)())
     color = is_tty and "NO_COLOR" not in os.environ
     return Console(
@@ -59,4 +63,6 @@ def warning(message: str) -> None:
 
 def json_out(data: Any) -> None:
     """Versioned JSON documents go through here: sorted keys, two-space indent, newline."""
+    import json
+
     sys.stdout.write(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")

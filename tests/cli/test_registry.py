@@ -1,0 +1,148 @@
+"""Commands load lazily: the registry names every command, and `--version`, `--help` and
+shell completion import no command's dependencies (the import lists, not timings)."""
+
+from __future__ import annotations
+
+import os
+import pkgutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import lanekit.cli
+from lanekit.cli import app
+from lanekit.cli.registry import COMMANDS, module_commands
+
+PY = sys.executable
+ALWAYS = {"lanekit", "lanekit.__main__", "lanekit.cli", "lanekit.cli.registry"}
+"""The lanekit modules every CLI call imports."""
+ROOT_ONLY = ALWAYS | {"lanekit.cli.render", "lanekit.errors"}
+"""All that `--version`, `--help` and completing a command name may import of lanekit."""
+VOCABULARIES = {"lanekit.cli.options", "lanekit.errors", "lanekit.records", "lanekit.fsops"}
+"""What a command module may import at module level besides typer: the shared options, the
+error types and the vocabularies its options offer (JobState for `jobs --state`)."""
+HEAVY = ("rich", "jinja2", "psutil", "tomllib")
+"""What commands need and a root call must not pay for (pydantic comes with typer itself:
+typer 0.29 coerces parameter values through it)."""
+
+
+def _cli_modules() -> set[str]:
+    """Every module under lanekit/cli/ that adds commands (it has a register function)."""
+    found = set()
+    for info in pkgutil.iter_modules(lanekit.cli.__path__):
+        if info.ispkg:
+            continue
+        text = (Path(lanekit.cli.__path__[0]) / f"{info.name}.py").read_text(encoding="utf-8")
+        if "\ndef register(" in text:
+            found.add(info.name)
+    return found
+
+
+def test_registry_names_exactly_the_commands_each_module_registers() -> None:
+    """Each module's register() adds exactly the commands the registry assigns to it, and
+    every module with a register() is in the registry (a command missing here would vanish
+    from `lanekit --help` and completion)."""
+    modules = {module for module, _ in COMMANDS.values()}
+    assert modules == _cli_modules()
+    for module in modules:
+        registered = set(module_commands(module))
+        assert registered == {name for name, (m, _) in COMMANDS.items() if m == module}, module
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_registry_summary_is_the_commands_own(name: str) -> None:
+    """`lanekit --help` shows the registry's summary: it must be the first sentence of the
+    command's docstring, as typer would have shown it."""
+    module, summary = COMMANDS[name]
+    command = module_commands(module)[name]
+    assert summary == command.get_short_help_str(limit=1000)
+
+
+def _imported(args: list[str], tmp_path: Path, **env: str) -> set[str]:
+    """The modules a `lanekit ARGS` process had imported when it exited."""
+    out = tmp_path / "modules.txt"
+    code = (
+        "import atexit, sys\n"
+        "def dump():\n"
+        f"    open({str(out)!r}, 'w').write(' '.join(sorted(sys.modules)))\n"
+        "atexit.register(dump)\n"
+        "from lanekit.__main__ import main\n"
+        "main(sys.argv[1:])\n"
+    )
+    subprocess.run(
+        [PY, "-c", code, *args],
+        env={**os.environ, **env},
+        cwd=tmp_path,
+        capture_output=True,
+        check=False,
+        timeout=60,
+    )
+    return set(out.read_text(encoding="utf-8").split())
+
+
+def _lanekit_modules(modules: set[str]) -> set[str]:
+    return {m for m in modules if m == "lanekit" or m.startswith("lanekit.")}
+
+
+def _heavy(modules: set[str]) -> list[str]:
+    return sorted(m for m in modules if m.split(".")[0] in HEAVY)
+
+
+@pytest.mark.parametrize("args", [["--version"], ["--help"], []])
+def test_root_calls_import_no_command_module(args: list[str], tmp_path: Path) -> None:
+    """`lanekit --version`, `lanekit --help` and bare `lanekit` import no command module, no
+    core module and neither rich nor jinja2."""
+    modules = _imported(args, tmp_path)
+    assert _lanekit_modules(modules) <= ROOT_ONLY
+    assert _heavy(modules) == []
+
+
+def test_completing_command_names_imports_no_command_module(tmp_path: Path) -> None:
+    """`lanekit <TAB>` is answered from the registry alone."""
+    modules = _imported(
+        [], tmp_path, _LANEKIT_COMPLETE="complete_bash", COMP_WORDS="lanekit ", COMP_CWORD="1"
+    )
+    assert _lanekit_modules(modules) <= ROOT_ONLY
+    assert _heavy(modules) == []
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_completing_options_imports_only_the_command_module(name: str, tmp_path: Path) -> None:
+    """`lanekit CMD --<TAB>` imports that command's module and its options' vocabularies, never
+    the core it calls (config, queue, reconcile, doctor...), rich or jinja2."""
+    module = f"lanekit.cli.{COMMANDS[name][0]}"
+    modules = _imported(
+        [],
+        tmp_path,
+        _LANEKIT_COMPLETE="complete_bash",
+        COMP_WORDS=f"lanekit {name} --",
+        COMP_CWORD="2",
+    )
+    assert module in modules
+    assert _lanekit_modules(modules) <= ROOT_ONLY | VOCABULARIES | {module}
+    assert _heavy(modules) == []
+
+
+def test_completion_answers_with_the_commands_options(tmp_path: Path) -> None:
+    """Completion still reaches into a lazily loaded command: `lanekit status --j` is
+    `--json`."""
+    env = {
+        **os.environ,
+        "_LANEKIT_COMPLETE": "complete_bash",
+        "COMP_WORDS": "lanekit status --j",
+        "COMP_CWORD": "2",
+    }
+    result = subprocess.run(
+        [PY, "-m", "lanekit"], env=env, cwd=tmp_path, capture_output=True, text=True, check=False
+    )
+    assert result.stdout.split() == ["--json"]
+
+
+def test_a_mistyped_command_is_still_suggested() -> None:
+    """The lazy registry keeps click's "Did you mean" for a typo (exit 2)."""
+    result = CliRunner().invoke(app, ["stauts"])
+    assert result.exit_code == 2
+    assert "'status'" in result.output
