@@ -390,6 +390,60 @@ def mount_problem(path: str, *, platform: str | None = None) -> str | None:
     return None
 
 
+class NotRegularFileError(OSError):
+    """`open_regular` found something other than a regular file (a symlink, directory, FIFO,
+    socket or device): never a job file, a record or a claim, whatever its name says."""
+
+    def __init__(self, path: str, kind: str) -> None:
+        super().__init__(errno.EINVAL, f"is {kind}, not a regular file", path)
+        self.kind = kind
+
+
+def file_kind(mode: int) -> str:
+    """`a directory`, `a FIFO`... for an st_mode (the words `NotRegularFileError` uses)."""
+    import stat
+
+    for test, kind in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISLNK, "a symlink"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    ):
+        if test(mode):
+            return kind
+    return "a regular file" if stat.S_ISREG(mode) else "not a file"
+
+
+_OPEN_REGULAR = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def open_regular(path: str) -> int:
+    """Open `path` for reading only if it is a regular file; its descriptor (close-on-exec).
+
+    O_NOFOLLOW: a symlink is refused, never followed to someone else's file. O_NONBLOCK: a
+    FIFO opens at once instead of waiting forever for a writer (it is then refused by type).
+    The type is checked on the open descriptor, so nothing can be swapped in between; the
+    flag is cleared again for the regular file (it has no effect on one anyway).
+    NotRegularFileError for anything else; FileNotFoundError and other OSErrors as open(2)."""
+    try:
+        fd = os.open(path, _OPEN_REGULAR)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise NotRegularFileError(path, "a symlink") from None
+        raise
+    try:
+        mode = os.fstat(fd).st_mode
+    except BaseException:
+        os.close(fd)
+        raise
+    if (mode & 0o170000) != 0o100000:  # not S_IFREG (stat not imported on the claim path)
+        os.close(fd)
+        raise NotRegularFileError(path, file_kind(mode))
+    return fd
+
+
 def flock_held(path: str | os.PathLike[str]) -> bool | None:
     """Does some process hold a flock on `path`? None when the file does not exist.
 
@@ -399,9 +453,15 @@ def flock_held(path: str | os.PathLike[str]) -> bool | None:
     import fcntl
 
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        # O_NONBLOCK|O_NOFOLLOW: a FIFO planted under the name opens at once (and is probed,
+        # not read), a symlink is not followed to another file.
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOFOLLOW)
     except FileNotFoundError:
         return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return False  # a symlink: nobody locks a link, and its target is not ours to probe
+        raise
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except BlockingIOError:

@@ -41,6 +41,7 @@ from lanekit import fsops, procinfo
 from lanekit.errors import QueueError, UsageError
 from lanekit.records import (
     JobState,
+    NestedTooDeepError,
     Record,
     RecordError,
     RecordStore,
@@ -64,7 +65,7 @@ _ID_CHARS_TEXT = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789
 _ID_CHARS = frozenset(_ID_CHARS_TEXT)
 _ID_HINT = (
     "ids become file names: use letters, digits, '.', '_' and '-' (at most 128), "
-    "not starting with '.'"
+    "not starting with '.' and not ending in '.<8 hex>-<digits>-<digits>'"
 )
 
 DEFAULT_BACKOFF_BASE = 30.0
@@ -121,7 +122,9 @@ def validate_job_id(job_id: str) -> str:
 
 def _id_problem(job_id: str) -> str | None:
     if 0 < len(job_id) <= MAX_ID_LENGTH and job_id[0] != "." and not job_id.strip(_ID_CHARS_TEXT):
-        return None  # the common case, in one pass: stripping the id's characters leaves nothing
+        # The common case, in one pass: stripping the id's characters leaves nothing. Generated
+        # ids have no dot, so the owner-shape test below costs them nothing.
+        return None if "." not in job_id else _owner_tail_problem(job_id)
     if not job_id:
         return "is empty"
     if len(job_id) > MAX_ID_LENGTH:
@@ -132,6 +135,18 @@ def _id_problem(job_id: str) -> str | None:
         bad = next(char for char in job_id if char not in _ID_CHARS)
         return f"contains {bad!r}"
     return None
+
+
+def _owner_tail_problem(job_id: str) -> str | None:
+    """done/ and failed/ hold `<id>.json` and, for a second copy, `<id>.<owner>.json`: an id
+    whose last dot-part has an owner's shape would read as another id plus an owner."""
+    tail = job_id.rpartition(".")[2]
+    if Owner.parse(tail) is None:
+        return None
+    return (
+        f"ends in '.{tail}', the shape lanekit gives a claim's owner "
+        "(<8 hex digits>-<pid>-<start token>) in file names"
+    )
 
 
 def new_job_id(now_ns: int | None = None) -> str:
@@ -213,7 +228,9 @@ def _json_kind(value: object) -> str:
 def payload_problem(data: bytes) -> str | None:
     """Why `data` is not a job payload (a JSON object), or None when it is one."""
     try:
-        value = strict_loads(data)
+        value = strict_loads(data, values=False)
+    except NestedTooDeepError:
+        return "valid JSON nested too deeply for lanekit to check (arrays or objects in each other)"
     except ValueError as exc:
         return f"not valid JSON ({exc})"
     if not isinstance(value, dict):
@@ -234,6 +251,11 @@ def _payload_bytes(payload: Mapping[str, Any] | bytes | str) -> bytes:
 
     try:
         return json.dumps(dict(payload), allow_nan=False).encode("utf-8") + b"\n"
+    except RecursionError:
+        raise UsageError(
+            "job payload is nested too deeply to be written as JSON",
+            "flatten the payload: a job is one JSON object of modest depth",
+        ) from None
     except (TypeError, ValueError) as exc:
         raise UsageError(
             f"job payload cannot be written as JSON ({exc})",
@@ -311,6 +333,9 @@ class DropReason(StrEnum):
     """The re-execution guard: the record says succeeded."""
     DUPLICATE = "duplicate"
     """Another copy of the same id is running right now."""
+    UNREADABLE = "unreadable"
+    """Not a regular file (a symlink, directory, FIFO...), or one lanekit may not read: it can
+    never run, so it goes to failed/ instead of blocking the lane."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -641,9 +666,14 @@ class Queue:
                 if name.endswith(".json") and name[:-5].rpartition(".")[0] == job_id:
                     raise JobExistsError(f"job {job_id} {what} ({directory}/{name})", hint)
         record = self.store.read(job_id)
-        if record is not None and record.state is JobState.SUCCEEDED:
+        proof = (
+            self.store.path(job_id)
+            if record is not None and record.state is JobState.SUCCEEDED
+            else self._done_file(job_id)
+        )
+        if proof is not None:
             raise JobExistsError(
-                f"job {job_id} already succeeded ({self.store.path(job_id)})",
+                f"job {job_id} already succeeded ({proof})",
                 "lanekit never runs a succeeded id again: give the new job another id",
             )
 
@@ -837,9 +867,11 @@ class Queue:
         parsed = split_owned_name(name)
         job_id, owner = (name[:-5], None) if parsed is None else parsed
         try:
-            fd = os.open(path, os.O_RDONLY)
+            fd = fsops.open_regular(path)
         except FileNotFoundError:
             return None
+        except (fsops.NotRegularFileError, PermissionError) as exc:
+            return self._recover_bad_file(path, job_id, owner, exc, stale_after, dry_run, now)
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -878,6 +910,44 @@ class Queue:
             )
         finally:
             os.close(fd)
+
+    def _recover_bad_file(  # noqa: PLR0917 - private, called once, with recover's own values
+        self,
+        path: str,
+        job_id: str,
+        owner: Owner | None,
+        exc: OSError,
+        stale_after: float,
+        dry_run: bool,
+        now: float,
+    ) -> Recovered | None:
+        """A claimed name that is no regular file, or one we may not read (it cannot be locked
+        or run): once its owner is gone, to failed/ with the reason. A live owner is a claimer
+        about to do exactly that itself."""
+        if owner is not None and owner.host == procinfo.hosttag():
+            alive = procinfo.liveness(owner.pid, owner.token)
+            if alive in {procinfo.Liveness.ALIVE, procinfo.Liveness.UNKNOWN}:
+                return None
+            reason = (
+                RecoverReason.OWNER_DEAD
+                if alive is procinfo.Liveness.DEAD
+                else RecoverReason.PID_REUSED
+            )
+        else:
+            try:
+                if now - os.lstat(path).st_mtime <= stale_after:
+                    return None
+            except FileNotFoundError:
+                return None
+            reason = RecoverReason.STALE
+        destination = f"{self._failed}/{job_id}.json"
+        owner_text = "" if owner is None else str(owner)
+        if not dry_run:
+            try:
+                destination = self._to_failed(path, job_id, f"job file {exc.strerror}")
+            except FileNotFoundError:
+                return None  # another recoverer moved it first
+        return Recovered(job_id, reason, Path(destination), JobState.FAILED, owner_text, 0)
 
     def _give_back(
         self,
@@ -1080,9 +1150,13 @@ class Queue:
         if location.state is not JobState.FAILED:
             return None
         try:
-            return Path(str(location.path)[:-5] + ".error").read_text("utf-8", "replace")
-        except FileNotFoundError:
+            fd = fsops.open_regular(str(location.path)[:-5] + ".error")
+        except (FileNotFoundError, fsops.NotRegularFileError):
             return None
+        try:
+            return _read_all(fd, os.fstat(fd).st_size).decode("utf-8", "replace")
+        finally:
+            os.close(fd)
 
     # -- internals -----------------------------------------------------------------------
 
@@ -1092,6 +1166,17 @@ class Queue:
                 f"{claim.path}: claim of job {claim.job_id} was already settled",
                 "settle each claim once (complete, fail or release)",
             )
+
+    def _done_file(self, job_id: str) -> str | None:
+        """done/<day>/<id>.json, newest day first, or None. A job's file reaches done/ only once
+        it succeeded, and the move is a rename (it needs no free space), so this is the proof
+        that survives a success whose record could not be written (disk full): the guard asks
+        it wherever the record does not already say succeeded."""
+        for day in reversed(self._done_days()):
+            path = f"{self._done}/{day}/{job_id}.json"
+            if os.path.lexists(path):
+                return path
+        return None
 
     def _done_days(self) -> list[str]:
         return sorted(
@@ -1266,9 +1351,15 @@ def _job_names(directory: str) -> list[str]:
 
 def _owner_alive(path: str, owner: Owner) -> bool | None:
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = fsops.open_regular(path)
     except FileNotFoundError:
         return None
+    except (fsops.NotRegularFileError, PermissionError):
+        # Nothing can lock such a file: only the owner's process says whether it is alive.
+        return procinfo.liveness(owner.pid, owner.token) in {
+            procinfo.Liveness.ALIVE,
+            procinfo.Liveness.UNKNOWN,
+        }
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -1418,7 +1509,11 @@ class Claimer:
                 f"check that {queue._queue} and {queue._claimed} are writable (`lanekit doctor`)",
             ) from None
         try:
-            fd = os.open(path, os.O_RDONLY)
+            # Regular files only, checked on the descriptor before anything else: a symlink is
+            # never followed, a FIFO never waited on (see fsops.open_regular).
+            fd = fsops.open_regular(path)
+        except (fsops.NotRegularFileError, PermissionError) as exc:
+            return self._refuse_file(job_id, path, f"job file {exc.strerror}")
         except OSError as exc:
             with contextlib.suppress(OSError):
                 fsops.rename_noreplace(path, src)
@@ -1513,6 +1608,21 @@ class Claimer:
             return self._drop(
                 job_id, path, lock, DropReason.ALREADY_SUCCEEDED, detail=detail, prev=prev, now=now
             )
+        if prev is None or prev.state is JobState.RUNNING:
+            # No record, or one a settle could not finish (see Queue._done_file): done/ decides.
+            # Never on the common path, where the record says queued.
+            done = queue._done_file(job_id)
+            if done is not None:
+                detail = f"{done} shows it succeeded"
+                return self._drop(
+                    job_id,
+                    path,
+                    lock,
+                    DropReason.ALREADY_SUCCEEDED,
+                    detail=detail,
+                    prev=prev,
+                    now=now,
+                )
         payload = payload_problem(data)
         if payload is not None:
             detail = f"job file is {payload}"
@@ -1573,15 +1683,46 @@ class Claimer:
                 # Kept under its claimed name: done/ already holds the run that succeeded.
                 target = f"{queue._done_dir(now)}/{os.path.basename(path)}"
                 _rename_into(path, target)
+                if prev is None or prev.state is not JobState.SUCCEEDED:
+                    # Finish what the success could not write (best effort: done/ stays proof).
+                    stamp = iso_utc(now)
+                    done = Record(job_id, JobState.SUCCEEDED, 0, stamp, stamp)
+                    with contextlib.suppress(OSError):
+                        queue.store.write(done.carry_over(prev))
             else:
                 # Only a corrupt job's record is ours to change: a duplicate's belongs to the
                 # copy that runs, an unreadable one stays for inspection, an invalid id has none.
                 if reason is DropReason.CORRUPT:
                     queue._write_failed_record(job_id, prev, detail, now)
-                target = queue._to_failed(path, job_id, detail)
+                # An id with an owner's tail is renamed on its way (`~` is in no id): under its
+                # own name it would read as another id in failed/ (see _owner_tail_problem).
+                name = (
+                    f"{job_id[:160]}~{os.urandom(4).hex()}"
+                    if reason is DropReason.INVALID_ID and _owner_tail_problem(job_id)
+                    else job_id
+                )
+                target = queue._to_failed(path, name, detail)
         finally:
             lock.release()
         return Dropped(job_id, reason, detail, Path(target))
+
+    def _refuse_file(self, job_id: str, path: str, detail: str) -> Dropped:
+        """A claimed name that is no job file (or not one lanekit may read): to failed/ with
+        the reason. Its record says failed unless it says succeeded (the guard stays) or cannot
+        be read (kept for inspection); an invalid id has no record to write."""
+        queue = self.queue
+        now = time.time()
+        if _id_problem(job_id) is None:
+            try:
+                prev = queue.store.read(job_id)
+            except RecordError:
+                pass
+            else:
+                if prev is None or prev.state is not JobState.SUCCEEDED:
+                    with contextlib.suppress(OSError):
+                        queue._write_failed_record(job_id, prev, detail, now)
+        target = queue._to_failed(path, job_id, detail)
+        return Dropped(job_id, DropReason.UNREADABLE, detail, Path(target))
 
     def _refuse_unclaimable(self, src: str, job_id: str, name: str) -> Dropped:
         """A name too long to carry an owner: straight to failed/ (a rename, so one mover wins),

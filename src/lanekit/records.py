@@ -68,10 +68,32 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-_strict = JSONDecoder(object_pairs_hook=_reject_duplicates, parse_constant=_reject_constant)
+MAX_INT_DIGITS = 4300
+"""Python's default int_max_str_digits: a longer integer in a record is refused, worded here."""
+
+
+def _bounded_int(text: str) -> int:
+    if len(text) > MAX_INT_DIGITS:
+        raise ValueError(f"an integer of {len(text)} digits (at most {MAX_INT_DIGITS})")
+    return int(text)
+
+
+def _int_unread(text: str) -> int:
+    return 0
+
+
+_strict = JSONDecoder(
+    object_pairs_hook=_reject_duplicates, parse_constant=_reject_constant, parse_int=_bounded_int
+)
 # typeshed's stub asks for a make_scanner; any object carrying a decoder's hooks will do.
 _scan = make_scanner(_strict)  # type: ignore[arg-type]
 """One strict scanner for every parse (json.loads with hooks builds a decoder per call)."""
+_check = JSONDecoder(
+    object_pairs_hook=_reject_duplicates, parse_constant=_reject_constant, parse_int=_int_unread
+)
+_scan_check = make_scanner(_check)  # type: ignore[arg-type]
+"""The same strictness for validating JSON whose values nobody here reads (job payloads):
+integers are not converted, so a 5,000-digit integer, which is valid JSON, is accepted."""
 _space = re.compile(r"[ \t\n\r]*").match
 """JSON's whitespace (json.decoder.WHITESPACE); it matches everywhere, if only emptily."""
 
@@ -81,11 +103,18 @@ def _after_space(text: str, at: int) -> int:
     return at if match is None else match.end()
 
 
-def strict_loads(data: bytes | str) -> Any:
+class NestedTooDeepError(ValueError):
+    """JSON nested deeper than the parser recurses: valid JSON, but lanekit will not read it."""
+
+
+def strict_loads(data: bytes | str, *, values: bool = True) -> Any:
     """Parse JSON, rejecting duplicate keys, NaN/Infinity, non-UTF-8 bytes and trailing bytes.
 
     Raises ValueError (json.JSONDecodeError and UnicodeDecodeError are ValueErrors) with the
-    reason. Whitespace after the value is allowed; anything else is "Extra data".
+    reason. Whitespace after the value is allowed; anything else is "Extra data". Nesting too
+    deep for the parser (it recurses) is a ValueError too, never a RecursionError. Integers
+    longer than MAX_INT_DIGITS are refused, unless `values=False` (only validating: integers
+    are then not converted and every one reads as 0).
     """
     text = data.decode("utf-8") if isinstance(data, bytes) else data
     # json.loads' own steps (BOM check, JSONDecoder.decode and raw_decode), without its
@@ -93,9 +122,13 @@ def strict_loads(data: bytes | str) -> Any:
     if text.startswith("\ufeff"):
         raise JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
     try:
-        value, end = _scan(text, _after_space(text, 0))
+        value, end = (_scan if values else _scan_check)(text, _after_space(text, 0))
     except StopIteration as err:
         raise JSONDecodeError("Expecting value", text, err.value) from None
+    except RecursionError:
+        # The C scanner guards its recursion and unwinds cleanly; the depth it reaches depends
+        # on the interpreter's recursion limit, so no exact figure is promised.
+        raise NestedTooDeepError("nested too deeply (arrays or objects in each other)") from None
     end = _after_space(text, end)
     if end != len(text):
         raise JSONDecodeError("Extra data", text, end)
@@ -310,9 +343,14 @@ class RecordStore:
         """The record of `job_id`, or None if there is none. RecordError if it is unreadable."""
         path = f"{self._dir}/{job_id}.json"
         try:
-            fd = os.open(path, os.O_RDONLY)
+            fd = fsops.open_regular(path)
         except FileNotFoundError:
             return None
+        except fsops.NotRegularFileError as exc:
+            raise RecordError(
+                f"{path}: the record {exc.strerror}",
+                f"move {path} out of the queue's records/ directory",
+            ) from None
         except OSError as exc:
             raise RecordError(
                 f"{path}: cannot read the record ({exc.strerror})",
@@ -322,6 +360,11 @@ class RecordStore:
             chunks = []
             while chunk := os.read(fd, 65536):
                 chunks.append(chunk)
+        except OSError as exc:
+            raise RecordError(
+                f"{path}: cannot read the record ({exc.strerror})",
+                "check the queue's filesystem (`lanekit doctor`)",
+            ) from None
         finally:
             os.close(fd)
         record = Record.from_bytes(b"".join(chunks), path)
