@@ -371,3 +371,44 @@ def test_launchd_unreachable_is_a_note_not_a_crash(tmp_path: Path) -> None:
     report = run_checks([plist_target(plist, None)], ctx, select_checks(["launchd.not-loaded"]))
     assert report.findings == ()
     assert report.notes == ("launchd checks skipped: launchctl: no GUI session",)
+
+
+def test_a_check_run_alone_answers_as_in_a_full_run(tmp_path: Path) -> None:
+    """`--check lane.missed-run` on a disabled lane says "disabled", as the full run does: a
+    check that consults launchd when it can makes diagnose open launchd even when run alone."""
+    from datetime import datetime, timedelta
+
+    from lanekit.lanelog import LaneLog
+
+    paths = Paths.under(tmp_path)
+    (tmp_path / "lanes.toml").write_text(HEALTHY)
+    config = load_config(tmp_path / "lanes.toml", paths)
+    domain = EmulatedDomain(paths.emulator, launch_agents=paths.launch_agents)
+    apply(config, paths, domain)
+    lane = config.lanes["funnel"]
+    LaneLog(lane.log_path, "funnel").event("finish", claimed=0)
+    domain.disable(lane.label)
+    later = datetime.now() + timedelta(days=2)
+    env = {"LANEKIT_LAUNCHD": "emulated"}
+
+    def missed(checks: tuple[str, ...]) -> list[str]:
+        request = DoctorRequest(
+            lanes=("funnel",), checks=checks, config_path=tmp_path / "lanes.toml"
+        )
+        report = diagnose(request, paths, env=env, now=lambda: later)
+        return [f.message for f in report.findings if f.id == "lane.missed-run"]
+
+    alone = missed(("lane.missed-run",))
+    assert alone == missed(())
+    assert len(alone) == 1
+    assert ": disabled: " in alone[0]
+
+
+def test_list_checks_says_which_checks_ask_launchd() -> None:
+    """`--list-checks --json` reports asks_launchd for the checks that consult launchd when it
+    can (lane.missed-run), not only for those that need it."""
+    checks = registry()
+    assert checks["lane.missed-run"].asks_launchd
+    assert not checks["lane.missed-run"].needs_launchd
+    assert checks["launchd.exit-78"].asks_launchd
+    assert not checks["plist.permissions"].asks_launchd

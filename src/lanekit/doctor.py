@@ -133,6 +133,14 @@ class Check:
     """Needs a parsed plist: skipped when the plist is missing or invalid."""
     needs_launchd: bool = False
     """Asks launchd (real or emulated): skipped when launchd cannot be reached."""
+    uses_launchd: bool = False
+    """Asks launchd when it can be reached, and still answers (less precisely) when not."""
+
+    @property
+    def asks_launchd(self) -> bool:
+        """Whether the check consults launchd at all: `doctor --check ID` must then open it,
+        or a check run alone would answer differently from a full run."""
+        return self.needs_launchd or self.uses_launchd
 
     def applies_to(self, target: Target) -> bool:
         """Whether this check has what it needs to examine `target`."""
@@ -151,6 +159,7 @@ def check(
     needs_lane: bool = False,
     needs_plist: bool = True,
     needs_launchd: bool = False,
+    uses_launchd: bool = False,
 ) -> Callable[[CheckFunc], CheckFunc]:
     """Register a check under a stable id; the id's prefix (`plist.`) is its group."""
 
@@ -165,6 +174,7 @@ def check(
             needs_lane=needs_lane,
             needs_plist=needs_plist,
             needs_launchd=needs_launchd,
+            uses_launchd=uses_launchd,
         )
         return func
 
@@ -546,7 +556,7 @@ def diagnose(
             raise
     targets = build_targets(request, paths, config)
     note = None
-    if launchd is None and any(c.needs_launchd for c in checks):
+    if launchd is None and any(c.asks_launchd for c in checks):
         try:
             launchd = open_launchd(paths, env)
         except LanekitError as exc:

@@ -91,6 +91,7 @@ def _changed_since(target: Target, when: datetime) -> bool:
     summary="a scheduled run left no trace in the lane log; says why (not loaded, exit 78, ...)",
     needs_lane=True,
     needs_plist=False,
+    uses_launchd=True,
 )
 def missed_run(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """Every run writes `start` to the lane log; a fire with nothing after it is a silence

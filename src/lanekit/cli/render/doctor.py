@@ -74,7 +74,7 @@ def checks(registered: Sequence[Check], *, as_json: bool) -> None:
                         "group": c.group,
                         "summary": c.summary,
                         "lanekit_only": c.needs_lane,
-                        "asks_launchd": c.needs_launchd,
+                        "asks_launchd": c.asks_launchd,
                     }
                     for c in registered
                 ],
