@@ -94,8 +94,8 @@ class FakeLaunchd:
         self._errors.setdefault(op, []).append(error_for(code, message))
 
     def ops(self, label: str) -> list[str]:
-        """The operations recorded against `label`, in order (list calls excluded)."""
-        return [c.op for c in self.calls if c.target == label]
+        """The changes recorded against `label`, in order (reads, list and print, excluded)."""
+        return [c.op for c in self.calls if c.target == label and c.op != "print"]
 
     # -- the Launchd protocol ------------------------------------------------------------
 
@@ -140,6 +140,8 @@ class FakeLaunchd:
             exit_timeout=plist.get("ExitTimeOut", 5),
             minimum_runtime=plist.get("ThrottleInterval", 10),
             run_interval=plist.get("StartInterval"),
+            calendar=tuple(_calendar(plist.get("StartCalendarInterval"))),
+            extra=_extra(plist),
             path=str(job.path) if job.path else None,
             type="LaunchAgent",
             domain=self._domain,
@@ -220,3 +222,21 @@ class FakeLaunchd:
     def _new_pid(self) -> int:
         self._next_pid += 1
         return self._next_pid
+
+
+def _calendar(value: object) -> list[dict[str, int]]:
+    """StartCalendarInterval as launchd's `event triggers` descriptors show it."""
+    if value is None:
+        return []
+    tables = value if isinstance(value, list) else [value]
+    return [dict(t) for t in tables if isinstance(t, dict)]
+
+
+def _extra(plist: dict[str, Any]) -> dict[str, str]:
+    """The loose `key = value` lines print shows: nice (when set) and spawn type."""
+    extra = {
+        "spawn type": "background (5)" if plist.get("ProcessType") == "Background" else "daemon (3)"
+    }
+    if isinstance(plist.get("Nice"), int):
+        extra["nice"] = str(plist["Nice"])
+    return extra

@@ -14,7 +14,7 @@ from lanekit import runner
 from lanekit.config import Config, load_config, run_spec
 from lanekit.errors import LaunchdError, UsageError
 from lanekit.lanelog import read_events
-from lanekit.launchd import LaunchctlError, ListEntry
+from lanekit.launchd import LaunchctlError, ListEntry, ServiceInfo
 from lanekit.paths import Paths
 from lanekit.reconcile import (
     Action,
@@ -60,10 +60,27 @@ class Case:
     running: tuple[int | None, ...] = ()
     disabled: bool = False
     marker: str | None = "funnel"
+    definition: ServiceInfo | None = None
+    """What launchd has loaded (`print`); None: not asked."""
     kind: ActionKind = ActionKind.UNCHANGED
     steps: frozenset[str] = field(default_factory=frozenset)
     reason: str = ""
 
+
+def _loaded(gen: int) -> ServiceInfo:
+    """launchd's loaded copy of _plist(gen), as `print` shows it."""
+    env = {"PATH": "/usr/bin:/bin", "GEN": str(gen), "LANEKIT_LANE": "funnel"}
+    return ServiceInfo(
+        label=LABEL,
+        environment={**env, "XPC_SERVICE_NAME": LABEL},
+        exit_timeout=5,
+        minimum_runtime=10,
+        calendar=(),
+    )
+
+
+REFORMATTED = plistlib.dumps(plistlib.loads(WANT.plist), fmt=plistlib.FMT_BINARY)
+"""WANT's plist in other bytes, same meaning."""
 
 STEPS = ("write_plist", "write_snapshot", "bootout", "bootstrap", "enable")
 RELOAD = frozenset(STEPS) - {"enable"}
@@ -210,6 +227,56 @@ CASES = {
         steps=RELOAD,
         reason="plist file is missing; running (pid 7)",
     ),
+    "unchanged-with-current-definition-loaded": Case(
+        WANT.plist, _snap(2), loaded=True, definition=_loaded(2), reason="up to date"
+    ),
+    "reload-older-definition-loaded": Case(
+        WANT.plist,
+        _snap(2),
+        loaded=True,
+        definition=_loaded(1),
+        kind=ActionKind.UPDATE,
+        steps=frozenset({"bootout", "bootstrap"}),
+        reason="launchd has an older definition loaded (EnvironmentVariables",
+    ),
+    "older-definition-loaded-while-running": Case(
+        WANT.plist,
+        _snap(2),
+        loaded=True,
+        running=(42,),
+        definition=_loaded(1),
+        kind=ActionKind.SKIP_RUNNING,
+        steps=frozenset({"bootout", "bootstrap"}),
+        reason="launchd has an older definition loaded",
+    ),
+    "rewrite-reformatted-plist-without-reload": Case(
+        REFORMATTED,
+        _snap(2),
+        loaded=True,
+        definition=_loaded(2),
+        kind=ActionKind.REWRITE,
+        steps=frozenset({"write_plist"}),
+        reason="formatting only",
+    ),
+    "rewrite-while-running-is-safe": Case(
+        REFORMATTED,
+        _snap(1),
+        loaded=True,
+        running=(42,),
+        definition=_loaded(2),
+        kind=ActionKind.REWRITE,
+        steps=frozenset({"write_plist", "write_snapshot"}),
+        reason="rewritten without a reload",
+    ),
+    "reformatted-but-older-definition-loaded-reloads": Case(
+        REFORMATTED,
+        _snap(2),
+        loaded=True,
+        definition=_loaded(1),
+        kind=ActionKind.UPDATE,
+        steps=RELOAD,
+        reason="launchd has an older definition loaded",
+    ),
     "create-while-lock-held-needs-no-bootout": Case(
         None,
         None,
@@ -237,6 +304,7 @@ def test_plan_table(name: str) -> None:
         loaded={LABEL} if case.loaded else set(),
         running=running,
         disabled={LABEL} if case.disabled else set(),
+        definitions={LABEL: case.definition} if case.definition else {},
     )
     assert action.kind is case.kind
     assert action.lane == "funnel"
@@ -383,7 +451,7 @@ def test_apply_installs_everything_then_second_apply_has_nothing_to_do(paths: Pa
     second = apply(config, paths, fake)
     assert second.nothing_to_do
     assert {o.result for o in second.outcomes} == {Result.UNCHANGED}
-    assert {c.op for c in fake.calls} <= {"list", "print-disabled"}
+    assert {c.op for c in fake.calls} <= {"list", "print-disabled", "print"}
 
 
 def test_changed_plist_reloads_idle_lane_and_skips_running_one(paths: Paths) -> None:
@@ -647,7 +715,7 @@ def test_dry_run_changes_nothing(paths: Paths) -> None:
     assert {o.result for o in result.outcomes} == {Result.PLANNED}
     assert not paths.plist_for(A).exists()
     assert not (paths.home / "q").exists()
-    assert {c.op for c in fake.calls} <= {"list", "print-disabled"}
+    assert {c.op for c in fake.calls} <= {"list", "print-disabled", "print"}
 
 
 def test_orphaned_lane_is_offered_never_touched(paths: Paths) -> None:
@@ -739,3 +807,62 @@ def test_kick_returns_the_pid_and_needs_a_loaded_lane(paths: Paths) -> None:
     again = kick(config, fake, "alpha")
     assert (again.pid, again.already_running) == (first.pid, True)
     assert fake.ops(A).count("kickstart") == 1
+
+
+def _nice_config(paths: Paths, nice: int) -> Config:
+    """One calendar lane `alpha` with `nice`."""
+    text = (
+        '[defaults]\nlabel_prefix = "com.example.t"\n[queues.q]\ndir = "~/q"\n'
+        '[lanes.alpha]\nqueue = "q"\ncommand = ["/bin/true", "{job}"]\n'
+        f'schedule = "0 3 * * *"\nnice = {nice}\n'
+    )
+    path = paths.cwd / "lanes.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return load_config(path, paths)
+
+
+def test_plist_replaced_without_reload_is_reloaded(paths: Paths) -> None:
+    """Nice 10 applied, then the Nice 11 plist put in place without a reload: launchd still
+    runs Nice 10, so plan and apply say "launchd has an older definition loaded" and reload;
+    afterwards launchd runs Nice 11 and a second apply has nothing to do."""
+    from lanekit.launchd.emulator import EmulatedDomain
+    from lanekit.reconcile import desired_lane
+
+    domain = EmulatedDomain(paths.emulator, launch_agents=paths.launch_agents)
+    apply(_nice_config(paths, 10), paths, domain)
+    config = _nice_config(paths, 11)
+    lane = config.lanes["alpha"]
+    want = desired_lane(lane, paths, interpreter=_interpreter(paths, lane.label))
+    paths.plist_for(lane.label).write_bytes(want.plist)
+    paths.snapshot_for(lane.label).write_bytes(want.snapshot)
+    assert domain.print(lane.label).extra["nice"] == "10"
+
+    (planned,) = apply(config, paths, domain, dry_run=True).outcomes
+    assert planned.action.kind is ActionKind.UPDATE
+    assert "launchd has an older definition loaded (Nice 10 -> 11)" in planned.action.reason
+    assert planned.action.steps == ("bootout", "bootstrap")
+    (done,) = apply(config, paths, domain).outcomes
+    assert done.result is Result.DONE
+    assert domain.print(lane.label).extra["nice"] == "11"
+    assert apply(config, paths, domain).nothing_to_do
+
+
+def _interpreter(paths: Paths, label: str) -> str:
+    return str(plistlib.loads(paths.plist_for(label).read_bytes())["ProgramArguments"][0])
+
+
+def test_reformatted_plist_is_rewritten_without_a_bootout(paths: Paths) -> None:
+    """The installed plist rewritten in another format (same keys and values): apply rewrites
+    it and never boots the lane out."""
+    fake = FakeLaunchd()
+    config = _installed(paths, fake)
+    label = config.lanes["alpha"].label
+    path = paths.plist_for(label)
+    canonical = path.read_bytes()
+    path.write_bytes(plistlib.dumps(plistlib.loads(canonical), fmt=plistlib.FMT_BINARY))
+    out = _by_lane(apply(config, paths, fake))
+    assert out["alpha"].action.kind is ActionKind.REWRITE
+    assert out["alpha"].result is Result.DONE
+    assert fake.ops(label) == []
+    assert path.read_bytes() == canonical

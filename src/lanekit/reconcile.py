@@ -8,8 +8,12 @@ and its run snapshot (what `lanekit run` reads at the start of every run, paths.
 and picks exactly one action per lane:
 
   create        not installed, not loaded: write plist + snapshot, bootstrap
-  update        plist bytes differ (or the plist file is missing while loaded): write both;
+  update        plist differs in meaning (or the plist file is missing while loaded), or
+                launchd has an older definition loaded than the rendered plist (its own copy,
+                compared on what `launchctl print` shows: lanekit.drift): write what changed;
                 bootout + bootstrap when loaded ("update+reload"), bootstrap when not
+  rewrite       the plist file differs in bytes only (reformatted) and launchd's loaded copy
+                is current: write the file, no bootout
   load          installed plist is current but launchd does not have it: bootstrap
   snapshot      plist current and loaded, only the snapshot differs: write the snapshot. No
                 reload: the runner reads the snapshot when a run starts, and the atomic rename
@@ -41,20 +45,19 @@ Other decisions:
 
 from __future__ import annotations
 
-import json
 import plistlib
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence, Set
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
 
 from lanekit.atomic import write_atomic
 from lanekit.config import Config, LaneSpec, run_spec, select_lanes
+from lanekit.drift import lane_drift
 from lanekit.errors import ExitCode, LanekitError, LaunchdError, UsageError
-from lanekit.launchd import LaunchctlError, Launchd, ListEntry
+from lanekit.launchd import LaunchctlError, Launchd, ListEntry, ServiceInfo
 from lanekit.paths import Paths
 from lanekit.snapshot import DEFAULT_EXIT_TIMEOUT, RunSpec
 
@@ -69,6 +72,7 @@ class ActionKind(StrEnum):
     UPDATE = "update"
     LOAD = "load"
     SNAPSHOT = "snapshot"
+    REWRITE = "rewrite"
     UNCHANGED = "unchanged"
     REMOVE = "remove"
     SKIP_RUNNING = "skip-running"
@@ -142,15 +146,30 @@ def plan(
     installed: Mapping[str, Installed],
     loaded: Set[str],
     running: Mapping[str, int | None],
+    *,
     disabled: Set[str] = frozenset(),
+    definitions: Mapping[str, ServiceInfo] | None = None,
 ) -> list[Action]:
     """One action per desired lane (in order), then removal offers for orphaned lanekit plists.
 
     `installed` holds lanekit's plists plus any plist at a desired label, `loaded` the labels of
     one `list()` call, `running` label -> pid (None when only the lane lock says it runs),
-    `disabled` launchd's disabled overrides. Pure: no I/O.
+    `disabled` launchd's disabled overrides, `definitions` label -> `print()` of the loaded
+    lanes (what launchd really runs; a label missing there is compared on its file only).
+    Pure: no I/O.
     """
-    actions = [_plan_lane(d, installed.get(d.label), loaded, running, disabled) for d in desired]
+    definitions = definitions or {}
+    actions = [
+        _plan_lane(
+            d,
+            installed.get(d.label),
+            loaded=loaded,
+            running=running,
+            disabled=disabled,
+            definition=definitions.get(d.label),
+        )
+        for d in desired
+    ]
     wanted = {d.label for d in desired}
     for label in sorted(installed):
         item = installed[label]
@@ -163,14 +182,22 @@ def plan(
 def _plan_lane(
     want: Desired,
     have: Installed | None,
+    *,
     loaded: Set[str],
     running: Mapping[str, int | None],
     disabled: Set[str],
+    definition: ServiceInfo | None,
 ) -> Action:
     plist = have.plist if have else None
-    snapshot = have.snapshot if have else None
     is_loaded = want.label in loaded
-    snapshot_stale = snapshot != want.snapshot
+    drift = lane_drift(
+        want_plist=want.plist,
+        want_snapshot=want.snapshot,
+        have_plist=plist,
+        have_snapshot=have.snapshot if have else None,
+        loaded=definition if is_loaded else None,
+    )
+    snapshot_stale = drift.snapshot
     enable = want.label in disabled
     note = "; disabled in launchd: enable it first" if enable else ""
 
@@ -203,13 +230,26 @@ def _plan_lane(
             bootstrap=True,
             enable=enable,
         )
-    if plist != want.plist:
-        what = (
-            "loaded but its plist file is missing"
-            if plist is None
-            else f"plist changed ({_plist_change(plist, want.plist)})"
+    foreign = have is not None and plist is not None and have.lane is None
+    if is_loaded and drift.rewrite_only and not foreign:
+        # launchd's copy is current and the file only looks different: writing it is enough.
+        return act(
+            ActionKind.REWRITE,
+            "plist file differs in formatting only and launchd has the current definition:"
+            " rewritten without a reload" + ("; run snapshot changed" if snapshot_stale else ""),
+            write_plist=True,
+            write_snapshot=snapshot_stale,
         )
-        if have is not None and plist is not None and have.lane is None:
+    if drift.plist_bytes or (is_loaded and drift.loaded):
+        if plist is None:
+            what = "loaded but its plist file is missing"
+        elif drift.plist_bytes:
+            what = f"plist changed ({drift.plist_change})"
+        else:
+            what = drift.loaded_change
+        if drift.plist_bytes and drift.loaded and plist is not None:
+            what += f"; {drift.loaded_change}"
+        if foreign:
             what += "; replaces a plist lanekit did not install"
         if not is_loaded:
             return act(
@@ -225,8 +265,8 @@ def _plan_lane(
             want.lane,
             want.label,
             what + note,
-            write_plist=True,
-            write_snapshot=True,
+            write_plist=drift.plist_bytes,
+            write_snapshot=drift.plist_bytes or snapshot_stale,
             bootout=True,
             bootstrap=True,
             enable=enable,
@@ -255,10 +295,9 @@ def _plan_lane(
             enable=enable,
         )
     if snapshot_stale:
-        change = "missing" if snapshot is None else f"changed ({_snapshot_change(snapshot, want)})"
         return act(
             ActionKind.SNAPSHOT,
-            f"run snapshot {change}, plist unchanged: no reload needed",
+            f"run snapshot {drift.snapshot_change}, plist unchanged: no reload needed",
             write_snapshot=True,
         )
     return act(ActionKind.UNCHANGED, "plist and snapshot up to date, loaded")
@@ -278,35 +317,6 @@ def _offer_removal(item: Installed, is_loaded: bool, running: Mapping[str, int |
         f" left alone; `lanekit remove {lane}` removes it",
         pid=running.get(item.label),
     )
-
-
-def _plist_change(old: bytes, new: bytes) -> str:
-    """Which top-level plist keys differ, for the reason text."""
-    try:
-        before = plistlib.loads(old)
-    except Exception:  # any parse failure means "unreadable"; plistlib raises several types
-        return "installed file is not a valid plist"
-    after = plistlib.loads(new)
-    if not isinstance(before, dict):
-        return "installed file is not a plist dictionary"
-    keys = _changed_keys(before, after)
-    return ", ".join(keys) if keys else "formatting only"
-
-
-def _snapshot_change(old: bytes, want: Desired) -> str:
-    try:
-        before = json.loads(old)
-    except ValueError:
-        return "unreadable"
-    after = json.loads(want.snapshot)
-    if not isinstance(before, dict):
-        return "unreadable"
-    keys = _changed_keys(before, after)
-    return ", ".join(keys) if keys else "formatting only"
-
-
-def _changed_keys(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
-    return sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
 
 
 # -- effects: observe, apply, remove, kick ------------------------------------------------
@@ -380,12 +390,14 @@ DRAIN_MARGIN = 5.0
 
 @dataclass(frozen=True, slots=True)
 class Observed:
-    """The facts `plan` needs, gathered with one list() and one print-disabled call."""
+    """The facts `plan` needs: one list(), one print_disabled(), one print() per loaded lane."""
 
     installed: Mapping[str, Installed]
     loaded: Mapping[str, ListEntry]
     running: Mapping[str, int | None]
     disabled: frozenset[str]
+    definitions: Mapping[str, ServiceInfo] = field(default_factory=dict)
+    """label -> what launchd has loaded for it (its own copy, not the file)."""
 
 
 def desired_lane(
@@ -419,7 +431,23 @@ def observe(
         candidates = (_installed_spec(paths, label), specs.get(label))
         if any(lock_held(spec) for spec in candidates if spec is not None):
             running[label] = None
-    return Observed(installed, loaded, running, disabled)
+    return Observed(
+        installed, loaded, running, disabled, loaded_definitions(launchd, wanted, loaded)
+    )
+
+
+def loaded_definitions(
+    launchd: Launchd, labels: Set[str], loaded: Mapping[str, ListEntry]
+) -> dict[str, ServiceInfo]:
+    """`print()` of each loaded label among `labels`; one that left meanwhile is skipped (the
+    plan then judges it on its files alone)."""
+    found: dict[str, ServiceInfo] = {}
+    for label in sorted(labels & loaded.keys()):
+        try:
+            found[label] = launchd.print(label)
+        except LanekitError:
+            continue
+    return found
 
 
 def scan_installed(paths: Paths, wanted: Set[str]) -> dict[str, Installed]:
@@ -547,7 +575,14 @@ def apply(
     ]
     specs = {lane.label: run_spec(lane) for lane in selected}
     seen = observe(paths, launchd, desired, specs)
-    actions = plan(desired, seen.installed, seen.loaded.keys(), seen.running, seen.disabled)
+    actions = plan(
+        desired,
+        seen.installed,
+        seen.loaded.keys(),
+        seen.running,
+        disabled=seen.disabled,
+        definitions=seen.definitions,
+    )
     if lanes:
         actions = [a for a in actions if a.kind is not ActionKind.REMOVE]
     if dry_run:
@@ -630,7 +665,8 @@ def _carry_out(
         if action.enable:
             stopper.launchd.enable(label)
             notes.append("enabled it in launchd")
-        stopper.bootstrap(label, paths.plist_for(label), _exit_timeout(specs))
+        if action.bootstrap:
+            stopper.bootstrap(label, paths.plist_for(label), _exit_timeout(specs))
     except LanekitError as exc:
         return Outcome(action, Result.FAILED, exc.message, action.pid, exc)
     done = {
@@ -638,6 +674,7 @@ def _carry_out(
         ActionKind.UPDATE: "reloaded" if action.bootout else "written and loaded",
         ActionKind.SKIP_RUNNING: "reloaded",
         ActionKind.LOAD: "loaded",
+        ActionKind.REWRITE: "plist rewritten, no reload needed",
     }[action.kind]
     return Outcome(action, Result.DONE, "; ".join([done, *notes]))
 

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
-from doctor_world import World, is_root, job_plist
+from doctor_world import HEALTHY, World, is_root, job_plist
 
 from lanekit.doctor import Severity, plist_target
 
@@ -119,3 +119,32 @@ def test_drift_skips_foreign_plists(tmp_path: Path) -> None:
     """plist.drift needs lanekit knowledge: a hand-written plist is skipped, not reported."""
     world = World.make(tmp_path)
     assert world.run("plist.drift", world.foreign(job_plist())) == []
+
+
+def test_drift_of_the_loaded_definition(tmp_path: Path) -> None:
+    """The Nice 11 plist put in place while launchd has the Nice 10 job loaded: doctor says
+    launchd has an older definition loaded (as plan does), with `lanekit apply` to reload."""
+    from lanekit.launchd.emulator import EmulatedDomain
+
+    world = World.make(tmp_path, HEALTHY + "nice = 10\n")
+    path = world.install()
+    domain = EmulatedDomain(world.paths.emulator, launch_agents=world.paths.launch_agents)
+    domain.bootstrap(path)
+    assert world.run("plist.drift", world.target(), launchd=domain) == []
+    world.config_path.write_text(world.config_path.read_text().replace("nice = 10", "nice = 11"))
+    world.install()
+    [finding] = world.run("plist.drift", world.target(), launchd=domain)
+    assert finding.message.startswith("launchd has an older definition loaded (Nice 10 -> 11)")
+    assert finding.fix.startswith("lanekit apply funnel")
+
+
+def test_formatting_only_drift_is_info(tmp_path: Path) -> None:
+    """A reformatted plist (same keys and values) is no warning: apply rewrites it, no reload."""
+    import plistlib
+
+    world = World.make(tmp_path)
+    path = world.install()
+    path.write_bytes(plistlib.dumps(plistlib.loads(path.read_bytes()), fmt=plistlib.FMT_BINARY))
+    [finding] = world.run("plist.drift", world.target())
+    assert finding.severity is Severity.INFO
+    assert "formatting only" in finding.message

@@ -3,10 +3,8 @@ and is it what `lanekit apply` would write today."""
 
 from __future__ import annotations
 
-import plistlib
 import pwd
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Iterator
 
 from lanekit.doctor import DoctorContext, Problem, Severity, Target, check, lane_interpreter
 
@@ -87,35 +85,48 @@ def _user_name(uid: int) -> str:
 
 @check(
     "plist.drift",
-    summary="the installed plist or run snapshot differs from what `lanekit apply` would write",
+    summary="the installed plist, the run snapshot or the job launchd has loaded differs from "
+    "what `lanekit apply` would install",
     needs_lane=True,
+    uses_launchd=True,
 )
 def drift(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
-    """lanes.toml changed (or someone edited the plist) and `apply` has not run since."""
-    from lanekit.config import run_spec
-    from lanekit.plist import render_lane
+    """lanes.toml changed (or someone edited or replaced the plist) and `apply` has not run
+    since. The comparison is `plan`'s own (lanekit.drift), so doctor and plan cannot disagree:
+    a file that differs in formatting only is no finding, a loaded job older than its file is."""
+    from lanekit.drift import lane_drift
+    from lanekit.reconcile import desired_lane
 
     lane, path = target.lane, target.plist_path
     if lane is None or path is None or not target.installed or target.plist is None:
         return
-    snapshot_path = ctx.paths.snapshot_for(lane.label)
-    templates = ctx.config.templates if ctx.config is not None else None
-    want = render_lane(
+    want = desired_lane(
         lane,
+        ctx.paths,
         interpreter=lane_interpreter(target.plist),
-        snapshot=snapshot_path,
-        templates=templates,
+        templates=ctx.config.templates if ctx.config is not None else None,
     )
-    changed: list[str] = []
-    if path.read_bytes() != want:
-        keys = _changed_keys(target.plist, plistlib.loads(want))
-        changed.append("plist (" + (", ".join(keys) if keys else "formatting") + ")")
     try:
-        have_snapshot: str | None = snapshot_path.read_text(encoding="utf-8")
+        have_plist: bytes | None = path.read_bytes()
+    except OSError:
+        have_plist = None
+    try:
+        have_snapshot: bytes | None = ctx.paths.snapshot_for(lane.label).read_bytes()
     except OSError:
         have_snapshot = None
-    if have_snapshot != run_spec(lane).to_json():
-        changed.append("run snapshot" if have_snapshot is not None else "run snapshot (missing)")
+    loaded = ctx.service(lane.label) if ctx.launchd_available else None
+    found = lane_drift(
+        want_plist=want.plist,
+        want_snapshot=want.snapshot,
+        have_plist=have_plist,
+        have_snapshot=have_snapshot,
+        loaded=loaded,
+    )
+    changed: list[str] = []
+    if found.plist_meaning:
+        changed.append(f"plist ({found.plist_change})")
+    if found.snapshot:
+        changed.append(f"run snapshot ({found.snapshot_change})")
     if changed:
         yield Problem(
             Severity.WARNING,
@@ -123,8 +134,17 @@ def drift(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
             "the old lane.",
             f"lanekit apply {lane.name}",
         )
-
-
-def _changed_keys(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
-    keys = set(before) | set(after)
-    return sorted(k for k in keys if before.get(k) != after.get(k))
+    if found.plist_bytes and not found.plist_meaning:
+        yield Problem(
+            Severity.INFO,
+            f"{path} differs from what `lanekit apply` writes in formatting only (same keys and "
+            "values): apply rewrites it without a reload.",
+            f"lanekit apply {lane.name}",
+        )
+    if found.loaded:
+        yield Problem(
+            Severity.WARNING,
+            f"{found.loaded_change}: the plist file was replaced without a reload, so launchd "
+            "still runs the job it loaded before.",
+            f"lanekit apply {lane.name}  (reloads it)",
+        )

@@ -63,6 +63,9 @@ class ServiceInfo:
     domain: str | None = None
     properties: tuple[str, ...] = ()
     """Flags set in `properties` (both the old `{ key = 1 }` and the new `a | b` forms)."""
+    calendar: tuple[Mapping[str, int], ...] | None = None
+    """StartCalendarInterval as loaded: the `descriptor` of each `event triggers` entry on stream
+    com.apple.launchd.calendarinterval; None when the output has no `event triggers` block."""
     extra: Mapping[str, str] = field(default_factory=dict)
     """Every other top-level `key = value` line as printed (asid, nice, immediate reason...)."""
 

@@ -53,6 +53,7 @@ from pathlib import Path
 from lanekit.atomic import write_atomic
 from lanekit.errors import LaunchdError
 from lanekit.launchd import LaunchctlError, ListEntry, ServiceInfo
+from lanekit.launchd.definition import DEFAULT_THROTTLE_INTERVAL, calendar_facts, spawn_type
 from lanekit.launchd.environ import (
     DEFAULT_PATH,
     EX_CONFIG,
@@ -72,8 +73,6 @@ from lanekit.schedule import CalendarEntry, ScheduleError, parse_table, previous
 from lanekit.snapshot import DEFAULT_EXIT_TIMEOUT
 
 STATE_SCHEMA = 1
-DEFAULT_THROTTLE_INTERVAL = 10
-"""launchd's ThrottleInterval default (`minimum runtime = 10` in print)."""
 POLL_SECONDS = 0.05
 STOP_MARGIN = 5.0
 """How long kickstart -k waits beyond ExitTimeOut for the killed instance to be reaped."""
@@ -518,6 +517,7 @@ class EmulatedDomain:
         if launch.program is None:
             properties.append("inferred program")
         extra = {"nice": str(launch.nice)} if launch.nice is not None else {}
+        extra["spawn type"] = spawn_type(plist)
         workdir = plist.get("WorkingDirectory")
         return ServiceInfo(
             label=job.label,
@@ -541,6 +541,9 @@ class EmulatedDomain:
             type="LaunchAgent",
             domain=self.domain,
             properties=tuple(properties),
+            calendar=tuple(
+                dict(entry) for entry in calendar_facts(plist.get("StartCalendarInterval"))
+            ),
             extra=extra,
         )
 

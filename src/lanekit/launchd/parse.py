@@ -556,6 +556,7 @@ def parse_print(text: str, *, label: str | None = None) -> ServiceInfo:
     inherited_environment: dict[str, str] = {}
     arguments: tuple[str, ...] = ()
     properties: tuple[str, ...] = ()
+    calendar: tuple[dict[str, int], ...] | None = None
     extra: dict[str, str] = {}
     last_exit_code: int | None = None
     last_signal: int | None = None
@@ -577,6 +578,8 @@ def parse_print(text: str, *, label: str | None = None) -> ServiceInfo:
                 inherited_environment.update(_environment(entry.block))
             elif key == "properties":
                 properties = _properties(entry)
+            elif key == "event triggers":
+                calendar = _calendar_triggers(entry.block)
             continue
         value = (entry.value or "").strip()
         if key in _INT_FIELDS:
@@ -625,8 +628,33 @@ def parse_print(text: str, *, label: str | None = None) -> ServiceInfo:
         type=texts.get("type"),
         domain=texts.get("domain"),
         properties=properties,
+        calendar=calendar,
         extra=extra,
     )
+
+
+_CALENDAR_STREAM = "com.apple.launchd.calendarinterval"
+
+
+def _calendar_triggers(block: list[_Entry]) -> tuple[dict[str, int], ...]:
+    """The `descriptor` of every trigger on the calendar stream (print-02:
+    `descriptor = { "Minute" => 5 }`); a value that is not an integer is left out."""
+    found = []
+    for trigger in block:
+        if trigger.block is None:
+            continue
+        fields = {(e.key or "").lower(): e for e in trigger.block}
+        stream = fields.get("stream")
+        descriptor = fields.get("descriptor")
+        if stream is None or (stream.value or "").strip() != _CALENDAR_STREAM:
+            continue
+        table: dict[str, int] = {}
+        for item in (descriptor.block if descriptor is not None else None) or ():
+            number = _int(_unquote(item.value or "")) if item.key else None
+            if item.key and number is not None:
+                table[item.key] = number
+        found.append(table)
+    return tuple(found)
 
 
 # ----------------------------------------------------------------- print-disabled, print <domain>
