@@ -18,6 +18,7 @@ from lanekit.lanelog import (
     format_value,
     log_files,
     parse_line,
+    read_between,
     read_events,
     rotate_if_needed,
     rotated_name,
@@ -254,3 +255,45 @@ def test_log_file_mode(tmp_path: Path) -> None:
     finally:
         os.umask(old)
     assert (tmp_path / "lane.log").stat().st_mode & 0o777 == 0o644
+
+
+def _busy_log(path: Path, start: float, lines: int, step: float) -> list[float]:
+    """`lines` events `step` seconds apart from `start`, appended as runners append them."""
+    clock = [start]
+    log = LaneLog(path, "busy", clock=lambda: clock[0])
+    stamps = []
+    for n in range(lines):
+        clock[0] = start + n * step
+        stamps.append(clock[0])
+        log.event("claimed", job=f"j{n}", attempt=1, error="x" * (n % 50))
+    return stamps
+
+
+@pytest.mark.parametrize(
+    ("begin", "end"),
+    [(0.0, 1.0), (1e9, 3e9), (1.7e9, 1.7e9 + 5000), (1.7e9 + 1234.5, 1.7e9 + 86400)],
+)
+def test_read_between_equals_a_full_read_filtered(tmp_path: Path, begin: float, end: float) -> None:
+    """The span read by binary search holds exactly the events a full read keeps for it, in
+    order, across a rotated copy and the live log (empty spans before and after included)."""
+    path = tmp_path / "busy.log"
+    _busy_log(path, 1.7e9, 3000, 7.0)
+    os.replace(path, rotated_name(path, 1))
+    _busy_log(path, 1.7e9 + 21000, 3000, 7.0)
+    floor, ceiling = format_ts(begin), format_ts(end)
+    expected = [f for f in read_events(path, rotated=True) if floor <= f["ts"] < ceiling]
+    assert list(read_between(path, begin, end)) == expected
+
+
+def test_read_between_tolerates_lines_a_little_out_of_order(tmp_path: Path) -> None:
+    """Runners take their timestamp just before their one write, so lines land slightly out
+    of order; a line a minute late at the span's edge is still found, and torn lines skipped."""
+    path = tmp_path / "busy.log"
+    _busy_log(path, 1.7e9, 1006, 10.0)  # up to 10050 s
+    late = format_line(format_ts(1.7e9 + 9990.5), "busy", "done", {"job": "late"})
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write('ts=2023-11-14T22:13:20.000Z lane=busy event=torn job="unterminated\n')
+        handle.write(late)  # taken at 9990.5, written a minute later
+    _busy_log(path, 1.7e9 + 10060, 1000, 10.0)
+    got = [f["job"] for f in read_between(path, 1.7e9 + 9985, 1.7e9 + 9995)]
+    assert got == ["j999", "late"]

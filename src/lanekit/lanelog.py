@@ -278,3 +278,124 @@ def _ts_floor(since: datetime | str | None) -> str | None:
     if since is None or isinstance(since, str):
         return since
     return format_ts(since.timestamp())  # naive datetimes are local time, as documented
+
+
+SPAN_SLACK_SECONDS = 300
+"""How far out of order a line may be and still be found by `read_between`. Each runner takes
+its timestamp just before its one write, so concurrent runners append a few milliseconds out of
+order; a runner stopped between the two (SIGSTOP, a laptop asleep) can be minutes late."""
+
+_TS_WIDTH = len("ts=2026-09-17T10:40:00.123Z")
+
+
+def _line_ts(line: bytes) -> str | None:
+    """The `ts=` of a log line without parsing the rest (format_line always writes it first)."""
+    if line.startswith(b"ts=") and len(line) >= _TS_WIDTH:
+        return line[3:_TS_WIDTH].decode("ascii", "replace")
+    return None
+
+
+def _next_line_at(fd: int, pos: int, size: int) -> tuple[int, bytes]:
+    """(offset, text) of the first complete line starting at or after `pos` (b"" at the end)."""
+    if pos > 0:
+        while pos < size:
+            chunk = os.pread(fd, 4096, pos - 1)
+            newline = chunk.find(b"\n")
+            if newline >= 0:
+                pos += newline
+                break
+            pos += len(chunk) - 1
+    if pos >= size:
+        return size, b""
+    line = b""
+    at = pos
+    while at < size:
+        chunk = os.pread(fd, 4096, at)
+        newline = chunk.find(b"\n")
+        if newline >= 0:
+            return pos, line + chunk[:newline]
+        line += chunk
+        at += len(chunk)
+    return pos, line
+
+
+def _ts_from(fd: int, pos: int, size: int) -> tuple[int, str | None]:
+    """The first line at or after `pos` that has a timestamp: (its offset, its ts)."""
+    while pos < size:
+        offset, line = _next_line_at(fd, pos, size)
+        if offset >= size:
+            break
+        ts = _line_ts(line)
+        if ts is not None:
+            return offset, ts
+        pos = offset + len(line) + 1
+    return size, None
+
+
+def seek_ts(fd: int, floor: str) -> int:
+    """Byte offset of the first line whose ts is >= `floor`, by binary search: the log is
+    appended in time order (to within SPAN_SLACK_SECONDS, which callers subtract first), so
+    a day of a busy lane costs a few dozen reads, not the whole file."""
+    size = os.fstat(fd).st_size
+    lo, hi = 0, size
+    while lo < hi:
+        mid = (lo + hi) // 2
+        offset, ts = _ts_from(fd, mid, size)
+        if ts is None or ts >= floor:
+            hi = mid
+        else:
+            lo = offset + 1
+    return _next_line_at(fd, lo, size)[0]
+
+
+def read_between(path: Path, start: float, end: float) -> Iterator[dict[str, str]]:
+    """Events with start <= ts < end (epoch seconds) from the log and its rotated copies,
+    oldest first, reading only the part of each file that can hold them (see seek_ts).
+    Malformed lines are skipped, as in read_events."""
+    floor = format_ts(start)
+    ceiling = format_ts(end)
+    search_from = format_ts(start - SPAN_SLACK_SECONDS)
+    give_up_at = format_ts(end + SPAN_SLACK_SECONDS)
+    for name in log_files(path, rotated=True):
+        try:
+            fd = os.open(name, os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            continue  # rotated away between listing and opening
+        try:
+            size = os.fstat(fd).st_size
+            first = _ts_from(fd, 0, size)[1]
+            if first is None or first >= give_up_at:
+                continue  # every line of this file (and of newer ones) is after the span
+            pos = seek_ts(fd, search_from)
+            yield from _scan(fd, pos, size, floor=floor, ceiling=ceiling, give_up_at=give_up_at)
+        finally:
+            os.close(fd)
+
+
+def _scan(
+    fd: int, pos: int, size: int, *, floor: str, ceiling: str, give_up_at: str
+) -> Iterator[dict[str, str]]:
+    pending = b""
+    while pos < size:
+        chunk = os.pread(fd, 65536, pos)
+        if not chunk:
+            break
+        pos += len(chunk)
+        *lines, pending = (pending + chunk).split(b"\n")
+        for raw in lines:
+            ts = _line_ts(raw)
+            if ts is not None and ts >= give_up_at:
+                return
+            fields = _parsed(raw)
+            if fields and floor <= fields.get("ts", "") < ceiling:
+                yield fields
+    fields = _parsed(pending)
+    if fields and floor <= fields.get("ts", "") < ceiling:
+        yield fields
+
+
+def _parsed(raw: bytes) -> dict[str, str]:
+    try:
+        return parse_line(raw.decode("utf-8", "replace"))
+    except ValueError:
+        return {}
