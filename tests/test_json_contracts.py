@@ -241,7 +241,16 @@ def _unreadable_record(sandbox: Path, job_id: str) -> None:
 
 # -- the doc itself -------------------------------------------------------------------------
 
-COMMANDS = ("schedule", "validate", "status", "doctor", "doctor --list-checks", "jobs", "job")
+COMMANDS = (
+    "schedule",
+    "validate",
+    "status",
+    "doctor",
+    "doctor --list-checks",
+    "jobs",
+    "job",
+    "timeline",
+)
 
 
 def test_doc_has_a_section_per_json_command() -> None:
@@ -364,3 +373,36 @@ def test_job_json_matches_doc(sandbox: Path) -> None:
     (job_id,) = _jobs(sandbox, 1)
     document = _json("job", "funnel", job_id, "--json")
     _check_all("job", [document])
+
+
+def test_timeline_json_matches_doc(sandbox: Path) -> None:
+    """`timeline --json` over a real run of two lanes of one queue (a burst, a missed fire,
+    an unknown event), and with --job for that job, is as documented."""
+    from lanekit.config import load_config
+    from lanekit.lanelog import LaneLog
+    from lanekit.paths import Paths
+    from lanekit.runner import run_lane
+    from lanekit.snapshot import RunSpec
+
+    CliRunner().invoke(app, ["apply"])
+    (job_id,) = _jobs(sandbox, 1)
+    paths = Paths.from_env()
+    config = load_config(sandbox / "lanes.toml", paths)
+    spec = RunSpec.load(paths.snapshot_for(config.lanes["trickle"].label))
+    run_lane(spec, handle_signals=False)
+    logs = {name: config.lanes[name].log_path for name in ("funnel", "trickle", "mondays")}
+    # A second lane of the queue "running" at the same moment, and an event from a later
+    # version: both appended the way runners append.
+    trickle = logs["trickle"].read_text(encoding="utf-8").splitlines()
+    start_ts = next(text for text in trickle if " event=start " in text).split()[0]
+    with logs["mondays"].open("a", encoding="utf-8") as handle:
+        handle.write(f"{start_ts} lane=mondays event=start pid=1\n")
+    LaneLog(logs["mondays"], "mondays").event("finish", exit=0, reason="empty")
+    LaneLog(logs["mondays"], "mondays").event("paused", by="pause")
+    documents = [
+        _json("timeline", "--json"),
+        _json("timeline", "--json", "--job", job_id),
+        _json("timeline", "funnel", "--json", "--day", "2026-11-30"),
+    ]
+    assert documents[0]["bursts"], "trickle and mondays overlapped"
+    _check_all("timeline", documents)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "lanekit"
-ALLOWED = {"launchd/launchctl.py", "launchd/environ.py", "runner.py"}
+ALLOWED = {"launchd/launchctl.py", "launchd/environ.py", "runner.py", "opener.py"}
 
 SPAWNING_MODULES = {"subprocess", "multiprocessing", "pty", "concurrent.futures.process"}
 OS_SPAWNERS = {"fork", "forkpty", "system", "popen", "posix_spawn", "posix_spawnp"}

@@ -64,6 +64,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "demo_cmd",
         "Five lanes fire at once on a 57-job backlog: count duplicates and losses (both 0).",
     ),
+    "timeline": (
+        "timeline_cmd",
+        "Show each lane's day: scheduled fires, runs by outcome, missed runs, reloads, and"
+        " bursts of lanes draining one queue at once.",
+    ),
 }
 """Command name -> (module under lanekit.cli, summary shown by `lanekit --help`), in the order
 `lanekit --help` lists them."""

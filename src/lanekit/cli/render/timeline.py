@@ -1,0 +1,240 @@
+"""How `lanekit timeline` looks in a terminal: one row per lane on a scaled time axis, a burst
+row, a legend, then what stands out (bursts, failures, missed runs, reloads) in words.
+
+Every glyph is distinct without colour (pipes and NO_COLOR get the same picture, uncoloured).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime, tzinfo
+
+from rich.console import Console
+from rich.text import Text
+
+from lanekit.cli.render import json_out, line, stdout
+from lanekit.timeline.build import JobLife, TimelineResult
+from lanekit.timeline.document import to_json
+from lanekit.timeline.layout import Cell, axis_ticks, burst_columns, row_cells
+from lanekit.timeline.model import Burst, MarkerKind, Outcome, Run, Timeline
+
+GLYPHS: dict[Cell, tuple[str, str, str]] = {
+    Cell.EMPTY: ("·", "grey30", ""),
+    Cell.FIRE: ("¦", "grey62", "scheduled fire"),
+    Cell.OK: ("█", "green", "ran ok"),
+    Cell.THROTTLED: ("t", "yellow", "throttled start"),
+    Cell.BUSY: ("b", "magenta", "skipped: busy"),
+    Cell.RUNNING: ("▶", "cyan", "running now"),
+    Cell.UNFINISHED: ("…", "grey62", "no end logged"),
+    Cell.INSTALLED: ("i", "blue", "installed"),
+    Cell.RELOADED: ("R", "blue", "reloaded"),
+    Cell.RELOAD_SKIPPED: ("S", "bold blue", "reload skipped: running"),
+    Cell.JOBS_FAILED: ("F", "red", "jobs failed"),
+    Cell.KILLED: ("K", "bold red", "killed"),
+    Cell.ERROR: ("E", "reverse red", "could not run"),
+    Cell.MISSED: ("M", "bold yellow", "missed run"),
+    Cell.EXIT_78: ("X", "bold red", "exit 78 (launchd)"),
+}
+"""Glyph, style and legend words of each cell kind."""
+
+BURST_GLYPH = "^"
+DEFAULT_WIDTH = 100
+"""Columns when stdout is not a terminal and --width is not given."""
+MIN_WIDTH = 60
+_NAME_MAX = 12
+_SUMMARY = 9
+
+
+def _hm(at: datetime, tz: tzinfo | None) -> str:
+    return at.astimezone(tz).strftime("%H:%M")
+
+
+def _hms(at: datetime, tz: tzinfo | None) -> str:
+    return at.astimezone(tz).strftime("%H:%M:%S")
+
+
+def _title(result: TimelineResult, tz: tzinfo | None) -> str:
+    w = result.timeline.window
+    start = w.start.astimezone(tz)
+    hours = (w.end - w.start).total_seconds() / 3600
+    if result.day is not None:
+        extra = "" if hours == 24 else f", a {hours:.0f}-hour day (daylight saving)"
+        return f"timeline {start:%Y-%m-%d %a} ({start:%Z}{extra})"
+    return f"timeline since {start:%Y-%m-%d %H:%M} to {_hm(w.end, tz)} ({start:%Z})"
+
+
+def _axis(timeline: Timeline, tz: tzinfo | None, pad: int, chart: int) -> Text:
+    w = timeline.window
+    labels = [" "] * chart
+    for tick in axis_ticks(w, tz, max(chart // 7, 1)):
+        span = (w.end - w.start).total_seconds()
+        col = min(int((tick.at - w.start).total_seconds() / span * chart), chart - 1)
+        text = tick.label
+        if col + len(text) > chart:
+            continue
+        if any(c != " " for c in labels[max(col - 1, 0) : col + len(text) + 1]):
+            continue
+        labels[col : col + len(text)] = list(text)
+    return Text(" " * pad + "".join(labels))
+
+
+def _summary(runs: Sequence[Run]) -> str:
+    real = [r for r in runs if r.outcome is not Outcome.BUSY]
+    jobs = sum(r.claimed for r in real)
+    return f"{len(real)}r {jobs}j"
+
+
+def chart_lines(result: TimelineResult, width: int, tz: tzinfo | None = None) -> list[Text]:
+    """The picture: title, axis, one row per lane, the burst row, the legend."""
+    timeline = result.timeline
+    width = max(width, MIN_WIDTH)
+    names = [row.lane for row in timeline.rows]
+    name_width = min(max([len(n) for n in names] + [5]), _NAME_MAX)
+    chart = width - name_width - 1 - _SUMMARY - 1
+    out = [Text(_title(result, tz), style="bold"), _axis(timeline, tz, name_width + 1, chart)]
+    seen: set[Cell] = set()
+    for row in timeline.rows:
+        text = Text(row.lane[:name_width].ljust(name_width) + " ")
+        for cell in row_cells(row, timeline.window, chart):
+            glyph, style, _ = GLYPHS[cell]
+            seen.add(cell)
+            text.append(glyph, style=style)
+        text.append(" " + _summary(row.runs).rjust(_SUMMARY))
+        out.append(text)
+    if timeline.bursts:
+        covered = burst_columns(timeline.bursts, timeline.window, chart)
+        text = Text("burst".ljust(name_width) + " ")
+        text.append("".join(BURST_GLYPH if c else " " for c in covered), style="bold magenta")
+        out.append(text)
+    out.extend(_legend(seen - {Cell.EMPTY}, bool(timeline.bursts), width))
+    return out
+
+
+def _legend(cells: Iterable[Cell], bursts: bool, width: int) -> list[Text]:
+    items = [(GLYPHS[c][0], GLYPHS[c][1], GLYPHS[c][2]) for c in Cell if c in set(cells)]
+    if bursts:
+        items.append((BURST_GLYPH, "bold magenta", "lanes of one queue at once"))
+    items.append(("", "", "r runs, j jobs claimed"))
+    lines: list[Text] = []
+    current = Text("legend: ")
+    for glyph, style, words in items:
+        piece = Text()
+        if glyph:
+            piece.append(glyph, style=style)
+            piece.append(" ")
+        piece.append(words)
+        if current.cell_len + piece.cell_len + 3 > width and current.cell_len > 8:
+            lines.append(current)
+            current = Text("        ")
+        elif current.cell_len > 8:
+            current.append("   ")
+        current.append_text(piece)
+    lines.append(current)
+    return lines
+
+
+def _burst_line(burst: Burst, tz: tzinfo | None) -> str:
+    claims = ", ".join(f"{lane} {n}" for lane, n in burst.claims.items())
+    return (
+        f"burst {_hms(burst.start, tz)}-{_hms(burst.end, tz)} on queue {burst.queue}: "
+        f"{len(burst.lanes)} lanes at once; claims won: {claims}"
+    )
+
+
+def _run_line(run: Run, tz: tzinfo | None) -> str:
+    what = {
+        Outcome.JOBS_FAILED: f"exit {run.exit}: {run.failed} failed, {run.requeued} retried",
+        Outcome.KILLED: "killed" if run.exit is None else f"stopped (exit {run.exit})",
+        Outcome.ERROR: "could not run" + (f" (exit {run.exit})" if run.exit else ""),
+        Outcome.THROTTLED: "start throttled by launchd",
+        Outcome.RUNNING: "running now",
+    }.get(run.outcome, str(run.outcome))
+    error = f": {run.errors[0]}" if run.errors else ""
+    return f"{_hms(run.start, tz)} {run.lane}: {what}, {run.claimed} jobs{error}"
+
+
+_MARKER_WORDS = {
+    MarkerKind.MISSED: "missed run (scheduled, nothing started)",
+    MarkerKind.EXIT_78: "launchd could not start it (exit 78)",
+    MarkerKind.INSTALLED: "installed by apply",
+    MarkerKind.RELOADED: "reloaded by apply",
+    MarkerKind.RELOAD_SKIPPED: "apply skipped the reload: lane was running",
+    MarkerKind.THROTTLED: "start request throttled by launchd",
+}
+
+
+def notable_lines(result: TimelineResult, tz: tzinfo | None = None) -> list[str]:
+    """What stands out, oldest first: bursts, runs that did not end well, markers."""
+    timed: list[tuple[datetime, str]] = []
+    for burst in result.timeline.bursts:
+        timed.append((burst.start, _burst_line(burst, tz)))
+    for row in result.timeline.rows:
+        for run in row.runs:
+            if run.outcome not in (Outcome.OK, Outcome.BUSY, Outcome.UNFINISHED):
+                timed.append((run.start, _run_line(run, tz)))
+        for marker in row.markers:
+            if marker.kind is MarkerKind.INSTALLED:
+                continue  # the chart shows it; in words it would only repeat per lane
+            timed.append(
+                (marker.at, f"{_hms(marker.at, tz)} {row.lane}: {_MARKER_WORDS[marker.kind]}")
+            )
+    timed.sort(key=lambda item: item[0])
+    return [text for _, text in timed]
+
+
+def job_lines(job: JobLife, tz: tzinfo | None = None) -> list[str]:
+    """A job's life, one line per step."""
+    view = job.view
+    out = [
+        f"job {job.job_id}: "
+        + ("not found in the lanes' queues" if view is None else str(view.state))
+    ]
+    if view is not None and view.record is not None:
+        out.append(f"  queued   {view.record.queued_at}  attempts {view.record.attempts}")
+    for event in job.events:
+        detail = " ".join(f"{k}={v}" for k, v in event.fields.items())
+        out.append(f"  {_hms(event.at, tz)} {event.lane}: {event.name} {detail}".rstrip())
+    return out
+
+
+def render_lines(result: TimelineResult, width: int, tz: tzinfo | None = None) -> list[Text]:
+    """Everything the terminal shows, as lines (the golden tests compare these)."""
+    lines = chart_lines(result, width, tz)
+    notable = notable_lines(result, tz)
+    if notable:
+        lines.append(Text(""))
+        lines.extend(Text(text) for text in notable)
+    if result.job is not None:
+        lines.append(Text(""))
+        lines.extend(Text(text) for text in job_lines(result.job, tz))
+    if result.notes:
+        lines.append(Text(""))
+        lines.extend(Text(f"note: {text}") for text in result.notes)
+    return lines
+
+
+def show(result: TimelineResult, width: int | None = None, *, as_json: bool = False) -> None:
+    """Print the timeline (or its JSON document) on stdout."""
+    if as_json:
+        json_out(to_json(result))
+        return
+    base = stdout()
+    columns = width or (base.width if base.is_terminal else DEFAULT_WIDTH)
+    # A console of its own: the shared one wraps at its width, the chart must be cut at ours.
+    console = Console(
+        file=base.file,
+        width=columns,
+        force_terminal=base.is_terminal,
+        no_color=base.no_color,
+        color_system=None if base.no_color else base.color_system,  # type: ignore[arg-type]
+        highlight=False,
+    )
+    for text in render_lines(result, columns):
+        text.no_wrap = True
+        text.overflow = "ellipsis"
+        console.print(text, crop=True)
+
+
+def written(path: str) -> None:
+    """Where the page was written."""
+    line(f"wrote {path}")

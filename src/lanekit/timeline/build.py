@@ -1,0 +1,218 @@
+"""The core of `lanekit timeline`: read what lanekit recorded for the span asked, then model it.
+
+Sources: each lane's event log (only the span, by binary search on its timestamps: see
+lanelog.read_between), the lanes' schedules (fires in the span), launchd's list (which lanes
+run now, their last exit), and for `--job` the job's record.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from pathlib import Path
+
+from lanekit.config import Config, LaneSpec, find_config, load_config, select_lanes
+from lanekit.errors import LanekitError, UsageError
+from lanekit.history import JobView, find_job
+from lanekit.lanelog import read_between, read_events
+from lanekit.launchd import Launchd, ListEntry
+from lanekit.paths import Paths
+from lanekit.queue import Queue
+from lanekit.schedule import Schedule, next_fires
+from lanekit.timeline.events import Event, parse_ts, to_event
+from lanekit.timeline.model import (
+    DEFAULT_THROTTLE,
+    LaneInfo,
+    Timeline,
+    Window,
+    build_timeline,
+)
+
+LOOKBEHIND = timedelta(hours=2)
+"""Read this much before the window, so a run that started before it is shown whole."""
+LOOKAHEAD = timedelta(hours=2)
+"""And this much after, so a run still going at the window's end shows how it ended."""
+_FIRE_BATCH = 512
+
+
+@dataclass(frozen=True, slots=True)
+class TimelineRequest:
+    """What `lanekit timeline` was asked for."""
+
+    lanes: tuple[str, ...] = ()
+    day: date | None = None
+    """The local day to show (default: today)."""
+    since: date | None = None
+    """Show from this local day's start to now instead of one day."""
+    job: str | None = None
+    """Also trace this job's life (claims, attempts, outcome)."""
+    config_path: Path | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class JobLife:
+    """A job's life as logged: queued, each claim and attempt, each outcome."""
+
+    job_id: str
+    view: JobView | None
+    """Its record and where its file is now; None when no selected lane's queue knows it."""
+    events: tuple[Event, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TimelineResult:
+    """What `lanekit timeline` shows."""
+
+    timeline: Timeline
+    day: date | None
+    """The day shown, None for a --since span."""
+    job: JobLife | None = None
+    notes: tuple[str, ...] = ()
+    """What could not be read (launchd unavailable...), said under the chart."""
+
+
+def parse_day(text: str, option: str) -> date:
+    """`YYYY-MM-DD` (or `today`, `yesterday`) as a date; UsageError naming the option."""
+    word = text.strip().lower()
+    if word == "today":
+        return date.today()
+    if word == "yesterday":
+        return date.today() - timedelta(days=1)
+    try:
+        return date.fromisoformat(word)
+    except ValueError:
+        raise UsageError(
+            f"{option} {text!r} is not a day",
+            f"write it as YYYY-MM-DD, e.g. {option} {date.today().isoformat()}",
+        ) from None
+
+
+def local_midnight(day: date) -> datetime:
+    """The instant a local day starts (aware; the machine's time zone, DST included)."""
+    return datetime(day.year, day.month, day.day).astimezone()
+
+
+def day_window(day: date, now: datetime) -> Window:
+    """A whole local day: 23, 24 or 25 hours long."""
+    return Window(local_midnight(day), local_midnight(day + timedelta(days=1)), now)
+
+
+def fires_between(schedule: Schedule, start: datetime, end: datetime) -> tuple[datetime, ...]:
+    """Calendar fires in [start, end) as aware datetimes (StartInterval fires depend on when
+    launchd loaded the job, which it does not report: none are drawn)."""
+    if not schedule.calendar:
+        return ()
+    fires: list[datetime] = []
+    after = start.astimezone().replace(tzinfo=None) - timedelta(minutes=1)
+    while True:
+        batch = next_fires(schedule.calendar, after, _FIRE_BATCH)
+        for fire in batch:
+            at = fire.astimezone()
+            if at >= end:
+                return tuple(fires)
+            if at >= start:
+                fires.append(at)
+        if len(batch) < _FIRE_BATCH:
+            return tuple(fires)
+        after = batch[-1]
+
+
+def _lane_events(lane: LaneSpec, start: datetime, end: datetime) -> Iterator[Event]:
+    for fields in read_between(lane.log_path, start.timestamp(), end.timestamp()):
+        event = to_event(fields, lane.name)
+        if event is not None:
+            yield event
+
+
+def _known_since(lane: LaneSpec) -> datetime | None:
+    """The first event of the oldest copy of the lane's log (one line read)."""
+    first = next(read_events(lane.log_path, rotated=True), None)
+    return None if first is None else parse_ts(first.get("ts", ""))
+
+
+def _listed(launchd: Launchd) -> tuple[Mapping[str, ListEntry], tuple[str, ...]]:
+    try:
+        return {entry.label: entry for entry in launchd.list()}, ()
+    except LanekitError as exc:
+        return {}, (f"launchd could not be asked ({exc.message}): running lanes not known",)
+
+
+def _job_life(job_id: str, lanes: Sequence[LaneSpec], events: Sequence[Event]) -> JobLife:
+    view: JobView | None = None
+    for queue_dir in dict.fromkeys(lane.queue.dir for lane in lanes):
+        view = find_job(Queue(queue_dir), job_id)
+        if view is not None:
+            break
+    return JobLife(job_id, view, tuple(e for e in events if e.job == job_id))
+
+
+def _job_start(job_id: str, lanes: Sequence[LaneSpec]) -> date | None:
+    """The local day a job was first queued, from its record."""
+    for queue_dir in dict.fromkeys(lane.queue.dir for lane in lanes):
+        view = find_job(Queue(queue_dir), job_id)
+        if view is not None and view.record is not None:
+            when = parse_ts(view.record.queued_at)
+            if when is not None:
+                return when.astimezone().date()
+    return None
+
+
+def timeline(
+    request: TimelineRequest,
+    paths: Paths,
+    launchd: Launchd,
+    env: Mapping[str, str] | None = None,
+    *,
+    now: datetime | None = None,
+) -> TimelineResult:
+    """The core of `lanekit timeline`: the lanes' day (or span) as a Timeline."""
+    if request.day is not None and request.since is not None:
+        raise UsageError("--day and --since cannot be combined", "choose one of them")
+    env = os.environ if env is None else env
+    config = load_config(find_config(request.config_path, env, paths.cwd), paths)
+    return timeline_of(config, request, launchd, now=now)
+
+
+def timeline_of(
+    config: Config, request: TimelineRequest, launchd: Launchd, *, now: datetime | None = None
+) -> TimelineResult:
+    """As `timeline`, for a loaded config."""
+    lanes = select_lanes(config, request.lanes)
+    now = (datetime.now() if now is None else now).astimezone()
+    since = request.since
+    if request.job is not None and request.day is None and since is None:
+        since = _job_start(request.job, lanes)
+    if since is not None:
+        window = Window(local_midnight(since), now, now)
+        if window.end <= window.start:
+            raise UsageError(
+                f"--since {since.isoformat()} is in the future", "give a day up to today"
+            )
+    else:
+        window = day_window(request.day or now.date(), now)
+    read_from, read_to = window.start - LOOKBEHIND, window.end + LOOKAHEAD
+    listed, notes = _listed(launchd)
+    events: list[Event] = []
+    infos: list[LaneInfo] = []
+    for lane in lanes:
+        events.extend(_lane_events(lane, read_from, read_to))
+        entry = listed.get(lane.label)
+        infos.append(
+            LaneInfo(
+                name=lane.name,
+                queue=lane.queue.name,
+                fires=fires_between(lane.schedule, window.start, window.end),
+                throttle=DEFAULT_THROTTLE
+                if lane.throttle_interval is None
+                else lane.throttle_interval,
+                running_now=entry is not None and entry.pid is not None,
+                last_exit=None if entry is None else entry.last_exit,
+                known_since=_known_since(lane),
+            )
+        )
+    built = build_timeline(events, infos, window, read_to_now=read_to >= now)
+    job = None if request.job is None else _job_life(request.job, lanes, built.events)
+    day = None if since is not None else window.start.date()
+    return TimelineResult(built, day, job, notes)
