@@ -456,7 +456,8 @@ def test_apply_installs_everything_then_second_apply_has_nothing_to_do(paths: Pa
 
 def test_changed_plist_reloads_idle_lane_and_skips_running_one(paths: Paths) -> None:
     """With beta running, a plist change reloads alpha (bootout then bootstrap) but leaves beta
-    alone: no signal, old plist kept, and `skipped reason=running pid=N` in its lane log."""
+    alone: no signal, old plist kept, and `skipped reason=running pid=N` in its lane log after
+    the install's `applied action=create`; once idle, beta's reload is logged `applied`."""
     fake = FakeLaunchd()
     _installed(paths, fake)
     pid = fake.start(B)
@@ -473,8 +474,9 @@ def test_changed_plist_reloads_idle_lane_and_skips_running_one(paths: Paths) -> 
     assert fake.signalled == []
     assert (_gen(paths, A), _gen(paths, B)) == ("2", "1")
     events = list(read_events(config.lanes["beta"].log_path))
-    assert [(e["event"], e["reason"], e["pid"]) for e in events] == [
-        ("skipped", "running", str(pid))
+    assert [(e["event"], e.get("reason"), e.get("pid"), e.get("action")) for e in events] == [
+        ("applied", None, None, "create"),
+        ("skipped", "running", str(pid), None),
     ]
     assert result.exit_code == 0
     assert not result.nothing_to_do
@@ -484,6 +486,8 @@ def test_changed_plist_reloads_idle_lane_and_skips_running_one(paths: Paths) -> 
     assert again["beta"].result is Result.DONE
     assert again["alpha"].result is Result.UNCHANGED
     assert _gen(paths, B) == "2"
+    last = list(read_events(config.lanes["beta"].log_path))[-1]
+    assert (last["event"], last["action"], last["by"]) == ("applied", "update", "apply")
 
 
 def test_wait_reloads_the_running_lane_once_its_run_ends(paths: Paths) -> None:

@@ -676,6 +676,7 @@ def _carry_out(
         ActionKind.LOAD: "loaded",
         ActionKind.REWRITE: "plist rewritten, no reload needed",
     }[action.kind]
+    _log_applied(lane, action.kind)
     return Outcome(action, Result.DONE, "; ".join([done, *notes]))
 
 
@@ -697,6 +698,17 @@ def _log_skip(lane: LaneSpec, pid: int | None) -> str:
     except OSError as exc:
         return f"could not write the lane log {lane.log_path}: {exc.strerror or exc}"
     return f"logged to {lane.log_path}"
+
+
+def _log_applied(lane: LaneSpec, kind: ActionKind) -> None:
+    """Record the (re)load in the lane log, so `lanekit timeline` can mark it. Best effort:
+    the lane is loaded either way, and a log that cannot be written is doctor's finding."""
+    from lanekit.lanelog import LaneLog
+
+    try:
+        LaneLog(lane.log_path, lane.name).event("applied", action=str(kind), by="apply")
+    except OSError:
+        return
 
 
 def _exit_timeout(specs: Sequence[RunSpec]) -> float:

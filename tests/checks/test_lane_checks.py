@@ -172,6 +172,20 @@ def test_a_run_after_the_fire_is_evidence(tmp_path: Path) -> None:
     assert world.run("lane.missed-run", world.target(), now=now) == []
 
 
+def test_apply_lines_after_the_fire_are_not_a_run(tmp_path: Path) -> None:
+    """`apply` logs `applied` and `skipped by=apply` lines; they are not a run, so the fire is
+    still missed (before, any line after the fire hid the finding)."""
+    from lanekit.lanelog import LaneLog
+
+    world = installed(tmp_path)
+    now = two_hours_after_a_fire()
+    later = (now - timedelta(minutes=100)).timestamp()
+    log = LaneLog(world.lane().log_path, "funnel", clock=lambda: later)
+    log.event("applied", action="load", by="apply")
+    log.event("skipped", reason="running", pid=1, by="apply")
+    assert len(world.run("lane.missed-run", world.target(), now=now)) == 1
+
+
 def test_within_the_grace_nothing_is_missed_yet(tmp_path: Path) -> None:
     """Yesterday's fire left its `start`; five minutes after today's fire the run may still be
     on its way (not reported), fifteen minutes after it is missed."""

@@ -97,6 +97,7 @@ def missed_run(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """Every run writes `start` to the lane log; a fire with nothing after it is a silence
     to explain, from what launchd says and which files changed."""
     from lanekit.lanelog import read_events
+    from lanekit.timeline.events import RUN_KINDS, classify
 
     lane = target.lane
     if lane is None or not target.installed or target.plist_path is None:
@@ -110,8 +111,11 @@ def missed_run(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
         return
     if installed_at > fire:
         return  # launchd never replays a fire that passed before the job was loaded
-    if next(read_events(lane.log_path, since=fire, rotated=True), None) is not None:
-        return
+    if any(
+        classify(event.get("event", ""), event) in RUN_KINDS
+        for event in read_events(lane.log_path, since=fire, rotated=True)
+    ):
+        return  # a run wrote something (apply's reload lines are not runs)
     label = lane.label
     facts = MissedRunFacts(loaded=None, output_since_fire=_changed_since(target, fire))
     if ctx.launchd_available:
