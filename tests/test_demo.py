@@ -8,8 +8,9 @@ import pytest
 from typer.testing import CliRunner
 
 from lanekit.cli import app
-from lanekit.demo import BACKLOG, LANES, run_demo
+from lanekit.demo import BACKLOG, BROKEN_LANE, LANES, DemoReport, run_demo
 from lanekit.reconcile import Result
+from lanekit.timeline.model import MarkerKind, Outcome
 
 
 @pytest.mark.slow
@@ -31,6 +32,23 @@ def test_demo_five_lanes_no_duplicates_no_losses(tmp_path: Path) -> None:
     assert all(f.subject == "publish" for f in report.findings)
     assert "lanekit-demo-publish" in report.findings[0].message
     assert not root.exists(), "the demo removes the directory it created, without --keep"
+    _check_timeline(report)
+
+
+def _check_timeline(report: DemoReport) -> None:
+    """The demo's timeline: the five lanes' burst with every claim, the reload skipped while
+    funnel ran, the sixth lane's run that could not start its command; its page outlives the
+    clean-up, in lanekit's state dir."""
+    assert report.timeline is not None and report.timeline_page is not None
+    timeline = report.timeline.timeline
+    bursts = [b for b in timeline.bursts if b.queue == "notes"]
+    assert bursts and set(bursts[0].lanes) == set(LANES)
+    assert sum(bursts[0].claims.values()) == BACKLOG
+    rows = {row.lane: row for row in timeline.rows}
+    assert MarkerKind.RELOAD_SKIPPED in {m.kind for m in rows["funnel"].markers}
+    assert [r.outcome for r in rows[BROKEN_LANE].runs] == [Outcome.ERROR]
+    page = report.timeline_page.read_text(encoding="utf-8")
+    assert 'id="lane-publish"' in page and 'class="burst"' in page
 
 
 @pytest.mark.slow
@@ -54,6 +72,8 @@ def test_demo_cli_prints_table_and_keeps_with_flag(tmp_path: Path) -> None:
     assert "processed more than once" in out
     assert "skipped" in out
     assert "path.command-missing" in out
+    assert "the day's timeline, as a page: " in out
+    assert "burst " in out and "publish: could not run (exit 69)" in out
     assert (root / "ledger.txt").exists()
     assert (root / "lanes.toml").exists()
     # --keep leaves the lanes loaded: boot them out so no process outlives the test.

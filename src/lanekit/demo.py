@@ -6,8 +6,9 @@ applied with `apply`, fired at the same moment (the emulated domain's `tick`, or
 Mac), and every job's command appends to a ledger, so the result is counted, not claimed.
 
 Then a plist change is applied while a lane is mid-run (skipped, then applied after it finished),
-and `doctor` finds a PATH problem planted in a sixth lane. Everything lives in one directory that
-is removed at the end unless `keep`.
+a sixth lane with a PATH problem is kicked (it cannot start its command) and `doctor` names the
+problem. It ends by writing the day's timeline page (lanekit's state dir, `timeline/`). Everything
+else lives in one directory that is removed at the end unless `keep`.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from lanekit.paths import Paths, backend_name
 from lanekit.queue import Queue
 from lanekit.reconcile import ApplyResult, Outcome, Result, apply, remove
 from lanekit.schedule import CalendarEntry, next_fires
+from lanekit.timeline.build import TimelineRequest, TimelineResult, timeline_of
 
 BACKLOG = 57
 """The seed's backlog: 43 flagged JSON files grew to 57 during the outage."""
@@ -112,6 +114,10 @@ class DemoReport:
     findings: tuple[Finding, ...]
     env_hint: Mapping[str, str] = field(default_factory=dict)
     """Environment under which the CLI sees the demo's lanes (with --keep)."""
+    timeline: TimelineResult | None = None
+    """The day as `lanekit timeline` shows it: the burst, the skipped reload, the failure."""
+    timeline_page: Path | None = None
+    """Where its HTML page was written (kept after the clean-up)."""
 
 
 def _lanes_toml(root: Path, prefix: str, funnel_schedule: str) -> str:
@@ -281,6 +287,35 @@ def _reload_mid_run(
     )
 
 
+def _kick_broken_lane(config: Config, launchd: Launchd, timeout: float = 15.0) -> None:
+    """Give the sixth lane a job and start it: its command is not on the lane's PATH, so the
+    run puts the job back and ends with an error (exit 69), as it would under launchd."""
+    lane = config.lanes[BROKEN_LANE]
+    Queue(lane.queue.dir, durable=False).enqueue({"to": "newsletter"}, job_id="weekly-issue")
+    launchd.kickstart(lane.label)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if _running(launchd, {lane.label: BROKEN_LANE}) == () and lane.log_path.exists():
+            text = lane.log_path.read_text(encoding="utf-8", errors="replace")
+            if "event=error" in text or "event=finish" in text:
+                return
+        time.sleep(0.05)
+
+
+def _write_timeline(
+    config: Config, launchd: Launchd, env: Mapping[str, str]
+) -> tuple[TimelineResult, Path]:
+    """The day's timeline of every demo lane, and its page under lanekit's own state dir (so
+    it outlives the demo directory)."""
+    from lanekit.timeline.html import page_name, save
+
+    result = timeline_of(config, TimelineRequest(), launchd)
+    folder = Paths.from_env(env).state / "timeline"
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    day = result.day or datetime.now().date()
+    return result, save(result, folder / f"demo-{page_name(day)}")
+
+
 def run_demo(
     *,
     directory: Path | None = None,
@@ -327,6 +362,7 @@ def run_demo(
             timeout=timeout,
         )
         reload = _reload_mid_run(root, prefix, paths, launchd, queue)
+        _kick_broken_lane(config, launchd)
         user_env = {**env, "PATH": f"{tools}{os.pathsep}{env.get('PATH', '')}"}
         doctor = diagnose(
             DoctorRequest(lanes=(BROKEN_LANE,), config_path=root / "lanes.toml"),
@@ -335,6 +371,7 @@ def run_demo(
             launchd=launchd,
         )
         findings = tuple(f for f in doctor.findings if f.id == "path.command-missing")
+        day, page = _write_timeline(load_config(root / "lanes.toml", paths), launchd, env)
     finally:
         if not keep:
             _clean_up(root, paths, launchd, config, remove_root=created)
@@ -343,7 +380,7 @@ def run_demo(
         "LANEKIT_STATE_DIR": str(paths.state),
         "LANEKIT_LAUNCH_AGENTS": str(paths.launch_agents),
     }
-    return DemoReport(root, backend, keep, drain, reload, findings, hint if keep else {})
+    return DemoReport(root, backend, keep, drain, reload, findings, hint if keep else {}, day, page)
 
 
 def _clean_up(

@@ -9,6 +9,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
 from lanekit.cli.render import line, stderr, stdout
+from lanekit.cli.render.timeline import chart_lines, notable_lines
 from lanekit.demo import DemoReport
 from lanekit.demo import Progress as DrainProgress
 
@@ -77,8 +78,16 @@ def report(r: DemoReport) -> None:
     else:
         line("lanekit doctor found no PATH problem in the sixth lane (unexpected)")
     line()
+    if r.timeline is not None:
+        for text in chart_lines(r.timeline, min(out.width, 120)):
+            out.print(text, crop=True, soft_wrap=False, no_wrap=True, overflow="crop")
+        for words in notable_lines(r.timeline):
+            line(words)
+        line()
+    if r.timeline_page is not None:
+        line(f"the day's timeline, as a page: {r.timeline_page}")
     if r.kept:
         env = " ".join(f"{k}={v}" for k, v in r.env_hint.items())
-        line(f"kept {r.root}; inspect with: {env} lanekit status")
+        line(f"kept {r.root}; inspect with: {env} lanekit status (or lanekit timeline)")
     else:
         line("cleaned up: lanes booted out and the demo directory removed")
