@@ -12,7 +12,8 @@
     lost and duplicated jobs are counted for every contender;
 (c) `lanekit run` on an empty queue vs `python -c pass` (same interpreter, median of many);
 (d) one run of 20 jobs at a backlog of 100 vs 100,000;
-(e) `lanekit jobs` page 1 over 100,000 records vs reading every record.
+(e) `lanekit jobs` page 1 over 100,000 records vs reading every record;
+(f) `lanekit timeline --day`: one day of a busy lane's log out of many vs reading it all.
 
 Timings only; nothing here is a test (tests never assert timings). Needs the `bench` extra
 (dirq, litequeue, persist-queue) for (b).
@@ -37,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lanekit.history import page_jobs
+from lanekit.lanelog import format_line, format_ts, read_between, read_events
 from lanekit.plist import ENTRYPOINT_CODE
 from lanekit.queue import Queue
 from lanekit.records import RecordStore
@@ -624,6 +626,52 @@ def bench_paging(root: Path, records: int, runs: int) -> Figure:
     )
 
 
+def bench_timeline(root: Path, days: int, per_day: int, runs: int) -> Figure:
+    """(f): the events of one day (binary search on the log's timestamps, then a forward
+    read) vs reading the whole log and keeping that day, over `days` days of a busy lane."""
+    from lanekit.timeline.events import to_event
+
+    path = fresh(root, f"timeline-{days}") / "busy.log"
+    say(f"  (f) writing {days} days x {per_day} events")
+    start = 1_790_000_000.0
+    step = 86_400 / per_day
+    with path.open("w", encoding="utf-8") as handle:  # the lines LaneLog writes, in bulk
+        for n in range(days * per_day):
+            fields = {"job": f"{n:020d}-0000001-deadbeef", "attempt": 1}
+            handle.write(format_line(format_ts(start + n * step), "busy", "claimed", fields))
+    day_start = start + (days // 2) * 86_400
+    day_end = day_start + 86_400
+    floor, ceiling = format_ts(day_start), format_ts(day_end)
+    span_times, full_times = [], []
+    for _ in range(runs):
+        began = time.perf_counter()
+        span = [to_event(f, "busy") for f in read_between(path, day_start, day_end)]
+        span_times.append(time.perf_counter() - began)
+        began = time.perf_counter()
+        full = [
+            to_event(f, "busy")
+            for f in read_events(path, rotated=True)
+            if floor <= f["ts"] < ceiling
+        ]
+        full_times.append(time.perf_counter() - began)
+        assert len(span) == len(full) == per_day, (len(span), len(full))
+    ratio = median(span_times) / median(full_times)
+    size = path.stat().st_size
+    return Figure(
+        key="f",
+        title=f"`lanekit timeline --day`: 1 day of {days} ({size / 1e6:.0f} MB log) vs a full read",
+        ratio=ratio,
+        target=f"<= {200 / days:.0f}%",
+        met=ratio <= 2.0 / days,
+        detail=[
+            f"one day ({per_day:,} events): {median(span_times) * 1e3:.1f} ms; the whole log "
+            f"({days * per_day:,} events): {median(full_times) * 1e3:.0f} ms (median of {runs})",
+        ],
+        limits="Parsing the day's own lines; finding them costs ~log2(size) short preads "
+        "per log file (no index file to keep in step with the runners' appends).",
+    )
+
+
 # --- report -----------------------------------------------------------------------------
 
 
@@ -668,7 +716,7 @@ def render(figures: list[Figure], drain_table: list[str], info: list[str], argv:
         "|---|---|---|---|---|",
     ]
     for fig in figures:
-        shown = f"{fig.ratio * 100:.1f}%" if fig.key == "e" else f"{fig.ratio:.2f}x"
+        shown = f"{fig.ratio * 100:.1f}%" if fig.key in "ef" else f"{fig.ratio:.2f}x"
         out.append(
             f"| ({fig.key}) | {fig.title} | {shown} | {fig.target} | {'yes' if fig.met else 'no'} |"
         )
@@ -703,7 +751,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes: a smoke run")
     parser.add_argument("--write-docs", action="store_true", help="rewrite docs/benchmarks.md")
     parser.add_argument("--dir", type=Path, default=None, help="work dir (default: temp dir)")
-    parser.add_argument("--only", default="abcde", help="which figures, e.g. --only ce")
+    parser.add_argument("--only", default="abcdef", help="which figures, e.g. --only ce")
     parser.add_argument("--workers", type=int, default=8, help="processes for (b)")
     args = parser.parse_args(args_list)
     quick = args.quick
@@ -717,6 +765,9 @@ def main(argv: list[str] | None = None) -> int:
         "backlog_runs": 3 if quick else 5,
         "paging": 10_000 if quick else 100_000,
         "paging_runs": 3,
+        "timeline_days": 10 if quick else 60,
+        "timeline_per_day": 2_000 if quick else 2_880,
+        "timeline_runs": 3,
     }
     command = " ".join(["scripts/bench.py", *args_list])
     load_before = os.getloadavg()
@@ -741,6 +792,13 @@ def main(argv: list[str] | None = None) -> int:
         if "e" in args.only:
             say("(e) paging")
             figures.append(bench_paging(root, sizes["paging"], sizes["paging_runs"]))
+        if "f" in args.only:
+            say("(f) timeline day")
+            figures.append(
+                bench_timeline(
+                    root, sizes["timeline_days"], sizes["timeline_per_day"], sizes["timeline_runs"]
+                )
+            )
         info = machine_info(root)
     load_after = os.getloadavg()
     info.append(
@@ -751,7 +809,7 @@ def main(argv: list[str] | None = None) -> int:
     section = render(figures, table, info, command)
     print(section)
     if args.write_docs:
-        if quick or set(args.only) != set("abcde"):
+        if quick or set(args.only) != set("abcdef"):
             say("--write-docs needs the full run (no --quick, no --only); docs left alone")
             return 2
         write_docs(section)
