@@ -11,11 +11,11 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from timeline_world import NY, at, day_window, events, incident_result, line, run_lines
 
 from lanekit.timeline.build import TimelineResult
 from lanekit.timeline.html import page, page_name, run_title, save
 from lanekit.timeline.model import LaneInfo, build_timeline
+from timeline_world import NY, at, day_window, events, incident_result, line, run_lines
 
 CHROMIUM_FLAGS = (
     "--headless",

@@ -7,7 +7,6 @@ from collections.abc import Iterator
 from datetime import date, datetime, timedelta
 
 import pytest
-from timeline_world import NY, at, day_window, incident_timeline
 
 from lanekit.schedule import build_schedule
 from lanekit.timeline.build import day_window as local_day_window
@@ -23,6 +22,7 @@ from lanekit.timeline.layout import (
     row_cells,
 )
 from lanekit.timeline.model import LaneRow, Marker, MarkerKind, Outcome, Run
+from timeline_world import NY, at, day_window, incident_timeline
 
 SPRING = date(2026, 3, 8)  # 02:00 -> 03:00 in New York
 FALL = date(2026, 11, 1)  # 02:00 -> 01:00

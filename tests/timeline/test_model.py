@@ -5,14 +5,6 @@ from __future__ import annotations
 from datetime import date, timedelta
 
 import pytest
-from timeline_world import (
-    at,
-    day_window,
-    events,
-    incident_timeline,
-    line,
-    run_lines,
-)
 
 from lanekit.timeline.model import (
     Burst,
@@ -23,6 +15,14 @@ from lanekit.timeline.model import (
     build_timeline,
     find_bursts,
     run_outcome,
+)
+from timeline_world import (
+    at,
+    day_window,
+    events,
+    incident_timeline,
+    line,
+    run_lines,
 )
 
 # ended, died, running_now, busy, errored, throttled, exit -> outcome
