@@ -182,3 +182,15 @@ def test_job_life(sandbox: Path) -> None:
     assert "job job-thumbs-1: not found in the lanes' queues" in out
     assert "thumbs: claimed attempt=1" in out
     assert "thumbs: done exit=0" in out
+
+
+def test_html_with_json_keeps_stdout_a_json_document(sandbox: Path) -> None:
+    """--html with --json: the document alone on stdout, where the page went on stderr."""
+    import json
+
+    result = CliRunner().invoke(
+        app, ["timeline", "--day", "2026-11-30", "--html", "day.html", "--json"]
+    )
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["day"] == "2026-11-30"
+    assert result.stderr == f"wrote {sandbox / 'day.html'}\n"

@@ -95,7 +95,7 @@ def timeline_cmd(
         from lanekit.timeline.html import save
 
         written = save(result, html)
-        view.written(str(written))
+        view.written(str(written), to_stderr=as_json)
         if open_page:
             from lanekit.opener import open_file
 

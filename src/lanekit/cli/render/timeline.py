@@ -6,6 +6,7 @@ Every glyph is distinct without colour (pipes and NO_COLOR get the same picture,
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Sequence
 from datetime import datetime, tzinfo
 
@@ -235,6 +236,9 @@ def show(result: TimelineResult, width: int | None = None, *, as_json: bool = Fa
         console.print(text, crop=True)
 
 
-def written(path: str) -> None:
-    """Where the page was written."""
-    line(f"wrote {path}")
+def written(path: str, *, to_stderr: bool = False) -> None:
+    """Where the page was written (on stderr when stdout carries the JSON document)."""
+    if to_stderr:
+        sys.stderr.write(f"wrote {path}\n")
+    else:
+        line(f"wrote {path}")
