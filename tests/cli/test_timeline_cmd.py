@@ -129,6 +129,7 @@ def test_timeline_html_file_and_directory(sandbox: Path) -> None:
         (["--open"], "--open needs --html FILE"),
         (["nosuch"], 'no lane named "nosuch" in lanes.toml'),
         (["--since", "2999-01-01"], "--since 2999-01-01 is in the future"),
+        (["--html", "no/such/dir/day.html"], "no/such/dir/day.html: cannot write it"),
     ],
 )
 def test_bad_input_is_one_error_line_and_exit_2(sandbox: Path, args: list[str], words: str) -> None:

@@ -15,6 +15,7 @@ from datetime import date, datetime, tzinfo
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
+from lanekit.errors import UsageError
 from lanekit.fsops import replace_file
 from lanekit.timeline.build import JobLife, TimelineResult
 from lanekit.timeline.layout import Bar, Point, around, axis_ticks, bars, points, x_of
@@ -454,16 +455,16 @@ def page(result: TimelineResult, tz: tzinfo | None = None) -> str:
         for m in row.markers
         if m.kind in (MarkerKind.MISSED, MarkerKind.EXIT_78)
     ]
-    for number, words in (
-        (len(runs), "runs"),
-        (sum(r.claimed for r in runs), "jobs claimed"),
-        (len(timeline.bursts), "bursts"),
-        (len(bad), "runs that failed"),
-        (len(missed), "missed runs"),
+    for number, one, many in (
+        (len(runs), "run", "runs"),
+        (sum(r.claimed for r in runs), "job claimed", "jobs claimed"),
+        (len(timeline.bursts), "burst", "bursts"),
+        (len(bad), "run that failed", "runs that failed"),
+        (len(missed), "missed run", "missed runs"),
     ):
         span = _sub(counts, "span")
         _sub(span, "b", str(number))
-        span[-1].tail = f" {words}"
+        span[-1].tail = f" {one if number == 1 else many}"
     body.append(chart(timeline, w, tz, label=heading, bursts=timeline.bursts))
     _legend(body)
     for number, burst in enumerate(timeline.bursts, start=1):
@@ -517,4 +518,11 @@ def save(result: TimelineResult, path: Path, tz: tzinfo | None = None) -> Path:
     if path.is_dir():
         day = result.day or result.timeline.window.start.astimezone(tz).date()
         path = path / page_name(day)
-    return write_page(path, page(result, tz))
+    text = page(result, tz)
+    try:
+        return write_page(path, text)
+    except OSError as exc:
+        raise UsageError(
+            f"--html {path}: cannot write it: {exc.strerror or exc}",
+            "give a file (or a directory) that exists and you may write, e.g. --html day.html",
+        ) from None
