@@ -21,7 +21,7 @@ from lanekit.timeline.layout import (
     column,
     row_cells,
 )
-from lanekit.timeline.model import LaneRow, Marker, MarkerKind, Outcome, Run
+from lanekit.timeline.model import LaneRow, Marker, MarkerKind, Outcome, Run, Window
 from timeline_world import NY, at, day_window, incident_timeline
 
 SPRING = date(2026, 3, 8)  # 02:00 -> 03:00 in New York
@@ -138,3 +138,13 @@ def test_bars_are_visible_and_clipped() -> None:
     assert got[0].x == pytest.approx(500.0)
     assert got[1].x == 0.0
     assert got[1].width == pytest.approx(1000 / 24, abs=0.01)
+
+
+def test_a_span_of_days_is_labelled_by_date() -> None:
+    """--since a week ago: ticks at local midnights, labelled MM-DD, thinned to fit."""
+    start = day_window(date(2026, 11, 23)).start
+    window = Window(start, day_window().end, day_window().end)
+    assert [t.label for t in axis_ticks(window, NY, 10)] == [f"11-{d}" for d in range(23, 31)] + [
+        "12-01"
+    ]
+    assert [t.label for t in axis_ticks(window, NY, 4)] == ["11-23", "11-26", "11-29"]

@@ -54,10 +54,30 @@ def axis_ticks(window: Window, tz: tzinfo | None, max_ticks: int) -> list[AxisTi
         step = timedelta(minutes=minutes)
         if span / step <= max_ticks and span < 4 * HOUR:
             return _fixed_ticks(window, tz, step, "%H:%M")
-    for hours in TICK_STEPS:
-        if span / (hours * HOUR) <= max_ticks:
-            return _hour_ticks(window, tz, hours)
-    return [AxisTick(window.start, window.start.astimezone(tz).strftime("%H:%M"))]
+    if span <= timedelta(hours=36):
+        for hours in TICK_STEPS:
+            if span / (hours * HOUR) <= max_ticks:
+                return _hour_ticks(window, tz, hours)
+    days = max(1, -(-(span.days + 1) // max(max_ticks, 1)))
+    return _day_ticks(window, tz, days)
+
+
+def _day_ticks(window: Window, tz: tzinfo | None, every: int) -> list[AxisTick]:
+    """Local midnights labelled MM-DD, every `every` days (a --since span of several days)."""
+    ticks: list[AxisTick] = []
+    day = window.start.astimezone(tz).date()
+    index = 0
+    while True:
+        midnight = datetime(day.year, day.month, day.day, tzinfo=tz)
+        if tz is None:
+            midnight = datetime(day.year, day.month, day.day).astimezone()
+        if midnight > window.end:
+            return ticks
+        if midnight >= window.start and index % every == 0:
+            ticks.append(AxisTick(midnight, midnight.strftime("%m-%d")))
+        if midnight >= window.start:
+            index += 1
+        day += timedelta(days=1)
 
 
 def _hour_ticks(window: Window, tz: tzinfo | None, every: int) -> list[AxisTick]:
