@@ -148,3 +148,14 @@ def test_a_span_of_days_is_labelled_by_date() -> None:
         "12-01"
     ]
     assert [t.label for t in axis_ticks(window, NY, 4)] == ["11-23", "11-26", "11-29"]
+
+
+def test_a_close_up_shows_only_what_falls_inside_it() -> None:
+    """Runs, fires and bursts outside a close-up window are not drawn at its edges."""
+    timeline = incident_timeline()
+    close = around(timeline.bursts[0], timeline.window)
+    funnel = next(row for row in timeline.rows if row.lane == "funnel")
+    cells = row_cells(funnel, close, 40)
+    assert Cell.JOBS_FAILED not in cells and Cell.FIRE not in cells[-3:]
+    assert cells[-1] is Cell.EMPTY
+    assert not any(burst_columns(timeline.bursts, around(timeline.bursts[0], close), 40)[-1:])

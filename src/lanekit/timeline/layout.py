@@ -171,8 +171,11 @@ def row_cells(row: LaneRow, window: Window, width: int) -> list[Cell]:
             cells[index] = cell
 
     for fire in row.fires:
-        put(column(fire, window, width), Cell.FIRE)
+        if window.contains(fire):
+            put(column(fire, window, width), Cell.FIRE)
     for run in row.runs:
+        if not window.overlaps(run.start, run.end):
+            continue  # a close-up window shows part of the day
         first = column(max(run.start, window.start), window, width)
         last = column(min(run.end, window.end), window, width)
         for index in range(first, last + 1):
@@ -187,6 +190,8 @@ def burst_columns(bursts: Sequence[Burst], window: Window, width: int) -> list[b
     """Columns under a burst (the highlight row below the lanes)."""
     covered = [False] * width
     for burst in bursts:
+        if not window.overlaps(burst.start, burst.end):
+            continue
         first = column(max(burst.start, window.start), window, width)
         last = column(min(burst.end, window.end), window, width)
         for index in range(first, last + 1):

@@ -16,8 +16,8 @@ from rich.text import Text
 from lanekit.cli.render import json_out, line, stdout
 from lanekit.timeline.build import JobLife, TimelineResult
 from lanekit.timeline.document import to_json
-from lanekit.timeline.layout import Cell, axis_ticks, burst_columns, row_cells
-from lanekit.timeline.model import Burst, MarkerKind, Outcome, Run, Timeline
+from lanekit.timeline.layout import Cell, around, axis_ticks, burst_columns, row_cells
+from lanekit.timeline.model import Burst, LaneRow, MarkerKind, Outcome, Run, Window
 
 GLYPHS: dict[Cell, tuple[str, str, str]] = {
     Cell.EMPTY: ("·", "grey30", ""),
@@ -43,6 +43,8 @@ DEFAULT_WIDTH = 100
 """Columns when stdout is not a terminal and --width is not given."""
 MIN_WIDTH = 60
 _NAME_MAX = 12
+MAX_CLOSE_UPS = 3
+"""Bursts drawn again at their own scale (the rest are listed in words)."""
 _SUMMARY = 9
 
 
@@ -64,12 +66,11 @@ def _title(result: TimelineResult, tz: tzinfo | None) -> str:
     return f"timeline since {start:%Y-%m-%d %H:%M} to {_hm(w.end, tz)} ({start:%Z})"
 
 
-def _axis(timeline: Timeline, tz: tzinfo | None, pad: int, chart: int) -> Text:
-    w = timeline.window
+def _axis(window: Window, tz: tzinfo | None, pad: int, chart: int) -> Text:
     labels = [" "] * chart
-    for tick in axis_ticks(w, tz, max(chart // 7, 1)):
-        span = (w.end - w.start).total_seconds()
-        col = min(int((tick.at - w.start).total_seconds() / span * chart), chart - 1)
+    span = (window.end - window.start).total_seconds()
+    for tick in axis_ticks(window, tz, max(chart // 9, 1)):
+        col = min(int((tick.at - window.start).total_seconds() / span * chart), chart - 1)
         text = tick.label
         if col + len(text) > chart:
             continue
@@ -85,28 +86,56 @@ def _summary(runs: Sequence[Run]) -> str:
     return f"{len(real)}r {jobs}j"
 
 
-def chart_lines(result: TimelineResult, width: int, tz: tzinfo | None = None) -> list[Text]:
-    """The picture: title, axis, one row per lane, the burst row, the legend."""
-    timeline = result.timeline
-    width = max(width, MIN_WIDTH)
-    names = [row.lane for row in timeline.rows]
-    name_width = min(max([len(n) for n in names] + [5]), _NAME_MAX)
-    chart = width - name_width - 1 - _SUMMARY - 1
-    out = [Text(_title(result, tz), style="bold"), _axis(timeline, tz, name_width + 1, chart)]
-    seen: set[Cell] = set()
-    for row in timeline.rows:
+def _rows(
+    rows: Sequence[LaneRow],
+    window: Window,
+    bursts: Sequence[Burst],
+    sizes: tuple[int, int],
+    seen: set[Cell],
+) -> list[Text]:
+    """One line per lane over `window`, then the burst row."""
+    name_width, chart = sizes
+    out = []
+    for row in rows:
         text = Text(row.lane[:name_width].ljust(name_width) + " ")
-        for cell in row_cells(row, timeline.window, chart):
+        for cell in row_cells(row, window, chart):
             glyph, style, _ = GLYPHS[cell]
             seen.add(cell)
             text.append(glyph, style=style)
         text.append(" " + _summary(row.runs).rjust(_SUMMARY))
         out.append(text)
-    if timeline.bursts:
-        covered = burst_columns(timeline.bursts, timeline.window, chart)
+    if bursts:
+        covered = burst_columns(bursts, window, chart)
         text = Text("burst".ljust(name_width) + " ")
         text.append("".join(BURST_GLYPH if c else " " for c in covered), style="bold magenta")
         out.append(text)
+    return out
+
+
+def chart_lines(result: TimelineResult, width: int, tz: tzinfo | None = None) -> list[Text]:
+    """The picture: title, axis, one row per lane, the burst row; a close-up of each burst
+    (its lanes over its seconds, where the day's scale makes it one column); the legend."""
+    timeline = result.timeline
+    width = max(width, MIN_WIDTH)
+    names = [row.lane for row in timeline.rows]
+    name_width = min(max([len(n) for n in names] + [5]), _NAME_MAX)
+    chart = width - name_width - 1 - _SUMMARY - 1
+    sizes = (name_width, chart)
+    seen: set[Cell] = set()
+    out = [
+        Text(_title(result, tz), style="bold"),
+        _axis(timeline.window, tz, name_width + 1, chart),
+    ]
+    out += _rows(timeline.rows, timeline.window, timeline.bursts, sizes, seen)
+    for number, burst in enumerate(timeline.bursts[:MAX_CLOSE_UPS], start=1):
+        close = around(burst, timeline.window)
+        lanes = [row for row in timeline.rows if row.lane in burst.claims]
+        out.append(Text(""))
+        out.append(
+            Text(f"burst {number} close-up, {_hms(close.start, tz)} to {_hms(close.end, tz)}:")
+        )
+        out.append(_axis(close, tz, name_width + 1, chart))
+        out += _rows(lanes, close, (burst,), sizes, seen)
     out.extend(_legend(seen - {Cell.EMPTY}, bool(timeline.bursts), width))
     return out
 
