@@ -111,7 +111,12 @@ def test_readme_bash_producer_enqueues_a_job_the_runner_accepts(tmp_path: Path) 
     (job,) = [p for p in (tmp_path / "q" / "queue").glob("*.json") if p.stem != own]
     assert list((tmp_path / "q" / "tmp").iterdir()) == []
     assert len(job.stem.split("-")[0]) == len(own.split("-")[0]) == 20
-    assert job.stem < own, "a job enqueued earlier in the same second sorts before lanekit's"
+    own_ns, job_ns = int(own.split("-")[0]), int(job.stem.split("-")[0])
+    assert job_ns % 10**9 == 0, "bash knows whole seconds only"
+    assert job_ns // 10**9 >= own_ns // 10**9, "the bash job was enqueued after lanekit's"
+    # Text order is numeric order (both are 20 zero-padded digits), so the bash job sorts among
+    # lanekit's ids by its second: first within lanekit's own second (x.000000000), after it later.
+    assert (job.stem < own) == (job_ns < own_ns)
     claimer = queue.claimer(lane="readme")
     claimed = {c.job_id: c for c in iter(claimer.claim, None)}
     assert set(claimed) == {job.stem, own}
