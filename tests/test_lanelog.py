@@ -254,7 +254,7 @@ def test_log_file_mode(tmp_path: Path) -> None:
         LaneLog(tmp_path / "lane.log", "l").event("start")
     finally:
         os.umask(old)
-    assert (tmp_path / "lane.log").stat().st_mode & 0o777 == 0o644
+    assert (tmp_path / "lane.log").stat().st_mode & 0o777 == 0o600
 
 
 def _busy_log(path: Path, start: float, lines: int, step: float) -> list[float]:

@@ -512,8 +512,8 @@ def test_render_config_writes_only_after_every_lane_rendered(tmp_path: Path) -> 
 # -- writing -------------------------------------------------------------------------------
 
 
-def test_write_plist_is_0644_and_reports_unchanged(tmp_path: Path) -> None:
-    """write_plist creates the file with mode 0644 whatever the umask, returns False when the
+def test_write_plist_is_0600_and_reports_unchanged(tmp_path: Path) -> None:
+    """write_plist creates the file with mode 0600 whatever the umask, returns False when the
     same bytes are already there, True when it replaced them; no temp file is left."""
     target = tmp_path / "agents" / "x.plist"
     old_umask = os.umask(0)
@@ -521,7 +521,7 @@ def test_write_plist_is_0644_and_reports_unchanged(tmp_path: Path) -> None:
         assert write_plist(target, b"one") is True
     finally:
         os.umask(old_umask)
-    assert stat.S_IMODE(target.stat().st_mode) == 0o644
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
     inode = target.stat().st_ino
     assert write_plist(target, b"one") is False
     assert target.stat().st_ino == inode
@@ -536,7 +536,7 @@ def test_write_plist_fixes_a_wrong_mode(tmp_path: Path) -> None:
     target.write_bytes(b"same")
     target.chmod(0o666)
     assert write_plist(target, b"same") is True
-    assert stat.S_IMODE(target.stat().st_mode) == 0o644
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
 
 
 # -- lanekit init ---------------------------------------------------------------------------

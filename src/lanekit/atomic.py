@@ -1,39 +1,84 @@
-"""Atomic file replacement: temp file in the same directory, fsync, rename, fsync the directory."""
+"""The one atomic writer: temp file in the same directory, fsync, rename, commit the directory.
+
+- The temp file is `.<name>.<random>.tmp`, created O_CREAT|O_EXCL|O_NOFOLLOW: a name someone
+  planted (a symlink to a file of the user's, a FIFO) makes the open fail instead of writing
+  through it, and a fresh random name is tried. The mode is set with fchmod on the descriptor,
+  never by path, so nothing but the file just created is ever chmod-ed.
+- The rename replaces the destination (`replace=True`, snapshots and plists) or never does
+  (`replace=False`, through fsops.rename_noreplace: FileExistsError when the name is taken).
+- Durability (`durable=True`): a plain fsync of the file, then the rename, then ONE full flush
+  of the directory (fsops.fsync_dir: F_FULLFSYNC on macOS). fcntl(2): F_FULLFSYNC flushes the
+  drive's whole cache, so it also persists the file data fsync'd before it; one full flush at
+  the commit point is what the write costs (Apple SSDs manage ~50 a second).
+- Missing parent directories are created 0700 (owned.make_private_dirs).
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
+from lanekit import fsops
+from lanekit.owned import PRIVATE_FILE, make_private_dirs
 
-def write_atomic(path: Path, data: bytes, mode: int = 0o644, *, durable: bool = True) -> None:
-    """Replace `path` with `data` so readers see the old or the new file, never a torn one.
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+_ATTEMPTS = 8
+"""Fresh random names tried when one is taken (only ever by something planted)."""
 
-    `durable=False` skips the fsyncs (a crash then may lose the write, never tear it).
+
+def temp_name(path: Path) -> Path:
+    """A fresh, unpredictable temp name next to `path` (same directory, so the rename is atomic)."""
+    return path.with_name(f".{path.name}.{os.urandom(6).hex()}.tmp")
+
+
+def write_atomic(
+    path: Path,
+    data: bytes,
+    mode: int = PRIVATE_FILE,
+    *,
+    durable: bool = True,
+    replace: bool = True,
+) -> None:
+    """Put `data` at `path` so readers see the old or the new file, never a torn one.
+
+    `durable=False` skips the flushes (a crash may then lose the write, never tear it).
+    `replace=False` refuses (FileExistsError) when `path` exists, and never replaces it.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    make_private_dirs(path.parent)
+    tmp, fd = _create_temp(path)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fchmod(fd, mode)
-        if durable:
-            os.fsync(fd)
+        try:
+            _write_all(fd, data)
+            os.fchmod(fd, mode)
+            if durable:
+                fsops.fsync_fd(fd)
+        finally:
+            os.close(fd)
+        if replace:
+            tmp.replace(path)
+        else:
+            fsops.rename_noreplace(str(tmp), str(path))
     except BaseException:
-        os.close(fd)
-        tmp.unlink(missing_ok=True)
-        raise
-    os.close(fd)
-    try:
-        tmp.replace(path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            tmp.unlink()
         raise
     if durable:
-        dir_fd = os.open(path.parent, os.O_RDONLY)
+        fsops.fsync_dir(str(path.parent))
+
+
+def _create_temp(path: Path) -> tuple[Path, int]:
+    for _ in range(_ATTEMPTS - 1):
+        tmp = temp_name(path)
         try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+            return tmp, os.open(tmp, _CREATE, PRIVATE_FILE)
+        except FileExistsError:
+            continue
+    tmp = temp_name(path)
+    return tmp, os.open(tmp, _CREATE, PRIVATE_FILE)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]

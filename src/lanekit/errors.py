@@ -45,6 +45,11 @@ class EnvironmentUnusableError(LanekitError):
     exit_code = ExitCode.UNAVAILABLE
 
 
+class UnsafeStateError(EnvironmentUnusableError):
+    """A snapshot, plist or state directory someone else could have written (another owner,
+    group/world-writable) or that is not a regular file: refused, never trusted (exit 69)."""
+
+
 class QueueError(EnvironmentUnusableError):
     """The queue's directories cannot be used safely (cross-device, network folder, symlink...)."""
 

@@ -10,14 +10,18 @@ every scheduled run, even one that finds nothing to do, writes here, and its sta
 benchmark figure. Doctor and `lanekit logs` reuse the reader.
 """
 
-# ruff: noqa: PTH102, PTH105, PTH108, PTH116, PTH120, SIM105
+# ruff: noqa: PTH105, PTH108, PTH120, SIM105
 # (os on str paths, try/except instead of contextlib.suppress: importing pathlib or contextlib
 # would cost every scheduled run milliseconds, see the docstring)
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
+import stat
 import time
+
+from lanekit.owned import kind_of, make_private_dirs
 
 TYPE_CHECKING = False  # importing typing would cost the runner's start-up a few ms
 if TYPE_CHECKING:
@@ -108,17 +112,13 @@ class LaneLog:
         return line
 
     def _append(self, data: bytes) -> None:
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
         try:
-            fd = os.open(self.path, flags, 0o644)
+            fd = _open_log(self.path)
         except FileNotFoundError:
             # Only the last level: a log under a queue on an unmounted volume must fail, not
             # quietly build the queue's path on the boot disk.
-            try:
-                os.mkdir(os.path.dirname(self.path) or ".")
-            except FileExistsError:
-                pass
-            fd = os.open(self.path, flags, 0o644)
+            make_private_dirs(os.path.dirname(self.path) or ".", parents=False)
+            fd = _open_log(self.path)
         try:
             written = os.write(fd, data)
             if written != len(data):
@@ -127,6 +127,37 @@ class LaneLog:
                 raise OSError(f"short write to {self.path} ({written} of {len(data)} bytes)")
         finally:
             os.close(fd)
+
+
+_LOG_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+LOG_MODE = 0o600
+
+
+def _open_log(path: str) -> int:
+    """The lane log opened for appending: never through a symlink, never blocking (a FIFO
+    without a reader fails with ENXIO, with one it opens), and only a regular file is kept."""
+    try:
+        fd = os.open(path, _LOG_FLAGS, LOG_MODE)
+    except OSError as exc:
+        if exc.errno not in (errno.ELOOP, errno.ENXIO, errno.EISDIR, errno.EOPNOTSUPP):
+            raise
+        raise _not_regular(path) from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise _not_regular(path)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _not_regular(path: str) -> OSError:
+    try:
+        kind = kind_of(os.lstat(path).st_mode)
+    except OSError:
+        kind = "not a regular file"
+    # One argument: str(exc) is the sentence, for the "cannot write lane log PATH: ..." line.
+    return OSError(f"it is {kind}; lanekit appends only to a regular file (move it aside)")
 
 
 def rotate_if_needed(path: StrPath, max_bytes: int, keep: int) -> bool:
@@ -141,16 +172,17 @@ def rotate_if_needed(path: StrPath, max_bytes: int, keep: int) -> bool:
     if max_bytes <= 0:
         return False
     try:
-        if os.stat(path).st_size <= max_bytes:
-            return False
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
+        info = os.lstat(path)
+        if not stat.S_ISREG(info.st_mode) or info.st_size <= max_bytes:
+            return False  # not a regular file: the append refuses it, rotation leaves it be
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except (FileNotFoundError, NotADirectoryError):
         return False
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         own = os.fstat(fd)
         try:
-            current = os.stat(path)
+            current = os.lstat(path)
         except FileNotFoundError:
             return False
         if (current.st_dev, current.st_ino) != (own.st_dev, own.st_ino):

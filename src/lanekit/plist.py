@@ -16,6 +16,7 @@ import functools
 import json
 import os
 import plistlib
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,13 +40,16 @@ from lanekit.config import (
     select_lanes,
 )
 from lanekit.errors import ConfigError, EnvironmentUnusableError
+from lanekit.owned import PRIVATE_FILE
 from lanekit.paths import Paths
 
 LANE_TEMPLATE = "lane.plist.j2"
 INIT_TEMPLATE = "lanes.toml.j2"
 SHIPPED_PREFIX = "lanekit"
-PLIST_MODE = 0o644
-"""launchd refuses plists that are group- or world-writable."""
+PLIST_MODE = PRIVATE_FILE
+"""0600, like every file lanekit writes. launchctl(1) asks only that a per-user agent be owned by
+the loading user and not group- or world-writable (launchd refuses it otherwise); launchd reads
+agents as the user, and 0600 keeps a lane's EnvironmentVariables (tokens) private."""
 
 
 def templates_dir(package: Path | None = None) -> Path:
@@ -180,11 +184,17 @@ def render_lane(
 
 
 def write_plist(path: Path, data: bytes) -> bool:
-    """Write atomically with mode 0644; False when the file already has exactly these bytes
-    and that mode (nothing written).
+    """Write atomically with mode 0600; False when the file already is a regular file of ours
+    with exactly these bytes and that mode (nothing written).
     """
     try:
-        unchanged = path.read_bytes() == data and (path.stat().st_mode & 0o7777) == PLIST_MODE
+        info = path.lstat()
+        unchanged = (
+            stat.S_ISREG(info.st_mode)
+            and info.st_uid == os.geteuid()
+            and stat.S_IMODE(info.st_mode) == PLIST_MODE
+            and path.read_bytes() == data
+        )
     except FileNotFoundError:
         unchanged = False
     if unchanged:

@@ -39,6 +39,7 @@ from pathlib import Path
 
 from lanekit import fsops, procinfo
 from lanekit.errors import QueueError, UsageError
+from lanekit.owned import make_private_dirs
 from lanekit.records import (
     JobState,
     NestedTooDeepError,
@@ -468,12 +469,12 @@ class Queue:
     # -- setup and safety -------------------------------------------------------------------
 
     def ensure(self) -> None:
-        """Create the directories that are missing (mode 0700), then check() them all."""
+        """Create the directories that are missing (mode 0700 whatever the umask, parents
+        included), then check() them all."""
         try:
-            os.makedirs(self._root, mode=0o700, exist_ok=True)
+            make_private_dirs(self._root)
             for name in SUBDIRS:
-                with contextlib.suppress(FileExistsError):
-                    os.mkdir(f"{self._root}/{name}", 0o700)
+                make_private_dirs(f"{self._root}/{name}", parents=False)
         except OSError as exc:
             raise QueueError(
                 f"{exc.filename or self._root}: cannot create the queue directory ({exc.strerror})",

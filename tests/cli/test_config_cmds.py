@@ -458,7 +458,8 @@ def test_render_several_lanes_marks_each_plist(cli: Cli) -> None:
 
 
 def test_render_out_writes_label_files_and_reports_unchanged(cli: Cli) -> None:
-    """--out DIR writes <Label>.plist (mode 0644); a second run reports them unchanged."""
+    """--out DIR writes <Label>.plist (mode 0600, as apply installs it); a second run reports
+    them unchanged."""
     cli.write(BASE + OTHER_LANE)
     first = cli.run("render", "--out", "out")
     assert first.exit_code == 0
@@ -467,7 +468,7 @@ def test_render_out_writes_label_files_and_reports_unchanged(cli: Cli) -> None:
         "wrote out/local.lanekit.other.plist",
     ]
     written = cli.root / "out" / "local.lanekit.funnel.plist"
-    assert stat.S_IMODE(written.stat().st_mode) == 0o644
+    assert stat.S_IMODE(written.stat().st_mode) == 0o600
     assert plistlib.loads(written.read_bytes())["Label"] == "local.lanekit.funnel"
     second = cli.run("render", "other", "--out", "out")
     assert second.stdout.splitlines() == ["unchanged out/local.lanekit.other.plist"]

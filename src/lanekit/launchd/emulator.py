@@ -43,6 +43,7 @@ import json
 import os
 import plistlib
 import signal
+import stat
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
@@ -69,6 +70,7 @@ from lanekit.launchd.environ import (
     spawn,
 )
 from lanekit.launchd.launchctl import error_for
+from lanekit.owned import PRIVATE_FILE, make_private_dirs
 from lanekit.schedule import CalendarEntry, ScheduleError, parse_table, previous_fire
 from lanekit.snapshot import DEFAULT_EXIT_TIMEOUT
 
@@ -361,8 +363,8 @@ class EmulatedDomain:
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[_State]:
         """Lock the domain, load it, bring it up to date; write it back if it changed."""
-        self.state_dir.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self._lock_file, os.O_RDWR | os.O_CREAT, 0o644)
+        make_private_dirs(self.state_dir)
+        fd = os.open(self._lock_file, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, PRIVATE_FILE)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             before = self._read_state_bytes()
@@ -373,7 +375,7 @@ class EmulatedDomain:
             finally:
                 after = state.to_bytes()
                 if after != before:
-                    write_atomic(self._state_file, after, 0o644)
+                    write_atomic(self._state_file, after)
         finally:
             with contextlib.suppress(OSError):
                 fcntl.flock(fd, fcntl.LOCK_UN)
@@ -446,7 +448,7 @@ class EmulatedDomain:
     def _spawn(self, job: _Job, now: float) -> int | None:
         launch = launch_for(self._plist(job))
         status_file = self._exits / f"{uuid.uuid4().hex}.json"
-        self._exits.mkdir(parents=True, exist_ok=True)
+        make_private_dirs(self._exits)
         try:
             spawned = spawn(launch, status_file=status_file)
         except JobSetupError:
@@ -584,14 +586,15 @@ def _read_plist(path: Path) -> dict[str, object]:
     """The checks launchd makes before it loads a plist, with launchctl's words for each."""
     try:
         info = path.stat()
+        owners = {os.geteuid(), 0}
+        if not stat.S_ISREG(info.st_mode) or info.st_mode & 0o022 or info.st_uid not in owners:
+            # Checked before reading: a FIFO named *.plist must be refused, not read (it blocks).
+            raise _RefusalError(5, f"{path}: Path had bad ownership/permissions")
         raw = path.read_bytes()
     except FileNotFoundError:
         raise _RefusalError(2, "Bootstrap failed: 2: No such file or directory") from None
     except OSError as exc:
         raise _RefusalError(5, f"{path}: {exc.strerror or exc}") from None
-    owners = {os.geteuid(), 0}
-    if not path.is_file() or info.st_mode & 0o022 or info.st_uid not in owners:
-        raise _RefusalError(5, f"{path}: Path had bad ownership/permissions")
     try:
         data = plistlib.loads(raw)
     except Exception:  # plistlib raises a zoo of types (expat, ValueError, binascii...)

@@ -510,7 +510,7 @@ def _watch(launch: JobLaunch, prep: _Prepared, report_w: int, status_file: Path 
             "wait_status": status,
             "ended_at": time.time(),
         }
-        write_atomic(status_file, json.dumps(record, sort_keys=True).encode(), 0o644)
+        write_atomic(status_file, json.dumps(record, sort_keys=True).encode())
     os._exit(0)
 
 
