@@ -19,8 +19,8 @@ No stop-signal handlers are installed on this path: nothing is claimed, so a SIG
 the process early leaves nothing to restore (the kernel drops the lane lock).
 """
 
-# ruff: noqa: PTH123
-# (builtin open() on a str path: pathlib is one of the imports this module avoids)
+# ruff: noqa: PTH116, PTH120
+# (os on str paths: pathlib is one of the imports this module avoids)
 from __future__ import annotations
 
 import fcntl
@@ -29,34 +29,15 @@ import sys
 import time
 
 from lanekit.lanelog import LaneLog, rotate_if_needed
+from lanekit.owned import unsafe_reason
+from lanekit.snapshot_fields import SNAPSHOT_KEYS, SNAPSHOT_SCHEMA, snapshot_problem
 
 TYPE_CHECKING = False  # typing itself costs start-up time; mypy still reads these imports
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from typing import TypeGuard
 
-SNAPSHOT_SCHEMA = 1
-"""lanekit.snapshot.SNAPSHOT_SCHEMA (a test pins the two together)."""
-SNAPSHOT_KEYS = frozenset(
-    {
-        "schema",
-        "lane",
-        "label",
-        "queue_dir",
-        "command",
-        "max_jobs",
-        "max_seconds",
-        "max_attempts",
-        "stale_after",
-        "exit_timeout",
-        "log_path",
-        "durable",
-        "log_max_bytes",
-        "log_keep",
-    }
-)
-"""Every key RunSpec.to_json writes (a test pins them to RunSpec's fields). A snapshot with
-any other key set goes to the full path, which decides whether it is valid."""
+__all__ = ["SNAPSHOT_KEYS", "SNAPSHOT_SCHEMA", "empty_run", "main"]
 
 
 def main(argv: Sequence[str]) -> int:
@@ -157,7 +138,7 @@ def try_lock(path: str) -> int | None:
     descriptor (close it to release), or None when another process holds the lock. Raises
     OSError when the file cannot be opened. The kernel drops the lock when the holder dies,
     however it dies, so a stale lock file never blocks a lane."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -229,23 +210,25 @@ def log_finish(
 
 
 def read_snapshot(path: str) -> dict[str, object] | None:
-    """The snapshot at `path` as a dict when it reads cleanly: UTF-8 JSON, an object with
-    exactly SNAPSHOT_KEYS, the known schema and a non-empty string lane. None otherwise (the
-    full path reads it again with json and explains what is wrong)."""
+    """The snapshot at `path` as a dict when it reads cleanly: a regular file and directory of
+    ours that nobody else may write, UTF-8 JSON, and every field of the right type
+    (snapshot_fields). None otherwise: the full path reads it again and explains, or refuses,
+    what is wrong."""
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
+        if unsafe_reason(os.stat(os.path.dirname(path) or "."), directory=True) is not None:
+            return None
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            if unsafe_reason(os.fstat(fd)) is not None:
+                return None
+            with open(fd, "rb", closefd=False) as handle:
+                data = handle.read()
+        finally:
+            os.close(fd)
         value = parse_json(data.decode("utf-8"))
     except (OSError, ValueError, RecursionError):
         return None
-    if (
-        not isinstance(value, dict)
-        or value.keys() != SNAPSHOT_KEYS
-        or not _is_int(value["schema"])
-        or value["schema"] != SNAPSHOT_SCHEMA
-        or not isinstance(value["lane"], str)
-        or not value["lane"]
-    ):
+    if snapshot_problem(value) is not None or not isinstance(value, dict):
         return None
     return value
 

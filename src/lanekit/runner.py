@@ -616,8 +616,8 @@ def find_snapshot(lane: str, snapshots: Path) -> Path:
     for candidate in candidates:
         try:
             spec = RunSpec.load(candidate)
-        except UsageError:
-            continue
+        except LanekitError:
+            continue  # damaged, or someone else's: never a lane's snapshot to run from
         if spec.lane == lane:
             matches.append(candidate)
     if not matches:

@@ -12,8 +12,10 @@ from pathlib import Path
 
 from lanekit.atomic import write_atomic
 from lanekit.errors import UsageError
+from lanekit.owned import check_private, read_regular, unsafe_error, unsafe_reason
+from lanekit.snapshot_fields import SNAPSHOT_SCHEMA, snapshot_problem
 
-SNAPSHOT_SCHEMA = 1
+__all__ = ["DEFAULT_EXIT_TIMEOUT", "SNAPSHOT_SCHEMA", "RunSpec"]
 DEFAULT_EXIT_TIMEOUT = 5  # modern launchd's default ExitTimeOut (launchd-semantics.md section 3)
 
 
@@ -46,32 +48,49 @@ class RunSpec:
 
     @classmethod
     def from_json(cls, text: str, source: Path) -> RunSpec:
-        """Parse a snapshot; a damaged one is a UsageError naming the file."""
+        """Parse a snapshot; a damaged one (not JSON, not an object, a missing, unknown or
+        wrong-typed field) is a UsageError naming the file and the field."""
         try:
             data = json.loads(text)
-            if data.pop("schema") != SNAPSHOT_SCHEMA:
-                raise ValueError("unknown schema")
-            data["queue_dir"] = Path(data["queue_dir"])
-            data["log_path"] = Path(data["log_path"])
-            data["command"] = tuple(data["command"])
-            return cls(**data)
-        except (ValueError, KeyError, TypeError) as exc:
-            raise UsageError(
-                f"{source}: lane snapshot is unreadable ({exc})",
-                "run `lanekit apply` to write it again",
-            ) from None
+        except (ValueError, RecursionError) as exc:
+            raise _unreadable(source, f"not valid JSON: {exc}") from None
+        problem = snapshot_problem(data)
+        if problem is not None:
+            raise _unreadable(source, problem)
+        del data["schema"]
+        data["queue_dir"] = Path(data["queue_dir"])
+        data["log_path"] = Path(data["log_path"])
+        data["command"] = tuple(data["command"])
+        return cls(**data)
 
     @classmethod
     def load(cls, path: Path) -> RunSpec:
-        """Read a snapshot file."""
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
+        """Read a snapshot file: a regular file of ours, in a directory of ours, that nobody
+        else may write (UnsafeStateError otherwise: it could make the run execute another
+        user's command)."""
+        check_private(path.parent, "lane snapshot directory", directory=True)
+        read = read_regular(path, "lane snapshot")
+        if read is None:
             raise UsageError(
                 f"{path}: lane snapshot not found", "run `lanekit apply` to install the lane"
-            ) from None
+            )
+        data, info = read
+        reason = unsafe_reason(info)
+        if reason is not None:
+            raise unsafe_error(path, reason, "lane snapshot", info)
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise _unreadable(path, f"not UTF-8: {exc}") from None
         return cls.from_json(text, path)
 
     def write(self, path: Path) -> None:
-        """Write atomically (temp file in the same directory, fsync, rename)."""
+        """Write atomically (temp file in the same directory, fsync, rename), mode 0600."""
         write_atomic(path, self.to_json().encode("utf-8"))
+
+
+def _unreadable(source: Path, why: str) -> UsageError:
+    return UsageError(
+        f"{source}: lane snapshot is unreadable ({why})",
+        "run `lanekit apply` to write it again",
+    )

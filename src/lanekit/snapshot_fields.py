@@ -1,0 +1,84 @@
+"""What a lane snapshot's JSON must hold: each key and the JSON type of its value.
+
+One table for both readers: lanekit.snapshot (the full run, `apply`, doctor) and lanekit.entry
+(the empty-run fast path, which must not import json or dataclasses). A snapshot that is not
+an object, lacks a key, has an unknown one or a value of the wrong type is refused before any
+value is used: `"max_jobs": "ten"` must not reach the runner. Builtin modules only.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+SNAPSHOT_SCHEMA = 1
+
+
+def _int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _number(value: object) -> bool:
+    return _int(value) or isinstance(value, float)
+
+
+def _text(value: object) -> bool:
+    return isinstance(value, str) and value != ""
+
+
+def _optional_number(value: object) -> bool:
+    return value is None or _number(value)
+
+
+def _command(value: object) -> bool:
+    return isinstance(value, list) and value != [] and all(isinstance(v, str) for v in value)
+
+
+def _flag(value: object) -> bool:
+    return isinstance(value, bool)
+
+
+FIELDS: dict[str, tuple[Callable[[object], bool], str]] = {
+    "schema": (_int, "an integer"),
+    "lane": (_text, "a non-empty string"),
+    "label": (_text, "a non-empty string"),
+    "queue_dir": (_text, "a non-empty string"),
+    "command": (_command, "a non-empty list of strings"),
+    "max_jobs": (_int, "an integer"),
+    "max_seconds": (_optional_number, "a number or null"),
+    "max_attempts": (_int, "an integer"),
+    "stale_after": (_number, "a number"),
+    "exit_timeout": (_int, "an integer"),
+    "log_path": (_text, "a non-empty string"),
+    "durable": (_flag, "true or false"),
+    "log_max_bytes": (_int, "an integer"),
+    "log_keep": (_int, "an integer"),
+}
+"""Every key RunSpec.to_json writes (a test pins them to RunSpec's fields), with its type."""
+
+SNAPSHOT_KEYS = frozenset(FIELDS)
+
+
+def snapshot_problem(value: object) -> str | None:
+    """What is wrong with a parsed snapshot, in words, or None when every field is right."""
+    if not isinstance(value, dict):
+        kind = "null" if value is None else type(value).__name__
+        return f"holds {kind}, not a JSON object"
+    missing = sorted(SNAPSHOT_KEYS - value.keys())
+    if missing:
+        return f"missing {', '.join(missing)}"
+    unknown = sorted(str(k) for k in value.keys() - SNAPSHOT_KEYS)
+    if unknown:
+        return f"unknown key {', '.join(unknown)}"
+    for key, (valid, wanted) in FIELDS.items():
+        if not valid(value[key]):
+            return f"{key} must be {wanted}, not {_shown(value[key])}"
+    if value["schema"] != SNAPSHOT_SCHEMA:
+        return f"schema {value['schema']} is not {SNAPSHOT_SCHEMA}"
+    return None
+
+
+def _shown(value: object) -> str:
+    text = "null" if value is None else repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."

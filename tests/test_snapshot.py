@@ -1,0 +1,121 @@
+"""snapshot: the run snapshot is refused, with the reason, unless it is ours and well typed."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lanekit.entry import read_snapshot
+from lanekit.errors import ExitCode, UnsafeStateError, UsageError
+from lanekit.snapshot import RunSpec
+from lanekit.snapshot_fields import FIELDS
+
+GOOD = RunSpec(
+    lane="l",
+    label="com.example.l",
+    queue_dir=Path("/q"),
+    command=("true",),
+    max_jobs=3,
+    max_seconds=None,
+    max_attempts=2,
+    stale_after=60.0,
+    exit_timeout=5,
+    log_path=Path("/q/logs/l.log"),
+)
+
+
+def _with(**changes: Any) -> str:
+    data = json.loads(GOOD.to_json())
+    data.update(changes)
+    return json.dumps(data)
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ('"x"', "holds str, not a JSON object"),
+        ("null", "holds null, not a JSON object"),
+        ("[1]", "holds list, not a JSON object"),
+        (_with(max_jobs="ten"), "max_jobs must be an integer, not 'ten'"),
+        (_with(max_jobs=True), "max_jobs must be an integer, not True"),
+        (_with(command="true"), "command must be a non-empty list of strings"),
+        (_with(command=[]), "command must be a non-empty list of strings"),
+        (_with(queue_dir=None), "queue_dir must be a non-empty string, not null"),
+        (_with(max_seconds="1h"), "max_seconds must be a number or null"),
+        (_with(durable="yes"), "durable must be true or false"),
+        (_with(schema=2), "schema 2 is not 1"),
+        (_with(extra=1), "unknown key extra"),
+        ("[" * 100_000, "not valid JSON"),
+    ],
+)
+def test_bad_snapshots_are_refused_with_the_reason(text: str, reason: str) -> None:
+    """Non-object JSON, wrong-typed or unknown fields and deep nesting: one UsageError (exit 2)
+    naming the file and what is wrong, never a TypeError/AttributeError/RecursionError."""
+    with pytest.raises(UsageError) as caught:
+        RunSpec.from_json(text, Path("/s/l.json"))
+    assert caught.value.message.startswith("/s/l.json: lane snapshot is unreadable (")
+    assert reason in caught.value.message
+    assert "lanekit apply" in caught.value.hint
+
+
+@pytest.mark.parametrize("text", ['"x"', "null", _with(max_jobs="ten"), _with(log_keep=None)])
+def test_the_fast_path_hands_bad_snapshots_to_the_full_run(tmp_path: Path, text: str) -> None:
+    """lanekit.entry reads with the same field table: a bad snapshot is never run from the
+    fast path (None: the full run explains it)."""
+    path = tmp_path / "l.json"
+    path.write_text(text)
+    assert read_snapshot(str(path)) is None
+
+
+def test_field_table_matches_runspec() -> None:
+    """One table for both readers, and it covers exactly RunSpec's fields plus the schema."""
+    assert set(FIELDS) == {f.name for f in fields(RunSpec)} | {"schema"}
+    assert RunSpec.from_json(GOOD.to_json(), Path("/s")) == GOOD
+
+
+def test_load_refuses_a_snapshot_others_could_have_written(tmp_path: Path) -> None:
+    """Another user's snapshot, a group-writable one, one in a world-writable directory, and a
+    symlink: UnsafeStateError (exit 69) naming the file; the fast path declines them too."""
+    snapshots = tmp_path / "lanes"
+    snapshots.mkdir(mode=0o700)
+    path = snapshots / "l.json"
+    GOOD.write(path)
+    assert RunSpec.load(path) == GOOD
+    assert read_snapshot(str(path)) is not None
+    os.chown(path, 65534, -1)
+    with pytest.raises(UnsafeStateError) as caught:
+        RunSpec.load(path)
+    assert caught.value.exit_code is ExitCode.UNAVAILABLE
+    assert f"{path}: lane snapshot is owned by uid 65534" in caught.value.message
+    assert read_snapshot(str(path)) is None
+    os.chown(path, os.geteuid(), -1)
+    path.chmod(0o620)
+    with pytest.raises(UnsafeStateError, match="writable by group"):
+        RunSpec.load(path)
+    assert read_snapshot(str(path)) is None
+    path.chmod(0o600)
+    snapshots.chmod(0o777)
+    with pytest.raises(UnsafeStateError, match="lane snapshot directory is writable"):
+        RunSpec.load(path)
+    assert read_snapshot(str(path)) is None
+    snapshots.chmod(0o700)
+    link = snapshots / "link.json"
+    link.symlink_to(path)
+    with pytest.raises(UnsafeStateError, match="is a symbolic link"):
+        RunSpec.load(link)
+    assert read_snapshot(str(link)) is None
+
+
+def test_written_snapshots_are_0600(tmp_path: Path) -> None:
+    """write() leaves a 0600 file whatever the umask."""
+    old = os.umask(0)
+    try:
+        GOOD.write(tmp_path / "s" / "l.json")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "s" / "l.json").stat().st_mode & 0o777 == 0o600
