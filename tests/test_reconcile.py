@@ -431,7 +431,7 @@ def _installed(paths: Paths, fake: FakeLaunchd, *, gen: int = 1) -> Config:
 
 
 def test_apply_installs_everything_then_second_apply_has_nothing_to_do(paths: Paths) -> None:
-    """First apply writes 0644 plists, snapshots and queue dirs and bootstraps each lane; the
+    """First apply writes 0600 plists, snapshots and queue dirs and bootstraps each lane; the
     second apply makes no launchd changes and says nothing to do."""
     fake = FakeLaunchd()
     config = _config(paths)
@@ -441,7 +441,7 @@ def test_apply_installs_everything_then_second_apply_has_nothing_to_do(paths: Pa
         (ActionKind.CREATE, Result.DONE),
     ]
     for lane in config.lanes.values():
-        assert stat.S_IMODE(paths.plist_for(lane.label).stat().st_mode) == 0o644
+        assert stat.S_IMODE(paths.plist_for(lane.label).stat().st_mode) == 0o600
         snapshot = RunSpec.load(paths.snapshot_for(lane.label))
         assert snapshot == run_spec(lane)
         assert fake.ops(lane.label) == ["bootstrap"]
@@ -802,13 +802,13 @@ def test_kick_returns_the_pid_and_needs_a_loaded_lane(paths: Paths) -> None:
     fake = FakeLaunchd()
     config = _config(paths)
     with pytest.raises(LaunchdError, match="not loaded") as caught:
-        kick(config, fake, "alpha")
+        kick(config, paths, fake, "alpha")
     assert "lanekit apply" in caught.value.hint
     apply(config, paths, fake)
-    first = kick(config, fake, "alpha")
+    first = kick(config, paths, fake, "alpha")
     assert first.pid is not None
     assert not first.already_running
-    again = kick(config, fake, "alpha")
+    again = kick(config, paths, fake, "alpha")
     assert (again.pid, again.already_running) == (first.pid, True)
     assert fake.ops(A).count("kickstart") == 1
 

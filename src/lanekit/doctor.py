@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lanekit.errors import ExitCode, LanekitError, UsageError
+from lanekit.owned import read_regular
 from lanekit.reconcile import MARKER
 
 if TYPE_CHECKING:
@@ -413,9 +414,14 @@ def run_checks(
 def read_plist(path: Path) -> tuple[dict[str, Any] | None, str | None]:
     """Parse a plist file: (job, None), or (None, why it is not a usable launchd job)."""
     try:
-        data = path.read_bytes()
+        read = read_regular(path, "plist", follow=True)
+    except LanekitError as exc:  # a FIFO or device named *.plist: never read (it would block)
+        return None, exc.message.removeprefix(f"{path}: plist ")
     except OSError as exc:
         return None, f"cannot be read ({exc.strerror})"
+    if read is None:
+        return None, "cannot be read (No such file or directory)"
+    data = read[0]
     try:
         job = plistlib.loads(data)
     except Exception as exc:  # plistlib raises expat, ValueError, binascii and more

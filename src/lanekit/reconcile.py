@@ -45,7 +45,10 @@ Other decisions:
 
 from __future__ import annotations
 
+import functools
+import os
 import plistlib
+import stat
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence, Set
@@ -53,11 +56,20 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 
+from lanekit.applylock import OnWait, apply_lock
 from lanekit.atomic import write_atomic
 from lanekit.config import Config, LaneSpec, run_spec, select_lanes
 from lanekit.drift import lane_drift
 from lanekit.errors import ExitCode, LanekitError, LaunchdError, UsageError
 from lanekit.launchd import LaunchctlError, Launchd, ListEntry, ServiceInfo
+from lanekit.owned import (
+    PRIVATE_FILE,
+    check_private,
+    make_private_dirs,
+    read_regular,
+    unsafe_error,
+    unsafe_reason,
+)
 from lanekit.paths import Paths
 from lanekit.snapshot import DEFAULT_EXIT_TIMEOUT, RunSpec
 
@@ -99,6 +111,10 @@ class Installed:
     """The run snapshot's bytes; None when there is none."""
     lane: str | None = None
     """The LANEKIT_LANE marker's value; None when the plist was not installed by lanekit."""
+    plist_mode: int | None = None
+    """The plist file's permission bits; None when unknown (no file)."""
+    snapshot_mode: int | None = None
+    """The snapshot file's permission bits; None when unknown (no file)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,7 +213,10 @@ def _plan_lane(
         have_snapshot=have.snapshot if have else None,
         loaded=definition if is_loaded else None,
     )
-    snapshot_stale = drift.snapshot
+    plist_drift = _mode_drift(have.plist_mode if have and plist is not None else None)
+    snapshot_drift = _mode_drift(have.snapshot_mode if have and have.snapshot else None)
+    snapshot_stale = drift.snapshot or snapshot_drift is not None
+    snapshot_change = drift.snapshot_change or snapshot_drift or ""
     enable = want.label in disabled
     note = "; disabled in launchd: enable it first" if enable else ""
 
@@ -284,6 +303,25 @@ def _plan_lane(
             deferred=ActionKind.UPDATE,
             pending=what,
         )
+    if plist_drift is not None:
+        # Same bytes, wrong mode (umask 000, a chmod): launchd refuses the plist at its next
+        # load, so it is rewritten 0600; launchd's copy is current, so no reload is needed.
+        if is_loaded:
+            return act(
+                ActionKind.REWRITE,
+                f"plist {plist_drift}: rewritten without a reload"
+                + ("; run snapshot changed" if snapshot_stale else ""),
+                write_plist=True,
+                write_snapshot=snapshot_stale,
+            )
+        return act(
+            ActionKind.UPDATE,
+            f"plist {plist_drift}; not loaded" + note,
+            write_plist=True,
+            write_snapshot=snapshot_stale,
+            bootstrap=True,
+            enable=enable,
+        )
     if not is_loaded:
         return act(
             ActionKind.LOAD,
@@ -297,10 +335,18 @@ def _plan_lane(
     if snapshot_stale:
         return act(
             ActionKind.SNAPSHOT,
-            f"run snapshot {drift.snapshot_change}, plist unchanged: no reload needed",
+            f"run snapshot {snapshot_change}, plist unchanged: no reload needed",
             write_snapshot=True,
         )
     return act(ActionKind.UNCHANGED, "plist and snapshot up to date, loaded")
+
+
+def _mode_drift(mode: int | None) -> str | None:
+    """`mode 0666, not 0600 ...` when an installed file's mode is not the one apply writes."""
+    if mode is None or mode == PRIVATE_FILE:
+        return None
+    why = " (others may write it: launchd and `lanekit run` refuse it)" if mode & 0o022 else ""
+    return f"mode {mode:04o}, not {PRIVATE_FILE:04o}{why}"
 
 
 def _offer_removal(item: Installed, is_loaded: bool, running: Mapping[str, int | None]) -> Action:
@@ -415,7 +461,9 @@ def desired_lane(
 def observe(
     paths: Paths, launchd: Launchd, desired: Sequence[Desired], specs: Mapping[str, RunSpec]
 ) -> Observed:
-    """Read the LaunchAgents dir, snapshots, ONE list(), print_disabled() and the lane locks."""
+    """Read the LaunchAgents dir, snapshots, ONE list(), print_disabled() and the lane locks.
+    Refuses (UnsafeStateError) state someone else could have written (check_state)."""
+    check_state(paths)
     wanted = {d.label for d in desired}
     installed = scan_installed(paths, wanted)
     loaded = {entry.label: entry for entry in launchd.list()}
@@ -450,27 +498,65 @@ def loaded_definitions(
     return found
 
 
+def check_state(paths: Paths) -> None:
+    """Refuse lanekit's directories (state, snapshots, emulated domain, LaunchAgents) when they
+    are not ours or others may write them: whoever can write there can make the owner's next
+    run execute their command."""
+    for directory in (paths.state, paths.snapshots, paths.emulator, paths.launch_agents):
+        check_private(directory, "state directory", directory=True)
+
+
 def scan_installed(paths: Paths, wanted: Set[str]) -> dict[str, Installed]:
-    """lanekit's plists (marker present) and any plist at a wanted label, keyed by label."""
+    """lanekit's plists (marker present) and any plist at a wanted label, keyed by label.
+
+    Files are read without blocking and only when regular (a FIFO named *.plist is refused,
+    naming it); a plist lanekit would manage that someone else owns is refused too. A plist
+    may be a symlink (users link agents in); the target is then what is judged."""
     found: dict[str, Installed] = {}
     directory = paths.launch_agents
     files = sorted(directory.glob("*.plist")) if directory.is_dir() else []
     for file in files:
         try:
-            data = file.read_bytes()
+            read = read_regular(file, "plist", follow=True)
+        except LanekitError:
+            raise
         except OSError:
             continue  # vanished or unreadable: not something apply may overwrite blindly
+        if read is None:
+            continue
+        data, info = read
         label, lane = _identify(data, fallback=file.stem)
         if lane is None and label not in wanted:
             continue
         if file != paths.plist_for(label) and label in found:
             continue  # the canonical file name wins over a stray copy
-        found[label] = Installed(label, data, _read(paths.snapshot_for(label)), lane=lane)
+        if info.st_uid != os.geteuid():
+            raise unsafe_error(file, unsafe_reason(info) or "is not yours", "plist", info)
+        snapshot, snapshot_mode = _read_snapshot(paths.snapshot_for(label))
+        found[label] = Installed(
+            label,
+            data,
+            snapshot,
+            lane=lane,
+            plist_mode=stat.S_IMODE(info.st_mode),
+            snapshot_mode=snapshot_mode,
+        )
     for label in wanted - found.keys():
-        snapshot = _read(paths.snapshot_for(label))
+        snapshot, snapshot_mode = _read_snapshot(paths.snapshot_for(label))
         if snapshot is not None:
-            found[label] = Installed(label, None, snapshot)
+            found[label] = Installed(label, None, snapshot, snapshot_mode=snapshot_mode)
     return found
+
+
+def _read_snapshot(path: Path) -> tuple[bytes | None, int | None]:
+    """A lane snapshot's bytes and mode; someone else's snapshot is refused, not replaced."""
+    read = read_regular(path, "lane snapshot")
+    if read is None:
+        return None, None
+    data, info = read
+    if info.st_uid != os.geteuid():
+        raise unsafe_error(path, unsafe_reason(info) or "is not yours", "lane snapshot", info)
+    return data, stat.S_IMODE(info.st_mode)
 
 
 def _identify(data: bytes, *, fallback: str) -> tuple[str, str | None]:
@@ -490,10 +576,8 @@ def _identify(data: bytes, *, fallback: str) -> tuple[str, str | None]:
 
 
 def _read(path: Path) -> bytes | None:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        return None
+    read = read_regular(path, "plist")
+    return None if read is None else read[0]
 
 
 def _installed_spec(paths: Paths, label: str) -> RunSpec | None:
@@ -559,13 +643,47 @@ def apply(
     dry_run: bool = False,
     timing: Timing | None = None,
     interpreter: str | None = None,
+    on_wait: OnWait | None = None,
 ) -> ApplyResult:
     """Make launchd match lanes.toml (all lanes, or the named ones); see the module docstring.
 
     `wait` is a total budget in seconds for running lanes to finish; lanes that need no
     waiting are handled first. `force` boots out running lanes (their runner puts the jobs
     back). Removal offers are listed only when no lanes are named.
+
+    Unless `dry_run`, the domain's apply lock (applylock) is held from observing to the last
+    step, so concurrent applies queue up; `on_wait` is told once who holds it.
     """
+    run = functools.partial(
+        _apply,
+        config,
+        paths,
+        launchd,
+        lanes=lanes,
+        wait=wait,
+        force=force,
+        dry_run=dry_run,
+        timing=timing,
+        interpreter=interpreter,
+    )
+    if dry_run:
+        return run()
+    with apply_lock(paths.state, on_wait):
+        return run()
+
+
+def _apply(
+    config: Config,
+    paths: Paths,
+    launchd: Launchd,
+    *,
+    lanes: Sequence[str] | None,
+    wait: float | None,
+    force: bool,
+    dry_run: bool,
+    timing: Timing | None,
+    interpreter: str | None,
+) -> ApplyResult:
     timing = timing or Timing()
     selected = select_lanes(config, lanes or ())
     interpreter = interpreter or sys.executable
@@ -686,7 +804,7 @@ def _prepare_dirs(lane: LaneSpec) -> None:
 
     Queue(lane.queue.dir, durable=lane.queue.durable).ensure()
     for path in (lane.stdout_path, lane.stderr_path, lane.log_path):
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dirs(path.parent)
 
 
 def _log_skip(lane: LaneSpec, pid: int | None) -> str:
@@ -929,9 +1047,14 @@ class KickResult:
     already_running: bool
 
 
-def kick(config: Config, launchd: Launchd, name: str) -> KickResult:
-    """Start lane `name` now and return at once; a running lane keeps its current run."""
+def kick(config: Config, paths: Paths, launchd: Launchd, name: str) -> KickResult:
+    """Start lane `name` now and return at once; a running lane keeps its current run.
+    Refuses (UnsafeStateError) when the lane's plist, snapshot or lanekit's directories could
+    have been written by someone else: the run would execute what they say."""
     (lane,) = select_lanes(config, [name])
+    check_state(paths)
+    check_private(paths.plist_for(lane.label), "plist")
+    check_private(paths.snapshot_for(lane.label), "lane snapshot")
     entry = next((e for e in launchd.list() if e.label == lane.label), None)
     if entry is None:
         raise LaunchdError(

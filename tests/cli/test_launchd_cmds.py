@@ -122,7 +122,7 @@ def test_readme_example_end_to_end(example: Path, home: Path, tmp_path: Path) ->
     paths = Paths.from_env()
     for lane in ("funnel", "trickle", "backlog"):
         plist = paths.plist_for(f"{PREFIX}.{lane}")
-        assert stat.S_IMODE(plist.stat().st_mode) == 0o644
+        assert stat.S_IMODE(plist.stat().st_mode) == 0o600
     assert _ok("apply", "-c", c).stdout.strip() == "nothing to do: 3 lanes unchanged"
     lanes = _status(example)
     assert {lane["state"] for lane in lanes.values()} == {"scheduled"}

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import pwd
 from collections.abc import Iterator
+from pathlib import Path
 
+from lanekit.errors import LanekitError
+from lanekit.owned import read_regular
 from lanekit.doctor import DoctorContext, Problem, Severity, Target, check, lane_interpreter
 
 
@@ -106,14 +109,8 @@ def drift(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
         interpreter=lane_interpreter(target.plist),
         templates=ctx.config.templates if ctx.config is not None else None,
     )
-    try:
-        have_plist: bytes | None = path.read_bytes()
-    except OSError:
-        have_plist = None
-    try:
-        have_snapshot: bytes | None = ctx.paths.snapshot_for(lane.label).read_bytes()
-    except OSError:
-        have_snapshot = None
+    have_plist = _read(path, follow=True)
+    have_snapshot = _read(ctx.paths.snapshot_for(lane.label), follow=False)
     loaded = ctx.service(lane.label) if ctx.launchd_available else None
     found = lane_drift(
         want_plist=want.plist,
@@ -148,3 +145,12 @@ def drift(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
             "still runs the job it loaded before.",
             f"lanekit apply {lane.name}  (reloads it)",
         )
+
+
+def _read(path: Path, *, follow: bool) -> bytes | None:
+    """A file's bytes, never blocking on a FIFO (None: missing, unreadable or not regular)."""
+    try:
+        read = read_regular(path, "file", follow=follow)
+    except (OSError, LanekitError):
+        return None
+    return None if read is None else read[0]

@@ -87,6 +87,7 @@ def apply(
         wait=wait,
         force=force,
         dry_run=dry_run,
+        on_wait=show.waiting_for_apply,
     )
     show.applied(result)
     raise typer.Exit(int(result.exit_code))
@@ -131,7 +132,7 @@ def kick(
     from lanekit.reconcile import kick as reconcile_kick
 
     paths = Paths.from_env()
-    show.kicked(reconcile_kick(_config(config, paths), open_launchd(paths), lane))
+    show.kicked(reconcile_kick(_config(config, paths), paths, open_launchd(paths), lane))
 
 
 def status(

@@ -79,6 +79,13 @@ def applied(result: ApplyResult) -> None:
     _summary(result)
 
 
+def waiting_for_apply(pid: int | None) -> None:
+    """The one line an apply prints when another apply holds the domain's lock."""
+    who = f"pid {pid}" if pid is not None else "another process"
+    sys.stderr.write(f"apply: waiting for another `lanekit apply` ({who}) to finish\n")
+    sys.stderr.flush()
+
+
 def _outcome_rows(outcomes: Sequence[Outcome]) -> None:
     if not outcomes:
         return
