@@ -7,9 +7,9 @@ import pwd
 from collections.abc import Iterator
 from pathlib import Path
 
+from lanekit.doctor import DoctorContext, Problem, Severity, Target, check, lane_interpreter
 from lanekit.errors import LanekitError
 from lanekit.owned import read_regular
-from lanekit.doctor import DoctorContext, Problem, Severity, Target, check, lane_interpreter
 
 
 @check(
