@@ -248,8 +248,9 @@ def test_read_events_since_and_skips_torn_lines(tmp_path: Path) -> None:
 
 
 def test_log_file_mode(tmp_path: Path) -> None:
-    """The lane log is created readable by doctor and `lanekit logs` (0644 under umask 022)."""
-    old = os.umask(0o022)
+    """The lane log is created 0600 even under umask 000: doctor and `lanekit logs` read it as
+    the same user, nobody else needs to."""
+    old = os.umask(0o000)
     try:
         LaneLog(tmp_path / "lane.log", "l").event("start")
     finally:
