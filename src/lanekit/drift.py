@@ -105,7 +105,7 @@ def _plist_change(old: bytes, wanted: Mapping[str, Any]) -> tuple[str, bool]:
 def _snapshot_change(old: bytes, new: bytes) -> str:
     try:
         before = json.loads(old)
-    except ValueError:
+    except (ValueError, RecursionError):  # a corrupt snapshot is replaced, never a crash
         return "unreadable"
     after = json.loads(new)
     if not isinstance(before, dict):

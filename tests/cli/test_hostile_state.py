@@ -286,24 +286,27 @@ def test_a_fifo_plist_in_launch_agents_ends_apply_plan_and_doctor(world: World) 
 # -- item 12: corrupt snapshots --------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kind", ["string", "null", "max_jobs ten"])
+@pytest.mark.parametrize("kind", ["string", "null", "max_jobs ten", "deep"])
 def test_a_corrupt_snapshot_is_a_clear_error_at_run_and_apply_repairs_it(
     world: World, kind: str
 ) -> None:
-    """`"x"`, `null` and `"max_jobs": "ten"`: run exits 2 with one line naming the snapshot and
-    the problem (fast path and with a job queued); apply overwrites it; run then works."""
+    """`"x"`, `null`, `"max_jobs": "ten"` and 100,000-deep nesting: run exits 2 with one line
+    naming the snapshot and the problem (fast path and with a job queued); apply overwrites
+    it; run then works."""
     _ok(world.apply())
     good = json.loads(world.snapshot.read_text())
     text = {
         "string": '"x"',
         "null": "null",
         "max_jobs ten": json.dumps({**good, "max_jobs": "ten"}),
+        "deep": "[" * 100_000,
     }[kind]
     world.snapshot.write_text(text)
     reason = {
         "string": "holds str, not a JSON object",
         "null": "holds null, not a JSON object",
         "max_jobs ten": "max_jobs must be an integer, not 'ten'",
+        "deep": "not valid JSON",
     }[kind]
     _refused(world.run(), 2, str(world.snapshot), reason)
     Queue(world.queue_dir).enqueue({"n": 1})
