@@ -62,6 +62,8 @@ SAMPLE = {
     "max_seconds": '"10m"',
     "max_attempts": "5",
     "stale_after": '"2h"',
+    "timeout": '"30m"',
+    "kill_grace": "3",
     "nice": "5",
     "low_priority_io": "true",
     "process_type": '"Background"',

@@ -708,6 +708,15 @@ def _wait_for(path: Path, timeout: float = 30.0) -> None:
         time.sleep(0.02)
 
 
+def _wait_gone(pid: int, timeout: float = 30.0) -> None:
+    """Wait until `pid` no longer exists (zombies included: it is not our child)."""
+    deadline = time.monotonic() + timeout
+    while psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"pid {pid} still there")
+        time.sleep(0.02)
+
+
 def _pid_gone(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -810,8 +819,8 @@ def test_job_ignoring_sigterm_is_killed_within_the_grace(
 
 @pytest.mark.slow
 def test_sigkill_mid_job_then_next_run_recovers(root: Path, job_scripts: dict[str, Path]) -> None:
-    """The runner is SIGKILLed mid-job (no finally runs): the next run sees the dead owner,
-    recovers the claim and runs the job again to completion."""
+    """The runner and the job's watcher are SIGKILLed mid-job (no finally runs, no status is
+    written): the job did not finish, so the next run recovers the claim and runs it again."""
     marks = job_scripts["marks"]
     spec = make_spec(root, [PY, str(job_scripts["leader"]), str(marks)])
     job_id = queue_of(spec).enqueue({"n": 1})
@@ -820,8 +829,11 @@ def test_sigkill_mid_job_then_next_run_recovers(root: Path, job_scripts: dict[st
     try:
         _wait_for(marks / "started")
         leader_pid = int((marks / "started").read_text())
+        watcher_pid = psutil.Process(leader_pid).ppid()
         proc.kill()
         proc.wait(timeout=30)
+        os.kill(watcher_pid, signal.SIGKILL)
+        _wait_gone(watcher_pid)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -873,9 +885,10 @@ def _write_pid(marks: Path, name: str) -> str:
 
 @pytest.mark.slow
 def test_runner_sigkilled_mid_job_leaves_the_claim_locked_while_the_job_lives(root: Path) -> None:
-    """The job holds the claim's lock: when only the runner is SIGKILLed, recover() leaves
-    the claim alone while the orphaned job still runs (no second execution beside it), and
-    recovers it once the job has exited."""
+    """The job's watcher holds the claim's lock: when only the runner is SIGKILLed, recover()
+    leaves the claim alone while the orphaned job still runs (no second execution beside it),
+    and once the job has exited settles it by the status its watcher recorded (killed by
+    signal 9: a failure, retried after its backoff)."""
     marks = root / "marks"
     marks.mkdir()
     script = write_script(
@@ -903,9 +916,21 @@ def test_runner_sigkilled_mid_job_leaves_the_claim_locked_while_the_job_lives(ro
                 os.killpg(job_pid, signal.SIGKILL)
     assert job_pid is not None
     _wait_ended(job_pid)
-    recovered = queue.recover(stale_after=3600.0, max_attempts=3)
-    assert [(item.job_id, str(item.reason)) for item in recovered] == [(job_id, "owner-dead")]
-    assert names(spec.queue_dir / "queue") == [f"{job_id}.json"]
+    deadline = time.monotonic() + 30
+    while not (recovered := queue.recover(stale_after=3600.0, max_attempts=3)):
+        assert time.monotonic() < deadline, "the watcher never let go of the claim"
+        time.sleep(0.05)
+    assert [(item.job_id, str(item.reason), item.exit) for item in recovered] == [
+        (job_id, "owner-dead", -9)
+    ]
+    assert [n.startswith(job_id) for n in names(spec.queue_dir / "delayed")] == [True]
+    record = queue.store.read(job_id)
+    assert record is not None
+    assert (record.state, record.attempts, record.error) == (
+        JobState.QUEUED,
+        1,
+        "killed by signal 9",
+    )
 
 
 @pytest.mark.slow

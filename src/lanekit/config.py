@@ -66,6 +66,8 @@ OPTION_KEYS = (
     "max_seconds",
     "max_attempts",
     "stale_after",
+    "timeout",
+    "kill_grace",
     "nice",
     "low_priority_io",
     "process_type",
@@ -122,6 +124,10 @@ class LaneSpec:
     max_seconds: int | None = None
     max_attempts: int = 3
     stale_after: int = 3600
+    timeout: int | None = None
+    """Seconds one job may run; then SIGTERM to its process group (None: no limit)."""
+    kill_grace: int = 5
+    """Seconds between a timeout's SIGTERM and SIGKILL."""
     nice: int | None = None
     low_priority_io: bool | None = None
     process_type: str | None = None
@@ -277,6 +283,8 @@ def run_spec(lane: LaneSpec) -> RunSpec:
         max_seconds=None if lane.max_seconds is None else float(lane.max_seconds),
         max_attempts=lane.max_attempts,
         stale_after=float(lane.stale_after),
+        timeout=None if lane.timeout is None else float(lane.timeout),
+        kill_grace=float(lane.kill_grace),
         exit_timeout=DEFAULT_EXIT_TIMEOUT if lane.exit_timeout is None else lane.exit_timeout,
         log_path=lane.log_path,
         durable=lane.queue.durable,
@@ -727,6 +735,8 @@ class _Reader:
             "max_seconds": lambda k: self.duration(table, k, minimum=1),
             "max_attempts": lambda k: self.integer(table, k, 1, MAX_INT),
             "stale_after": lambda k: self.duration(table, k, minimum=1),
+            "timeout": lambda k: self.duration(table, k, minimum=1),
+            "kill_grace": lambda k: self.duration(table, k, minimum=0),
             "nice": lambda k: self.integer(table, k, -20, 20),
             "low_priority_io": lambda k: self.boolean(table, k),
             "process_type": lambda k: self.choice(table, k, PROCESS_TYPES),

@@ -324,6 +324,8 @@ class JobView:
     record: Record | None
     error: str | None
     """The failed/<id>.error text, for failed jobs."""
+    retry_at: str | None = None
+    """For a retry waiting in delayed/, when it is due (ISO 8601 UTC); None otherwise."""
 
 
 def find_job(queue: Queue, job_id: str) -> JobView | None:
@@ -344,4 +346,13 @@ def find_job(queue: Queue, job_id: str) -> JobView | None:
         location.path,
         record,
         queue.error_text(location),
+        _retry_at(queue, location.path),
     )
+
+
+def _retry_at(queue: Queue, path: Path) -> str | None:
+    """delayed/<id>.<not-before epoch>.json -> that time; None for any other place."""
+    if path.parent != queue.delayed:
+        return None
+    not_before = path.name[:-5].rpartition(".")[2]
+    return iso_utc(int(not_before)) if not_before.isdigit() else None

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from lanekit import fsops, procinfo
+from lanekit import fsops, procinfo, watcher
 from lanekit.errors import QueueError, UsageError
 from lanekit.owned import make_private_dirs
 from lanekit.records import (
@@ -379,6 +379,9 @@ class Recovered:
     between recording the outcome and moving the file; the move is finished, the job not rerun."""
     owner: str
     attempts: int
+    exit: int | None = None
+    """The exit status the job's watcher recorded: the job finished after its owner died and
+    was settled by it (None: it did not finish, and goes back to run again)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -757,8 +760,7 @@ class Queue:
     ) -> str:
         attempts = claim.record.attempts
         if count_attempt and attempts >= max_attempts:
-            why = error or "released"
-            return self._fail_claimed(claim, f"{why}; gave up after {attempts} attempts")
+            return self._fail_claimed(claim, _gave_up(error or "released", attempts))
         if not count_attempt:
             attempts = max(attempts - 1, 0)
         now = time.time()
@@ -842,6 +844,7 @@ class Queue:
         with _io("recover claims"):
             if not dry_run:
                 self._sweep_tmp(now)
+                self._sweep_statuses()
             for name in _listdir(self._claimed):
                 if name[0] == "." or not name.endswith(".json"):
                     continue
@@ -977,6 +980,20 @@ class Queue:
         # A settled record means the owner died between recording the outcome and moving the
         # file: finish the move and keep the record, never run the job again.
         settled = prev is not None and prev.state in {JobState.SUCCEEDED, JobState.FAILED}
+        status = watcher.status_path(path)
+        outcome = None if settled or unreadable is not None else watcher.read_outcome(status)
+        if outcome is not None:
+            return self._settle_finished(
+                path=path,
+                job_id=job_id,
+                owner_text=owner_text,
+                reason=reason,
+                prev=prev,
+                outcome=outcome,
+                max_attempts=max_attempts,
+                dry_run=dry_run,
+                now=now,
+            )
         if unreadable is not None:
             state, destination = JobState.FAILED, f"{self._failed}/{job_id}.json"
         elif prev is not None and prev.state is JobState.SUCCEEDED:
@@ -1014,6 +1031,91 @@ class Queue:
         except FileNotFoundError:
             return None  # another recoverer moved it first
         return Recovered(job_id, reason, Path(destination), state, owner_text, attempts)
+
+    def _settle_finished(
+        self,
+        *,
+        path: str,
+        job_id: str,
+        owner_text: str,
+        reason: RecoverReason,
+        prev: Record | None,
+        outcome: watcher.Outcome,
+        max_attempts: int,
+        dry_run: bool,
+        now: float,
+    ) -> Recovered | None:
+        """A claim whose job finished after its owner died: settle it by the exit status its
+        watcher recorded, exactly as the owner would have (0 -> done/; stopped -> queue/
+        unspent; another failure -> retry with backoff, or failed/ when out of attempts),
+        never run it again. The record is written before the move (see `_settle`), the status
+        removed after it."""
+        attempts = 0 if prev is None else prev.attempts
+        stamp = iso_utc(now)
+        error = watcher.describe(outcome)
+        if outcome.exit == 0:
+            state, destination = JobState.SUCCEEDED, f"{self._day_path(now)}/{job_id}.json"
+        elif outcome.stopped:
+            state, destination = JobState.QUEUED, f"{self._queue}/{job_id}.json"
+        elif attempts >= max_attempts:
+            state, destination = JobState.FAILED, f"{self._failed}/{job_id}.json"
+        else:
+            wait = self.backoff(attempts)
+            target = f"{self._delayed}/{job_id}.{int(now + wait + 0.999)}.json"
+            state, destination = (
+                JobState.QUEUED,
+                target if wait > 0 else f"{self._queue}/{job_id}.json",
+            )
+        result = Recovered(
+            job_id, reason, Path(destination), state, owner_text, attempts, outcome.exit
+        )
+        if dry_run:
+            return result
+        try:
+            if state is JobState.SUCCEEDED:
+                record = Record(job_id, JobState.SUCCEEDED, 0, stamp, stamp)
+                unwritten = self._record_outcome(record.carry_over(prev))
+                destination = self._to_done(path, job_id, now)
+                if unwritten is not None:
+                    raise self._not_recorded(record, unwritten, destination) from unwritten
+            elif state is JobState.FAILED:
+                error = _gave_up(error, attempts)
+                failed = Record(job_id, JobState.FAILED, 0, stamp, stamp, error=error)
+                unwritten = self._record_outcome(failed.carry_over(prev))
+                destination = self._to_failed(path, job_id, error)
+                if unwritten is not None:
+                    raise self._not_recorded(failed, unwritten, destination) from unwritten
+            else:
+                spent = attempts if not outcome.stopped else max(attempts - 1, 0)
+                lane = None if prev is None else prev.lane
+                queued_at = stamp if prev is None or not prev.queued_at else prev.queued_at
+                self.store.write(
+                    Record(job_id, JobState.QUEUED, spent, queued_at, stamp, lane, error)
+                )
+                try:
+                    fsops.rename_noreplace(path, destination)
+                except FileExistsError:
+                    destination = self._duplicate_to_failed(path, job_id, destination)
+                    state = JobState.FAILED
+        except FileNotFoundError:
+            return None  # another recoverer moved it first
+        with contextlib.suppress(OSError):
+            os.unlink(watcher.status_path(path))
+        return Recovered(
+            job_id, reason, Path(destination), state, owner_text, attempts, outcome.exit
+        )
+
+    def _sweep_statuses(self) -> None:
+        """Remove status files whose claim is gone (a settle cut short between moving the job
+        and removing its status). A watcher writes its status while its claim is in place, and
+        a claim never comes back under the same name once moved, so this cannot race one."""
+        for name in _listdir(self._claimed):
+            if name[0] != "." or not name.endswith(".status"):
+                continue
+            claim = f"{self._claimed}/{name[1:-7]}.json"
+            if not os.path.lexists(claim):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(f"{self._claimed}/{name}")
 
     # -- observing -------------------------------------------------------------------------
 
@@ -1286,6 +1388,13 @@ class Queue:
         return self._to_failed(
             src, job_id, f"duplicate: another copy of job {job_id} is already at {taken}"
         )
+
+
+def _gave_up(error: str, attempts: int) -> str:
+    """The reason of a job out of attempts: its last failure, said so on the first line (the
+    lines after it are the job's stderr tail)."""
+    head, newline, tail = error.partition("\n")
+    return f"{head}; gave up after {attempts} attempts{newline}{tail}"
 
 
 def _check_access(path: str, st: os.stat_result) -> None:

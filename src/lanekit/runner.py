@@ -7,11 +7,13 @@ back, recover dead claims, then claim and run jobs until the queue is empty, `ma
 `max_seconds` passed. Every claimed job is settled in a `finally`: exit 0 -> done/, otherwise
 back to queue/ (with backoff) or to failed/.
 
-The job holds the claim's flock too (the descriptor is passed to it), so a claim stays locked
-for as long as anything of the job runs, even when the runner itself is SIGKILLed: recover()
-never hands a live job to a second runner. When the job's leader exits, whatever it left in
-its process group gets SIGTERM, then SIGKILL after a short grace, before the claim is settled
-(launchd's default, AbandonProcessGroup false).
+Each job is started through its watcher (lanekit.watcher), a fork of this process that holds
+the claim's flock for as long as anything of the job runs, even when the runner itself is
+SIGKILLed, so recover() never hands a live job to a second runner, whatever the job does with
+its descriptors. The watcher enforces the lane's `timeout`, ends what the job left in its
+process group once the leader exited (launchd's default, AbandonProcessGroup false), keeps the
+tail of its stderr and writes how it ended next to the claim; the runner settles by that, and
+so does recover() when the runner died first: a job that finished is never run again.
 
 SIGTERM / SIGINT / SIGHUP (launchd's bootout, Ctrl-C, a closed terminal) are forwarded to the
 job's process group; after a grace shorter than the lane's ExitTimeOut the group gets SIGKILL,
@@ -32,6 +34,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from lanekit import watcher
 from lanekit.entry import (
     lock_file,
     log_finish,
@@ -51,6 +54,7 @@ if TYPE_CHECKING:
     from typing import Any, Protocol, TypeAlias
 
     from lanekit.queue import Claim, Dropped, Queue
+    from lanekit.watcher import Outcome
 
     class Job(Protocol):
         """A started job command: the leader of its own process group."""
@@ -71,8 +75,8 @@ if TYPE_CHECKING:
             exits)."""
 
     Launcher: TypeAlias = Callable[[Sequence[str], Mapping[str, str], Sequence[int]], Job]
-    """Starts a job command (argv, env, descriptors the job keeps); tests pass fakes, the
-    runner uses spawn_job."""
+    """Starts a job command (argv, env, descriptors the job keeps); tests pass fakes. Without
+    one the runner starts each job through lanekit.watcher."""
 
 USAGE = "usage: lanekit run LANE [--snapshot PATH]"
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
@@ -335,7 +339,7 @@ class RunResult:
 def run_lane(
     spec: RunSpec,
     *,
-    launcher: Launcher = spawn_job,
+    launcher: Launcher | None = None,
     env: Mapping[str, str] | None = None,
     clock: Callable[[], float] = time.monotonic,
     log_clock: Callable[[], float] = time.time,
@@ -398,7 +402,7 @@ class _LaneRun:
         spec: RunSpec,
         log: LaneLog,
         stop: _StopHandler,
-        launcher: Launcher,
+        launcher: Launcher | None,
         env: Mapping[str, str],
         clock: Callable[[], float],
     ) -> None:
@@ -464,6 +468,7 @@ class _LaneRun:
                 to=str(item.state),
                 owner=item.owner or None,
                 attempts=item.attempts,
+                exit=item.exit,
             )
         claimer = queue.claimer(lane=spec.lane, on_drop=self._dropped)
         deadline = None if spec.max_seconds is None else started + spec.max_seconds
@@ -503,15 +508,32 @@ class _LaneRun:
         )
         self.requeued += 1
 
-    def _settle(self, queue: Queue, claim: Claim, code: int, stopped: bool, began: float) -> None:
+    def _settle(  # noqa: PLR0917 - private; the one caller passes what it just learned
+        self,
+        queue: Queue,
+        claim: Claim,
+        code: int,
+        stopped: bool,
+        began: float,
+        outcome: Outcome | None = None,
+    ) -> None:
         """Settle a job that ran, by its exit code first: 0 -> done/; stopped by a signal ->
-        back to queue/ unspent; any other failure -> retry with backoff or failed/."""
+        back to queue/ unspent; any other failure -> retry with backoff or failed/. The
+        watcher's `outcome` words the failure (timeout, stderr tail)."""
         from lanekit.queue import RecordNotWrittenError
         from lanekit.records import JobState
 
         log = self.log
         duration = f"{self.clock() - began:.3f}"
-        error = "" if code == 0 else f"exit {code}" if code > 0 else f"killed by signal {-code}"
+        if code == 0:
+            error = ""
+        elif outcome is not None:
+            from lanekit.watcher import describe
+
+            error = describe(outcome)
+        else:
+            error = f"exit {code}" if code > 0 else f"killed by signal {-code}"
+        why = "timeout" if outcome is not None and outcome.timed_out else None
         try:
             if code == 0:
                 queue.complete(claim)
@@ -524,13 +546,26 @@ class _LaneRun:
                 )
             else:
                 where = queue.release(claim, max_attempts=self.spec.max_attempts, error=error)
+                first_line = error.partition("\n")[0]
                 if where.parent == queue.failed:
                     self.failed += 1
-                    log.event("failed", job=claim.job_id, exit=code, duration=duration, error=error)
+                    log.event(
+                        "failed",
+                        job=claim.job_id,
+                        exit=code,
+                        duration=duration,
+                        reason=why,
+                        error=first_line,
+                    )
                 else:
                     self.requeued += 1
                     log.event(
-                        "requeued", job=claim.job_id, exit=code, duration=duration, error=error
+                        "requeued",
+                        job=claim.job_id,
+                        exit=code,
+                        duration=duration,
+                        reason=why,
+                        error=first_line,
                     )
         except RecordNotWrittenError as exc:
             # The job was moved to done/ or failed/ all the same and its claim is settled; only
@@ -557,6 +592,7 @@ class _LaneRun:
         """Run one claimed job and settle it, whatever happens (the `finally` below)."""
         spec, log, stop = self.spec, self.log, self.stop
         log.event("claimed", job=claim.job_id, attempt=claim.attempt)
+        status = watcher.status_path(claim.file or str(claim.path))
         try:
             if stop.stopping():
                 # The stop arrived while this job was being claimed: do not start it.
@@ -565,11 +601,27 @@ class _LaneRun:
                 return
             began = self.clock()
             try:
-                job = self.launcher(
-                    job_argv(spec.command, claim.path),
-                    job_env(self.env, spec, claim),
-                    (claim.lock_fd,),
-                )
+                if self.launcher is not None:
+                    job: Job = self.launcher(
+                        job_argv(spec.command, claim.path),
+                        job_env(self.env, spec, claim),
+                        (claim.lock_fd,),
+                    )
+                else:
+                    # A status left by an earlier attempt under this very claim name (same
+                    # process) must not be read as this attempt's.
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(status)  # noqa: PTH108 - a str path on the claim path
+                    job = watcher.start(
+                        job_argv(spec.command, claim.path),
+                        job_env(self.env, spec, claim),
+                        lock_fd=claim.lock_fd,
+                        status=status,
+                        tmp_dir=str(queue.tmp),
+                        timeout=spec.timeout,
+                        kill_grace=spec.kill_grace,
+                        stop_grace=stop.grace,
+                    )
             except OSError as exc:
                 # The command itself is missing or not executable: every job would fail the
                 # same way, so this is the lane's environment, not the job's fault.
@@ -586,12 +638,19 @@ class _LaneRun:
             finally:
                 stop.finished()
                 stop.end_group(job)
-            self._settle(queue, claim, code, stop.stopped(job, code), began)
+            outcome = job.outcome() if isinstance(job, watcher.WatchedJob) else None
+            # The watcher knows whether the stop reached the job before it ended on its own.
+            stopped = stop.stopped(job, code) and (outcome is None or outcome.stopped)
+            self._settle(queue, claim, code, stopped, began, outcome)
         finally:
             if claim.held:
                 # Something unexpected (a bug, a settle that raised): never strand the claim.
                 self._give_back(queue, claim)
                 log.event("requeued", job=claim.job_id, reason="runner-error")
+            if self.launcher is None:
+                # Settled: the status has done its work (a leftover one is swept by recover).
+                with contextlib.suppress(OSError):
+                    os.unlink(status)  # noqa: PTH108 - a str path on the claim path
 
 
 # --- command line -------------------------------------------------------------------------

@@ -175,6 +175,18 @@ def parse_duration(text: str | int) -> int:
     return seconds
 
 
+def format_duration(seconds: float) -> str:
+    """The inverse of parse_duration for whole seconds: 1800 -> "30m", 5400 -> "1h30m",
+    90 -> "1m30s"; fractions are rounded (0.5 s and less reads "0s")."""
+    left = round(seconds)
+    parts = []
+    for unit, name in zip(_UNIT_SECONDS, "dhms", strict=True):
+        if left >= unit:
+            parts.append(f"{left // unit}{name}")
+            left %= unit
+    return "".join(parts) or "0s"
+
+
 # --------------------------------------------------------------------------- cron
 
 

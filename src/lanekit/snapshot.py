@@ -36,6 +36,10 @@ class RunSpec:
     durable: bool = True
     log_max_bytes: int = 5 * 1024 * 1024
     log_keep: int = 5
+    timeout: float | None = None
+    """Seconds one job may run before its group gets SIGTERM (None: no limit)."""
+    kill_grace: float = 5.0
+    """Seconds between that SIGTERM and SIGKILL (inside the stop grace when the run stops)."""
 
     def to_json(self) -> str:
         """Stable JSON (sorted keys) so an unchanged lane writes an unchanged snapshot."""

@@ -54,10 +54,15 @@ FIELDS: dict[str, tuple[Callable[[object], bool], str]] = {
     "durable": (_flag, "true or false"),
     "log_max_bytes": (_int, "an integer"),
     "log_keep": (_int, "an integer"),
+    "timeout": (_optional_number, "a number or null"),
+    "kill_grace": (_number, "a number"),
 }
 """Every key RunSpec.to_json writes (a test pins them to RunSpec's fields), with its type."""
 
 SNAPSHOT_KEYS = frozenset(FIELDS)
+OPTIONAL_KEYS = frozenset({"timeout", "kill_grace"})
+"""Keys added after snapshots were first installed: a snapshot an older lanekit wrote lacks
+them and means their defaults (no timeout, a 5 s kill grace), so it keeps running unchanged."""
 
 
 def snapshot_problem(value: object) -> str | None:
@@ -65,14 +70,14 @@ def snapshot_problem(value: object) -> str | None:
     if not isinstance(value, dict):
         kind = "null" if value is None else type(value).__name__
         return f"holds {kind}, not a JSON object"
-    missing = sorted(SNAPSHOT_KEYS - value.keys())
+    missing = sorted(SNAPSHOT_KEYS - OPTIONAL_KEYS - value.keys())
     if missing:
         return f"missing {', '.join(missing)}"
     unknown = sorted(str(k) for k in value.keys() - SNAPSHOT_KEYS)
     if unknown:
         return f"unknown key {', '.join(unknown)}"
     for key, (valid, wanted) in FIELDS.items():
-        if not valid(value[key]):
+        if key in value and not valid(value[key]):
             return f"{key} must be {wanted}, not {_shown(value[key])}"
     if value["schema"] != SNAPSHOT_SCHEMA:
         return f"schema {value['schema']} is not {SNAPSHOT_SCHEMA}"

@@ -422,3 +422,29 @@ def test_sigint_in_foreground_run_restores_the_job(config: Path, tmp_path: Path)
     record = RecordStore(config.parent / "inbox" / "records").read(job_id)
     assert record is not None
     assert (record.state, record.attempts) == (JobState.QUEUED, 0)
+
+
+def test_job_shows_the_stderr_tail_and_when_the_retry_is_due(tmp_path: Path) -> None:
+    """A job that failed once and waits for its retry: `lanekit job` shows the reason with
+    the job's last stderr lines, and when the retry is due (text and --json)."""
+    queue_dir = tmp_path / "inbox"
+    Queue(queue_dir).ensure()
+    config = tmp_path / "lanes.toml"
+    failing = "import sys; print('disk on fire', file=sys.stderr); sys.exit(4)"
+    config.write_text(
+        CONFIG.format(queue=queue_dir, spare=tmp_path / "spare", python=sys.executable).replace(
+            "import sys; sys.exit(0)", failing
+        )
+    )
+    Queue(tmp_path / "spare").ensure()
+    job_id = Queue(queue_dir).enqueue({"n": 1})
+    code, _, err = invoke("run", "work", "-c", str(config))
+    assert code == 1, err
+    code, out, err = invoke("job", "work", job_id, "-c", str(config))
+    assert code == 0, err
+    assert "retry due:" in out
+    assert "last error:\n  exit 4\n  disk on fire\n" in out
+    code, out, _ = invoke("job", "work", job_id, "--json", "-c", str(config))
+    document = json.loads(out)
+    assert document["retry_at"].endswith("Z")
+    assert document["record"]["error"] == "exit 4\ndisk on fire"

@@ -198,8 +198,9 @@ def recover(
     dry_run: DryRunOption = False,
     config: ConfigOption = None,
 ) -> None:
-    """Give back claims whose runner died: to queue/, or failed/ when out of attempts. Every
-    run does this first; this command does it now."""
+    """Give back claims whose runner died: to queue/, or failed/ when out of attempts. A job
+    that finished after its runner died is settled by its recorded exit status, not run again.
+    Every run does this first; this command does it now."""
     from lanekit.cli.render import queue as show
     from lanekit.config import select_lanes
     from lanekit.paths import Paths

@@ -47,9 +47,16 @@ def recovered(rows: Sequence[RecoverRow], *, dry_run: bool) -> None:
         return
     verb = "would move" if dry_run else "moved"
     _table(
-        ["LANE", "JOB", "REASON", "TO", "OWNER"],
+        ["LANE", "JOB", "REASON", "EXIT", "TO", "OWNER"],
         [
-            [r.lane, r.item.job_id, str(r.item.reason), str(r.item.destination), r.item.owner]
+            [
+                r.lane,
+                r.item.job_id,
+                str(r.item.reason),
+                "-" if r.item.exit is None else str(r.item.exit),  # recorded: settled by it
+                str(r.item.destination),
+                r.item.owner,
+            ]
             for r in rows
         ],
     )
@@ -98,6 +105,7 @@ def job_detail(view: JobView, *, as_json: bool) -> None:
             "path": None if view.path is None else str(view.path),
             "record": None if record is None else record.to_dict(),
             "error": view.error,
+            "retry_at": view.retry_at,
         }
         json_out(data)
         return
@@ -115,8 +123,15 @@ def job_detail(view: JobView, *, as_json: bool) -> None:
             ("updated at", record.updated_at),
             ("lane", record.lane or "-"),
         ]
+    if view.retry_at is not None:
+        rows.append(("retry due", view.retry_at))
     for key, value in rows:
         line(f"{key + ':':12}{value}")
+    if not view.error and record is not None and record.error and "\n" in record.error:
+        # A retry's or a running job's last failure, with the job's stderr tail under it.
+        line("last error:")
+        for text in record.error.splitlines():
+            line(f"  {text}")
     if view.error:
         line("error:")
         for text in view.error.rstrip("\n").splitlines():

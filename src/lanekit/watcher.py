@@ -1,0 +1,474 @@
+"""The job watcher: a fork of the runner that starts one job, sees it end, and says how.
+
+The runner forks one watcher per job. The watcher, not the job, holds the claim's flock: it
+inherits the runner's descriptor (one open file description, so both hold the one lock) and
+the job never gets it, so nothing the job does with its descriptors can drop the claim, and a
+daemon the job leaves behind cannot keep it. The watcher leads a session of its own, apart
+from the runner's process group and the job's, so a SIGKILL of the runner (or launchd's kill
+of the runner's group) leaves it running; it outlives every process of the job's group.
+
+It starts the job in a new process group with stderr through a pipe (copied on to the
+runner's stderr as it comes, the last lines kept), enforces the lane's `timeout` (SIGTERM to
+the job's group, SIGKILL `kill_grace` later), forwards a stop from the runner (SIGTERM /
+SIGINT / SIGHUP; SIGUSR1 means SIGKILL now), ends what the job left in its group once the
+leader exited, then writes the job's outcome atomically next to the claim
+(claimed/.<claim name>.status) and only then exits, dropping the lock.
+
+So a claim whose lock is free either has a status (the job ended: recovery settles it by that
+status and never runs it again) or has none (the job did not finish: it runs again, which is
+the at-least-once half of design.md section 8). While the lock is held, the job or what it
+left may still run, and nobody else starts the job.
+
+Processes start here and in the three seams design.md names; tests/test_process_seams.py
+lists this module deliberately.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import select
+import signal
+import sys
+import time
+from dataclasses import dataclass
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from types import FrameType
+
+STATUS_VERSION = 1
+"""Version history: 1 - first version (v, exit, stopped, timed_out, duration, stderr)."""
+TAIL_BYTES = 4096
+TAIL_LINES = 20
+"""The stderr tail kept for the record and the .error: at most 20 lines and 4 KiB."""
+LEFTOVER_GRACE = 1.0
+"""Seconds what a job left in its group gets between SIGTERM and SIGKILL once the leader
+exited (less when a stop's or a timeout's kill comes sooner)."""
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+KILL_NOW = signal.SIGUSR1
+"""What the runner sends the watcher for "SIGKILL the job's group now" (a SIGKILL to the
+watcher itself would orphan the job with its claim unlocked)."""
+
+
+def status_path(claim_file: str) -> str:
+    """claimed/.<claim name>.status for claimed/<claim name>: next to the claim, hidden from
+    every listing of jobs (and from the empty-queue fast path's look at claimed/)."""
+    head, _, name = claim_file.rpartition("/")
+    return f"{head}/.{name[:-5]}.status"
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """How a job ended, as its watcher recorded it."""
+
+    exit: int
+    """The leader's exit code, or -N when signal N killed it."""
+    stopped: bool = False
+    """A stop from the runner reached the leader while it was alive."""
+    timed_out: bool = False
+    """The lane's timeout ended it."""
+    duration: float = 0.0
+    stderr: str = ""
+    """The last lines of its stderr (TAIL_LINES / TAIL_BYTES at most)."""
+    limit: float | None = None
+    """The lane's timeout the job ran under (None: no limit)."""
+
+    def to_bytes(self) -> bytes:
+        """One line of JSON (the status file)."""
+        import json
+
+        return (
+            json.dumps(
+                {
+                    "v": STATUS_VERSION,
+                    "exit": self.exit,
+                    "stopped": self.stopped,
+                    "timed_out": self.timed_out,
+                    "duration": round(self.duration, 3),
+                    "stderr": self.stderr,
+                    "limit": self.limit,
+                }
+            ).encode("utf-8")
+            + b"\n"
+        )
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> Outcome | None:
+        """The outcome in a status file, or None when it is not one this lanekit wrote (a
+        torn or foreign file is no evidence: the job is then treated as not finished)."""
+        from lanekit.records import strict_loads
+
+        try:
+            value = strict_loads(data)
+        except ValueError:
+            return None
+        if not isinstance(value, dict) or value.get("v") != STATUS_VERSION:
+            return None
+        code, stderr = value.get("exit"), value.get("stderr", "")
+        duration, limit = value.get("duration", 0.0), value.get("limit")
+        flags = (value.get("stopped", False), value.get("timed_out", False))
+        if type(code) is not int or not isinstance(stderr, str):
+            return None
+        if not all(isinstance(flag, bool) for flag in flags):
+            return None
+        for number in (duration, limit):
+            if number is not None and (
+                not isinstance(number, int | float) or isinstance(number, bool)
+            ):
+                return None
+        return cls(
+            code,
+            flags[0],
+            flags[1],
+            float(duration or 0.0),
+            stderr,
+            None if limit is None else float(limit),
+        )
+
+
+def read_outcome(path: str) -> Outcome | None:
+    """The status file at `path`, or None when there is none (or it is not a status)."""
+    from lanekit.fsops import NotRegularFileError, open_regular
+
+    try:
+        fd = open_regular(path)
+    except (FileNotFoundError, NotRegularFileError):
+        return None
+    try:
+        data = os.read(fd, 1 << 16)
+    finally:
+        os.close(fd)
+    return Outcome.from_bytes(data)
+
+
+def describe(outcome: Outcome) -> str:
+    """The failure's reason for the record and the .error: `exit 3`, `killed by signal 9`,
+    `timed out after 30m`, with the stderr tail on the lines after it."""
+    from lanekit.schedule import format_duration
+
+    if outcome.timed_out and outcome.limit is not None:
+        head = f"timed out after {format_duration(outcome.limit)}"
+    elif outcome.exit >= 0:
+        head = f"exit {outcome.exit}"
+    else:
+        head = f"killed by signal {-outcome.exit}"
+    return head if not outcome.stderr else f"{head}\n{outcome.stderr.rstrip(chr(10))}"
+
+
+def tail(data: bytes) -> str:
+    """The last TAIL_LINES lines of `data`, at most TAIL_BYTES, as text."""
+    data = data[-TAIL_BYTES:]
+    lines = data.rstrip(b"\n").split(b"\n")[-TAIL_LINES:]
+    return b"\n".join(lines).decode("utf-8", "replace")
+
+
+# --- the runner's side ------------------------------------------------------------------
+
+
+class WatchedJob:
+    """The runner's handle on a job through its watcher (lanekit.runner's Job protocol)."""
+
+    def __init__(self, pid: int, status: str) -> None:
+        self.pid = pid
+        self.status = status
+        self._reaped = False
+        self._outcome: Outcome | None = None
+
+    def wait(self) -> int:
+        """Reap the watcher, then the job's exit code from its status (-9 when the watcher
+        died without writing one: it was killed, and so, with its group, was the job)."""
+        while True:
+            try:
+                os.waitpid(self.pid, 0)
+                break
+            except ChildProcessError:
+                break
+            except InterruptedError:  # pragma: no cover - PEP 475 retries; kept for clarity
+                continue
+        self._reaped = True
+        self._outcome = read_outcome(self.status)
+        return -signal.SIGKILL if self._outcome is None else self._outcome.exit
+
+    def outcome(self) -> Outcome | None:
+        """What the watcher recorded (after wait())."""
+        return self._outcome
+
+    def leader_alive(self) -> bool:
+        """Until reaped, the watcher may still be waiting on the job."""
+        return not self._reaped
+
+    def signal_group(self, sig: int) -> None:
+        """Pass a stop to the watcher, which forwards it to the job's group (SIGKILL becomes
+        KILL_NOW: the watcher must live to record the end and drop the lock)."""
+        if self._reaped:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(self.pid, KILL_NOW if sig == signal.SIGKILL else sig)
+
+    def group_alive(self) -> bool:
+        """The watcher ends the job's group itself before it exits."""
+        return not self._reaped
+
+
+def start(
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    *,
+    lock_fd: int,
+    status: str,
+    tmp_dir: str,
+    timeout: float | None,
+    kill_grace: float,
+    stop_grace: float,
+) -> WatchedJob:
+    """Fork a watcher that runs `argv` (see the module docstring); the runner's handle.
+
+    OSError when the command cannot be started (missing, not executable): the watcher reports
+    the spawn's errno through a pipe before it exits, and no status is written."""
+    report_r, report_w = os.pipe()
+    # Stops stay blocked across the fork until the watcher's own handlers are in place: a
+    # SIGTERM in between would otherwise run the runner's handler in the watcher, or kill it.
+    masked = signal.pthread_sigmask(signal.SIG_BLOCK, (*_STOP_SIGNALS, KILL_NOW))
+    try:
+        pid = os.fork()
+    except BaseException:
+        signal.pthread_sigmask(signal.SIG_SETMASK, masked)
+        os.close(report_r)
+        os.close(report_w)
+        raise
+    if pid == 0:  # the watcher
+        code = 70
+        try:
+            os.close(report_r)
+            code = _watch(
+                argv,
+                env,
+                lock_fd=lock_fd,
+                report=report_w,
+                status=status,
+                tmp_dir=tmp_dir,
+                timeout=timeout,
+                kill_grace=kill_grace,
+                stop_grace=stop_grace,
+            )
+        except BaseException:  # nothing may unwind into the runner's code in the watcher
+            code = 70
+        finally:
+            os._exit(code)
+    signal.pthread_sigmask(signal.SIG_SETMASK, masked)
+    os.close(report_w)
+    try:
+        report = os.read(report_r, 64)
+    finally:
+        os.close(report_r)
+    if not report:
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+        raise OSError(errno.EIO, "the job's watcher ended before starting it", argv[0])
+    if report.startswith(b"E"):
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+        number = int(report[1:] or errno.ENOEXEC)
+        raise OSError(number, os.strerror(number), argv[0])
+    return WatchedJob(pid, status)
+
+
+# --- the watcher's side -------------------------------------------------------------------
+
+
+class _Watch:
+    """The watcher's state while its job runs (signal handlers set flags; the loop acts)."""
+
+    def __init__(self, job: int, stop_grace: float) -> None:
+        self.job = job
+        self.stop_grace = stop_grace
+        self.leader_code: int | None = None
+        self.stop_at: float | None = None
+        self.stopped = False
+        self.kill_now = False
+
+    def on_stop(self, signum: int, frame: FrameType | None) -> None:
+        if self.leader_code is None:
+            self.stopped = True
+        if self.stop_at is None:
+            self.stop_at = time.monotonic()
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.job, signum)
+
+    def on_kill(self, signum: int, frame: FrameType | None) -> None:
+        self.kill_now = True
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _kill_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def _watch(
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    *,
+    lock_fd: int,
+    report: int,
+    status: str,
+    tmp_dir: str,
+    timeout: float | None,
+    kill_grace: float,
+    stop_grace: float,
+) -> int:
+    os.setsid()  # out of the runner's process group and session: its death is not ours
+    # Keep stdin/stdout/stderr, the claim's descriptor and the report pipe; drop the rest
+    # (the lane lock above all: a watcher outliving its runner must not keep the lane busy).
+    keep = sorted({lock_fd, report})
+    low = 3
+    for fd in keep:
+        os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, 1 << 16)
+    wake_r, wake_w = os.pipe()
+    for fd in (wake_r, wake_w):
+        os.set_blocking(fd, False)
+    watch = _Watch(0, stop_grace)
+    signal.set_wakeup_fd(wake_w)
+    for sig in _STOP_SIGNALS:
+        signal.signal(sig, watch.on_stop)
+    signal.signal(KILL_NOW, watch.on_kill)
+    signal.signal(signal.SIGCHLD, lambda _s, _f: None)  # only to wake the select below
+    err_r, err_w = os.pipe()
+    began = time.monotonic()
+    try:
+        job = os.posix_spawnp(
+            argv[0],
+            list(argv),
+            dict(env),
+            setpgroup=0,
+            setsigmask=(),  # the job starts with no signal blocked, whatever ours is now
+            file_actions=[(os.POSIX_SPAWN_DUP2, err_w, 2), (os.POSIX_SPAWN_CLOSE, err_r)],
+        )
+    except OSError as exc:
+        os.write(report, b"E%d" % (exc.errno or errno.ENOEXEC))
+        return 0
+    watch.job = job
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, (*_STOP_SIGNALS, KILL_NOW))
+    os.close(err_w)
+    os.write(report, b"S")
+    os.close(report)
+    os.set_blocking(err_r, False)
+    kept = bytearray()
+    timed_out = False
+    term_sent_at: float | None = None
+    """When SIGTERM went to the group for a timeout or for leftovers (kill deadline base)."""
+    kill_after = kill_grace
+    killed = False
+    reading = True
+    while True:
+        if watch.leader_code is None:
+            with contextlib.suppress(ChildProcessError):
+                done, wait_status = os.waitpid(job, os.WNOHANG)
+                if done:
+                    watch.leader_code = os.waitstatus_to_exitcode(wait_status)
+        now = time.monotonic()
+        alive = watch.leader_code is None or _group_alive(job)
+        if not alive:
+            break
+        if watch.kill_now and not killed:
+            _kill_group(job, signal.SIGKILL)
+            killed = True
+        if (
+            not timed_out
+            and timeout is not None
+            and watch.leader_code is None
+            and now - began >= timeout
+        ):
+            timed_out = True
+            _kill_group(job, signal.SIGTERM)
+            term_sent_at, kill_after = now, kill_grace
+        if watch.leader_code is not None and term_sent_at is None and watch.stop_at is None:
+            # The leader exited; what it left in its group gets a short grace, then SIGKILL.
+            _kill_group(job, signal.SIGTERM)
+            term_sent_at, kill_after = now, min(LEFTOVER_GRACE, kill_grace)
+        deadlines = []
+        if term_sent_at is not None:
+            deadlines.append(term_sent_at + kill_after)
+        if watch.stop_at is not None:
+            deadlines.append(watch.stop_at + min(kill_grace, watch.stop_grace))
+        if timeout is not None and not timed_out:
+            deadlines.append(began + timeout)
+        due = min(deadlines) if deadlines else None
+        if due is not None and now >= due and not killed:
+            _kill_group(job, signal.SIGKILL)
+            killed = True
+        if killed and watch.leader_code is not None:
+            # SIGKILL cannot be refused; an orphan's zombie (which a group probe still sees
+            # until its new parent reaps it) holds nothing.
+            break
+        wait = 0.05 if killed or due is None else max(0.0, min(due - now, 1.0))
+        if due is None and not killed:
+            wait = 1.0  # woken by SIGCHLD, stderr or a stop long before this
+        fds = [wake_r, err_r] if reading else [wake_r]
+        try:
+            ready, _, _ = select.select(fds, [], [], wait)
+        except InterruptedError:  # pragma: no cover - PEP 475 retries select itself
+            ready = []
+        if wake_r in ready:
+            with contextlib.suppress(BlockingIOError):
+                os.read(wake_r, 512)
+        if reading and err_r in ready:
+            reading = _copy(err_r, kept)
+    if reading:
+        _copy(err_r, kept)  # whatever is still buffered in the pipe
+    outcome = Outcome(
+        exit=-signal.SIGKILL if watch.leader_code is None else watch.leader_code,
+        stopped=watch.stopped,
+        timed_out=timed_out,
+        duration=time.monotonic() - began,
+        stderr=tail(bytes(kept)),
+        limit=timeout,
+    )
+    from lanekit import fsops
+    from lanekit.records import tmp_suffix
+
+    # Written before the lock drops (at exit): whoever takes the lock next finds it.
+    fsops.replace_file(
+        status, outcome.to_bytes(), tmp=f"{tmp_dir}/.status.{tmp_suffix()}", durable=False
+    )
+    return 0
+
+
+def _copy(fd: int, kept: bytearray) -> bool:
+    """Copy what the job wrote to stderr on to ours, keeping the tail; False at EOF."""
+    while True:
+        try:
+            data = os.read(fd, 1 << 16)
+        except BlockingIOError:
+            return True
+        if not data:
+            return False
+        with contextlib.suppress(OSError):
+            _write_all(2, data)
+        kept += data
+        if len(kept) > 2 * TAIL_BYTES:
+            del kept[: len(kept) - TAIL_BYTES]
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+if __name__ == "__main__":  # pragma: no cover - not an entry point
+    sys.exit("lanekit.watcher is started by lanekit.runner")

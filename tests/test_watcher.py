@@ -1,0 +1,353 @@
+"""The job watcher: claim lock held apart from the job, orphans settled by their recorded exit
+status, per-job timeout, and the stderr tail in the record and the .error.
+
+Real runners (`python -m lanekit run`), real SIGKILLs, real jobs writing to a ledger.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from lanekit import runner, watcher
+from lanekit.lanelog import read_events
+from lanekit.queue import Queue
+from lanekit.records import JobState
+from lanekit.snapshot import RunSpec
+
+PY = sys.executable
+
+JOB = """
+import os, sys, time
+ledger, gate = sys.argv[1], sys.argv[2]
+if os.environ.get("CLOSE_FDS"):
+    os.closerange(3, 4096)  # drops every descriptor it inherited, whatever they were
+with open(ledger, "a") as f:
+    f.write(f"start {os.environ['LANEKIT_ATTEMPT']}\\n")
+while not os.path.exists(gate):
+    time.sleep(0.02)
+sys.stderr.write("something went wrong\\n")
+with open(ledger, "a") as f:
+    f.write("end\\n")
+sys.exit(int(os.environ.get("JOB_EXIT", "0")))
+"""
+
+
+def make_spec(root: Path, command: Sequence[str], **overrides: object) -> RunSpec:
+    """Lane `work` on a queue under `root` (created), no backoff surprises."""
+    queue_dir = root / "q"
+    Queue(queue_dir).ensure()
+    fields: dict[str, object] = {
+        "lane": "work",
+        "label": "test.work",
+        "queue_dir": queue_dir,
+        "command": tuple(command),
+        "max_jobs": 100,
+        "max_seconds": None,
+        "max_attempts": 3,
+        "stale_after": 3600.0,
+        "exit_timeout": 5,
+        "log_path": queue_dir / "logs" / "work.log",
+        "durable": False,
+    }
+    fields.update(overrides)
+    return RunSpec(**fields)  # type: ignore[arg-type]
+
+
+def wait_for(check: object, what: str, timeout: float = 30.0) -> None:
+    """Poll `check()` until true."""
+    deadline = time.monotonic() + timeout
+    while not check():  # type: ignore[operator]
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} never happened")
+        time.sleep(0.02)
+
+
+def ledger_lines(path: Path) -> list[str]:
+    """The job's ledger (empty when it never ran)."""
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def start_runner(snapshot: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """A real `lanekit run work --snapshot ...`."""
+    return subprocess.Popen(
+        [PY, "-m", "lanekit", "run", "work", "--snapshot", str(snapshot)],
+        env={**os.environ, **env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def claim_free(queue: Queue) -> bool:
+    """True once nothing holds a lock on any claim (the watcher let go)."""
+    return all(not info.owner_alive for info in queue.list_claims()) or not queue.list_claims()
+
+
+def orphan(tmp_path: Path, env: dict[str, str]) -> tuple[RunSpec, Path, Path, str]:
+    """Start a runner on one job, wait until the job runs, SIGKILL the runner. Returns the
+    spec, the ledger, the gate file that lets the job finish, and the job's id."""
+    ledger, gate = tmp_path / "ledger", tmp_path / "gate"
+    spec = make_spec(tmp_path, [PY, "-c", JOB, str(ledger), str(gate)])
+    job_id = Queue(spec.queue_dir).enqueue({"n": 1})
+    snapshot = tmp_path / "snap.json"
+    spec.write(snapshot)
+    proc = start_runner(snapshot, env)
+    try:
+        wait_for(lambda: ledger_lines(ledger) == ["start 1"], "the job's start")
+        proc.kill()
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return spec, ledger, gate, job_id
+
+
+def run_again(spec: RunSpec, tmp_path: Path, env: dict[str, str]) -> int:
+    """One more real run of the lane; its exit code."""
+    return subprocess.run(
+        [PY, "-m", "lanekit", "run", "work", "--snapshot", str(tmp_path / "snap.json")],
+        env={**os.environ, **env},
+        capture_output=True,
+        timeout=60,
+        check=False,
+    ).returncode
+
+
+@pytest.mark.slow
+def test_job_finishing_after_its_runner_died_is_settled_not_run_again(tmp_path: Path) -> None:
+    """The runner is SIGKILLed mid-job and the job then exits 0: the next run settles it to
+    done/ by the status its watcher recorded, without a second execution."""
+    spec, ledger, gate, job_id = orphan(tmp_path, {})
+    queue = Queue(spec.queue_dir)
+    assert run_again(spec, tmp_path, {}) == 0  # the job still runs: its claim is left alone
+    assert ledger_lines(ledger) == ["start 1"]
+    gate.touch()
+    wait_for(lambda: ledger_lines(ledger) == ["start 1", "end"], "the job's end")
+    wait_for(lambda: claim_free(queue), "the watcher letting go")
+    assert run_again(spec, tmp_path, {}) == 0
+    assert ledger_lines(ledger) == ["start 1", "end"]
+    record = queue.store.read(job_id)
+    assert record is not None
+    assert (record.state, record.attempts) == (JobState.SUCCEEDED, 1)
+    assert queue.listing()[job_id][0] is JobState.SUCCEEDED
+    recovered = [e for e in read_events(spec.log_path) if e["event"] == "recovered"]
+    assert [(e["job"], e["to"], e["exit"]) for e in recovered] == [(job_id, "succeeded", "0")]
+    assert os.listdir(queue.claimed) == []  # status removed too
+
+
+@pytest.mark.slow
+def test_orphan_that_fails_is_retried_with_its_stderr(tmp_path: Path) -> None:
+    """An orphaned job that exits 1 is settled as a failed attempt: retried after its backoff,
+    its record saying `exit 1` and the last line of its stderr; it is not run at once again."""
+    spec, ledger, gate, job_id = orphan(tmp_path, {"JOB_EXIT": "1"})
+    queue = Queue(spec.queue_dir)
+    gate.touch()
+    wait_for(lambda: ledger_lines(ledger) == ["start 1", "end"], "the job's end")
+    wait_for(lambda: claim_free(queue), "the watcher letting go")
+    recovered = queue.recover(stale_after=3600.0, max_attempts=3)
+    assert [(r.job_id, r.exit, r.state) for r in recovered] == [(job_id, 1, JobState.QUEUED)]
+    assert ledger_lines(ledger) == ["start 1", "end"]
+    record = queue.store.read(job_id)
+    assert record is not None
+    assert (record.state, record.attempts) == (JobState.QUEUED, 1)
+    assert record.error == "exit 1\nsomething went wrong"
+    assert len(os.listdir(queue.delayed)) == 1
+
+
+@pytest.mark.slow
+def test_job_closing_its_descriptors_keeps_its_claim(tmp_path: Path) -> None:
+    """A job that closes every descriptor it inherited, whose runner is then SIGKILLed, still
+    has its claim locked (by its watcher): a second run never starts a second copy beside it."""
+    env = {"CLOSE_FDS": "1"}
+    spec, ledger, gate, job_id = orphan(tmp_path, env)
+    queue = Queue(spec.queue_dir)
+    for _ in range(3):
+        assert run_again(spec, tmp_path, env) == 0
+    assert ledger_lines(ledger) == ["start 1"]
+    gate.touch()
+    wait_for(lambda: ledger_lines(ledger) == ["start 1", "end"], "the job's end")
+    wait_for(lambda: claim_free(queue), "the watcher letting go")
+    assert run_again(spec, tmp_path, env) == 0
+    assert ledger_lines(ledger) == ["start 1", "end"]
+    assert queue.store.read(job_id).state is JobState.SUCCEEDED  # type: ignore[union-attr]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ignores_term", [False, True])
+def test_job_past_its_timeout_is_stopped_and_recorded(tmp_path: Path, ignores_term: bool) -> None:
+    """A job that hangs past the lane's timeout gets SIGTERM (and SIGKILL `kill_grace` later
+    when it ignores SIGTERM); the attempt counts and the record, the .error and the lane log
+    say it timed out."""
+    script = tmp_path / "hang.py"
+    script.write_text(
+        "import signal, sys, time\n"
+        + ("signal.signal(signal.SIGTERM, signal.SIG_IGN)\n" if ignores_term else "")
+        + "sys.stderr.write('still thinking\\n'); sys.stderr.flush()\n"
+        + "time.sleep(120)\n"
+    )
+    spec = make_spec(tmp_path, [PY, str(script)], timeout=1.0, kill_grace=1.0, max_attempts=1)
+    queue = Queue(spec.queue_dir)
+    job_id = queue.enqueue({"n": 1})
+    began = time.monotonic()
+    result = runner.run_lane(spec)
+    took = time.monotonic() - began
+    assert (result.failed, result.done) == (1, 0)
+    assert took < 60  # ended by the timeout, not by the job's own 120 s
+    record = queue.store.read(job_id)
+    assert record is not None
+    assert record.state is JobState.FAILED
+    assert record.error is not None
+    assert record.error == "timed out after 1s; gave up after 1 attempts\nstill thinking"
+    assert (queue.failed / f"{job_id}.error").read_text() == record.error + "\n"
+    failed = [e for e in read_events(spec.log_path) if e["event"] == "failed"]
+    assert [(e["reason"], e["error"]) for e in failed] == [("timeout", "timed out after 1s")]
+
+
+@pytest.mark.slow
+def test_stderr_tail_is_bounded_and_passed_through(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A failing job's stderr still reaches the runner's stderr (the lane's StandardErrorPath)
+    in full, and its last 20 lines go into the record and the .error."""
+    script = tmp_path / "noisy.py"
+    script.write_text(
+        "import sys\nfor i in range(50):\n    print(f'line {i}', file=sys.stderr)\nsys.exit(3)\n"
+    )
+    spec = make_spec(tmp_path, [PY, str(script)], max_attempts=1)
+    queue = Queue(spec.queue_dir)
+    job_id = queue.enqueue({"n": 1})
+    runner.run_lane(spec)
+    err = capfd.readouterr().err
+    assert all(f"line {i}\n" in err for i in range(50))
+    want = "exit 3; gave up after 1 attempts\n" + "\n".join(f"line {i}" for i in range(30, 50))
+    record = queue.store.read(job_id)
+    assert record is not None
+    assert record.error == want
+    assert (queue.failed / f"{job_id}.error").read_text() == want + "\n"
+
+
+@pytest.mark.parametrize(
+    ("data", "kept"),
+    [
+        (b"a\nb\n", "a\nb"),
+        (b"".join(b"%d\n" % i for i in range(100)), "\n".join(str(i) for i in range(80, 100))),
+        (b"x" * 10_000, "x" * watcher.TAIL_BYTES),
+        (b"\xff\xfe bad utf-8\n", "\ufffd\ufffd bad utf-8"),
+        (b"", ""),
+    ],
+)
+def test_tail_keeps_the_last_lines_within_bounds(data: bytes, kept: str) -> None:
+    """The tail is the last 20 lines, at most 4 KiB, decoded leniently."""
+    assert watcher.tail(data) == kept
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"",
+        b"not json",
+        b'{"v": 2, "exit": 0}',
+        b'{"v": 1, "exit": "0"}',
+        b'{"v": 1, "exit": true}',
+        b'{"v": 1, "exit": 0, "stopped": 1}',
+        b'{"v": 1, "exit": 0, "stderr": 5}',
+        b'{"v": 1, "exit": 0, "duration": "1"}',
+        b"[1]",
+    ],
+)
+def test_a_status_that_is_not_ours_is_no_evidence(data: bytes) -> None:
+    """A torn, foreign or wrong-typed status file reads as no status (the job is then treated
+    as not finished, and runs again), never as a success."""
+    assert watcher.Outcome.from_bytes(data) is None
+
+
+def test_outcome_round_trips() -> None:
+    """What a watcher writes reads back the same."""
+    outcome = watcher.Outcome(-9, True, True, 1.5, "tail\nlines", 30.0)
+    assert watcher.Outcome.from_bytes(outcome.to_bytes()) == outcome
+
+
+@pytest.mark.parametrize(
+    ("outcome", "text"),
+    [
+        (watcher.Outcome(3), "exit 3"),
+        (watcher.Outcome(-9), "killed by signal 9"),
+        (watcher.Outcome(-15, timed_out=True, limit=1800.0), "timed out after 30m"),
+        (watcher.Outcome(1, stderr="boom\n"), "exit 1\nboom"),
+    ],
+)
+def test_describe_words_the_failure(outcome: watcher.Outcome, text: str) -> None:
+    """The record's and .error's reason, from the outcome alone."""
+    assert watcher.describe(outcome) == text
+
+
+def test_status_sits_next_to_the_claim_hidden_from_listings() -> None:
+    """claimed/<name>.json -> claimed/.<name>.status."""
+    assert watcher.status_path("/q/claimed/j.abc.json") == "/q/claimed/.j.abc.status"
+
+
+def test_a_command_that_cannot_start_is_an_oserror(tmp_path: Path) -> None:
+    """A missing command is reported by the watcher as the spawn's OSError, no status."""
+    queue = Queue(tmp_path / "q")
+    queue.ensure()
+    fd = os.open(tmp_path / "lockfile", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        with pytest.raises(FileNotFoundError):
+            watcher.start(
+                ["/nonexistent/command"],
+                {},
+                lock_fd=fd,
+                status=str(tmp_path / ".x.status"),
+                tmp_dir=str(queue.tmp),
+                timeout=None,
+                kill_grace=1.0,
+                stop_grace=1.0,
+            )
+    finally:
+        os.close(fd)
+    assert not (tmp_path / ".x.status").exists()
+
+
+def test_stop_reaches_the_job_through_its_watcher(tmp_path: Path) -> None:
+    """SIGTERM to the watcher (what the runner forwards) reaches the job, which is recorded as
+    stopped; the runner's SIGKILL becomes the watcher's KILL_NOW, never a kill of the watcher."""
+    queue = Queue(tmp_path / "q")
+    queue.ensure()
+    ready = tmp_path / "ready"
+    script = (
+        "import signal, sys, time, pathlib\n"
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        f"pathlib.Path({str(ready)!r}).touch()\n"
+        "time.sleep(120)\n"
+    )
+    fd = os.open(tmp_path / "lockfile", os.O_RDWR | os.O_CREAT, 0o600)
+    status = str(tmp_path / ".x.status")
+    try:
+        job = watcher.start(
+            [PY, "-c", script],
+            dict(os.environ),
+            lock_fd=fd,
+            status=status,
+            tmp_dir=str(queue.tmp),
+            timeout=None,
+            kill_grace=60.0,
+            stop_grace=60.0,
+        )
+        wait_for(ready.exists, "the job's start")
+        job.signal_group(signal.SIGTERM)
+        time.sleep(0.2)
+        job.signal_group(signal.SIGKILL)
+        code = job.wait()
+    finally:
+        os.close(fd)
+    outcome = job.outcome()
+    assert code == -signal.SIGKILL
+    assert outcome is not None
+    assert (outcome.exit, outcome.stopped, outcome.timed_out) == (-9, True, False)
