@@ -5,10 +5,12 @@ twice.
 
     scripts/chaos.py --jobs 20000 --runners 8 --kill-every-ms 200 --seed 1
 
-Each job's command appends the job id to a ledger (one O_APPEND write), so executions are
-counted independently of lanekit's own bookkeeping. At-least-once re-executions after a kill
-(the runner died while its job ran, the claim was recovered and the job ran again) are
-expected and reported; a lost job or a job that reached done/ twice is a failure (exit 1).
+Each job's command appends `start <id>` to a ledger, works a little (so most kills land while
+a job runs), then appends `end <id>` (each line one O_APPEND write), so executions and their
+overlaps are counted independently of lanekit's own bookkeeping. Re-executions after a kill
+are reported (a job whose runner died is settled by the exit status its watcher recorded, so
+they should be rare); a lost job, a job that reached done/ twice, or two copies of one job
+running at the same time (a second `start` before the first `end`) is a failure (exit 1).
 """
 
 from __future__ import annotations
@@ -32,8 +34,11 @@ from lanekit.records import RecordStore
 from lanekit.snapshot import RunSpec
 
 LANE = "chaos"
-# The job: append "$LANEKIT_JOB_ID\n" to the ledger with one write (printf under O_APPEND).
-JOB_SCRIPT = 'printf "%s\\n" "$LANEKIT_JOB_ID" >> "$1"'
+# The job: "start <id>", 20 ms of work, "end <id>", each line one write (printf, O_APPEND).
+JOB_SCRIPT = (
+    'printf "start %s\\n" "$LANEKIT_JOB_ID" >> "$1"; sleep 0.02; '
+    'printf "end %s\\n" "$LANEKIT_JOB_ID" >> "$1"'
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +63,15 @@ class ChaosResult:
     recovered_events: int
     lanes_that_finished_jobs: int
     """How many of the runner lanes settled jobs: the drain was shared, not serialised."""
+    overlapping: int = 0
+    """Jobs seen running twice at the same time (a `start` while an earlier one had no `end`)."""
+    settled_by_status: int = 0
+    """Recoveries that settled a job by the exit status its watcher recorded."""
+
+    @property
+    def reexecution_ratio(self) -> float:
+        """Executions beyond the first, per kill (the target is at most 5%)."""
+        return self.executions_beyond_one / self.kills if self.kills else 0.0
 
     @property
     def ok(self) -> bool:
@@ -68,6 +82,7 @@ class ChaosResult:
             and self.done_without_execution == 0
             and self.done_without_record == 0
             and self.failed == 0
+            and self.overlapping == 0
         )
 
 
@@ -104,6 +119,24 @@ def _done_ids(queue: Queue) -> collections.Counter[str]:
 
 def _failed_ids(queue: Queue) -> set[str]:
     return {path.name.split(".", 1)[0] for path in queue.failed.rglob("*.json")}
+
+
+def read_ledger(text: str) -> tuple[collections.Counter[str], set[str]]:
+    """(executions per job, jobs that had two copies running at once) from the ledger's
+    `start <id>` / `end <id>` lines, in the order they were appended."""
+    starts: collections.Counter[str] = collections.Counter()
+    running: collections.Counter[str] = collections.Counter()
+    overlapping: set[str] = set()
+    for line in text.splitlines():
+        kind, _, job = line.partition(" ")
+        if kind == "start":
+            if running[job]:
+                overlapping.add(job)
+            running[job] += 1
+            starts[job] += 1
+        elif kind == "end" and running[job]:
+            running[job] -= 1
+    return starts, overlapping
 
 
 def _queue_empty(queue: Queue) -> bool:
@@ -187,17 +220,16 @@ def run_chaos(
             if proc is not None and proc.poll() is None:
                 proc.wait()
         out.close()
-    # Jobs whose runner was killed keep running in their own process group; let them finish
-    # before reading the ledger.
-    time.sleep(0.5)
+    # The loop ends only once claimed/ is empty, so every job has ended (a job whose runner was
+    # killed keeps its claim, through its watcher, until it has).
     seconds = time.monotonic() - started
 
     done = _done_ids(queue)
     failed = _failed_ids(queue)
-    ledger_counts = collections.Counter(ledger.read_text().split())
+    ledger_counts, overlapping = read_ledger(ledger.read_text())
     done_events: collections.Counter[str] = collections.Counter()
     skipped_events: collections.Counter[str] = collections.Counter()
-    recovered_events = 0
+    recovered_events = settled_by_status = 0
     lanes_done: set[str] = set()
     events = (event for spec in specs for event in read_events(spec.log_path))
     for event in events:
@@ -209,6 +241,7 @@ def run_chaos(
             skipped_events[event["job"]] += 1
         elif kind == "recovered":
             recovered_events += 1
+            settled_by_status += "exit" in event
     succeeded = RecordStore(queue.records).succeeded_ids()
     lost = [job for job in ids if job not in done and job not in failed]
     # A copy parked in done/ by the already-succeeded guard is not a second success.
@@ -235,6 +268,8 @@ def run_chaos(
         executions_beyond_one=beyond,
         recovered_events=recovered_events,
         lanes_that_finished_jobs=len(lanes_done),
+        overlapping=len(overlapping),
+        settled_by_status=settled_by_status,
     )
 
 
@@ -261,10 +296,13 @@ def main(argv: list[str] | None = None) -> int:
             progress=not args.json,
         )
     if args.json:
-        print(json.dumps({"schema": 1, **asdict(result), "ok": result.ok}, indent=2))
+        document = {"schema": 1, **asdict(result), "ok": result.ok}
+        document["reexecution_ratio"] = round(result.reexecution_ratio, 4)
+        print(json.dumps(document, indent=2))
     else:
         for key, value in asdict(result).items():
             print(f"{key.replace('_', '-'):24} {value}")
+        print(f"{'reexecutions-per-kill':24} {result.reexecution_ratio:.1%}")
         print(f"{'result':24} {'OK' if result.ok else 'FAILED'}")
     return 0 if result.ok else 1
 

@@ -40,6 +40,7 @@ def test_small_chaos_run_loses_nothing(tmp_path: Path) -> None:
     assert result.done_without_execution == 0
     assert result.executions == 200 + result.executions_beyond_one
     assert result.lanes_that_finished_jobs >= 2, "the runners are lanes that drain side by side"
+    assert result.overlapping == 0, "two copies of one job ran at the same time"
     assert result.ok
 
 
@@ -72,5 +73,26 @@ def test_ok_requires_no_loss_and_no_double_success() -> None:
         "done_without_record",
         "done_without_execution",
         "failed",
+        "overlapping",
     ):
         assert not dataclasses.replace(good, **{field: 1}).ok, field
+
+
+@pytest.mark.parametrize(
+    ("ledger", "starts", "overlapping"),
+    [
+        ("start a\nend a\nstart b\nend b\n", {"a": 1, "b": 1}, set()),
+        ("start a\nend a\nstart a\nend a\n", {"a": 2}, set()),  # a re-execution, after
+        ("start a\nstart a\nend a\nend a\n", {"a": 2}, {"a"}),  # two copies at once
+        ("start a\nstart b\nend b\nend a\n", {"a": 1, "b": 1}, set()),
+        ("start a\n", {"a": 1}, set()),  # killed: never ended
+    ],
+)
+def test_ledger_counts_executions_and_overlaps(
+    ledger: str, starts: dict[str, int], overlapping: set[str]
+) -> None:
+    """The ledger reader counts starts per job and flags a start while one of the same job
+    is still running."""
+    counted, overlaps = chaos.read_ledger(ledger)
+    assert dict(counted) == starts
+    assert overlaps == overlapping

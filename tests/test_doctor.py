@@ -70,6 +70,7 @@ ISSUE_CHECK_IDS = {
     "queue.failed-jobs",
     "queue.record-mismatch",
     "queue.duplicate-success",
+    "queue.timeouts",
     "lane.missed-run",
     "priority.background-burst",
 }

@@ -5,6 +5,7 @@ left behind, and a job done twice."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import fcntl
 import os
@@ -401,3 +402,33 @@ def test_queue_checks_are_quiet_on_a_clean_queue(tmp_path: Path) -> None:
         "queue.duplicate-success",
     ):
         assert world.run(check_id, world.target()) == []
+
+
+TIMING_OUT = HEALTHY.replace(
+    'schedule = ["40 10 * * *"]',
+    'schedule = ["40 10 * * *"]\ntimeout = "1s"\nkill_grace = 0\nmax_attempts = 1',
+).replace('command = ["true", "{job}"]', 'command = ["sleep", "30"]')
+
+
+@pytest.mark.slow
+def test_lane_that_keeps_timing_out(tmp_path: Path) -> None:
+    """Three real jobs that hang past the lane's 1 s timeout: `queue.timeouts` names the
+    count, the limit and the latest job, and its fix starts with that job's command; two
+    timeouts are not yet a pattern."""
+    from lanekit import runner
+    from lanekit.config import run_spec
+
+    world = World.make(tmp_path, TIMING_OUT)
+    world.install()
+    lane = world.lane()
+    queue = Queue(lane.queue.dir)
+    ids = [queue.enqueue({"n": n}) for n in range(3)]
+    spec = dataclasses.replace(run_spec(lane), max_jobs=2)
+    runner.run_lane(spec, handle_signals=False)
+    assert world.run("queue.timeouts", world.target()) == []
+    runner.run_lane(spec, handle_signals=False)
+    [finding] = world.run("queue.timeouts", world.target())
+    assert finding.severity is Severity.WARNING
+    assert finding.message.startswith("3 of the lane's last 3 jobs timed out (timeout 1s)")
+    assert finding.fix.split()[:3] == ["lanekit", "job", "funnel"]
+    assert finding.fix.split()[3] in ids

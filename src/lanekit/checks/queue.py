@@ -1,6 +1,6 @@
 """Checks on the lane's queue: claims stranded by a dead runner, jobs still running without
 their runner, a backlog older than the schedule explains, jobs out of attempts, records that
-contradict where their job is, and a job that succeeded twice."""
+contradict where their job is, a job that succeeded twice, and jobs that keep timing out."""
 
 from __future__ import annotations
 
@@ -452,3 +452,46 @@ def duplicate_success(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
             f"lanekit job {lane.name} {job}  (its record), and find what re-queued it: a second "
             "producer, or a file moved back by hand",
         )
+
+
+TIMEOUT_WINDOW = 10
+"""The lane's last this many job outcomes in its log are what `queue.timeouts` looks at."""
+TIMEOUT_LIMIT = 3
+"""Timeouts among them that make a lane one that keeps timing out (one is an incident)."""
+_OUTCOMES = frozenset({"done", "failed", "requeued"})
+
+
+@check(
+    "queue.timeouts",
+    summary="the lane's jobs keep running into its timeout (they hang, or the limit is too low)",
+    needs_lane=True,
+    needs_plist=False,
+)
+def timeouts(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
+    """A job that times out spends an attempt and holds the lane for the whole timeout: a
+    lane where that keeps happening drains little and fails jobs for the limit, not for what
+    they did. Counted from the lane log's last job outcomes (`reason=timeout`)."""
+    from lanekit.lanelog import read_events
+
+    lane = target.lane
+    if lane is None or lane.timeout is None:
+        return
+    recent = [
+        event
+        for event in read_events(lane.log_path, rotated=True)
+        if event.get("event") in _OUTCOMES and event.get("job")
+    ][-TIMEOUT_WINDOW:]
+    timed_out = [event for event in recent if event.get("reason") == "timeout"]
+    if len(timed_out) < TIMEOUT_LIMIT:
+        return
+    from lanekit.schedule import format_duration
+
+    limit = format_duration(lane.timeout)
+    yield Problem(
+        Severity.WARNING,
+        f"{len(timed_out)} of the lane's last {len(recent)} jobs timed out (timeout {limit}), "
+        f"the latest job {timed_out[-1]['job']}: they hang, or need longer than the limit.",
+        f"lanekit job {lane.name} {shlex.quote(timed_out[-1]['job'])}  (its stderr tail), then "
+        f"fix the job or raise timeout of [lanes.{lane.name}] in lanes.toml and run "
+        "`lanekit apply`",
+    )
