@@ -351,3 +351,30 @@ def test_stop_reaches_the_job_through_its_watcher(tmp_path: Path) -> None:
     assert code == -signal.SIGKILL
     assert outcome is not None
     assert (outcome.exit, outcome.stopped, outcome.timed_out) == (-9, True, False)
+
+
+def test_a_runner_dead_before_the_start_report_does_not_abandon_the_job(tmp_path: Path) -> None:
+    """The runner was SIGKILLed between forking the watcher and reading its start report: the
+    report's broken pipe must not end the watcher (which would drop the claim lock while the
+    job runs). It sees the job to its end and writes its status."""
+    queue = Queue(tmp_path / "q")
+    queue.ensure()
+    marker, status = tmp_path / "ran", tmp_path / ".x.status"
+    code = (
+        "import os, sys\n"
+        "from lanekit import watcher\n"
+        "r, w = os.pipe(); os.close(r)  # nobody will read the report\n"
+        "lock = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)\n"
+        "watcher._watch(['/bin/sh', '-c', 'sleep 0.2; echo ok > \"$0\"', sys.argv[2]], {},\n"
+        "    lock_fd=lock, report=w, status=sys.argv[3], tmp_dir=sys.argv[4], timeout=None,\n"
+        "    kill_grace=1.0, stop_grace=1.0)\n"
+    )
+    subprocess.run(
+        [PY, "-c", code, str(tmp_path / "lock"), str(marker), str(status), str(queue.tmp)],
+        check=True,
+        timeout=60,
+    )
+    assert marker.read_text() == "ok\n"
+    outcome = watcher.read_outcome(str(status))
+    assert outcome is not None
+    assert outcome.exit == 0

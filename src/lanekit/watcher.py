@@ -289,6 +289,8 @@ class _Watch:
         self.stop_at: float | None = None
         self.stopped = False
         self.kill_now = False
+        self.wake = -1
+        """The read end of the signal wake-up pipe (set_wakeup_fd)."""
 
     def on_stop(self, signum: int, frame: FrameType | None) -> None:
         if self.leader_code is None:
@@ -342,6 +344,7 @@ def _watch(
     for fd in (wake_r, wake_w):
         os.set_blocking(fd, False)
     watch = _Watch(0, stop_grace)
+    watch.wake = wake_r
     signal.set_wakeup_fd(wake_w)
     for sig in _STOP_SIGNALS:
         signal.signal(sig, watch.on_stop)
@@ -359,12 +362,38 @@ def _watch(
             file_actions=[(os.POSIX_SPAWN_DUP2, err_w, 2), (os.POSIX_SPAWN_CLOSE, err_r)],
         )
     except OSError as exc:
-        os.write(report, b"E%d" % (exc.errno or errno.ENOEXEC))
+        with contextlib.suppress(OSError):  # a runner that died meanwhile reads nothing
+            os.write(report, b"E%d" % (exc.errno or errno.ENOEXEC))
         return 0
     watch.job = job
+    try:
+        _follow(watch, err_r, err_w, report, status, tmp_dir, timeout, kill_grace, began)
+    except BaseException:
+        # Never leave the job running without the lock this process is about to drop.
+        _kill_group(job, signal.SIGKILL)
+        raise
+    return 0
+
+
+def _follow(  # noqa: PLR0917 - private, called once by _watch with its own values
+    watch: _Watch,
+    err_r: int,
+    err_w: int,
+    report: int,
+    status: str,
+    tmp_dir: str,
+    timeout: float | None,
+    kill_grace: float,
+    began: float,
+) -> None:
+    """The watcher's loop from the job's start to its status (see the module docstring)."""
+    job = watch.job
     signal.pthread_sigmask(signal.SIG_UNBLOCK, (*_STOP_SIGNALS, KILL_NOW))
     os.close(err_w)
-    os.write(report, b"S")
+    # The runner may have been SIGKILLed since the fork: a broken pipe here changes nothing
+    # (Python ignores SIGPIPE, so it is an OSError), the job is ours to see to its end.
+    with contextlib.suppress(OSError):
+        os.write(report, b"S")
     os.close(report)
     os.set_blocking(err_r, False)
     kept = bytearray()
@@ -418,14 +447,14 @@ def _watch(
         wait = 0.05 if killed or due is None else max(0.0, min(due - now, 1.0))
         if due is None and not killed:
             wait = 1.0  # woken by SIGCHLD, stderr or a stop long before this
-        fds = [wake_r, err_r] if reading else [wake_r]
+        fds = [watch.wake, err_r] if reading else [watch.wake]
         try:
             ready, _, _ = select.select(fds, [], [], wait)
         except InterruptedError:  # pragma: no cover - PEP 475 retries select itself
             ready = []
-        if wake_r in ready:
+        if watch.wake in ready:
             with contextlib.suppress(BlockingIOError):
-                os.read(wake_r, 512)
+                os.read(watch.wake, 512)
         if reading and err_r in ready:
             reading = _copy(err_r, kept)
     if reading:
@@ -445,7 +474,6 @@ def _watch(
     fsops.replace_file(
         status, outcome.to_bytes(), tmp=f"{tmp_dir}/.status.{tmp_suffix()}", durable=False
     )
-    return 0
 
 
 def _copy(fd: int, kept: bytearray) -> bool:
