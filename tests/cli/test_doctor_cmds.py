@@ -84,7 +84,7 @@ def test_doctor_on_a_healthy_example_reports_nothing(tmp_path: Path, home: Paths
     config_path = healthy(tmp_path, home)
     code, out, err = invoke("doctor", "-c", str(config_path))
     assert code == 0, out + err
-    assert out == "no problems found (1 subject, 36 checks)\n"
+    assert out == "no problems found (1 subject, 37 checks)\n"
     assert err == ""
 
 
