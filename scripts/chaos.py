@@ -34,11 +34,16 @@ from lanekit.records import RecordStore
 from lanekit.snapshot import RunSpec
 
 LANE = "chaos"
-# The job: "start <id>", 20 ms of work, "end <id>", each line one write (printf, O_APPEND).
+# The job: "start <id>", some work, "end <id>", each line one write (printf, O_APPEND).
 JOB_SCRIPT = (
-    'printf "start %s\\n" "$LANEKIT_JOB_ID" >> "$1"; sleep 0.02; '
+    'printf "start %s\\n" "$LANEKIT_JOB_ID" >> "$1"; {work}'
     'printf "end %s\\n" "$LANEKIT_JOB_ID" >> "$1"'
 )
+
+
+def job_script(work_ms: int) -> str:
+    """The job, working `work_ms` between its two ledger lines (0: no sleep process at all)."""
+    return JOB_SCRIPT.format(work=f"sleep {work_ms / 1000:.3f}; " if work_ms > 0 else "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +91,9 @@ class ChaosResult:
         )
 
 
-def make_spec(root: Path, *, lane: str, max_jobs: int, stale_after: float) -> RunSpec:
+def make_spec(
+    root: Path, *, lane: str, max_jobs: int, stale_after: float, work_ms: int = 20
+) -> RunSpec:
     """One of the lanes that drain the chaos queue (a snapshot file, as `apply` would write).
 
     Every runner slot is its own lane on the one queue, as in the seed's five lanes: each has
@@ -97,7 +104,7 @@ def make_spec(root: Path, *, lane: str, max_jobs: int, stale_after: float) -> Ru
         lane=lane,
         label=f"local.chaos.{lane}",
         queue_dir=root / "queue",
-        command=("/bin/sh", "-c", JOB_SCRIPT, "chaos-job", str(ledger)),
+        command=("/bin/sh", "-c", job_script(work_ms), "chaos-job", str(ledger)),
         max_jobs=max_jobs,
         max_seconds=None,
         max_attempts=1_000_000,  # kills must never push a job to failed/: that would hide loss
@@ -154,13 +161,14 @@ def run_chaos(
     max_jobs: int = 50,
     timeout: float = 3600.0,
     progress: bool = False,
+    work_ms: int = 20,
 ) -> ChaosResult:
     """Enqueue `jobs`, keep `runners` `lanekit run` processes going, SIGKILL a random one every
     `kill_every_ms`, until the queue is empty; then compare done/, records and the ledger."""
     rng = random.Random(seed)
     root.mkdir(parents=True, exist_ok=True)
     specs = [
-        make_spec(root, lane=f"{LANE}{i}", max_jobs=max_jobs, stale_after=2.0)
+        make_spec(root, lane=f"{LANE}{i}", max_jobs=max_jobs, stale_after=2.0, work_ms=work_ms)
         for i in range(runners)
     ]
     argvs = []
@@ -282,6 +290,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1, help="random seed (victim choice)")
     parser.add_argument("--dir", type=Path, default=None, help="work dir (default: a temp dir)")
     parser.add_argument("--max-jobs", type=int, default=50, help="max_jobs per run")
+    parser.add_argument(
+        "--work-ms", type=int, default=20, help="each job's work between start and end"
+    )
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="lanekit-chaos-") as tmp:
@@ -294,6 +305,7 @@ def main(argv: list[str] | None = None) -> int:
             root=root,
             max_jobs=args.max_jobs,
             progress=not args.json,
+            work_ms=args.work_ms,
         )
     if args.json:
         document = {"schema": 1, **asdict(result), "ok": result.ok}

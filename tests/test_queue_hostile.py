@@ -17,6 +17,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from lanekit.queue import Queue, validate_job_id
 from lanekit.records import JobState, RecordStore
@@ -417,3 +419,101 @@ def test_success_without_its_record_is_still_refused(small_fs: Path, tmp_path: P
     assert (result.skipped, result.done) == (1, 0)
     assert ledger.read_text() == "ran\n"
     assert queue.store.read("once").state is JobState.SUCCEEDED  # type: ignore[union-attr]
+
+
+# --- property: whatever lands in queue/, every run ends and nothing is lost or touched --------
+
+_NAME_CHARS = st.sampled_from(
+    [*"abcXYZ019._-", " ", "\n", "\t", "é", "~", "$", "*", "'", '"', "\\", ":"]
+)
+_KINDS = ("job", "corrupt", "nested", "array", "empty", "symlink", "fifo", "dir", "bigint")
+
+
+@st.composite
+def hostile_entry(draw: st.DrawFn) -> tuple[str, str]:
+    """(file name, kind) for one entry dropped into queue/: mostly `*.json`, any characters a
+    file name may hold, sometimes too long to carry an owner."""
+    stem = draw(st.text(_NAME_CHARS, min_size=1, max_size=30))
+    if draw(st.booleans()) and draw(st.booleans()):
+        # long enough that the claimed name (id + owner) no longer fits in 255 bytes
+        stem = stem * (200 // len(stem) + 1)
+        while len(stem.encode()) > 220:
+            stem = stem[:-1]
+    suffix = draw(st.sampled_from([".json", ".json", ".json", ".tmp", ""]))
+    return stem + suffix, draw(st.sampled_from(_KINDS))
+
+
+def _plant(queue: Queue, name: str, kind: str, outside: Path) -> None:
+    path = queue.queue / name
+    if kind == "symlink":
+        path.symlink_to(outside)
+    elif kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "dir":
+        path.mkdir()
+        (path / "inner.json").write_text("{}")
+    else:
+        path.write_text(
+            {
+                "job": '{"ok": 1}',
+                "corrupt": '{"ok": ',
+                "nested": "[" * 100_000 + "]" * 100_000,
+                "array": "[1, 2]",
+                "empty": "",
+                "bigint": '{"n": ' + "7" * 5000 + "}",
+            }[kind]
+        )
+
+
+def _snapshot(root: Path) -> dict[str, tuple[int, float, bytes]]:
+    found = {}
+    for path in sorted(root.rglob("*")):
+        st_ = path.lstat()
+        found[str(path)] = (st_.st_mode, st_.st_mtime, path.read_bytes() if path.is_file() else b"")
+    return found
+
+
+@pytest.mark.slow
+@settings(
+    max_examples=5,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(entries=st.lists(hostile_entry(), min_size=1, max_size=6, unique_by=lambda e: e[0]))
+def test_hostile_queue_entries_never_hang_lose_or_touch(
+    tmp_path_factory: pytest.TempPathFactory, entries: list[tuple[str, str]]
+) -> None:
+    """Hostile names and file types in queue/ (symlinks, FIFOs, directories, corrupt, empty,
+    nested 100,000 deep, huge integers, names with spaces, newlines, quotes, too long to
+    claim): every run ends without a traceback, every good job enqueued beside them succeeds,
+    every `*.json` entry leaves queue/ for done/ or failed/ (none blocks the lane), entries
+    that are no job files are left alone, and nothing outside the queue changes."""
+    root = tmp_path_factory.mktemp("prop")
+    outside = root / "outside"
+    outside.mkdir()
+    (outside / "secret.json").write_text('{"not": "yours"}')
+    before = _snapshot(outside)
+    project = root / "p"
+    project.mkdir()
+    queue = Queue(project / "inbox")
+    queue.ensure()
+    (project / "lanes.toml").write_text(
+        CONFIG.format(queue=project / "inbox", python=sys.executable)
+    )
+    good = [queue.enqueue({"good": n}) for n in range(2)]
+    for name, kind in entries:
+        if not (queue.queue / name).exists() and not os.path.islink(queue.queue / name):
+            _plant(queue, name, kind, outside / "secret.json")
+    for _ in range(2):  # the second run proves nothing was left to block the lane
+        proc = run_lane(project)
+        no_traceback(proc)
+        assert proc.returncode in {0, 1, 2}, proc.stderr
+    for job_id in good:
+        record = queue.store.read(job_id)
+        assert record is not None
+        assert record.state is JobState.SUCCEEDED
+    left = os.listdir(queue.queue)
+    jobs_left = {n for n in left if n.endswith(".json") and not n.startswith(".")}
+    assert jobs_left == set(), f"blocked in queue/: {jobs_left}"
+    assert os.listdir(queue.claimed) == []
+    assert _snapshot(outside) == before

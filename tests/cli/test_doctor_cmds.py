@@ -167,7 +167,7 @@ def test_list_checks(home: Paths) -> None:
     code, out, _ = invoke("doctor", "--list-checks", "--json")
     document = json.loads(out)
     assert document["schema"] == 1
-    assert len(document["checks"]) == 36
+    assert len(document["checks"]) == 37
     assert set(document["checks"][0]) == {"id", "group", "summary", "lanekit_only", "asks_launchd"}
 
 
