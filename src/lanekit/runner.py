@@ -21,7 +21,7 @@ the job goes back to queue/ without spending an attempt, and the run exits 75. T
 decides first: a job that exited 0 is done even if a stop arrived, and one that failed before
 the stop reached it spends its attempt like any failure.
 
-Jobs are started with os.posix_spawnp (no subprocess import).
+Jobs are started by their watcher with os.posix_spawnp (no subprocess import).
 """
 
 from __future__ import annotations
