@@ -12,7 +12,9 @@ runner's stderr as it comes, the last lines kept), enforces the lane's `timeout`
 the job's group, SIGKILL `kill_grace` later), forwards a stop from the runner (SIGTERM /
 SIGINT / SIGHUP; SIGUSR1 means SIGKILL now), ends what the job left in its group once the
 leader exited, then writes the job's outcome atomically next to the claim
-(claimed/.<claim name>.status) and only then exits, dropping the lock.
+(claimed/.<claim name>.status) and only then exits, dropping the lock. The same outcome also
+goes to the runner through a pipe, so a live runner knows how its job ended even when the
+status file cannot be written (a full disk).
 
 So a claim whose lock is free either has a status (the job ended: recovery settles it by that
 status and never runs it again) or has none (the job did not finish: it runs again, which is
@@ -171,25 +173,35 @@ def tail(data: bytes) -> str:
 class WatchedJob:
     """The runner's handle on a job through its watcher (lanekit.runner's Job protocol)."""
 
-    def __init__(self, pid: int, status: str) -> None:
+    def __init__(self, pid: int, status: str, report: int = -1, head: bytes = b"") -> None:
         self.pid = pid
         self.status = status
+        self._report = report
+        self._head = head
         self._reaped = False
         self._outcome: Outcome | None = None
 
     def wait(self) -> int:
-        """Reap the watcher, then the job's exit code from its status (-9 when the watcher
-        died without writing one: it was killed, and so, with its group, was the job)."""
-        while True:
+        """Reap the watcher, then the job's exit code: as the watcher reported it through the
+        report pipe (which needs no disk space: a success is known even on a full disk), else
+        from its status file; -9 when it left neither (it was killed, and with it the job)."""
+        data = [self._head]
+        if self._report >= 0:
             try:
-                os.waitpid(self.pid, 0)
-                break
-            except ChildProcessError:
-                break
-            except InterruptedError:  # pragma: no cover - PEP 475 retries; kept for clarity
-                continue
+                while chunk := os.read(self._report, 1 << 16):  # EOF: the watcher has exited
+                    data.append(chunk)
+            except OSError:
+                pass
+            finally:
+                os.close(self._report)
+                self._report = -1
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(self.pid, 0)
         self._reaped = True
-        self._outcome = read_outcome(self.status)
+        reported = b"".join(data)
+        self._outcome = (Outcome.from_bytes(reported) if reported else None) or read_outcome(
+            self.status
+        )
         return -signal.SIGKILL if self._outcome is None else self._outcome.exit
 
     def outcome(self) -> Outcome | None:
@@ -262,18 +274,19 @@ def start(
     os.close(report_w)
     try:
         report = os.read(report_r, 64)
-    finally:
+    except BaseException:
         os.close(report_r)
-    if not report:
+        raise
+    if not report or report.startswith(b"E"):
+        os.close(report_r)
         with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, 0)
-        raise OSError(errno.EIO, "the job's watcher ended before starting it", argv[0])
-    if report.startswith(b"E"):
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, 0)
+        if not report:
+            raise OSError(errno.EIO, "the job's watcher ended before starting it", argv[0])
         number = int(report[1:] or errno.ENOEXEC)
         raise OSError(number, os.strerror(number), argv[0])
-    return WatchedJob(pid, status)
+    # "S", then (at the end, perhaps already) the outcome: wait() reads the rest.
+    return WatchedJob(pid, status, report_r, report[1:])
 
 
 # --- the watcher's side -------------------------------------------------------------------
@@ -394,7 +407,6 @@ def _follow(  # noqa: PLR0917 - private, called once by _watch with its own valu
     # (Python ignores SIGPIPE, so it is an OSError), the job is ours to see to its end.
     with contextlib.suppress(OSError):
         os.write(report, b"S")
-    os.close(report)
     os.set_blocking(err_r, False)
     kept = bytearray()
     timed_out = False
@@ -470,10 +482,13 @@ def _follow(  # noqa: PLR0917 - private, called once by _watch with its own valu
     from lanekit import fsops
     from lanekit.records import tmp_suffix
 
-    # Written before the lock drops (at exit): whoever takes the lock next finds it.
-    fsops.replace_file(
-        status, outcome.to_bytes(), tmp=f"{tmp_dir}/.status.{tmp_suffix()}", durable=False
-    )
+    data = outcome.to_bytes()
+    # Written before the lock drops (at exit): whoever takes the lock next finds it. A full
+    # disk only loses the file: the runner, if alive, learns the outcome from the report.
+    with contextlib.suppress(OSError):
+        fsops.replace_file(status, data, tmp=f"{tmp_dir}/.status.{tmp_suffix()}", durable=False)
+    with contextlib.suppress(OSError):  # a dead runner reads nothing (broken pipe)
+        _write_all(report, data)
 
 
 def _copy(fd: int, kept: bytearray) -> bool:
