@@ -754,7 +754,8 @@ def job_scripts(root: Path) -> Iterator[dict[str, Path]]:
         f"child = subprocess.Popen([sys.executable, {str(child)!r}, marks])\n"
         "while not os.path.exists(marks + '/child-ready'):\n"
         "    time.sleep(0.01)\n"
-        "open(marks + '/started', 'w').write(str(os.getpid()))\n"
+        "open(marks + '/started.tmp', 'w').write(str(os.getpid()))\n"
+        "os.replace(marks + '/started.tmp', marks + '/started')  # never seen empty\n"
         "time.sleep(60)\n",
     )
     marks = root / "marks"
