@@ -294,7 +294,7 @@ def test_checker_catches_drift() -> None:
     """The shape check fails on a missing key, an extra key, a wrong type and a wrong schema
     (a contract test that cannot fail would pin nothing)."""
     contract = contracts()["schedule"]
-    good = {"schema": 1, "entries": [{"Minute": 0}], "description": "x", "next": []}
+    good = {"schema": 1, "entries": [{"Minute": 0}], "description": "x", "next": [], "warnings": []}
     assert problems(contract, good)[0] == []
     for bad in (
         {k: v for k, v in good.items() if k != "description"},

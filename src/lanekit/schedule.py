@@ -5,8 +5,14 @@ Pure functions only: parsing, next fire times, plain-English descriptions, colli
 Semantics are launchd's (shared/launchd-semantics.md section 3): local wall time, a missing key
 is a wildcard, Weekday 0 and 7 are Sunday, and Day plus Weekday in one dict means "either
 matches". Cron follows POSIX crontab: day-of-month and day-of-week restrict with "either
-matches" when neither is written exactly `*` (Vixie cron also counts `*/N` as `*` there; we do
-not), which is exactly what one launchd dict with Day and Weekday means.
+matches" when neither is written exactly `*`, which is exactly what one launchd dict with Day
+and Weekday means. Vixie/Debian cron differ when one of the two starts with `*` (`*/7`): they
+then require both to match, which launchd cannot express; day_and_warning() says so.
+
+Weekday is one field of 0-7 where both 0 and 7 are Sunday: a range may end on Sunday as 0 or
+`sun` (`fri-sun`, `5-0`), `sun-sun`, `0-0`, `7-7` and `sun-0` are Sunday alone, and `N/S` is
+`N-7/S` (so `1/3` is Monday, Thursday and Sunday, as `1-7/3` is). `*` and `*/S` span 0-6,
+which selects the same days without counting Sunday twice.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ import difflib
 import itertools
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -34,8 +40,9 @@ is almost always a mistake (`*/2 * * * *` is 30 dicts; `every = "2m"` is one key
 SEARCH_DAYS = 366 * 9
 """How far next_fires looks ahead: Day=29 Month=2 can be 8 years apart (2096 -> 2104)."""
 
-LOOKBACK_DAYS = 400
-"""How far previous_fire looks back: a year plus slack, enough for any yearly schedule."""
+DEFAULT_THROTTLE = 10
+"""launchd's ThrottleInterval when the plist sets none (seconds, launchd.plist(5)): it never
+starts a job again sooner than this after its last start."""
 
 MONTH_NAMES = (
     "January",
@@ -111,6 +118,9 @@ class Schedule:
     calendar: tuple[CalendarEntry, ...] = ()
     interval: int | None = None
     """StartInterval in seconds."""
+    warnings: tuple[str, ...] = field(default=(), compare=False)
+    """What the text said that launchd will do differently (day_and_warning), each message
+    starting with the expression it is about; no part of what launchd runs."""
 
     @property
     def is_empty(self) -> bool:
@@ -140,6 +150,8 @@ class Explanation:
     description: str
     after: datetime
     next: tuple[datetime, ...]
+    warnings: tuple[str, ...] = ()
+    """The schedule's warnings (Schedule.warnings)."""
 
 
 # --------------------------------------------------------------------------- durations
@@ -270,8 +282,8 @@ def _cron_field(field: _Field, text: str) -> frozenset[int]:
                     f'{field.key} "{part}" is not valid', f"{_CRON_SYNTAX}; {field.hint}"
                 )
             low, high = _cron_value(field, first, part), _cron_value(field, last, part)
-            if field is _WEEKDAY and high == 0 and not last.isdigit():
-                high = 7  # "fri-sun" ends on Sunday, the 7 end of the week
+            if field is _WEEKDAY and high == 0 and low > 0:
+                high = 7  # "fri-sun" and "5-0" end on Sunday, the 7 end of the week
             if low > high:
                 raise ScheduleError(
                     f"{field.key} range {first}-{last} is backwards",
@@ -279,8 +291,8 @@ def _cron_field(field: _Field, text: str) -> frozenset[int]:
                 )
         else:
             low = _cron_value(field, base, part)
-            # `5/15` is shorthand for `5-<max>/15` (as in Vixie cron).
-            high = max(top, low) if slash else low
+            # `5/15` is shorthand for `5-<max>/15` (as in Vixie cron); Weekday's max is 7.
+            high = max(field.high, low) if slash else low
         values.update(range(low, high + 1, step))
     if field is _WEEKDAY and 7 in values:
         values.discard(7)
@@ -392,6 +404,58 @@ def parse_cron(text: str) -> tuple[CalendarEntry, ...]:
         for (m, d, w), h, mi in itertools.product(dates, hour_list, minute_list)
     }
     return tuple(sorted(entries, key=CalendarEntry.sort_key))
+
+
+def day_and_warning(text: str) -> str | None:
+    """Why a cron line means less to Vixie/Debian cron than to launchd, or None.
+
+    When day-of-month and day-of-week are both restricted and one of them starts with `*`
+    (`1 1 1-7 * */7`), Vixie cron (and Debian's, cronie, and cronsim and croniter, which follow
+    it) runs only on days that match both: the first Sunday. POSIX and launchd run on days that
+    match either (days 1-7 and every Sunday), and launchd has no way to require both, so a
+    crontab line pasted into lanes.toml would run more often. The message states both meanings
+    and how to get cron's. Assumes `text` parses (parse_cron).
+    """
+    fields = text.split()
+    if len(fields) != 5:
+        return None  # @macros never restrict both day fields
+    minute, hour, dom, month, dow = fields
+    if dom == "*" or dow == "*" or not (dom.startswith("*") or dow.startswith("*")):
+        return None
+    days, weekdays = _cron_field(_DAY, dom), _cron_field(_WEEKDAY, dow)
+    by_day = f"{minute} {hour} {dom} {month} *"
+    by_weekday = f"{minute} {hour} * {month} {dow}"
+    cron_meaning = (
+        f"Vixie/Debian cron runs it only on days matching both day-of-month {dom} and "
+        f"day-of-week {dow} (a day field starting with * makes cron AND them)"
+    )
+    launchd_meaning = (
+        f"launchd runs it when either matches: {describe(parse_cron(text))} (lanekit writes "
+        "both into one StartCalendarInterval dict, and launchd ORs Day and Weekday)"
+    )
+    if not any(_possible(m, d, None) for m in _cron_field(_MONTH, month) for d in days):
+        # Day-of-month alone never occurs in those months (Feb 30): cron's AND never runs.
+        return (
+            f'"{text}": Vixie/Debian cron never runs it (day-of-month {dom} never occurs in '
+            f"month {month}, and a day field starting with * makes cron require both); "
+            f"{launchd_meaning}. To run it as cron would, remove it."
+        )
+    if len(weekdays) == 7 or len(days) == 31:
+        # One side matches every day, so cron's AND is the other side alone.
+        alone = by_day if len(weekdays) == 7 else by_weekday
+        fix = f'write "{alone}" ({describe(parse_cron(alone))})'
+    else:
+        # Schedule the side that fires on fewer days and let the job check the other.
+        weekday_first = len(weekdays) * 31 <= len(days) * 7
+        if weekday_first:
+            keep, other = by_weekday, f"the day of the month is {dom}"
+        else:
+            keep, other = by_day, f"the day of the week is {dow}"
+        fix = (
+            f'schedule "{keep}" ({describe(parse_cron(keep))}) and have the job exit at '
+            f"once unless {other} (a guard at the start of its command)"
+        )
+    return f'"{text}": {cron_meaning}; {launchd_meaning}. To run it as cron would, {fix}.'
 
 
 # --------------------------------------------------------------------------- tables
@@ -517,10 +581,14 @@ def build_schedule(value: object, every: str | int | None = None) -> Schedule:
     else:
         items = [value]
     entries: set[CalendarEntry] = set()
+    warnings: list[str] = []
     for index, item in enumerate(items):
         try:
             if isinstance(item, str):
                 entries.update(parse_cron(item))
+                note = day_and_warning(item.strip())
+                if note is not None:
+                    warnings.append(note)
             elif isinstance(item, Mapping):
                 entries.add(parse_table(item))
             else:
@@ -539,7 +607,27 @@ def build_schedule(value: object, every: str | int | None = None) -> Schedule:
             "schedule and every are both set; launchd would run the lane on both, independently",
             "keep one: a cron step like */15 in schedule, or only every",
         )
-    return Schedule(calendar=tuple(sorted(entries, key=CalendarEntry.sort_key)), interval=interval)
+    return Schedule(
+        calendar=tuple(sorted(entries, key=CalendarEntry.sort_key)),
+        interval=interval,
+        warnings=tuple(warnings),
+    )
+
+
+def schedule_entry_errors(value: object) -> list[ScheduleError]:
+    """Every element of a lane's `schedule` that does not parse, each with its `.index` (or
+    None for a single value): build_schedule stops at the first, `validate` lists them all."""
+    listed = isinstance(value, list | tuple)
+    items = list(value) if isinstance(value, list | tuple) else [] if value is None else [value]
+    errors: list[ScheduleError] = []
+    for index, item in enumerate(items):
+        try:
+            build_schedule(item)
+        except ScheduleError as exc:
+            exc.index = index if listed else None
+            exc.field = "schedule"
+            errors.append(exc)
+    return errors
 
 
 # --------------------------------------------------------------------------- fire times
@@ -631,9 +719,11 @@ def _forward(matchers: Sequence[_Matcher], start: datetime) -> Iterator[datetime
 
 
 def _backward(matchers: Sequence[_Matcher], end: datetime) -> Iterator[datetime]:
-    """Fire times at or before the minute-aligned `end`, latest first, up to LOOKBACK_DAYS."""
+    """Fire times at or before the minute-aligned `end`, latest first; gives up after
+    SEARCH_DAYS days without a fire (the same bound as _forward: a Feb-29 schedule's previous
+    fire can be 8 years back, 2104 -> 2096)."""
     last_day, last_minute = end.date(), end.hour * 60 + end.minute
-    for offset in range(LOOKBACK_DAYS + 1):
+    for offset in range(SEARCH_DAYS + 1):
         try:
             day = last_day - timedelta(days=offset)
         except OverflowError:
@@ -669,9 +759,18 @@ def next_fires(entries: Iterable[CalendarEntry], after: datetime, n: int) -> lis
     return list(itertools.islice(_forward(_matchers(entries), start), n))
 
 
+def fires_at(entries: Iterable[CalendarEntry], minute: datetime) -> bool:
+    """True when launchd starts the job in this minute (naive local wall time; seconds are
+    ignored). Same DST rules as next_fires; costs one day's matching, whatever the schedule."""
+    wall = _local_naive(minute).replace(second=0, microsecond=0)
+    times = _day_times(_matchers(entries), wall.date())
+    return wall.hour * 60 + wall.minute in times and _exists(wall)
+
+
 def previous_fire(entries: Iterable[CalendarEntry], before: datetime) -> datetime | None:
     """The latest fire time at or before `before` (naive local wall time), looking back at most
-    LOOKBACK_DAYS days; None if there is none. Same DST rules as next_fires.
+    SEARCH_DAYS days, so every schedule lanekit accepts has one; None if there is none (a time
+    before year 1 plus the bound). Same DST rules as next_fires.
     """
     end = _local_naive(before).replace(second=0, microsecond=0)
     return next(_backward(_matchers(entries), end), None)
@@ -1010,4 +1109,5 @@ def explain(exprs: Sequence[str], *, n: int = 5, after: str | None = None) -> Ex
         description=describe_schedule(schedule),
         after=start,
         next=tuple(schedule_next_fires(schedule, start, n)),
+        warnings=schedule.warnings,
     )

@@ -251,3 +251,13 @@ def test_background_lane_with_a_trickle_is_fine(tmp_path: Path) -> None:
     world.install()
     Queue(world.lane().queue.dir).enqueue({"n": 1})
     assert world.run("priority.background-burst", world.target()) == []
+
+
+def test_missed_leap_day_run_is_not_skipped(tmp_path: Path) -> None:
+    """A Feb-29 lane whose last fire (2028-02-29) is more than 400 days back is still checked:
+    the previous-fire look-back spans the 8-year leap gap (issue 12 item 18; before, there was
+    no previous fire and the check said nothing)."""
+    text = HEALTHY.replace('schedule = ["40 10 * * *"]', 'schedule = ["0 0 29 2 *"]')
+    world = installed(tmp_path, text)
+    [finding] = world.run("lane.missed-run", world.target(), now=datetime(2029, 6, 1, 12, 0))
+    assert "should have run at 2028-02-29 00:00" in finding.message

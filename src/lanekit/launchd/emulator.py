@@ -71,7 +71,7 @@ from lanekit.launchd.environ import (
 )
 from lanekit.launchd.launchctl import error_for
 from lanekit.owned import PRIVATE_FILE, make_private_dirs
-from lanekit.schedule import CalendarEntry, ScheduleError, parse_table, previous_fire
+from lanekit.schedule import CalendarEntry, ScheduleError, fires_at, parse_table
 from lanekit.snapshot import DEFAULT_EXIT_TIMEOUT
 
 STATE_SCHEMA = 1
@@ -326,7 +326,7 @@ class EmulatedDomain:
                 plist = self._plist(job)
                 due = False
                 entries = calendar_entries(plist.get("StartCalendarInterval"))
-                if entries and job.last_calendar != key and previous_fire(entries, now) == minute:
+                if entries and job.last_calendar != key and fires_at(entries, minute):
                     job.last_calendar = key
                     due = True
                 interval = _positive_int(plist.get("StartInterval"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from lanekit.cli.render import json_out, line
+from lanekit.cli.render import json_out, line, warning
 from lanekit.schedule import Explanation
 
 SCHEMA = 1
@@ -18,6 +18,7 @@ def to_json(result: Explanation) -> dict[str, Any]:
         "entries": [entry.to_plist() for entry in result.schedule.calendar],
         "description": result.description,
         "next": [fire.isoformat() for fire in result.next],
+        "warnings": list(result.warnings),
     }
     if result.schedule.interval is not None:
         data["interval"] = result.schedule.interval
@@ -25,7 +26,10 @@ def to_json(result: Explanation) -> dict[str, Any]:
 
 
 def explanation(result: Explanation, *, as_json: bool) -> None:
-    """Entries as plist dicts, the description, then the next fires (local wall time)."""
+    """Entries as plist dicts, the description, then the next fires (local wall time);
+    warnings on stderr."""
+    for text in result.warnings:
+        warning(text)
     if as_json:
         json_out(to_json(result))
         return
