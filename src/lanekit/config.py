@@ -31,6 +31,7 @@ from lanekit.schedule import (
     build_schedule,
     find_collisions,
     parse_duration,
+    schedule_entry_errors,
 )
 from lanekit.snapshot import DEFAULT_EXIT_TIMEOUT, RunSpec
 
@@ -625,6 +626,13 @@ class _Reader:
             )
             ok = False
         if not ok:
+            return None
+        entry_errors = schedule_entry_errors(value)
+        if len(entry_errors) > 1:
+            # build_schedule stops at the first bad element: name every one of them.
+            for exc in entry_errors:
+                index = () if exc.index is None else (exc.index,)
+                self.fail((*key, "schedule", *index), exc.message, exc.hint)
             return None
         try:
             return build_schedule(value, every)

@@ -42,6 +42,7 @@ from lanekit.config import (
 from lanekit.errors import ConfigError, EnvironmentUnusableError
 from lanekit.owned import PRIVATE_FILE
 from lanekit.paths import Paths
+from lanekit.preflight import preflight
 
 LANE_TEMPLATE = "lane.plist.j2"
 INIT_TEMPLATE = "lanes.toml.j2"
@@ -277,7 +278,10 @@ class ConfigCheck:
 def check_config(
     config_path: Path, paths: Paths, *, interpreter: str, templates: Path | None = None
 ) -> ConfigCheck:
-    """Validate lanes.toml and render every valid lane, collecting all errors and warnings."""
+    """Validate lanes.toml and render every valid lane, collecting all errors and warnings.
+
+    Every check `apply` makes before it installs a lane is made here too (lanekit.preflight):
+    a lane that validates is not refused by apply for anything lanes.toml says."""
     display = display_path(config_path, paths.cwd)
     config, config_errors = read_config(config_path, paths)
     errors = list(config_errors)
@@ -298,8 +302,16 @@ def check_config(
                 if same not in seen:
                     seen.add(same)
                     errors.append(exc)
+        checked = [preflight(lane) for lane in config.lanes.values()]
+        for lane, found in zip(config.lanes.values(), checked, strict=True):
+            for refusal in found.refusals:
+                # The refusals are the queue's: one error per queue, however many lanes.
+                message = f"{display}: queues.{lane.queue.name}.dir: {refusal.message}"
+                if message not in seen:
+                    seen.add(message)
+                    errors.append(ConfigError(message, refusal.hint))
         if not errors:
-            warnings = config_warnings(config)
+            warnings = config_warnings(config) + [w for c in checked for w in c.warnings]
     return ConfigCheck(
         display=display,
         config=None if errors else config,

@@ -23,7 +23,7 @@ The claim path uses `os` with `str` paths and imports nothing heavy; `lanekit ru
 queue is a benchmark figure.
 """
 
-# ruff: noqa: PTH100, PTH102, PTH103, PTH104, PTH108, PTH115, PTH116, PTH119, PTH120, PTH208
+# ruff: noqa: PTH100, PTH102, PTH103, PTH104, PTH108, PTH110, PTH115, PTH116, PTH119, PTH120, PTH208
 # (str paths and os.* on purpose: this is the claim path, see the docstring)
 from __future__ import annotations
 
@@ -384,6 +384,32 @@ class Recovered:
     was settled by it (None: it did not finish, and goes back to run again)."""
 
 
+def location_error(root: str | os.PathLike[str]) -> QueueError | None:
+    """The refusal for a queue directory inside a sync engine's folder or on a network
+    filesystem, where rename is not atomic or not local; None when the place is fine. Works
+    before the directory exists (it judges the nearest existing parent), so `validate` and
+    `apply` refuse the same queues before anything is created (lanekit.preflight)."""
+    root = os.fspath(root)
+    real = os.path.realpath(root)
+    where = fsops.sync_folder(real)
+    if where is not None:
+        return QueueError(
+            f"{root}: inside {where}; a sync engine moves and re-creates files behind the "
+            "queue's back, so claims are not atomic there",
+            "put the queue in a local folder outside any synced folder",
+        )
+    existing = real
+    while not os.path.exists(existing) and os.path.dirname(existing) != existing:
+        existing = os.path.dirname(existing)
+    problem = fsops.mount_problem(existing)
+    if problem is not None:
+        return QueueError(
+            f"{root}: {problem}; rename there is not atomic or not local",
+            "put the queue on a local disk",
+        )
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class QueueCounts:
     """How many jobs are where, for status and doctor."""
@@ -513,20 +539,9 @@ class Queue:
         if not stat.S_ISDIR(root_stat.st_mode):
             raise QueueError(f"{root}: not a directory", "point the queue's dir at a directory")
         _check_access(root, root_stat)
-        real = os.path.realpath(root)
-        where = fsops.sync_folder(real)
-        if where is not None:
-            raise QueueError(
-                f"{root}: inside {where}; a sync engine moves and re-creates files behind the "
-                "queue's back, so claims are not atomic there",
-                "put the queue in a local folder outside any synced folder",
-            )
-        problem = fsops.mount_problem(real)
-        if problem is not None:
-            raise QueueError(
-                f"{root}: {problem}; rename there is not atomic or not local",
-                "put the queue on a local disk",
-            )
+        refusal = location_error(root)
+        if refusal is not None:
+            raise refusal
         for name in SUBDIRS:
             path = f"{root}/{name}"
             try:

@@ -71,6 +71,7 @@ from lanekit.owned import (
     unsafe_reason,
 )
 from lanekit.paths import Paths
+from lanekit.preflight import preflight
 from lanekit.snapshot import DEFAULT_EXIT_TIMEOUT, RunSpec
 
 MARKER = "LANEKIT_LANE"
@@ -756,6 +757,9 @@ def _carry_out(
         if action.kind is ActionKind.SNAPSHOT:
             write_atomic(paths.snapshot_for(label), want.snapshot)
             return Outcome(action, Result.DONE, "snapshot written; the next run reads it")
+        refusals = preflight(lane).refusals  # what validate reports, refused before any mkdir
+        if refusals:
+            raise refusals[0]
         _prepare_dirs(lane)
         notes: list[str] = []
         if action.bootout:

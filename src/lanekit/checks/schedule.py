@@ -8,9 +8,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from lanekit.doctor import DoctorContext, Problem, Severity, Target, check
-
-DEFAULT_THROTTLE = 10
-"""launchd's ThrottleInterval when the plist sets none (seconds)."""
+from lanekit.schedule import DEFAULT_THROTTLE
 
 RANGES = {"Minute": (0, 59), "Hour": (0, 23), "Day": (1, 31), "Weekday": (0, 7), "Month": (1, 12)}
 """StartCalendarInterval keys and their valid values (launchd.plist(5))."""

@@ -1,0 +1,61 @@
+"""What `apply` checks before it installs a lane, and `validate` reports: one function both call,
+so the two cannot disagree.
+
+Refusals are what apply will not do (install a lane whose queue sits in a Dropbox or iCloud
+folder, or on a network filesystem); warnings are what launchd will do differently from what
+lanes.toml seems to say (an `every` below ThrottleInterval, a cron line whose day fields cron
+ANDs and launchd ORs). Rendering the plist is checked by both through lanekit.plist.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from lanekit.errors import LanekitError
+from lanekit.schedule import DEFAULT_THROTTLE
+
+if TYPE_CHECKING:
+    from lanekit.config import LaneSpec
+
+
+@dataclass(frozen=True, slots=True)
+class Preflight:
+    """One lane's preflight: what stops apply, and what launchd will do otherwise than written."""
+
+    lane: str
+    refusals: tuple[LanekitError, ...]
+    """Each stops apply from installing the lane (validate reports them as errors, exit 1);
+    the message names the path, not the lane."""
+    warnings: tuple[str, ...]
+    """Each starts with `lane NAME: ` and names the fix."""
+
+
+def preflight(lane: LaneSpec) -> Preflight:
+    """The lane's refusals and warnings, without touching the disk beyond reading it."""
+    from lanekit.queue import location_error
+
+    refusals: list[LanekitError] = []
+    refusal = location_error(lane.queue.dir)
+    if refusal is not None:
+        refusals.append(refusal)
+    warnings = [f"lane {lane.name}: schedule {text}" for text in lane.schedule.warnings]
+    throttled = throttle_warning(lane)
+    if throttled is not None:
+        warnings.append(throttled)
+    return Preflight(lane=lane.name, refusals=tuple(refusals), warnings=tuple(warnings))
+
+
+def throttle_warning(lane: LaneSpec) -> str | None:
+    """`every` shorter than ThrottleInterval: launchd never starts a job again within
+    ThrottleInterval of its last start (launchd.plist(5)), so `every = "5s"` runs every 10 s."""
+    interval = lane.schedule.interval
+    throttle = DEFAULT_THROTTLE if lane.throttle_interval is None else lane.throttle_interval
+    if interval is None or not 0 < interval < throttle:
+        return None
+    source = "launchd's default" if lane.throttle_interval is None else "its throttle_interval"
+    return (
+        f"lane {lane.name}: every = {interval}s is below {source} ThrottleInterval of "
+        f"{throttle} s, so launchd starts it at most every {throttle} s; set every to "
+        f'"{throttle}s" or more, or throttle_interval = "{interval}s", in [lanes.{lane.name}]'
+    )
