@@ -16,6 +16,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -114,6 +115,11 @@ class Page:
     items: list[Record]
     meta: PageMeta
     unreadable: list[Unreadable]
+    state: JobState | None = None
+    """The state asked for (None: every state)."""
+    elsewhere: int = 0
+    """With `state`, when no job is in it: how many jobs the queue holds in other states (so
+    an empty answer can say "no failed jobs (702 in other states)"); 0 otherwise."""
 
     def to_json(self) -> dict[str, Any]:
         """`items`, `page` (PageMeta) and `unreadable`, for `lanekit jobs --json`."""
@@ -291,7 +297,16 @@ def page_jobs(
             source = next(s for s in sources if len(sources) == 1 or name in s)
             record = _unrecorded(job_id, source.state, source.path(name))
         items.append(record)
-    return Page(items, adjust_item_count(meta, len(items)), unreadable)
+    elsewhere = _distinct(_sources(queue, None)) if state is not None and total == 0 else 0
+    return Page(items, adjust_item_count(meta, len(items)), unreadable, state, elsewhere)
+
+
+def _distinct(sources: Sequence[_Source]) -> int:
+    """How many job ids the listings hold (an id in several directories counts once)."""
+    names: set[bytes] = set()
+    for source in sources:
+        names.update(source.names)
+    return len(names)
 
 
 def _custom_key(name: bytes, path: str) -> bytes:

@@ -342,6 +342,22 @@ def test_jobs_state_filter_and_table(config: Path) -> None:
     assert code == 2
 
 
+def test_jobs_state_filter_that_matches_nothing_says_what_else_is_there(config: Path) -> None:
+    """`jobs --state failed` with none failed says so and counts the other jobs (issue 12
+    item 10: it said "no jobs in lane work's queue" with 5 jobs in it)."""
+    code, out, _ = invoke("jobs", "work", "--state", "failed", "-c", str(config))
+    assert (code, out) == (0, "no failed jobs (0 in other states)\n")
+    _fill(config, 3)
+    assert invoke("run", "work", "-c", str(config))[0] == 0
+    _fill(config, 2)
+    code, out, _ = invoke("jobs", "work", "--state", "failed", "-c", str(config))
+    assert (code, out) == (0, "no failed jobs (5 in other states)\n")
+    code, out, _ = invoke("jobs", "work", "--state", "running", "-c", str(config))
+    assert out == "no running jobs (5 in other states)\n"
+    empty = invoke("jobs", "work", "--state", "failed", "--json", "-c", str(config))[1]
+    assert json.loads(empty)["page"]["total"] == 0
+
+
 # --- job ----------------------------------------------------------------------------------
 
 

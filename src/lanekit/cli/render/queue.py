@@ -77,7 +77,11 @@ def jobs_page(lane: str, page: Page, *, as_json: bool) -> None:
         return
     meta = page.meta
     if meta.total == 0:
-        line(f"no jobs in lane {lane}'s queue")
+        if page.state is None:
+            line(f"no jobs in lane {lane}'s queue")
+        else:
+            # The filter is why nothing shows, not an empty queue: say what else is there.
+            line(f"no {page.state} jobs ({page.elsewhere} in other states)")
         return
     _table(
         ["ID", "STATE", "ATTEMPTS", "UPDATED", "ERROR"],
