@@ -44,6 +44,7 @@ def test_json_two_entries_and_next_fires() -> None:
             "2026-12-02T10:40:00",
             "2026-12-02T16:40:00",
         ],
+        "warnings": [],
     }
 
 
@@ -90,6 +91,7 @@ def test_every_gives_interval() -> None:
         "interval": 900,
         "description": "every 15 minutes",
         "next": ["2026-11-30T12:15:00", "2026-11-30T12:30:00", "2026-11-30T12:45:00"],
+        "warnings": [],
     }
 
 
