@@ -479,13 +479,40 @@ def test_claim_holds_a_lock_until_settled(queue: Queue) -> None:
 
 
 def test_single_claimer_walks_the_queue_in_age_order(queue: Queue) -> None:
-    """Oldest first from the claimer's own offset (among the oldest 64), then around: one
-    claimer's sequence is a rotation of the age order, starting near the head."""
+    """A claimer alone on its queue (nothing claimed) takes the oldest job first and then the
+    rest in age order."""
     ids = [queue.enqueue({"n": n}) for n in range(150)]
-    taken = [c.job_id for c in drain(queue)]
-    start = ids.index(taken[0])
-    assert start < 64
-    assert taken == ids[start:] + ids[:start]
+    assert [c.job_id for c in drain(queue)] == ids
+
+
+def test_lone_runs_never_leave_old_jobs_behind(queue: Queue) -> None:
+    """Issue 12 item 7: a lane running alone with max_jobs = 10 on 100 queued jobs took jobs
+    6-15, 16-25 and 37-46 in three runs (a random start among the oldest 64) while 0-5 waited.
+    Three lone runs now take 0-9, 10-19 and 20-29."""
+    ids = [queue.enqueue({"n": n}) for n in range(100)]
+    for run in range(3):
+        claimer = queue.claimer()
+        taken = []
+        for _ in range(10):
+            claim = claimer.claim()
+            assert claim is not None
+            taken.append(claim.job_id)
+            queue.complete(claim)
+        assert taken == ids[10 * run : 10 * run + 10]
+
+
+def test_claimers_spread_when_others_are_claiming(queue: Queue) -> None:
+    """With a claim in progress (another runner on the queue), a claimer starts at its own
+    random offset near the head instead of piling onto the oldest job with the others."""
+    ids = [queue.enqueue({"n": n}) for n in range(200)]
+    other = queue.claimer().claim()
+    assert other is not None and other.job_id == ids[0]
+    starts = set()
+    for _ in range(20):
+        claim = queue.claimer().claim()
+        assert claim is not None
+        starts.add(ids.index(claim.job_id))
+    assert len(starts) > 10
 
 
 def test_claimer_does_not_list_again_for_each_claim(queue: Queue) -> None:

@@ -75,8 +75,9 @@ DEFAULT_BACKOFF_MAX = 3600.0
 _MISS_LIMIT = 4
 """Consecutive lost races after which a claimer jumps to a random place in its listing."""
 _SPREAD_PER_CLAIM = 32
-"""A claimer starts at a random offset among the oldest 32 x (claims in progress + 1) jobs (at
-least 64): near the head when it runs alone, spread apart when many runners drain together."""
+"""With claims in progress, a claimer starts at a random offset among the oldest 32 x (claims in
+progress + 1) jobs (at least 64), so runners that drain together spread apart. With none it is
+alone and starts at the oldest job: a lone lane never leaves old jobs waiting behind new ones."""
 _SPREAD_MIN = 64
 _HOP = 64
 """After a lost race, jump ahead by up to 64 x 2^misses: out of the winner's trail, not into it."""
@@ -1505,14 +1506,16 @@ class _LostRaceError(Exception):
 class Claimer:
     """Claims jobs for one process, oldest first, without herding at the head of the queue.
 
-    Each claimer lists queue/ once, sorts by name (= age for generated ids), starts at its own
-    random offset near the head (among the oldest 64 when it runs alone, wider the more claims
-    are in progress) and walks forward, wrapping around. A lost race (ENOENT) is silent; it
-    jumps ahead by a growing random stride (anywhere, after `_MISS_LIMIT` losses in a row),
-    and lists again only after a full pass or once it lost more races than it won on this
-    listing. Never one listing per claim: with 100k queued files a listing costs tens of
-    milliseconds, and runners that all re-list and go for the head collapse throughput
-    (design.md section 3).
+    Each claimer lists queue/ once, sorts by name (= age for generated ids), and walks forward
+    from its start, wrapping around. Alone (no claim in progress in claimed/ when it lists) it
+    starts at the oldest job; otherwise at its own random offset near the head (among the
+    oldest 64, wider the more claims are in progress). Claimers that list at the same instant
+    all see no claim in progress and meet at the head: their first lost race spreads them.
+    A lost race (ENOENT) is silent; it jumps ahead by a growing random stride (anywhere, after
+    `_MISS_LIMIT` losses in a row), and lists again only after a full pass or once it lost
+    more races than it won on this listing. Never one listing per claim: with 100k queued
+    files a listing costs tens of milliseconds, and runners that all re-list and go for the
+    head collapse throughput (design.md section 3).
 
     claim() hands out only jobs that can run. Files that cannot (corrupt, invalid id, record
     unreadable, already succeeded, a duplicate of a running id) are settled on the spot and
@@ -1602,8 +1605,11 @@ class Claimer:
             self._left = 0
             return False
         busy = len(_listdir(self.queue._claimed))
-        spread = max(_SPREAD_MIN, _SPREAD_PER_CLAIM * (busy + 1))
-        self._pos = self._random(min(len(names), spread))
+        if busy:
+            spread = max(_SPREAD_MIN, _SPREAD_PER_CLAIM * (busy + 1))
+            self._pos = self._random(min(len(names), spread))
+        else:
+            self._pos = 0  # alone: oldest first (issue 12 item 7)
         self._left = len(names)
         return True
 
