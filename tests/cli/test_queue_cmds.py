@@ -269,6 +269,34 @@ def test_recover_leaves_live_claims_alone(config: Path) -> None:
 # --- jobs ---------------------------------------------------------------------------------
 
 
+def test_enqueue_jsonl_prints_ids_and_reports_bad_lines(config: Path, tmp_path: Path) -> None:
+    """`enqueue LANE --jsonl FILE`: one job per line, each new id on stdout in input order, a
+    bad line named FILE:LINE on stderr with its hint, exit 1, the good lines enqueued."""
+    source = tmp_path / "jobs.jsonl"
+    source.write_text('{"job": "a"}\n[1]\n{"job": "b", "key": "b-1"}\n', encoding="utf-8")
+    code, out, err = invoke(
+        "enqueue", "work", "--jsonl", str(source), "--id-field", "key", "-c", str(config)
+    )
+    assert code == 1
+    ids = out.split()
+    assert len(ids) == 2 and ids[1] == "b-1"
+    assert sorted(ids) == sorted(p.stem for p in inbox(config).queue.iterdir())
+    assert err.splitlines()[0] == f"error: {source}:2: job payload is a JSON array, not an object"
+    assert err.splitlines()[-1] == (
+        f"{source}: enqueued 2 jobs; line 2 not enqueued: fix and enqueue just those again"
+    )
+
+
+def test_enqueue_jsonl_from_stdin_and_option_clashes(config: Path) -> None:
+    """`--jsonl -` reads stdin (exit 0 when every line is good); FILE or --id with --jsonl, and
+    --id-field without it, are usage errors (exit 2)."""
+    code, out, _ = invoke("enqueue", "work", "--jsonl", "-", "-c", str(config), input='{"n":1}\n')
+    assert (code, len(out.split())) == (0, 1)
+    assert invoke("enqueue", "work", "x.json", "--jsonl", "-", "-c", str(config))[0] == 2
+    assert invoke("enqueue", "work", "--jsonl", "-", "--id", "a", "-c", str(config))[0] == 2
+    assert invoke("enqueue", "work", "--id-field", "a", "-c", str(config), input="{}")[0] == 2
+
+
 def _fill(config: Path, count: int) -> list[str]:
     queue = inbox(config)
     return [queue.enqueue({"n": n}) for n in range(count)]

@@ -85,6 +85,7 @@ def enqueue(
             metavar="FILE",
         ),
     ] = None,
+    *,
     queue: Annotated[
         str | None,
         typer.Option(
@@ -101,6 +102,25 @@ def enqueue(
             help="The job id (letters, digits, . _ -; default: time-pid-random). An id that "
             "already succeeded is refused: lanekit never runs it twice.",
             show_default=False,
+        ),
+    ] = None,
+    jsonl: Annotated[
+        str | None,
+        typer.Option(
+            "--jsonl",
+            help="Enqueue one job per line of this JSON-lines file (`-`: stdin) and print each "
+            "new id; a bad line is reported by number and enqueues nothing (exit 1).",
+            show_default=False,
+            metavar="FILE|-",
+        ),
+    ] = None,
+    id_field: Annotated[
+        str | None,
+        typer.Option(
+            "--id-field",
+            help="With --jsonl: take each job's id from this field of its line (when present).",
+            show_default=False,
+            metavar="FIELD",
         ),
     ] = None,
     config: ConfigOption = None,
@@ -125,6 +145,21 @@ def enqueue(
         )
     else:
         spec = select_lanes(loaded, [target])[0].queue
+    if jsonl is not None:
+        from lanekit.batch import enqueue_jsonl
+
+        if file is not None or job_id is not None:
+            raise UsageError(
+                "--jsonl reads every job from its file: give no FILE and no --id",
+                "lanekit enqueue LANE --jsonl jobs.jsonl [--id-field FIELD]",
+            )
+        result = enqueue_jsonl(_open(spec), jsonl, id_field=id_field)
+        show.batch(result)
+        raise typer.Exit(int(result.exit_code))
+    if id_field is not None:
+        raise UsageError(
+            "--id-field goes with --jsonl", "lanekit enqueue LANE --jsonl FILE --id-field id"
+        )
     if file is None and sys.stdin.isatty():
         raise UsageError(
             "no job given: name a FILE, or pipe the job's JSON into stdin",

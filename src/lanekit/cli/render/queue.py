@@ -6,9 +6,10 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from lanekit.cli.render import json_out, line
+from lanekit.cli.render import error, json_out, line
 
 if TYPE_CHECKING:
+    from lanekit.batch import Batch
     from lanekit.cli.queue_cmds import RecoverRow
     from lanekit.history import JobView, Page
     from lanekit.runner import RunResult
@@ -19,6 +20,29 @@ JSON_SCHEMA = 1
 def enqueued(job_id: str) -> None:
     """The new job's id, alone on stdout (so `id=$(lanekit enqueue ...)` works)."""
     line(job_id)
+
+
+def batch(result: Batch) -> None:
+    """`enqueue --jsonl`: each new id on stdout (input order); each bad line (`error:` naming
+    FILE:LINE, `hint:`), then a count naming the lines to fix, on stderr."""
+    for _, job_id in result.enqueued:
+        line(job_id)
+    for bad in result.bad:
+        error(f"{result.source}:{bad.line}: {bad.message}", bad.hint)
+    if result.stopped is not None:
+        error(result.stopped.message, result.stopped.hint)
+    if result.bad or result.stopped is not None:
+        done = len(result.enqueued)
+        summary = f"{result.source}: enqueued {done} job{'s' * (done != 1)}"
+        if result.bad:
+            numbers = ", ".join(str(b.line) for b in result.bad)
+            summary += (
+                f"; line{'s' * (len(result.bad) != 1)} {numbers} not enqueued: fix and enqueue "
+                "just those again"
+            )
+        if result.stopped is not None:
+            summary += "; stopped at the error above, later lines not read"
+        sys.stderr.write(summary + "\n")
 
 
 def run_summary(lane: str, result: RunResult) -> None:
