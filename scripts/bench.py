@@ -13,7 +13,10 @@
 (c) `lanekit run` on an empty queue vs `python -c pass` (same interpreter, median of many);
 (d) one run of 20 jobs at a backlog of 100 vs 100,000;
 (e) `lanekit jobs` page 1 over 100,000 records vs reading every record;
-(f) `lanekit timeline --day`: one day of a busy lane's log out of many vs reading it all.
+(f) `lanekit timeline --day`: one day of a busy lane's log out of many vs reading it all;
+(g) `lanekit enqueue LANE --jsonl FILE` per job vs a loop of single `lanekit enqueue` calls;
+(h) `lanekit --version` vs `python -c "import typer"` (with `--help` and completion beside it);
+(i) `lanekit status` on 5 lanes vs `python -c "import typer"`.
 
 Timings only; nothing here is a test (tests never assert timings). Needs the `bench` extra
 (dirq, litequeue, persist-queue) for (b).
@@ -46,7 +49,12 @@ from lanekit.snapshot import RunSpec
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs" / "benchmarks.md"
-START, END = "<!-- bench:start -->", "<!-- bench:end -->"
+GROUPS = {
+    "abcdef": ("<!-- bench:start -->", "<!-- bench:end -->", "Figures"),
+    "ghi": ("<!-- bench-cli:start -->", "<!-- bench-cli:end -->", "Interactive commands"),
+}
+"""The figure groups and the block of docs/benchmarks.md each is written to: `--write-docs`
+rewrites the block of every group the run measured whole (queue figures, CLI figures)."""
 PY = sys.executable
 LANE = "bench"
 # The job every end-to-end contender runs: append its id to a ledger with one O_APPEND write.
@@ -129,10 +137,10 @@ def lane_spec(
     )
 
 
-def run_cmd(argv: Sequence[str]) -> float:
+def run_cmd(argv: Sequence[str], env: dict[str, str] | None = None) -> float:
     """Wall seconds of one process run to completion (output discarded)."""
     started = time.perf_counter()
-    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, env=env)
     return time.perf_counter() - started
 
 
@@ -672,6 +680,141 @@ def bench_timeline(root: Path, days: int, per_day: int, runs: int) -> Figure:
     )
 
 
+# --- (g), (h), (i): the interactive commands ----------------------------------------------
+
+LANEKIT = (
+    [str(Path(PY).parent / "lanekit")]
+    if (Path(PY).parent / "lanekit").exists()
+    else [
+        PY,
+        "-m",
+        "lanekit",
+    ]
+)
+"""The console script users run (python -m lanekit when it is not installed beside PY)."""
+
+
+def cli_world(root: Path, lanes: int) -> tuple[Path, dict[str, str]]:
+    """A lanes.toml with `lanes` lanes on one queue, applied in an emulated domain under
+    `root`: (its path, the environment that points lanekit there)."""
+    where = fresh(root, "cli")
+    env = {
+        **os.environ,
+        "LANEKIT_STATE_DIR": str(where / "state"),
+        "LANEKIT_LAUNCH_AGENTS": str(where / "state" / "LaunchAgents"),
+        "LANEKIT_LAUNCHD": "emulated",
+        "NO_COLOR": "1",
+    }
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    text = f'[defaults]\nlabel_prefix = "local.bench"\n\n[queues.q]\ndir = "{where / "q"}"\n'
+    for n in range(lanes):
+        text += (
+            f'\n[lanes.l{n}]\nqueue = "q"\ncommand = ["/bin/true", "{{job}}"]\n'
+            f'schedule = "{n} 3 * * *"\n'
+        )
+    config = where / "lanes.toml"
+    config.write_text(text, encoding="utf-8")
+    subprocess.run([*LANEKIT, "apply", "-c", str(config)], env=env, check=True, capture_output=True)
+    subprocess.run([PY, "-m", "compileall", "-q", str(REPO / "src" / "lanekit")], check=False)
+    return config, env
+
+
+def bench_enqueue(root: Path, singles: int, lines: int, runs: int) -> Figure:
+    """(g): per job, one `lanekit enqueue --jsonl` of `lines` lines vs single enqueues."""
+    config, env = cli_world(root, 1)
+    job = config.parent / "job.json"
+    job.write_text('{"n": 0}\n', encoding="utf-8")
+    jsonl = config.parent / "jobs.jsonl"
+    jsonl.write_text("".join(f'{{"n": {n}}}\n' for n in range(lines)), encoding="utf-8")
+    single = [*LANEKIT, "enqueue", "l0", str(job), "-c", str(config)]
+    batch = [*LANEKIT, "enqueue", "l0", "--jsonl", str(jsonl), "-c", str(config)]
+    run_cmd(single, env)  # warm the page cache
+    one, many = [], []
+    for _ in range(runs):
+        one += [run_cmd(single, env) for _ in range(singles // runs or 1)]
+        many.append(run_cmd(batch, env) / lines)
+    ratio = median(one) / median(many)
+    return Figure(
+        key="g",
+        title=f"`lanekit enqueue --jsonl` ({lines:,} lines) vs single `lanekit enqueue` calls, "
+        "per job",
+        ratio=ratio,
+        target=">= 50x",
+        met=ratio >= 50,
+        detail=[
+            f"single enqueue: {median(one) * 1e3:.1f} ms per job ({len(one)} calls, median); "
+            f"--jsonl: {median(many) * 1e6:.0f} us per job ({runs} runs of {lines:,} lines, "
+            "start-up included, median); the queue is durable (the default: fsyncs per job)",
+        ],
+        limits="A single enqueue is an interpreter start plus the CLI's imports; --jsonl pays "
+        "that once, then per line a JSON check, a tmp file, a no-replace rename and its queued "
+        "record, with the durable queue's fsyncs (file and directory) for each.",
+    )
+
+
+def _typer_baseline(runs: int, env: dict[str, str]) -> list[float]:
+    return [run_cmd([PY, "-c", "import typer"], env) for _ in range(runs)]
+
+
+def bench_cli_startup(root: Path, runs: int) -> tuple[Figure, Figure]:
+    """(h) `lanekit --version` and (i) `lanekit status` on 5 lanes, each vs `python -c "import
+    typer"`, interleaved; `--help` and completing a command name are shown beside (g)."""
+    config, env = cli_world(root, 5)
+    complete = {**env, "_LANEKIT_COMPLETE": "complete_bash", "COMP_WORDS": "lanekit sta"}
+    complete["COMP_CWORD"] = "1"
+    commands = {
+        "version": ([*LANEKIT, "--version"], env),
+        "help": ([*LANEKIT, "--help"], env),
+        "complete": (LANEKIT, complete),
+        "status": ([*LANEKIT, "status", "-c", str(config)], env),
+    }
+    times: dict[str, list[float]] = {name: [] for name in (*commands, "typer")}
+    for argv, cmd_env in commands.values():  # warm the page cache
+        run_cmd(argv, cmd_env)
+    for _ in range(runs):
+        times["typer"] += _typer_baseline(1, env)
+        for name, (argv, cmd_env) in commands.items():
+            times[name].append(run_cmd(argv, cmd_env))
+    typer_ms = median(times["typer"])
+
+    def x(name: str) -> float:
+        return median(times[name]) / typer_ms
+
+    baseline = f'`python -c "import typer"`: {typer_ms * 1e3:.1f} ms'
+    version = Figure(
+        key="h",
+        title='`lanekit --version` vs `python -c "import typer"`',
+        ratio=x("version"),
+        target="<= 1.5x",
+        met=x("version") <= 1.5,
+        detail=[
+            f"`lanekit --version`: {median(times['version']) * 1e3:.1f} ms; {baseline}; "
+            f"{runs} runs each, interleaved, median",
+            f"`lanekit --help`: {x('help'):.2f}x; completing `lanekit sta<TAB>`: "
+            f"{x('complete'):.2f}x (no command module is imported for either: "
+            "tests/cli/test_registry.py)",
+        ],
+        limits="typer itself: lanekit.cli imports typer, the command registry and the error "
+        "types; a command's module (and rich, json, the core) is imported only when that "
+        "command runs or its options are completed.",
+    )
+    status = Figure(
+        key="i",
+        title='`lanekit status` on 5 lanes vs `python -c "import typer"`',
+        ratio=x("status"),
+        target="<= 2x",
+        met=x("status") <= 2,
+        detail=[
+            f"`lanekit status` (5 lanes, emulated launchd): {median(times['status']) * 1e3:.1f} "
+            f"ms; {baseline}; {runs} runs each, interleaved, median",
+        ],
+        limits="typer 0.29 coerces every non-flag parameter through pydantic (about 1x "
+        "`import typer` on its own, paid by any command with an argument or option value); then "
+        "lanes.toml (tomllib), the emulated domain, the status core and its renderer.",
+    )
+    return version, status
+
+
 # --- report -----------------------------------------------------------------------------
 
 
@@ -702,13 +845,20 @@ def machine_info(root: Path) -> list[str]:
     ]
 
 
-def render(figures: list[Figure], drain_table: list[str], info: list[str], argv: str) -> str:
-    """The generated section of docs/benchmarks.md."""
+def render(
+    figures: list[Figure],
+    drain_table: list[str],
+    info: list[str],
+    argv: str,
+    group: tuple[str, str, str] = GROUPS["abcdef"],
+) -> str:
+    """The generated section of docs/benchmarks.md for one group of figures."""
+    start, end, heading = group
     out = [
-        START,
+        start,
         "<!-- generated by scripts/bench.py --write-docs; edit the script, not this block -->",
         "",
-        "## Figures",
+        f"## {heading}",
         "",
         f"Command: `{argv}` (all ratios below come from this one run).",
         "",
@@ -726,16 +876,18 @@ def render(figures: list[Figure], drain_table: list[str], info: list[str], argv:
         if fig.key == "b":
             out += ["", *drain_table]
         out += ["", f"What limits it: {fig.limits}"]
-    out += ["", "## Machine", "", *info, END]
+    machine = "## Machine" if heading == "Figures" else f"### Machine ({heading.lower()})"
+    out += ["", machine, "", *info, end]
     return "\n".join(out) + "\n"
 
 
-def write_docs(section: str) -> None:
-    """Replace the generated block of docs/benchmarks.md (the rest is hand-written)."""
+def write_docs(section: str, group: tuple[str, str, str] = GROUPS["abcdef"]) -> None:
+    """Replace one generated block of docs/benchmarks.md (the rest is hand-written)."""
+    start, end, _ = group
     text = DOCS.read_text() if DOCS.exists() else ""
-    if START in text and END in text:
-        before, _, rest = text.partition(START)
-        _, _, after = rest.partition(END)
+    if start in text and end in text:
+        before, _, rest = text.partition(start)
+        _, _, after = rest.partition(end)
         text = before + section.rstrip("\n") + after
     else:
         text = (text.rstrip("\n") + "\n\n" if text else "# Benchmarks\n\n") + section
@@ -751,7 +903,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes: a smoke run")
     parser.add_argument("--write-docs", action="store_true", help="rewrite docs/benchmarks.md")
     parser.add_argument("--dir", type=Path, default=None, help="work dir (default: temp dir)")
-    parser.add_argument("--only", default="abcdef", help="which figures, e.g. --only ce")
+    parser.add_argument("--only", default="abcdefghi", help="which figures, e.g. --only ce")
     parser.add_argument("--workers", type=int, default=8, help="processes for (b)")
     args = parser.parse_args(args_list)
     quick = args.quick
@@ -768,6 +920,10 @@ def main(argv: list[str] | None = None) -> int:
         "timeline_days": 10 if quick else 60,
         "timeline_per_day": 2_000 if quick else 2_880,
         "timeline_runs": 3,
+        "singles": 6 if quick else 20,
+        "jsonl": 200 if quick else 1_000,
+        "jsonl_runs": 3 if quick else 5,
+        "cli_runs": 5 if quick else 20,
     }
     command = " ".join(["scripts/bench.py", *args_list])
     load_before = os.getloadavg()
@@ -799,6 +955,15 @@ def main(argv: list[str] | None = None) -> int:
                     root, sizes["timeline_days"], sizes["timeline_per_day"], sizes["timeline_runs"]
                 )
             )
+        if "g" in args.only:
+            say("(g) enqueue --jsonl")
+            figures.append(
+                bench_enqueue(root, sizes["singles"], sizes["jsonl"], sizes["jsonl_runs"])
+            )
+        if "h" in args.only or "i" in args.only:
+            say("(h, i) CLI start-up")
+            version, status = bench_cli_startup(root, sizes["cli_runs"])
+            figures += [fig for fig in (version, status) if fig.key in args.only]
         info = machine_info(root)
     load_after = os.getloadavg()
     info.append(
@@ -806,14 +971,19 @@ def main(argv: list[str] | None = None) -> int:
         f"{load_before[2]:.2f}, after: {load_after[0]:.2f}/{load_after[1]:.2f}/"
         f"{load_after[2]:.2f}"
     )
-    section = render(figures, table, info, command)
-    print(section)
-    if args.write_docs:
-        if quick or set(args.only) != set("abcdef"):
-            say("--write-docs needs the full run (no --quick, no --only); docs left alone")
-            return 2
-        write_docs(section)
-        say(f"wrote {DOCS}")
+    whole = [keys for keys in GROUPS if set(keys) <= set(args.only)]
+    for keys, group in GROUPS.items():
+        chosen = [fig for fig in figures if fig.key in keys]
+        if not chosen:
+            continue
+        section = render(chosen, table, info, command, group)
+        print(section)
+        if args.write_docs and keys in whole and not quick:
+            write_docs(section, group)
+            say(f"wrote {DOCS} ({group[2].lower()})")
+    if args.write_docs and (quick or not whole):
+        say("--write-docs needs whole groups (abcdef, ghi) without --quick; docs left alone")
+        return 2
     return 0
 
 
