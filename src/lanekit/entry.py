@@ -30,6 +30,7 @@ import time
 
 from lanekit.lanelog import LaneLog, rotate_if_needed
 from lanekit.owned import unsafe_reason
+from lanekit.quoting import printable
 from lanekit.snapshot_fields import SNAPSHOT_KEYS, SNAPSHOT_SCHEMA, snapshot_problem
 
 TYPE_CHECKING = False  # typing itself costs start-up time; mypy still reads these imports
@@ -172,7 +173,8 @@ def log_warner(log_path: str | os.PathLike[str]) -> Callable[[OSError], None]:
 
     def warn(exc: OSError) -> None:
         if not warned:
-            sys.stderr.write(f"warning: cannot write lane log {os.fspath(log_path)}: {exc}\n")
+            text = f"warning: cannot write lane log {os.fspath(log_path)}: {exc}"
+            sys.stderr.write(printable(text) + "\n")
         warned.append(exc)
 
     return warn

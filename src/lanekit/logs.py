@@ -18,6 +18,7 @@ from lanekit.config import LaneSpec
 from lanekit.errors import LanekitError, UsageError
 from lanekit.lanelog import log_files
 from lanekit.paths import Paths
+from lanekit.quoting import cmdline
 
 FOLLOW_POLL = 0.5
 """Seconds between looks at a followed file (tail -f uses 1 s)."""
@@ -200,7 +201,8 @@ def lane_logs(
     if not log_files(path, rotated=rotated):
         raise LanekitError(
             f"{path}: no log yet for lane {lane.name}",
-            f"it has not run (or written) since it was installed: `lanekit try {lane.name}` "
+            "it has not run (or written) since it was installed: "
+            f"`{cmdline('lanekit', 'try', lane.name)}` "
             "runs it now, `lanekit doctor` says why it does not",
         )
     return iter(tail(path, request.lines, rotated=rotated))

@@ -40,6 +40,7 @@ from pathlib import Path
 from lanekit import fsops, procinfo, watcher
 from lanekit.errors import QueueError, UsageError
 from lanekit.owned import make_private_dirs
+from lanekit.quoting import cmdline
 from lanekit.records import (
     JobState,
     NestedTooDeepError,
@@ -566,7 +567,8 @@ class Queue:
                 )
                 raise QueueError(
                     f"{path}: is a symlink to {target}, {why}",
-                    f"replace the symlink with a directory: rm {path} && mkdir -m 700 {path}",
+                    "replace the symlink with a directory: "
+                    f"{cmdline('rm', path)} && {cmdline('mkdir', '-m', '700', path)}",
                 )
             if not stat.S_ISDIR(sub.st_mode):
                 raise QueueError(
@@ -1419,7 +1421,7 @@ def _check_access(path: str, st: os.stat_result) -> None:
         raise QueueError(
             f"{path}: owned by uid {st.st_uid}, not by you (uid {uid}); its owner could "
             "take or replace jobs",
-            f"use a queue directory you own, or: chown {uid} {path}",
+            f"use a queue directory you own, or: {cmdline('chown', uid, path)}",
         )
     writable = st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
     if writable:
@@ -1431,7 +1433,7 @@ def _check_access(path: str, st: os.stat_result) -> None:
         raise QueueError(
             f"{path}: writable by {who} (mode {stat.S_IMODE(st.st_mode):04o}); someone else "
             "could add, take or replace jobs",
-            f"chmod go-w {path}",
+            cmdline("chmod", "go-w", path),
         )
 
 

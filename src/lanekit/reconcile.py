@@ -72,6 +72,7 @@ from lanekit.owned import (
 )
 from lanekit.paths import Paths
 from lanekit.preflight import preflight
+from lanekit.quoting import cmdline
 from lanekit.snapshot import DEFAULT_EXIT_TIMEOUT, RunSpec
 
 MARKER = "LANEKIT_LANE"
@@ -361,7 +362,7 @@ def _offer_removal(item: Installed, is_loaded: bool, running: Mapping[str, int |
         lane=lane,
         label=item.label,
         reason=f"installed by lanekit but not in lanes.toml ({state}):"
-        f" left alone; `lanekit remove {lane}` removes it",
+        f" left alone; `{cmdline('lanekit', 'remove', lane)}` removes it",
         pid=running.get(item.label),
     )
 
@@ -936,8 +937,8 @@ class _Stopper:
             if self.timing.clock() >= limit:
                 raise LaunchdError(
                     f"{label}: still loaded {exit_timeout + DRAIN_MARGIN:.0f} s after bootout",
-                    f"check `launchctl print {self.launchd.domain}/{label}`, then rerun"
-                    " `lanekit apply`",
+                    f"check `{cmdline('launchctl', 'print', f'{self.launchd.domain}/{label}')}`,"
+                    " then rerun `lanekit apply`",
                 )
             self.timing.sleep(self.timing.poll)
 
@@ -979,7 +980,8 @@ def remove(
     if data is not None and _identify(data, fallback=label)[1] is None:
         raise UsageError(
             f"{plist}: not installed by lanekit (no {MARKER} in EnvironmentVariables); not removed",
-            f"if you mean it: launchctl bootout {launchd.domain}/{label} && rm {plist}",
+            f"if you mean it: {cmdline('launchctl', 'bootout', f'{launchd.domain}/{label}')}"
+            f" && {cmdline('rm', plist)}",
         )
     entries = {e.label: e for e in launchd.list()}
     snapshot = paths.snapshot_for(label)

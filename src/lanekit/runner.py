@@ -45,6 +45,7 @@ from lanekit.entry import (
 )
 from lanekit.errors import EnvironmentUnusableError, ExitCode, LanekitError, UsageError
 from lanekit.lanelog import LaneLog, rotate_if_needed
+from lanekit.quoting import cmdline, printable
 from lanekit.snapshot import DEFAULT_EXIT_TIMEOUT, RunSpec
 
 TYPE_CHECKING = False  # typing itself costs start-up time; mypy still reads these imports
@@ -682,7 +683,8 @@ def find_snapshot(lane: str, snapshots: Path) -> Path:
     if not matches:
         raise UsageError(
             f"lane {lane}: no installed lane snapshot in {snapshots}",
-            f"run `lanekit apply` to install it, or `lanekit run -c lanes.toml {lane}`",
+            f"run `lanekit apply` to install it, or "
+            f"`{cmdline('lanekit', 'run', '-c', 'lanes.toml', lane)}`",
         )
     if len(matches) > 1:
         names = ", ".join(m.name for m in matches)
@@ -717,9 +719,9 @@ def main(argv: Sequence[str]) -> int:
         spec = load_spec(lane, snapshot)
         return int(run_lane(spec).exit_code)
     except LanekitError as exc:
-        sys.stderr.write(f"error: {exc.message}\n")
+        sys.stderr.write(f"error: {printable(exc.message)}\n")
         if exc.hint:
-            sys.stderr.write(f"hint: {exc.hint}\n")
+            sys.stderr.write(f"hint: {printable(exc.hint)}\n")
         if spec is not None:
             log_error(spec, exc)
         return int(exc.exit_code)

@@ -35,6 +35,7 @@ from lanekit.doctor import (
 from lanekit.errors import ExitCode, UsageError
 from lanekit.exits import describe_exit
 from lanekit.paths import Paths
+from lanekit.quoting import cmdline
 
 PREFLIGHT = (
     "plist.invalid",
@@ -171,8 +172,8 @@ def _target(request: TryRequest, paths: Paths, env: Mapping[str, str]) -> Target
     if not target.installed:
         raise UsageError(
             f"lane {lane.name} is not installed, so there is no entrypoint to try",
-            f"run `lanekit apply {lane.name}` first, or `lanekit try {lane.name} --job FILE` "
-            "to run its command once",
+            f"run `{cmdline('lanekit', 'apply', lane.name)}` first, or "
+            f"`{cmdline('lanekit', 'try', lane.name)} --job FILE` to run its command once",
         )
     return target
 

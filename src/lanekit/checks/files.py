@@ -11,6 +11,7 @@ from pathlib import Path
 
 from lanekit.checks import jobfacts
 from lanekit.doctor import DoctorContext, Problem, Severity, Target, check
+from lanekit.quoting import cmdline
 
 LARGE_LOG_BYTES = 50 * 1024 * 1024
 """launchd never rotates StandardOutPath/StandardErrorPath; past this size we say so."""
@@ -51,7 +52,8 @@ def logs_dir_missing(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
                 Severity.ERROR,
                 f"{key} {written} names a directory launchd reads literally ({parent}), which "
                 f"does not exist: {_EXIT_78}.",
-                f"write the absolute path {real} as {key}, and `mkdir -p {Path(real).parent}`",
+                f"write the absolute path {real} as {key}, and "
+                f"`{cmdline('mkdir', '-p', Path(real).parent)}`",
             )
         elif blocker.exists() and not blocker.is_dir():
             yield Problem(
@@ -64,7 +66,7 @@ def logs_dir_missing(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
             yield Problem(
                 Severity.ERROR,
                 f"the directory of {key} {path} does not exist: {_EXIT_78}.",
-                f"mkdir -p {parent}",
+                cmdline("mkdir", "-p", parent),
             )
 
 
@@ -88,7 +90,7 @@ def logs_unwritable(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
                     Severity.ERROR,
                     f"{key} {path} is a symlink to {path.readlink()}, which cannot be created: "
                     f"{_EXIT_78}.",
-                    f"rm {path}, or create the directory the link points into",
+                    f"{cmdline('rm', path)}, or create the directory the link points into",
                 )
                 continue
             st = None
@@ -96,7 +98,7 @@ def logs_unwritable(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
             yield Problem(
                 Severity.ERROR,
                 f"{key} {path} cannot be examined ({exc.strerror}).",
-                f"ls -l {path}",
+                cmdline("ls", "-l", path),
             )
             continue
         if st is not None and stat.S_ISDIR(st.st_mode):
@@ -116,9 +118,9 @@ def logs_unwritable(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
             )
         elif not jobfacts.may_write(holder_st, ctx.uid, ctx.gids):
             what = "the file" if st is not None else "its directory"
-            fix = f"chmod u+w {holder}" if st is not None else f"chmod u+rwx {holder}"
+            fix = cmdline("chmod", "u+w" if st is not None else "u+rwx", holder)
             if holder_st.st_uid != ctx.uid:
-                fix = f"chown {ctx.uid} {holder} && {fix}"
+                fix = f"{cmdline('chown', ctx.uid, holder)} && {fix}"
             yield Problem(
                 Severity.ERROR,
                 f"{key} {path} is not writable ({what} {holder} has mode "
@@ -143,9 +145,10 @@ def workdir_missing(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
             f"point WorkingDirectory at a directory (now: {workdir})",
         )
         return
-    fix = f"mkdir -p {workdir}"
+    fix = cmdline("mkdir", "-p", workdir)
     if target.lane is not None:
-        fix = f"lanekit apply {target.lane.name}  (creates the queue directories), or {fix}"
+        apply = cmdline("lanekit", "apply", target.lane.name)
+        fix = f"{apply}  (creates the queue directories), or {fix}"
     yield Problem(
         Severity.ERROR,
         f"WorkingDirectory {workdir} does not exist, so launchd cannot start the job there.",
@@ -193,7 +196,8 @@ def logs_large(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
         yield Problem(
             Severity.WARNING,
             f"{key} {path} is {size // (1024 * 1024)} MiB and launchd never rotates it.",
-            f"mv {path} {path}.1 (the next run starts a new file), and add a rule for it in "
+            f"{cmdline('mv', path, f'{path}.1')} (the next run starts a new file), and add a "
+            "rule for it in "
             "/etc/newsyslog.d/",
         )
 
@@ -253,7 +257,9 @@ def queue_permissions(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
             continue  # workdir.missing covers the queue dir; `apply` creates the others
         except OSError as exc:
             yield Problem(
-                Severity.ERROR, f"{path} cannot be examined ({exc.strerror}).", f"ls -ld {path}"
+                Severity.ERROR,
+                f"{path} cannot be examined ({exc.strerror}).",
+                cmdline("ls", "-ld", path),
             )
             continue
         mode = st.st_mode & 0o7777
@@ -262,7 +268,7 @@ def queue_permissions(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
             yield Problem(
                 Severity.ERROR,
                 f"{path} is a symlink (to {path.readlink()}), {refused}.",
-                f"rm {path} && mkdir -m 700 {path}",
+                f"{cmdline('rm', path)} && {cmdline('mkdir', '-m', '700', path)}",
             )
         elif stat.S_ISLNK(st.st_mode):
             continue
@@ -270,25 +276,25 @@ def queue_permissions(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
             yield Problem(
                 Severity.ERROR,
                 f"{path} is a file, not a directory, {refused}.",
-                f"move {path} away, then run `lanekit apply {name}`",
+                f"move {path} away, then run `{cmdline('lanekit', 'apply', name)}`",
             )
         elif st.st_uid != ctx.uid:
             yield Problem(
                 Severity.ERROR,
                 f"{path} is owned by uid {st.st_uid}, not by the lane's user (uid {ctx.uid}), "
                 f"{refused}.",
-                f"chown {ctx.uid} {path}",
+                cmdline("chown", ctx.uid, path),
             )
         elif mode & 0o022:
             yield Problem(
                 Severity.ERROR,
                 f"{path} is writable by others (mode {mode:04o}), {refused}.",
-                f"chmod go-w {path}",
+                cmdline("chmod", "go-w", path),
             )
         elif not jobfacts.may_write(st, ctx.uid, ctx.gids):
             yield Problem(
                 Severity.ERROR,
                 f"{path} is not writable by its owner (mode {mode:04o}), so the runner cannot "
                 "move jobs through it (exit 69).",
-                f"chmod u+rwx {path}",
+                cmdline("chmod", "u+rwx", path),
             )

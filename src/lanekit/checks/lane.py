@@ -11,6 +11,7 @@ from enum import StrEnum
 from lanekit.checks.launchd import LOOP_STATES
 from lanekit.doctor import DoctorContext, Problem, Severity, Target, check
 from lanekit.errors import LanekitError
+from lanekit.quoting import cmdline
 
 MISSED_RUN_GRACE = timedelta(minutes=10)
 """How long after a fire a run may take to show up in the lane log (launchd fires ~5 s late,
@@ -132,29 +133,31 @@ def missed_run(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     head = f"lane {lane.name} should have run at {when} but its log shows nothing since"
     severity = Severity.WARNING if cause is MissedRunCause.UNKNOWN else Severity.ERROR
     if cause is MissedRunCause.NOT_LOADED:
-        text, fix = "it is not loaded in launchd", f"lanekit apply {lane.name}"
+        text, fix = "it is not loaded in launchd", cmdline("lanekit", "apply", lane.name)
     elif cause is MissedRunCause.DISABLED:
         text = "it is disabled in launchd"
-        fix = f"launchctl enable {ctx.domain}/{label} && lanekit apply {lane.name}"
+        enable = cmdline("launchctl", "enable", f"{ctx.domain}/{label}")
+        fix = f"{enable} && {cmdline('lanekit', 'apply', lane.name)}"
     elif cause is MissedRunCause.EXIT_78:
         text = "launchd could not start it (exit 78, the program never ran)"
         explained = ctx.findings("launchd.exit-78", target)
-        fix = explained[0].fix if explained else f"lanekit try {lane.name}"
+        fix = explained[0].fix if explained else cmdline("lanekit", "try", lane.name)
     elif cause is MissedRunCause.RAN_SILENT:
         text = "launchd started it (its output files changed) but the runner never logged a line"
-        fix = f"lanekit logs {lane.name} --err  (then `lanekit try {lane.name}`)"
+        logs = cmdline("lanekit", "logs", lane.name, "--err")
+        fix = f"{logs}  (then `{cmdline('lanekit', 'try', lane.name)}`)"
     elif cause is MissedRunCause.THROTTLED:
         text = (
             f"its runs keep failing (last exit {facts.last_exit}) and launchd throttles a "
             "failing job, so the fire was skipped"
         )
-        fix = f"lanekit logs {lane.name} --err"
+        fix = cmdline("lanekit", "logs", lane.name, "--err")
     else:
         text = (
             "launchd has it loaded and nothing says it failed, so the Mac was probably asleep "
             "(launchd runs it on wake) or off (the fire is skipped)"
         )
-        fix = f"lanekit kick {lane.name}  (runs it now)"
+        fix = f"{cmdline('lanekit', 'kick', lane.name)}  (runs it now)"
     yield Problem(severity, f"{head}: {cause.value}: {text}.", fix)
 
 

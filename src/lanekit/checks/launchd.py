@@ -7,6 +7,7 @@ import signal
 from collections.abc import Iterator, Sequence
 
 from lanekit.doctor import DoctorContext, Finding, Problem, Severity, Target, check
+from lanekit.quoting import cmdline
 
 CRASH_LOOP_RUNS = 5
 """At least this many runs since load, all failing, before a loop is called a loop."""
@@ -65,9 +66,11 @@ def _explained(
 
 def _stderr_hint(target: Target) -> str:
     if target.lane is not None:
-        return f"lanekit logs {target.lane.name} --err"
+        return cmdline("lanekit", "logs", target.lane.name, "--err")
     err = target.plist.get("StandardErrorPath") if target.plist is not None else None
-    return f"tail {err}" if isinstance(err, str) else f"lanekit try --plist {target.plist_path}"
+    if isinstance(err, str):
+        return cmdline("tail", err)
+    return cmdline("lanekit", "try", "--plist", str(target.plist_path))
 
 
 @check(
@@ -85,13 +88,13 @@ def not_loaded(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
         yield Problem(
             Severity.ERROR,
             f"lane {target.lane.name} {state} in launchd ({ctx.domain}), so it never runs.",
-            f"lanekit apply {target.lane.name}",
+            cmdline("lanekit", "apply", target.lane.name),
         )
         return
     yield Problem(
         Severity.WARNING,
         f"{label} is not loaded in launchd ({ctx.domain}), so it never runs.",
-        f"launchctl bootstrap {ctx.domain} {target.plist_path}",
+        cmdline("launchctl", "bootstrap", ctx.domain, str(target.plist_path)),
     )
 
 
@@ -107,14 +110,14 @@ def disabled(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     if label is None or not ctx.disabled().get(label, False):
         return
     then = (
-        f"lanekit apply {target.lane.name}"
+        cmdline("lanekit", "apply", target.lane.name)
         if target.lane is not None
-        else f"launchctl bootstrap {ctx.domain} {target.plist_path}"
+        else cmdline("launchctl", "bootstrap", ctx.domain, str(target.plist_path))
     )
     yield Problem(
         Severity.ERROR,
         f"{label} is disabled in launchd ({ctx.domain}), so it cannot be loaded and never runs.",
-        f"launchctl enable {ctx.domain}/{label} && {then}",
+        f"{cmdline('launchctl', 'enable', f'{ctx.domain}/{label}')} && {then}",
     )
 
 
@@ -134,7 +137,7 @@ def exit_78(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
         "last exit 78 (EX_CONFIG): launchd could not set the job up, so the program never ran",
         EXIT_78_CAUSES,
         "check that StandardOutPath/StandardErrorPath directories exist and are writable and "
-        f"that WorkingDirectory exists, then run `lanekit try {target.lane.name}`"
+        f"that WorkingDirectory exists, then run `{cmdline('lanekit', 'try', target.lane.name)}`"
         if target.lane is not None
         else f"check the log paths and WorkingDirectory of {target.plist_path}",
     )
@@ -198,7 +201,8 @@ def killed(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
         why = "it crashed"
     if target.lane is not None:
         fix = (
-            f"lanekit recover {target.lane.name}  (puts back any job the run held), then "
+            f"{cmdline('lanekit', 'recover', target.lane.name)}  (puts back any job the run "
+            "held), then "
             f"`{_stderr_hint(target)}` for why"
         )
     else:
@@ -241,6 +245,7 @@ def crash_loop(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
         Severity.ERROR,
         f"{label} is in a crash loop: {info.runs} runs since it was loaded, the last one "
         f"{outcome}, each respawn throttled to one per {throttle} s.",
-        f"stop it with `launchctl bootout {ctx.domain}/{label}`, then find the failure: "
+        f"stop it with `{cmdline('launchctl', 'bootout', f'{ctx.domain}/{label}')}`, then find "
+        "the failure: "
         f"{_stderr_hint(target)}",
     )

@@ -10,6 +10,7 @@ from pathlib import Path
 from lanekit.doctor import DoctorContext, Problem, Severity, Target, check, lane_interpreter
 from lanekit.errors import LanekitError
 from lanekit.owned import read_regular
+from lanekit.quoting import cmdline
 
 
 @check(
@@ -23,9 +24,9 @@ def invalid(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
         return
     path = target.plist_path
     if target.lane is not None:
-        fix = f"run `lanekit apply {target.lane.name}` to write it again"
+        fix = f"run `{cmdline('lanekit', 'apply', target.lane.name)}` to write it again"
     else:
-        fix = f"fix {path} (on macOS `plutil -lint {path}` names the broken line)"
+        fix = f"fix {path} (on macOS `{cmdline('plutil', '-lint', path)}` names the broken line)"
     yield Problem(
         Severity.ERROR, f"{path} {target.plist_error}, so launchd refuses to load it.", fix
     )
@@ -43,7 +44,7 @@ def label_mismatch(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     yield Problem(
         Severity.WARNING,
         f"{path.name} holds Label {label}: tools that find a job by its file name miss it.",
-        f"mv {path} {path.with_name(label + '.plist')}",
+        cmdline("mv", path, path.with_name(label + ".plist")),
     )
 
 
@@ -66,7 +67,7 @@ def permissions(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
             Severity.ERROR,
             f"{path} has mode {mode:04o} (group or world writable), so launchd refuses to load "
             "it (bad ownership/permissions).",
-            f"chmod 644 {path}",
+            cmdline("chmod", "644", path),
         )
     if st.st_uid not in {ctx.uid, 0}:
         owner = _user_name(st.st_uid)
@@ -75,7 +76,7 @@ def permissions(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
             Severity.ERROR,
             f"{path} is owned by {owner}, not by {me}, so launchd refuses to load it "
             "(bad ownership/permissions).",
-            f"chown {me} {path}",
+            cmdline("chown", me, path),
         )
 
 
@@ -129,7 +130,7 @@ def drift(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
             Severity.WARNING,
             f"the installed {' and '.join(changed)} differ from lanes.toml: launchd still runs "
             "the old lane.",
-            f"lanekit apply {lane.name}",
+            cmdline("lanekit", "apply", lane.name),
         )
     if found.plist_bytes and not found.plist_meaning:
         yield Problem(

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from lanekit.checks import jobfacts
 from lanekit.doctor import DoctorContext, Problem, Severity, Target, check
+from lanekit.quoting import cmdline
 
 
 def _exec_target(target: Target) -> tuple[str, Path] | None:
@@ -43,11 +44,11 @@ def _programs(target: Target) -> Iterator[tuple[str, str, Path]]:
         where = jobfacts.absolute(inline, job)
         if where.exists():
             yield "the command the inline shell script runs", inline, where
-    command = _job_command(target)
-    if command is None or command[1] is None or not command[1].exists():
+    job_command = _job_command(target)
+    if job_command is None or job_command[1] is None or not job_command[1].exists():
         return
-    if exec_target is None or command[1] != exec_target[1]:
-        yield "the job command", command[0], command[1]
+    if exec_target is None or job_command[1] != exec_target[1]:
+        yield "the job command", job_command[0], job_command[1]
 
 
 def _edit_where(target: Target) -> str:
@@ -78,7 +79,7 @@ def program_missing(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
         )
         return
     if target.lane is not None:
-        fix = f"reinstall lanekit, then run `lanekit apply {target.lane.name}`"
+        fix = f"reinstall lanekit, then run `{cmdline('lanekit', 'apply', target.lane.name)}`"
     else:
         fix = f"install {name}, or point ProgramArguments of {target.plist_path} at it"
     yield Problem(
@@ -105,7 +106,7 @@ def program_not_executable(target: Target, ctx: DoctorContext) -> Iterator[Probl
             yield Problem(
                 Severity.ERROR,
                 f"{role} {name} is not executable, so exec fails (exit 126) every time.",
-                f"chmod +x {path}",
+                cmdline("chmod", "+x", path),
             )
 
 
@@ -169,27 +170,27 @@ def command_missing(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
         commands.append(("the command the inline shell script runs", inline))
     if target.lane is not None and target.lane.command and target.lane.command[0] != name:
         commands.append(("the job command", target.lane.command[0]))
-    for role, command in commands:
-        if "/" in command:
-            where = jobfacts.absolute(command, job)
+    for role, program in commands:
+        if "/" in program:
+            where = jobfacts.absolute(program, job)
             if where.exists():
                 continue
             yield Problem(
                 Severity.ERROR,
-                f"{role} {command} does not exist, so it fails every time.",
+                f"{role} {program} does not exist, so it fails every time.",
                 f"install it, or fix `command` in {_edit_where(target)}",
             )
             continue
-        if jobfacts.resolve(command, job) is not None:
+        if jobfacts.resolve(program, job) is not None:
             continue
-        found = jobfacts.caller_has(command)
+        found = jobfacts.caller_has(program)
         shell = f"; your shell finds it at {found}, launchd will not" if found else ""
         yield Problem(
             Severity.ERROR,
-            f"{role} {command} is not on the job's PATH ({path}){shell}.",
+            f"{role} {program} is not on the job's PATH ({path}){shell}.",
             jobfacts.path_fix(target, str(Path(found).parent))
             if found
-            else f"install {command}, or write its absolute path in {_edit_where(target)}",
+            else f"install {program}, or write its absolute path in {_edit_where(target)}",
         )
 
 
@@ -203,7 +204,7 @@ def path_unset(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     if job is None or "PATH" in jobfacts.environment(job):
         return
     if target.lane is not None:
-        fix = f"lanekit apply {target.lane.name}"
+        fix = cmdline("lanekit", "apply", target.lane.name)
     else:
         fix = (
             "add <key>PATH</key><string>/opt/homebrew/bin:/usr/local/bin:"

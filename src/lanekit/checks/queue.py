@@ -5,7 +5,6 @@ contradict where their job is, a job that succeeded twice, and jobs that keep ti
 from __future__ import annotations
 
 import itertools
-import shlex
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from lanekit.config import LaneSpec
 from lanekit.doctor import DoctorContext, Problem, Severity, Target, check
 from lanekit.errors import LanekitError
 from lanekit.fsops import flock_held
+from lanekit.quoting import cmdline
 from lanekit.records import JobState
 
 if TYPE_CHECKING:
@@ -173,14 +173,15 @@ def stale_claim(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
             f"{lane.queue.dir / 'claimed'} belong{'s' if len(stranded) == 1 else ''} to no live "
             f"runner{whose}, oldest {_age(oldest)}: nobody will finish "
             f"{'them' if len(stranded) != 1 else 'it'} until recovered.",
-            f"lanekit recover {lane.name}",
+            cmdline("lanekit", "recover", lane.name),
         )
     for claim in hung:
         yield Problem(
             Severity.WARNING,
             f"job {claim.job_id} has been running for {_age(claim.age)} (longer than "
             f"stale_after) in live runner pid {claim.pid}: it may be hung.",
-            f"if it is stuck: kill {claim.pid}, then `lanekit recover {lane.name}`",
+            f"if it is stuck: {cmdline('kill', str(claim.pid))}, then "
+            f"`{cmdline('lanekit', 'recover', lane.name)}`",
         )
 
 
@@ -203,16 +204,16 @@ def orphaned_job(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     for claim in orphans:
         if not _reported_on(lane, _record_lane(queue, claim.job_id), ctx):
             continue
-        path = shlex.quote(str(claim.path))
+        path, recover = claim.path, cmdline("lanekit", "recover", lane.name)
         yield Problem(
             Severity.WARNING,
             f"job {claim.job_id} still runs, claimed {_age(claim.age)} ago, but its runner "
             f"(pid {claim.pid}) is gone: nobody will record how it ends, and once it exits its "
             "claim is recovered (back to queue/ to run again, or to failed/ when out of "
             "attempts).",
-            f"wait for it to finish, then `lanekit recover {lane.name}` (the lane's next run "
-            f"does it too); or find it (`pgrep -f {path}` or `lsof {path}`), stop it, then "
-            f"`lanekit recover {lane.name}`",
+            f"wait for it to finish, then `{recover}` (the lane's next run does it too); or "
+            f"find it (`{cmdline('pgrep', '-f', path)}` or `{cmdline('lsof', path)}`), stop it, "
+            f"then `{recover}`",
         )
 
 
@@ -243,7 +244,8 @@ def backlog(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
         f"{counts.queued} job{'s' if counts.queued != 1 else ''} queued, the oldest for "
         f"{_age(age)}, more than {BACKLOG_PERIODS} schedule periods "
         f"({_age(BACKLOG_PERIODS * period)}): the lane is not keeping up.",
-        f"lanekit kick {lane.name}  (run it now); if this recurs, raise max_jobs of "
+        f"{cmdline('lanekit', 'kick', lane.name)}  (run it now); if this recurs, raise "
+        "max_jobs of "
         f"[lanes.{lane.name}] in lanes.toml",
     )
 
@@ -270,7 +272,8 @@ def failed_jobs(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
         f"{counts.failed} job{'s' if counts.failed != 1 else ''} in "
         f"{lane.queue.dir / 'failed'} ran out of attempts and will not run again by "
         f"{'itself' if counts.failed == 1 else 'themselves'}.",
-        f"lanekit jobs {lane.name} --state failed  (each job's .error says why), then enqueue "
+        f"{cmdline('lanekit', 'jobs', lane.name, '--state', 'failed')}  (each job's .error "
+        "says why), then enqueue "
         "the fixed ones again",
     )
 
@@ -325,7 +328,7 @@ def record_mismatches(queue: Queue) -> list[tuple[Record, JobLocation | None]]:
 def _stale_running(lane: LaneSpec, record: Record, location: JobLocation | None) -> Problem:
     """The finding for a `running` record whose job is not in claimed/."""
     claimed = lane.queue.dir / "claimed"
-    inspect = f"lanekit job {lane.name} {record.job_id}"
+    inspect = cmdline("lanekit", "job", lane.name, record.job_id)
     if location is None:
         return Problem(
             Severity.WARNING,
@@ -388,7 +391,8 @@ def record_mismatch(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
                 f"job {record.job_id}: its record says succeeded, but its file waits in "
                 f"{location.path.parent}: the next run will not run it (the guard moves it to "
                 "done/ unrun).",
-                f"lanekit job {lane.name} {record.job_id}  (to inspect it); to do the work "
+                f"{cmdline('lanekit', 'job', lane.name, record.job_id)}  (to inspect it); to do "
+                "the work "
                 "again, enqueue it under a new id",
             )
 
@@ -449,7 +453,8 @@ def duplicate_success(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
         yield Problem(
             Severity.ERROR,
             f"job {job} succeeded more than once ({' and '.join(how)}): its work was done twice.",
-            f"lanekit job {lane.name} {job}  (its record), and find what re-queued it: a second "
+            f"{cmdline('lanekit', 'job', lane.name, job)}  (its record), and find what "
+            "re-queued it: a second "
             "producer, or a file moved back by hand",
         )
 

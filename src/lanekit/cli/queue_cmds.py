@@ -12,6 +12,7 @@ import typer
 
 from lanekit.cli.options import ConfigOption, DryRunOption, JsonOption
 from lanekit.errors import ExitCode, LanekitError, UsageError
+from lanekit.quoting import cmdline
 from lanekit.records import JobState  # the --state vocabulary
 
 if TYPE_CHECKING:
@@ -282,7 +283,7 @@ def job(
     if view is None:
         raise LanekitError(
             f"no job {job_id!r} in queue {spec.queue.name} ({spec.queue.dir})",
-            f"`lanekit jobs {spec.name}` lists its jobs",
+            f"`{cmdline('lanekit', 'jobs', spec.name)}` lists its jobs",
         )
     show.job_detail(view, as_json=as_json)
 

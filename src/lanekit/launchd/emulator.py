@@ -71,6 +71,7 @@ from lanekit.launchd.environ import (
 )
 from lanekit.launchd.launchctl import error_for
 from lanekit.owned import PRIVATE_FILE, make_private_dirs
+from lanekit.quoting import cmdline
 from lanekit.schedule import CalendarEntry, ScheduleError, fires_at, parse_table
 from lanekit.snapshot import DEFAULT_EXIT_TIMEOUT
 
@@ -282,10 +283,10 @@ class EmulatedDomain:
                 raise LaunchdError(
                     f"{label}: the running instance (pid {job.pid}) did not exit when stopped",
                     "ExitTimeOut 0 means launchd never sends SIGKILL: stop it with "
-                    f"`kill -KILL {job.pid}`"
+                    f"`{cmdline('kill', '-KILL', str(job.pid))}`"
                     if timeout == 0
-                    else f"check `ps -o pid,stat,command -p {job.pid}`; a process stuck in the "
-                    "kernel (state D) cannot be killed",
+                    else f"check `{cmdline('ps', '-o', 'pid,stat,command', '-p', str(job.pid))}`;"
+                    " a process stuck in the kernel (state D) cannot be killed",
                 )
             time.sleep(POLL_SECONDS)
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import builtins
 import os
 import re
-import shlex
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -37,6 +36,7 @@ from lanekit.launchd.parse import (
     signal_name,
     split_list_status,
 )
+from lanekit.quoting import shell_quote
 
 __all__ = [
     "DARWIN_SIGNALS",
@@ -390,8 +390,10 @@ class _Context:
     def fields(self) -> dict[str, str]:
         domain = self.domain or "gui/$(id -u)"
         uid_match = re.search(r"/(\d+)$", domain)
-        label = self.label or "<label>"
-        path = shlex.quote(self.path) if self.path else "<plist>"
+        # Label and path come from plists anyone may write: quoted, so that `{domain}/{label}`
+        # stays one shell word; the domain is ours (a uid, or `$(id -u)` meant to expand).
+        label = shell_quote(self.label) if self.label else "<label>"
+        path = shell_quote(self.path) if self.path else "<plist>"
         if self.path and self.path.startswith(("/Library/", "/System/")):
             fix_owner = f"sudo chown root:wheel {path} && sudo chmod 644 {path}"
         else:

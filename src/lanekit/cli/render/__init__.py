@@ -1,7 +1,9 @@
 """The only place that prints. Colour and progress only on a terminal; NO_COLOR is honoured.
 
 Each command group has its own module here (render/config.py, render/queue.py, ...) built on
-these primitives.
+these primitives, and every primitive escapes terminal controls with `lanekit.quoting.printable`
+(labels, paths and log text come from files anyone may write): render modules never write to a
+stream or a console themselves, so nothing reaches the terminal unescaped.
 """
 
 from __future__ import annotations
@@ -11,10 +13,13 @@ import sys
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from lanekit.quoting import printable
+
 if TYPE_CHECKING:
     # rich is imported when a console is first needed: `lanekit --version`, `--help` and the
     # plain-line commands never pay for it (benchmark figure (g)).
     from rich.console import Console
+    from rich.text import Text
 
 
 def stdout() -> Console:
@@ -45,20 +50,44 @@ def _console(stream: Any) -> Console:
 
 
 def line(text: str = "") -> None:
-    """One plain line on stdout (no markup interpretation)."""
-    sys.stdout.write(text + "\n")
+    """One plain line on stdout (no markup interpretation, controls escaped)."""
+    sys.stdout.write(printable(text) + "\n")
+
+
+def note(text: str) -> None:
+    """One plain line on stderr (controls escaped)."""
+    sys.stderr.write(printable(text) + "\n")
 
 
 def error(message: str, hint: str = "") -> None:
-    """`error: ...` and `hint: ...` on stderr."""
-    sys.stderr.write(f"error: {message}\n")
+    """`error: ...` and `hint: ...` on stderr, each one line whatever the message holds."""
+    note(f"error: {message}")
     if hint:
-        sys.stderr.write(f"hint: {hint}\n")
+        note(f"hint: {hint}")
 
 
 def warning(message: str) -> None:
     """`warning: ...` on stderr."""
-    sys.stderr.write(f"warning: {message}\n")
+    note(f"warning: {message}")
+
+
+def styled(*parts: str | tuple[str, str]) -> Text:
+    """A rich Text from parts, each escaped; a `(value, style)` part is styled on a terminal."""
+    from rich.text import Text
+
+    text = Text()
+    for part in parts:
+        value, style = part if isinstance(part, tuple) else (part, "")
+        text.append(printable(value), style=style or None)
+    return text
+
+
+def show(text: Text) -> None:
+    """One styled line on stdout; build `text` with `styled` so that it is escaped."""
+    if sys.stdout.isatty():
+        stdout().print(text)
+    else:
+        sys.stdout.write(text.plain + "\n")
 
 
 def json_out(data: Any) -> None:

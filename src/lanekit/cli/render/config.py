@@ -7,9 +7,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from lanekit.cli.render import error, json_out, line, warning
+from lanekit.cli.render import error, json_out, line, note, warning
 from lanekit.config import display_path
 from lanekit.plist import ConfigCheck, RenderedLane
+from lanekit.quoting import cmdline
 from lanekit.schedule import describe_schedule
 
 VALIDATE_SCHEMA = 1
@@ -19,8 +20,9 @@ def initialized(path: Path, cwd: Path) -> None:
     """Where lanes.toml was written, and what to do next."""
     shown = display_path(path, cwd)
     line(f"wrote {shown}")
-    flag = "" if shown == "lanes.toml" else f" -c {shown}"
-    line(f"next: edit it, then `lanekit validate{flag}` and `lanekit render{flag}`")
+    flag = () if shown == "lanes.toml" else ("-c", shown)
+    validate, render = cmdline("lanekit", "validate", *flag), cmdline("lanekit", "render", *flag)
+    line(f"next: edit it, then `{validate}` and `{render}`")
 
 
 def validation(check: ConfigCheck, *, as_json: bool) -> None:
@@ -34,7 +36,7 @@ def validation(check: ConfigCheck, *, as_json: bool) -> None:
         warning(f"{check.display}: {text}")
     if check.config is None:
         count = len(check.errors)
-        sys.stderr.write(f"{check.display}: {count} error{'s' if count != 1 else ''}\n")
+        note(f"{check.display}: {count} error{'s' if count != 1 else ''}")
         return
     lanes = check.config.lanes
     queues = check.config.queues

@@ -8,10 +8,11 @@ from collections.abc import Callable, Iterator
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
-from lanekit.cli.render import line, stderr, stdout
+from lanekit.cli.render import line, stderr, stdout, styled
 from lanekit.cli.render.timeline import chart_lines, notable_lines
 from lanekit.demo import DemoReport
 from lanekit.demo import Progress as DrainProgress
+from lanekit.quoting import cmdline, shell_quote
 
 
 @contextlib.contextmanager
@@ -59,7 +60,7 @@ def report(r: DemoReport) -> None:
     lanes.add_column("lane")
     lanes.add_column("jobs", justify="right")
     for lane, count in d.per_lane.items():
-        lanes.add_row(lane, str(count))
+        lanes.add_row(styled(lane), str(count))
     out.print(lanes)
     line()
     rl = r.reload
@@ -87,7 +88,10 @@ def report(r: DemoReport) -> None:
     if r.timeline_page is not None:
         line(f"the day's timeline, as a page: {r.timeline_page}")
     if r.kept:
-        env = " ".join(f"{k}={v}" for k, v in r.env_hint.items())
-        line(f"kept {r.root}; inspect with: {env} lanekit status (or lanekit timeline)")
+        env = " ".join(f"{k}={shell_quote(v)}" for k, v in r.env_hint.items())
+        line(
+            f"kept {r.root}; inspect with: {env} {cmdline('lanekit', 'status')}"
+            f" (or {cmdline('lanekit', 'timeline')})"
+        )
     else:
         line("cleaned up: lanes booted out and the demo directory removed")

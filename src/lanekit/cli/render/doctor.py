@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import shlex
 import sys
 from collections.abc import Iterable, Sequence
 
-from rich.text import Text
-
-from lanekit.cli.render import json_out, line, stdout, warning
+from lanekit.cli.render import json_out, line, show, styled, warning
 from lanekit.doctor import Check, DoctorReport, Finding, Severity
+from lanekit.quoting import cmdline
 from lanekit.tryrun import TryResult
 
 CHECKS_SCHEMA = 1
@@ -30,15 +28,15 @@ def _findings(findings: Sequence[Finding]) -> None:
             if subject is not None:
                 line()
             subject = finding.subject
-            stdout().print(Text(subject, style="bold"))
-        text = Text("  ")
-        text.append(f"{finding.severity.value:<7}", style=_STYLE[finding.severity])
-        text.append(f"  {finding.id:<{id_width}}  {finding.message}")
-        stdout().print(text)
-        fix = Text(" " * 11)
-        fix.append("fix: ", style="bold")
-        fix.append(finding.fix)
-        stdout().print(fix)
+            show(styled((subject, "bold")))
+        show(
+            styled(
+                "  ",
+                (f"{finding.severity.value:<7}", _STYLE[finding.severity]),
+                f"  {finding.id:<{id_width}}  {finding.message}",
+            )
+        )
+        show(styled(" " * 11, ("fix: ", "bold"), finding.fix))
 
 
 def report(result: DoctorReport, *, as_json: bool) -> None:
@@ -92,7 +90,7 @@ def checks(registered: Sequence[Check], *, as_json: bool) -> None:
 def tried(result: TryResult) -> None:
     """What ran and how, the preflight findings, then the decoded status and stderr tail."""
     line(f"try: {result.subject}")
-    line(f"  run:     {shlex.join(result.argv)}")
+    line(f"  run:     {cmdline(*result.argv)}")
     line(f"  cwd:     {result.cwd}")
     line(f"  PATH:    {result.env_path}")
     line(f"  stdout:  {result.stdout_path or '/dev/null (no StandardOutPath)'}")
@@ -102,17 +100,16 @@ def tried(result: TryResult) -> None:
     line()
     if not result.ran:
         if result.setup_error is not None:
-            stdout().print(Text(f"not started: {result.setup_error}", style="bold red"))
+            show(styled((f"not started: {result.setup_error}", "bold red")))
             line("launchd would record last exit 78 (EX_CONFIG): the program never runs")
         else:
-            stdout().print(
-                Text("not run: launchd would hit the errors above; fix them first", "bold red")
-            )
+            refused = "not run: launchd would hit the errors above; fix them first"
+            show(styled((refused, "bold red")))
         return
     style = "green" if result.exit_status == 0 else "bold red"
     took = f" in {result.duration:.2f} s" if result.duration is not None else ""
     timed_out = " (stopped: --timeout reached)" if result.timed_out else ""
-    stdout().print(Text(f"result: {result.status}{took}{timed_out}", style=style))
+    show(styled((f"result: {result.status}{took}{timed_out}", style)))
     where = result.stderr_path or "no StandardErrorPath: launchd would discard it"
     if result.stderr_tail:
         line(f"stderr ({where}), last {_plural(len(result.stderr_tail), 'line')}:")
@@ -123,7 +120,8 @@ def tried(result: TryResult) -> None:
 
 
 def log_lines(lines: Iterable[str]) -> None:
-    """Each line as it comes (flushed, so `logs -f | grep` sees it at once)."""
+    """Each line as it comes, controls escaped (job output may carry any bytes), flushed so that
+    `logs -f | grep` sees it at once."""
     for text in lines:
-        sys.stdout.write(text + "\n")
+        line(text)
         sys.stdout.flush()

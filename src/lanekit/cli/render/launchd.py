@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from rich.text import Text
-
-from lanekit.cli.render import error, json_out, line, stdout, warning
+from lanekit.cli.render import error, json_out, line, show, styled, warning
 from lanekit.launchd import LaunchctlError
 from lanekit.reconcile import (
     ActionKind,
@@ -43,16 +40,13 @@ _RESULT_STYLE = {
 
 def _row(cells: Sequence[tuple[str, str]], widths: Sequence[int]) -> None:
     """One table row; styles show only on a terminal (the console drops them otherwise)."""
-    text = Text()
+    parts: list[str | tuple[str, str]] = []
     last = len(cells) - 1
     for i, ((value, style), width) in enumerate(zip(cells, widths, strict=True)):
-        text.append(value if i == last else value.ljust(width), style=style or None)
+        parts.append((value if i == last else value.ljust(width), style))
         if i != last:
-            text.append("  ")
-    if sys.stdout.isatty():
-        stdout().print(text)
-    else:
-        line(text.plain)
+            parts.append("  ")
+    show(styled(*parts))
 
 
 # -- plan / apply -------------------------------------------------------------------------

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from lanekit.cli.render import error, json_out, line
+from lanekit.cli.render import error, json_out, line, note, warning
 
 if TYPE_CHECKING:
     from lanekit.batch import Batch
@@ -54,7 +53,7 @@ def run_summary(lane: str, result: RunResult) -> None:
         f"{result.skipped} skipped",
         f"{result.recovered} recovered",
     ]
-    sys.stderr.write(f"{lane}: {', '.join(parts)} ({result.reason}, exit {result.exit_code})\n")
+    note(f"{lane}: {', '.join(parts)} ({result.reason}, exit {result.exit_code})")
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
@@ -115,7 +114,7 @@ def jobs_page(lane: str, page: Page, *, as_json: bool) -> None:
         ],
     )
     for item in page.unreadable:
-        sys.stderr.write(f"warning: {item.path}: {item.reason}\n")
+        warning(f"{item.path}: {item.reason}")
     footer = f"{meta.from_}-{meta.to} of {meta.total} (page {meta.page}/{meta.total_pages})"
     if meta.has_next:
         footer += f"; next: --page {meta.next_page}"
