@@ -7,6 +7,7 @@ log lines for real and read what a user would paste or see.
 from __future__ import annotations
 
 import json
+import os
 import plistlib
 import shlex
 import subprocess
@@ -201,3 +202,19 @@ def test_not_executable_fix_quotes_a_path_with_spaces(tmp_path: Path) -> None:
     assert fixes["program.not-executable"] == f"chmod +x {shlex.quote(str(program))}"
     subprocess.run(["bash", "-c", fixes["program.not-executable"]], check=True, timeout=30)
     assert program.stat().st_mode & 0o100
+
+
+@pytest.mark.parametrize("flags", [(), ("--json",), ("--all",), ("--all", "--json")])
+def test_doctor_on_a_label_with_a_slash(tmp_path: Path, flags: tuple[str, ...]) -> None:
+    """Issue 11 #13: a Label containing `/` is a finding (change the Label), not a crash, for
+    `--plist` and for `--all` over the LaunchAgents directory."""
+    agents = Path(os.environ["LANEKIT_LAUNCH_AGENTS"])
+    agents.mkdir(parents=True, exist_ok=True)
+    plist = _plist(agents / "c.plist", "com/slash")
+    args = flags if "--all" in flags else ("--plist", str(plist), *flags)
+    result = CliRunner().invoke(app, ["doctor", *args])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert result.exit_code == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    assert "plist.label-mismatch" in result.stdout
+    assert "com.slash" in result.stdout

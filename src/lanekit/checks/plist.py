@@ -41,11 +41,29 @@ def label_mismatch(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     path, label = target.plist_path, target.label
     if not target.installed or path is None or label is None or path.stem == label:
         return
+    if "/" in label or label in {".", ".."}:
+        # No file can be named after such a label, and `launchctl print gui/<uid>/<label>`
+        # cannot address it unambiguously: the Label itself is what needs to change.
+        yield Problem(
+            Severity.WARNING,
+            f"{path.name} holds Label {label}, which cannot be a file name (it contains a / or "
+            "is . or ..): tools that find a job by its file name, or address it as "
+            "<domain>/<label>, miss it.",
+            f"change the Label in {path} to a reverse-DNS name without / (e.g. "
+            f"{_label_suggestion(label)}), then rename the file to match",
+        )
+        return
     yield Problem(
         Severity.WARNING,
         f"{path.name} holds Label {label}: tools that find a job by its file name miss it.",
         cmdline("mv", path, path.with_name(label + ".plist")),
     )
+
+
+def _label_suggestion(label: str) -> str:
+    """`com.example.x` from `com/example/x`: the label with each `/` made a `.`."""
+    parts = [part for part in label.split("/") if part not in {"", ".", ".."}]
+    return ".".join(parts) or "com.example.job"
 
 
 @check(
