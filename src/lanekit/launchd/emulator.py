@@ -488,7 +488,7 @@ class EmulatedDomain:
         """The error the real adapter raises for the same failure: same code, same words."""
         return error_for(
             code,
-            f"launchctl {' '.join(command)}: {line}",
+            f"{cmdline('launchctl', *command)}: {line}",
             domain=self.domain,
             label=label,
             path=str(path) if path else None,

@@ -36,7 +36,7 @@ from lanekit.launchd.parse import (
     signal_name,
     split_list_status,
 )
-from lanekit.quoting import shell_quote
+from lanekit.quoting import cmdline, shell_quote
 
 __all__ = [
     "DARWIN_SIGNALS",
@@ -551,7 +551,7 @@ def parse_error(
     primary = phrase_line or summary_line or (lines[0] if lines else "")
     if not primary:
         primary = f"launchctl exited with status {returncode}"
-    message = f"launchctl {' '.join(args)}: {primary}" if args else primary
+    message = f"{cmdline('launchctl', *args)}: {primary}" if args else primary
     return _build(code, message, situation, _context(text, args, domain, label, path))
 
 
