@@ -19,8 +19,9 @@ from lanekit.cli.registry import COMMANDS, module_commands
 PY = sys.executable
 ALWAYS = {"lanekit", "lanekit.__main__", "lanekit.cli", "lanekit.cli.registry"}
 """The lanekit modules every CLI call imports."""
-ROOT_ONLY = ALWAYS | {"lanekit.cli.render", "lanekit.errors"}
-"""All that `--version`, `--help` and completing a command name may import of lanekit."""
+ROOT_ONLY = ALWAYS | {"lanekit.cli.render", "lanekit.errors", "lanekit.quoting"}
+"""All that `--version`, `--help` and completing a command name may import of lanekit (every
+line render prints goes through lanekit.quoting.printable, which imports only os)."""
 VOCABULARIES = {"lanekit.cli.options", "lanekit.errors", "lanekit.records", "lanekit.fsops"}
 """What a command module may import at module level besides typer: the shared options, the
 error types and the vocabularies its options offer (JobState for `jobs --state`)."""

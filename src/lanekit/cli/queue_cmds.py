@@ -12,7 +12,6 @@ import typer
 
 from lanekit.cli.options import ConfigOption, DryRunOption, JsonOption
 from lanekit.errors import ExitCode, LanekitError, UsageError
-from lanekit.quoting import cmdline
 from lanekit.records import JobState  # the --state vocabulary
 
 if TYPE_CHECKING:
@@ -277,6 +276,7 @@ def job(
     """Show one job: its record, where its file is, and why it failed."""
     from lanekit.cli.render import queue as show
     from lanekit.history import find_job
+    from lanekit.quoting import cmdline
 
     spec = _lane(config, lane)
     view = find_job(_open(spec.queue), job_id)
