@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import re
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
@@ -25,6 +26,7 @@ from typing import Any
 
 from lanekit.errors import ConfigError, UsageError
 from lanekit.paths import Paths
+from lanekit.quoting import printable
 from lanekit.schedule import (
     Schedule,
     ScheduleError,
@@ -232,9 +234,21 @@ def read_config(path: Path, paths: Paths) -> tuple[Config | None, list[ConfigErr
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         return None, [_syntax_error(display, str(exc))]
+    except RecursionError:
+        return None, [_too_deep(display)]
     reader = _Reader(display, paths.home)
     config = reader.config(path, document)
     return config, reader.errors
+
+
+def _too_deep(display: str) -> ConfigError:
+    """tomllib parses nested arrays and inline tables by recursion: thousands of levels exhaust
+    the interpreter's stack. No lanes.toml needs more than a few, so this is refused as input,
+    not reported as a crash."""
+    return ConfigError(
+        f"{display}: arrays or inline tables are nested too deeply to read",
+        "lanes.toml needs at most a few levels of [...] and {...}: flatten the nesting",
+    )
 
 
 def _syntax_error(display: str, message: str) -> ConfigError:
@@ -309,8 +323,9 @@ def plist_safe(text: str) -> str | None:
 
 
 def one_line(text: str) -> str:
-    """Messages are one line even when they quote user text with line breaks in it."""
-    return text.replace("\r", "\\r").replace("\n", "\\n")
+    """Messages are one line even when they quote user text with line breaks in it (and show
+    no other control character either: lanekit.quoting owns the escaping)."""
+    return printable(text)
 
 
 def expand_home(text: str, home: Path) -> str:
@@ -430,6 +445,7 @@ class _Reader:
             if lane is not None:
                 lanes[name] = lane
         self.unique_labels(lanes)
+        self.unique_log_paths(lanes)
         return Config(
             path=path,
             label_prefix=prefix or DEFAULT_LABEL_PREFIX,
@@ -498,15 +514,40 @@ class _Reader:
         return QueueSpec(name=name, dir=directory, durable=True if durable is None else durable)
 
     def unique_queue_dirs(self, queues: Mapping[str, QueueSpec]) -> None:
-        seen: dict[Path, str] = {}
+        """Two queues in one directory, or one inside another, would mix their jobs: compared
+        by real path (`z/../q` and a symlinked alias are the same directory) and ignoring case
+        (macOS volumes usually do)."""
+        seen: list[tuple[QueueSpec, Path]] = []
         for queue in queues.values():
-            other = seen.setdefault(queue.dir, queue.name)
-            if other != queue.name:
-                self.fail(
-                    ("queues", queue.name, "dir"),
-                    f"{queue.dir} is already the dir of queue {_quote(other)}",
-                    "several lanes may drain one queue: point their `queue` at the same name",
+            real = _real(queue.dir)
+            for other, other_real in seen:
+                where = ("queues", queue.name, "dir")
+                theirs = f"the dir of queue {_quote(other.name)}"
+                if _same_path(real, other_real):
+                    alias = "" if queue.dir == other.dir else f" ({other.dir}), as real path {real}"
+                    self.fail(
+                        where,
+                        f"{queue.dir} is already {theirs}{alias}",
+                        "several lanes may drain one queue: point their `queue` at the same name",
+                    )
+                    break
+                nesting = (
+                    "is inside"
+                    if _inside(real, other_real)
+                    else "contains"
+                    if _inside(other_real, real)
+                    else None
                 )
+                if nesting is not None:
+                    self.fail(
+                        where,
+                        f"{queue.dir} {nesting} {theirs} ({other.dir}): one queue's directories "
+                        "would hold the other's jobs",
+                        "give each queue a directory of its own, outside every other queue's",
+                    )
+                    break
+            else:
+                seen.append((queue, real))
 
     # -- lanes -------------------------------------------------------------------------------
 
@@ -714,6 +755,33 @@ class _Reader:
             return None
         return prefix
 
+    def unique_log_paths(self, lanes: Mapping[str, LaneSpec]) -> None:
+        """Two lanes writing one log file would interleave their lines (and doctor and `logs`
+        would read another lane's events): lane `x`'s default stdout log `logs/x.out.log` is
+        lane `x.out`'s default event log. Compared like queue dirs, by real path and ignoring
+        case; within one lane, stdout and stderr may share a file (launchd allows it)."""
+        seen: list[tuple[LaneSpec, str, Path, Path]] = []
+        for lane in lanes.values():
+            mine: list[tuple[LaneSpec, str, Path, Path]] = []
+            for key, path in _log_fields(lane):
+                real = _real(path)
+                clash = next((c for c in seen if _same_path(real, c[3])), None)
+                if clash is None:
+                    mine.append((lane, key, path, real))
+                    continue
+                other, other_key, other_path, _ = clash
+                alias = "" if other_path == path else f" at {other_path}"
+                self.fail(
+                    ("lanes", lane.name, key),
+                    f"{path}{_if_default(lane, key, path)} is also "
+                    f"{_keypath(('lanes', other.name, other_key))}"
+                    f"{_if_default(other, other_key, other_path)}{alias}: two lanes would "
+                    "write one file",
+                    f"give each lane its own log files: set {key} of lane {lane.name} or "
+                    f"{other_key} of lane {other.name} to a path of its own",
+                )
+            seen.extend(mine)
+
     def unique_labels(self, lanes: Mapping[str, LaneSpec]) -> None:
         # Case-insensitive: the plist is <Label>.plist and macOS volumes usually ignore case.
         seen: dict[str, LaneSpec] = {}
@@ -907,6 +975,36 @@ class _Reader:
                 continue
             dirs.append(checked)
         return tuple(dirs) if len(dirs) == len(value) else None
+
+
+def _real(path: Path) -> Path:
+    """Where `path` really is: `..` and symlinks resolved as far as the path exists."""
+    return Path(os.path.realpath(path))
+
+
+def _same_path(a: Path, b: Path) -> bool:
+    # Case-insensitive, as for labels: macOS volumes usually ignore case.
+    return str(a).casefold() == str(b).casefold()
+
+
+def _inside(inner: Path, outer: Path) -> bool:
+    folded = Path(str(outer).casefold())
+    return folded in Path(str(inner).casefold()).parents
+
+
+_LOG_KEYS = (("stdout_log", ".out.log"), ("stderr_log", ".err.log"), ("log", ".log"))
+"""Each lane's log keys and the default file name suffix `<lane><suffix>` under logs/."""
+
+
+def _log_fields(lane: LaneSpec) -> list[tuple[str, Path]]:
+    paths = {"stdout_log": lane.stdout_path, "stderr_log": lane.stderr_path, "log": lane.log_path}
+    return [(key, paths[key]) for key, _ in _LOG_KEYS]
+
+
+def _if_default(lane: LaneSpec, key: str, path: Path) -> str:
+    """` (the default)` when `path` is the lane's default for `key` (not written in the file)."""
+    default = lane.queue.dir / "logs" / f"{lane.name}{dict(_LOG_KEYS)[key]}"
+    return " (the default)" if path == default else ""
 
 
 def _reserved_problem() -> tuple[str, str]:

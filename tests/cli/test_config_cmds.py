@@ -285,6 +285,41 @@ BAD: list[tuple[str, str | bytes, str]] = [
         "lanes.toml: defaults.run_at_load: expected a boolean, got an integer (1)",
     ),
     (
+        "toml-nested-3000-arrays",
+        BASE + "x = " + "[" * 3000 + "]" * 3000 + "\n",
+        "lanes.toml: arrays or inline tables are nested too deeply to read",
+    ),
+    (
+        "queue-dir-dotdot-alias",
+        BASE + '\n[queues.other]\ndir = "~/z/../q"\n',
+        'lanes.toml: queues.other.dir: {home}/z/../q is already the dir of queue "notes" '
+        "({home}/q), as real path {home}/q",
+    ),
+    (
+        "queue-dir-nested",
+        BASE + '\n[queues.inner]\ndir = "~/q/inner"\n',
+        'lanes.toml: queues.inner.dir: {home}/q/inner is inside the dir of queue "notes" '
+        "({home}/q): one queue's directories would hold the other's jobs",
+    ),
+    (
+        "queue-dir-contains",
+        '[queues.outer]\ndir = "~"\n' + BASE,
+        'lanes.toml: queues.notes.dir: {home}/q is inside the dir of queue "outer" ({home}): '
+        "one queue's directories would hold the other's jobs",
+    ),
+    (
+        "log-default-collision",
+        BASE + '\n[lanes."funnel.out"]\nqueue = "notes"\ncommand = ["/bin/cat", "{job}"]\n',
+        'lanes.toml: lanes."funnel.out".log: {home}/q/logs/funnel.out.log (the default) is also '
+        "lanes.funnel.stdout_log (the default): two lanes would write one file",
+    ),
+    (
+        "log-explicit-collision",
+        BASE + 'log = "~/shared.log"\n' + OTHER_LANE + 'stderr_log = "~/shared.log"\n',
+        "lanes.toml: lanes.other.stderr_log: {home}/shared.log is also lanes.funnel.log: two "
+        "lanes would write one file",
+    ),
+    (
         "templates-dir-missing",
         '[defaults]\ntemplates = "~/no-such-templates"\n' + BASE,
         "templates directory {home}/no-such-templates does not exist",
@@ -377,6 +412,65 @@ def test_validate_ok_summary(cli: Cli) -> None:
         "  other   local.lanekit.other   queue=notes  every 15 minutes",
     ]
     assert result.stderr == ""
+
+
+def test_queue_dir_symlinked_alias_is_refused(cli: Cli) -> None:
+    """Issue 11 #15: a queue whose dir is a symlink to another queue's dir is the same queue
+    by real path: validate exits 1 and apply exits 2, each with one line naming both."""
+    (cli.home / "q").mkdir(parents=True)
+    (cli.home / "alias").symlink_to(cli.home / "q")
+    cli.write(BASE + '\n[queues.other]\ndir = "~/alias"\n')
+    expected = (
+        f'lanes.toml: queues.other.dir: {cli.home}/alias is already the dir of queue "notes" '
+        f"({cli.home}/q), as real path {cli.home}/q"
+    )
+    result = cli.run("validate")
+    assert result.exit_code == 1
+    assert _errors(result.stderr) == [expected]
+    result = cli.run("apply")
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[0] == f"error: {expected}"
+    assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        BASE + "x = " + "{a=" * 3000 + "1" + "}" * 3000 + "\n",
+        "x = " + "[" * 3000 + "]" * 3000 + "\n",
+    ],
+    ids=["inline-tables", "arrays"],
+)
+def test_deeply_nested_toml_is_refused_by_every_command(cli: Cli, text: str) -> None:
+    """Issue 11 #11: lanes.toml nested 3,000 deep is one line and exit 2 from apply/plan/
+    doctor (not a RecursionError traceback and exit 1), and nothing is installed."""
+    cli.write(text)
+    for command in ("apply", "plan", "doctor"):
+        result = cli.run(command)
+        assert result.exit_code == 2, (command, result.output)
+        assert result.stderr.splitlines() == [
+            "error: lanes.toml: arrays or inline tables are nested too deeply to read",
+            "hint: lanes.toml needs at most a few levels of [...] and {...}: flatten the nesting",
+        ]
+        assert not isinstance(result.exception, RecursionError)
+    assert not Paths.from_env().launch_agents.exists() or not any(
+        Paths.from_env().launch_agents.iterdir()
+    )
+
+
+def test_apply_refuses_colliding_log_paths(cli: Cli) -> None:
+    """Issue 11 #14: lane funnel's default stdout log is lane funnel.out's default event log:
+    apply exits 2 with one line naming both lanes and keys, and installs neither lane."""
+    cli.write(BASE + '\n[lanes."funnel.out"]\nqueue = "notes"\ncommand = ["/bin/cat", "{job}"]\n')
+    result = cli.run("apply")
+    assert result.exit_code == 2, result.output
+    assert result.stderr.splitlines()[0] == (
+        f'error: lanes.toml: lanes."funnel.out".log: {cli.home}/q/logs/funnel.out.log (the '
+        "default) is also lanes.funnel.stdout_log (the default): two lanes would write one file"
+    )
+    assert not Paths.from_env().launch_agents.exists() or not any(
+        Paths.from_env().launch_agents.iterdir()
+    )
 
 
 def test_validate_warns_about_collisions_but_passes(cli: Cli) -> None:
