@@ -9,6 +9,7 @@ from types import ModuleType
 
 import pytest
 import typer
+from typer.testing import CliRunner
 
 from lanekit.cli import app
 
@@ -51,3 +52,31 @@ def test_every_command_and_option_has_help(name: str) -> None:
         if getattr(param, "hidden", False) or param.param_type_name == "argument":
             continue
         assert (getattr(param, "help", None) or "").strip(), f"lanekit {name} {param.name}: no help"
+
+
+def _flat(text: str) -> str:
+    """Text with its line wrapping undone, so that a wrapped sentence still matches."""
+    return " ".join(text.split())
+
+
+def test_the_promise_is_worded_the_same_everywhere() -> None:
+    """`lanekit --help`, `lanekit run --help`, README.md and docs/cli.md each state
+    lanekit.PROMISE word for word (design.md section 8), and none of them claims "exactly once"
+    for anything but recording success: adding a clause to PROMISE_CLAUSES fails here until
+    README.md and docs/cli.md say it too."""
+    from lanekit import PROMISE
+
+    runner = CliRunner()
+    places = {
+        "lanekit --help": runner.invoke(app, ["--help"]).stdout,
+        "lanekit run --help": runner.invoke(app, ["run", "--help"]).stdout,
+        "README.md": (ROOT / "README.md").read_text(encoding="utf-8"),
+        "docs/cli.md": (ROOT / "docs" / "cli.md").read_text(encoding="utf-8"),
+    }
+    assert PROMISE.startswith("Execution is at-least-once under crashes; ")
+    for where, text in places.items():
+        flat = _flat(text)
+        assert PROMISE in flat, f"{where} does not state the promise"
+        rest = flat.replace(PROMISE, "")
+        for overclaim in ("exactly once", "exactly-once"):
+            assert overclaim not in rest.lower(), f"{where} claims {overclaim!r} beyond PROMISE"

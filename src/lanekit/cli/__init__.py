@@ -14,7 +14,7 @@ from typer._click.shell_completion import CompletionItem
 from typer._click.utils import make_default_short_help
 from typer.core import TyperGroup
 
-from lanekit import __version__
+from lanekit import PROMISE, __version__
 from lanekit.cli import render
 from lanekit.cli.registry import COMMANDS, LazyCommands
 from lanekit.errors import ExitCode, LanekitError
@@ -66,7 +66,7 @@ CONTEXT = {"help_option_names": ["-h", "--help"]}
 app = typer.Typer(
     cls=LanekitGroup,
     name="lanekit",
-    help="launchd lanes: scheduled jobs that drain a directory queue, exactly once.",
+    help=f"launchd lanes: scheduled jobs that drain a directory queue.\n\n{PROMISE}",
     context_settings=CONTEXT,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -94,7 +94,7 @@ def _root(
         ),
     ] = False,
 ) -> None:
-    """launchd lanes: scheduled jobs that drain a directory queue, exactly once."""
+    """launchd lanes: scheduled jobs that drain a directory queue (help: see `app`)."""
     ctx.obj = {"debug": debug}
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 from dataclasses import dataclass
@@ -10,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from lanekit import PROMISE
 from lanekit.cli.options import ConfigOption, DryRunOption, JsonOption
 from lanekit.errors import ExitCode, LanekitError, UsageError
 from lanekit.records import JobState  # the --state vocabulary
@@ -291,7 +293,8 @@ def job(
 def register(app: typer.Typer) -> None:
     """Add the queue commands to the app."""
     app.command("enqueue")(enqueue)
-    app.command("run")(run)
+    # The promise is said where a user learns what a run does (tests/test_docs.py pins it).
+    app.command("run", help=f"{inspect.getdoc(run)}\n\n{PROMISE}")(run)
     app.command("recover")(recover)
     app.command("jobs")(jobs)
     app.command("job")(job)
