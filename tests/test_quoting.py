@@ -218,3 +218,15 @@ def test_doctor_on_a_label_with_a_slash(tmp_path: Path, flags: tuple[str, ...]) 
     assert "Traceback" not in result.stderr
     assert "plist.label-mismatch" in result.stdout
     assert "com.slash" in result.stdout
+
+
+def test_escaped_rich_text_keeps_clean_text_and_escapes_the_rest() -> None:
+    """Renderers that build rich Text (timeline, demo chart) print it through `escaped`: clean
+    text is passed on as it is (styles kept), text with a control is shown escaped."""
+    from rich.text import Text
+
+    from lanekit.cli.render import escaped
+
+    clean = Text("lane funnel", style="bold")
+    assert escaped(clean) is clean
+    assert escaped(Text("x\x1b[2Jy", style="bold")).plain == "x\\x1b[2Jy"

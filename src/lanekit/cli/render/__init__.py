@@ -82,6 +82,19 @@ def styled(*parts: str | tuple[str, str]) -> Text:
     return text
 
 
+def escaped(text: Text) -> Text:
+    """`text` itself when it holds no terminal control, else its plain text escaped (styles
+    are dropped: a span cannot be mapped onto the longer escaped text). For renderers that
+    build rich Text from parts, like the timeline chart."""
+    plain = text.plain
+    safe = printable(plain)
+    if safe == plain:
+        return text
+    from rich.text import Text
+
+    return Text(safe)
+
+
 def show(text: Text) -> None:
     """One styled line on stdout; build `text` with `styled` so that it is escaped."""
     if sys.stdout.isatty():

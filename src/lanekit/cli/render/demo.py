@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
-from lanekit.cli.render import line, stderr, stdout, styled
+from lanekit.cli.render import escaped, line, stderr, stdout, styled
 from lanekit.cli.render.timeline import chart_lines, notable_lines
 from lanekit.demo import DemoReport
 from lanekit.demo import Progress as DrainProgress
@@ -81,7 +81,7 @@ def report(r: DemoReport) -> None:
     line()
     if r.timeline is not None:
         for text in chart_lines(r.timeline, min(out.width, 120)):
-            out.print(text, crop=True, soft_wrap=False, no_wrap=True, overflow="crop")
+            out.print(escaped(text), crop=True, soft_wrap=False, no_wrap=True, overflow="crop")
         for words in notable_lines(r.timeline):
             line(words)
         line()

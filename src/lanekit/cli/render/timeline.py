@@ -6,14 +6,13 @@ Every glyph is distinct without colour (pipes and NO_COLOR get the same picture,
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterable, Sequence
 from datetime import datetime, tzinfo
 
 from rich.console import Console
 from rich.text import Text
 
-from lanekit.cli.render import json_out, line, stdout
+from lanekit.cli.render import escaped, json_out, line, note, stdout
 from lanekit.timeline.build import JobLife, TimelineResult
 from lanekit.timeline.document import to_json
 from lanekit.timeline.layout import Cell, around, axis_ticks, burst_columns, row_cells
@@ -262,12 +261,12 @@ def show(result: TimelineResult, width: int | None = None, *, as_json: bool = Fa
     for text in render_lines(result, columns):
         text.no_wrap = True
         text.overflow = "ellipsis"
-        console.print(text, crop=True)
+        console.print(escaped(text), crop=True)
 
 
 def written(path: str, *, to_stderr: bool = False) -> None:
     """Where the page was written (on stderr when stdout carries the JSON document)."""
     if to_stderr:
-        sys.stderr.write(f"wrote {path}\n")
+        note(f"wrote {path}")
     else:
         line(f"wrote {path}")
