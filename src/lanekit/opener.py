@@ -6,7 +6,6 @@ only, no shell, the path passed as one argument.
 
 from __future__ import annotations
 
-import shlex
 import shutil
 import subprocess
 import sys
@@ -14,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from lanekit.errors import EnvironmentUnusableError
+from lanekit.quoting import shell_quote
 
 OPEN_TIMEOUT = 20.0
 """Seconds to wait for the opener (`open` and `xdg-open` hand the file over and return)."""
@@ -33,7 +33,7 @@ def open_file(
     """Hand `path` to the desktop's opener; EnvironmentUnusableError (exit 69) when there is
     none or it fails, with the path to open by hand."""
     name = opener_name(platform)
-    by_hand = f"open {shlex.quote(str(path))} in a browser yourself"
+    by_hand = f"open {shell_quote(path)} in a browser yourself"
     found = which(name)
     if found is None:
         raise EnvironmentUnusableError(f"cannot open {path}: `{name}` is not on PATH", by_hand)

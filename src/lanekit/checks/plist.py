@@ -155,14 +155,14 @@ def drift(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
             Severity.INFO,
             f"{path} differs from what `lanekit apply` writes in formatting only (same keys and "
             "values): apply rewrites it without a reload.",
-            f"lanekit apply {lane.name}",
+            cmdline("lanekit", "apply", lane.name),
         )
     if found.loaded:
         yield Problem(
             Severity.WARNING,
             f"{found.loaded_change}: the plist file was replaced without a reload, so launchd "
             "still runs the job it loaded before.",
-            f"lanekit apply {lane.name}  (reloads it)",
+            f"{cmdline('lanekit', 'apply', lane.name)}  (reloads it)",
         )
 
 
