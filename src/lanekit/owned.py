@@ -115,21 +115,20 @@ def unsafe_error(
     One of ours that is merely too open gets a chmod; anything else (another owner, a FIFO) is
     moved aside, never deleted for the user: it may be evidence, and it is not ours to remove.
     """
-    import shlex
-
     from lanekit.errors import UnsafeStateError
+    from lanekit.quoting import shell_quote
 
     shown = os.fspath(path)
     ours = info is not None and info.st_uid == os.geteuid()
     if ours and info is not None and (stat.S_ISREG(info.st_mode) or stat.S_ISDIR(info.st_mode)):
         mode = "700" if stat.S_ISDIR(info.st_mode) else "600"
-        fix = f"chmod {mode} {shlex.quote(shown)}"
+        fix = f"chmod {mode} {shell_quote(shown)}"
         if what != "state directory":
             fix += " (or rerun `lanekit apply`, which rewrites it)"
     else:
         fix = (
-            f"inspect it, then move it aside: mv -- {shlex.quote(shown)} "
-            f"{shlex.quote(shown + '.untrusted')}, and run `lanekit apply`"
+            f"inspect it, then move it aside: mv -- {shell_quote(shown)} "
+            f"{shell_quote(shown + '.untrusted')}, and run `lanekit apply`"
         )
     return UnsafeStateError(f"{shown}: {what} {reason}; lanekit will not trust it", fix)
 

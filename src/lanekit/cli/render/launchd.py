@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from lanekit.cli.render import error, json_out, line, show, styled, warning
+from lanekit.cli.render import error, json_out, line, note, show, styled, warning
 from lanekit.launchd import LaunchctlError
 from lanekit.reconcile import (
     ActionKind,
@@ -76,7 +77,7 @@ def applied(result: ApplyResult) -> None:
 def waiting_for_apply(pid: int | None) -> None:
     """The one line an apply prints when another apply holds the domain's lock."""
     who = f"pid {pid}" if pid is not None else "another process"
-    sys.stderr.write(f"apply: waiting for another `lanekit apply` ({who}) to finish\n")
+    note(f"apply: waiting for another `lanekit apply` ({who}) to finish")
     sys.stderr.flush()
 
 
