@@ -496,7 +496,7 @@ def timeouts(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
         Severity.WARNING,
         f"{len(timed_out)} of the lane's last {len(recent)} jobs timed out (timeout {limit}), "
         f"the latest job {timed_out[-1]['job']}: they hang, or need longer than the limit.",
-        f"lanekit job {lane.name} {shlex.quote(timed_out[-1]['job'])}  (its stderr tail), then "
+        f"lanekit job {lane.name} {cmdline(timed_out[-1]['job'])}  (its stderr tail), then "
         f"fix the job or raise timeout of [lanes.{lane.name}] in lanes.toml and run "
         "`lanekit apply`",
     )

@@ -41,7 +41,7 @@ def batch(result: Batch) -> None:
             )
         if result.stopped is not None:
             summary += "; stopped at the error above, later lines not read"
-        sys.stderr.write(summary + "\n")
+        note(summary)
 
 
 def run_summary(lane: str, result: RunResult) -> None:
