@@ -104,6 +104,11 @@ class FakeLaunchd:
         """The domain target."""
         return self._domain
 
+    @property
+    def domain_reason(self) -> str:
+        """A fixed reason: tests set the domain by hand."""
+        return "chosen by the test"
+
     def list(self) -> list[ListEntry]:
         """Every loaded job; a booted-out job lingers for `bootout_lag` calls."""
         self._record("list")

@@ -99,7 +99,7 @@ def _with_fake_codex(config: Path, bin_dir: Path, *, codex_home: str = "~/.codex
 def test_status_json_keys_are_a_contract(example: Path) -> None:
     """`status --json` has schema 1, the domain, and per lane exactly the documented keys."""
     document = json.loads(_ok("status", "--json", "-c", str(example)).stdout)
-    assert set(document) == {"schema", "domain", "lanes"}
+    assert set(document) == {"schema", "domain", "domain_reason", "lanes"}
     assert document["schema"] == 1
     assert [lane["lane"] for lane in document["lanes"]] == ["funnel", "trickle", "backlog"]
     for lane in document["lanes"]:
@@ -253,7 +253,8 @@ def test_remove_warns_when_the_lane_is_still_configured(example: Path) -> None:
 
 
 def test_status_human_table(example: Path) -> None:
-    """The human status is a header plus one row per lane, then one detail line per lane."""
+    """The human status is a header plus one row per lane, one detail line per lane, then the
+    launchd domain and why it was chosen."""
     _ok("apply", "-c", str(example))
     out = _ok("status", "-c", str(example)).stdout.splitlines()
     assert out[0].split()[:4] == ["LANE", "STATE", "PID", "LAST"]
@@ -265,7 +266,9 @@ def test_status_human_table(example: Path) -> None:
     assert out[4].startswith("funnel: ")
     assert "last exit: never exited" in out[4]
     single = _ok("status", "trickle", "-c", str(example)).stdout.splitlines()
-    assert len(single) == 3
+    assert len(single) == 4
+    assert single[3].startswith("launchd domain: gui/")
+    assert "emulated launchd domain under" in single[3]
     assert "\x1b[" not in "".join(out)  # no colour off a terminal
 
 

@@ -18,12 +18,11 @@ import pytest
 
 from lanekit.errors import UsageError
 from lanekit.launchd import LaunchctlError, Launchd, ListEntry, open_launchd
+from lanekit.launchd.domain import Caller, console_owner
 from lanekit.launchd.launchctl import (
     DEFAULT_LAUNCHCTL,
     DEFAULT_TIMEOUT,
     LaunchctlDomain,
-    console_owner,
-    domain_target,
 )
 from lanekit.paths import Paths
 
@@ -31,6 +30,7 @@ FAKE = Path(__file__).resolve().parent / "fake_launchctl.py"
 SAMPLES = Path(__file__).resolve().parent / "samples"
 
 Script = Mapping[str, Mapping[str, object]]
+ME_AT_CONSOLE = Caller(uid=501, euid=501, console_uid=501)
 
 
 def capture(name: str) -> str:
@@ -90,29 +90,48 @@ def test_launchctl_domain_is_a_launchd() -> None:
 # ----------------------------------------------------------------------------- argv
 
 
-COMMANDS: list[tuple[str, Callable[[LaunchctlDomain], object], Callable[[str], list[str]]]] = [
-    ("list", lambda d: d.list(), lambda dom: ["list"]),
-    ("print", lambda d: d.print("com.lane.a"), lambda dom: ["print", f"{dom}/com.lane.a"]),
-    ("services", lambda d: d.services(), lambda dom: ["print", dom]),
+def _other(domain: str) -> str:
+    """The other candidate domain of the same uid (`gui/501` -> `user/501`)."""
+    kind, uid = domain.split("/")
+    return f"{'user' if kind == 'gui' else 'gui'}/{uid}"
+
+
+Argv = Callable[[str], list[list[str]]]
+
+COMMANDS: list[tuple[str, Callable[[LaunchctlDomain], object], Argv]] = [
+    ("list", lambda d: d.list(), lambda dom: [["print", dom], ["print", _other(dom)]]),
+    ("print", lambda d: d.print("com.lane.a"), lambda dom: [["print", f"{dom}/com.lane.a"]]),
+    ("services", lambda d: d.services(), lambda dom: [["print", dom]]),
     (
         "bootstrap",
         lambda d: d.bootstrap(Path("/Users/me/Library/LaunchAgents/com.lane.a.plist")),
-        lambda dom: ["bootstrap", dom, "/Users/me/Library/LaunchAgents/com.lane.a.plist"],
+        lambda dom: [["bootstrap", dom, "/Users/me/Library/LaunchAgents/com.lane.a.plist"]],
     ),
-    ("bootout", lambda d: d.bootout("com.lane.a"), lambda dom: ["bootout", f"{dom}/com.lane.a"]),
+    (
+        "bootout",
+        lambda d: d.bootout("com.lane.a"),
+        lambda dom: [["bootout", f"{dom}/com.lane.a"], ["bootout", f"{_other(dom)}/com.lane.a"]],
+    ),
     (
         "kickstart",
         lambda d: d.kickstart("com.lane.a"),
-        lambda dom: ["kickstart", "-p", f"{dom}/com.lane.a"],
+        lambda dom: [["print", f"{dom}/com.lane.a"], ["kickstart", "-p", f"{dom}/com.lane.a"]],
     ),
     (
         "kickstart -k",
         lambda d: d.kickstart("com.lane.a", kill=True),
-        lambda dom: ["kickstart", "-k", "-p", f"{dom}/com.lane.a"],
+        lambda dom: [
+            ["print", f"{dom}/com.lane.a"],
+            ["kickstart", "-k", "-p", f"{dom}/com.lane.a"],
+        ],
     ),
-    ("enable", lambda d: d.enable("com.lane.a"), lambda dom: ["enable", f"{dom}/com.lane.a"]),
-    ("disable", lambda d: d.disable("com.lane.a"), lambda dom: ["disable", f"{dom}/com.lane.a"]),
-    ("print-disabled", lambda d: d.print_disabled(), lambda dom: ["print-disabled", dom]),
+    ("enable", lambda d: d.enable("com.lane.a"), lambda dom: [["enable", f"{dom}/com.lane.a"]]),
+    (
+        "disable",
+        lambda d: d.disable("com.lane.a"),
+        lambda dom: [["disable", f"{dom}/com.lane.a"]],
+    ),
+    ("print-disabled", lambda d: d.print_disabled(), lambda dom: [["print-disabled", dom]]),
 ]
 
 
@@ -123,23 +142,93 @@ def test_each_command_runs_the_exact_argv(
     domain: str,
     name: str,
     call: Callable[[LaunchctlDomain], object],
-    argv: Callable[[str], list[str]],
+    argv: Argv,
 ) -> None:
-    """Every protocol method runs launchctl once with exactly the documented arguments, in the
-    gui or the user domain."""
+    """Every protocol method runs exactly the documented launchctl calls, in the gui or the
+    user domain: reads name the domain (`print DOMAIN`, never the caller-session `list`),
+    and list/bootout cover both candidate domains of the uid."""
     call(fake.domain(domain))
-    assert fake.calls() == [argv(domain)]
+    assert fake.calls() == argv(domain)
 
 
 # ---------------------------------------------------------------------------- replies
 
 
-def test_list_parses_the_table(fake: Fake) -> None:
-    """list() returns launchctl's rows as ListEntry values."""
-    fake.script({"list": {"stdout": capture("list-02")}})
+def test_list_reads_the_domain_rows_not_the_caller_session(fake: Fake) -> None:
+    """list() reads `print gui/501` rows (a real capture) and skips a candidate domain that
+    does not exist here (`print user/501` failing 112), never calling legacy `list`."""
+    fake.script(
+        {
+            "print gui/501": {"stdout": capture("print-domain-01")},
+            "print user/501": {"stderr": "Could not find domain for user/501\n", "exit": 112},
+            "list": {"stdout": capture("list-02")},
+        }
+    )
     entries = fake.domain().list()
-    assert entries[4] == ListEntry(None, 78, "homebrew.mxcl.postgresql")
-    assert len(entries) == 6
+    assert entries == [
+        ListEntry(887, None, "net.jwpconsulting.postgresql"),
+        ListEntry(866, None, "com.apple.syncdefaultsd"),
+    ]
+    assert ["list"] not in fake.calls()
+
+
+def test_list_merges_candidates_with_the_chosen_domain_first(fake: Fake) -> None:
+    """A lane loaded from the other kind of session (gui while lanekit chose user) is seen,
+    and a label in both keeps the chosen domain's row."""
+    fake.script(
+        {
+            "print user/501": {"stdout": "services = {\n\t0\t-\tcom.lane.a\n}\n"},
+            "print gui/501": {
+                "stdout": "services = {\n\t77\t-\tcom.lane.a\n\t88\t-\tcom.lane.b\n}\n"
+            },
+        }
+    )
+    assert fake.domain("user/501").list() == [
+        ListEntry(None, None, "com.lane.a"),
+        ListEntry(88, None, "com.lane.b"),
+    ]
+
+
+def test_list_of_a_missing_chosen_domain_is_an_error(fake: Fake) -> None:
+    """When the chosen domain itself cannot be printed, list() raises (nothing is guessed)."""
+    fake.script({"print gui/501": {"stderr": capture("errors-13"), "exit": 125}})
+    with pytest.raises(LaunchctlError) as caught:
+        fake.domain().list()
+    assert caught.value.code == 125
+
+
+def test_print_falls_back_to_the_other_candidate_domain(fake: Fake) -> None:
+    """print() of a job loaded only in gui/501, asked from user/501, finds it there."""
+    fake.script(
+        {
+            "print user/501/com.lane.a": {"stderr": "Could not find service\n", "exit": 113},
+            "print gui/501/com.lane.a": {"stdout": capture("print-05")},
+        }
+    )
+    domain = fake.domain("user/501")
+    assert domain.print("com.lane.a").runs == 1
+    assert domain.where("com.lane.a") == "gui/501"
+
+
+def test_kickstart_and_bootout_act_where_the_job_is_loaded(fake: Fake) -> None:
+    """kickstart targets the candidate domain that has the job; bootout removes it from every
+    candidate domain that has it and ignores those that do not (113/3)."""
+    fake.script(
+        {
+            "print user/501/com.lane.a": {"stderr": "Could not find service\n", "exit": 113},
+            "print gui/501/com.lane.a": {"stdout": capture("print-05")},
+            "bootout user/501": {"stderr": "Boot-out failed: 3: No such process\n", "exit": 3},
+            "kickstart": {"stdout": "4242\n"},
+        }
+    )
+    domain = fake.domain("user/501")
+    assert domain.kickstart("com.lane.a") == 4242
+    domain.bootout("com.lane.a")
+    assert fake.calls()[2:] == [
+        ["kickstart", "-p", "gui/501/com.lane.a"],
+        ["bootout", "user/501/com.lane.a"],
+        ["bootout", "gui/501/com.lane.a"],
+    ]
 
 
 def test_print_parses_the_service(fake: Fake) -> None:
@@ -232,7 +321,7 @@ def test_harmless_stderr_with_exit_0_is_not_a_failure(fake: Fake) -> None:
         }
     )
     fake.domain().bootout("com.lane.a")
-    assert fake.calls() == [["bootout", "gui/501/com.lane.a"]]
+    assert fake.calls() == [["bootout", "gui/501/com.lane.a"], ["bootout", "user/501/com.lane.a"]]
 
 
 @pytest.mark.parametrize(
@@ -283,33 +372,6 @@ def test_a_missing_launchctl_is_explained(tmp_path: Path) -> None:
 # ------------------------------------------------------------------------- the domain
 
 
-@pytest.mark.parametrize(
-    ("env", "console", "expected"),
-    [
-        ({}, 501, "gui/501"),
-        ({}, 0, "user/501"),
-        ({}, None, "user/501"),
-        ({"SSH_CONNECTION": "10.0.0.2 5000 10.0.0.1 22"}, 501, "user/501"),
-        ({"SSH_TTY": "/dev/ttys003"}, 501, "user/501"),
-        ({"LANEKIT_LAUNCHD_DOMAIN": "gui", "SSH_TTY": "/dev/ttys003"}, 0, "gui/501"),
-        ({"LANEKIT_LAUNCHD_DOMAIN": "user"}, 501, "user/501"),
-        ({"LANEKIT_LAUNCHD_DOMAIN": "gui/502"}, 501, "gui/502"),
-    ],
-)
-def test_domain_target(env: dict[str, str], console: int | None, expected: str) -> None:
-    """gui/<uid> for the user at the screen; user/<uid> over SSH or when someone else (or no
-    one) owns the console; LANEKIT_LAUNCHD_DOMAIN overrides."""
-    assert domain_target(501, env, console) == expected
-
-
-def test_domain_target_rejects_unknown_choices() -> None:
-    """An unknown LANEKIT_LAUNCHD_DOMAIN is a usage error naming the accepted values."""
-    with pytest.raises(UsageError) as caught:
-        domain_target(501, {"LANEKIT_LAUNCHD_DOMAIN": "system"}, 501)
-    assert "LANEKIT_LAUNCHD_DOMAIN" in caught.value.message
-    assert "`gui`" in caught.value.hint
-
-
 def test_from_env_reads_binary_domain_and_timeout(fake: Fake) -> None:
     """from_env takes LANEKIT_LAUNCHCTL, LANEKIT_LAUNCHD_DOMAIN and LANEKIT_LAUNCHCTL_TIMEOUT."""
     domain = LaunchctlDomain.from_env(
@@ -317,26 +379,28 @@ def test_from_env_reads_binary_domain_and_timeout(fake: Fake) -> None:
             "LANEKIT_LAUNCHCTL": str(fake.path),
             "LANEKIT_LAUNCHD_DOMAIN": "user",
             "LANEKIT_LAUNCHCTL_TIMEOUT": "3",
-        }
+        },
+        ME_AT_CONSOLE,
     )
-    assert domain.domain == f"user/{os.getuid()}"
+    assert domain.domain == "user/501"
+    assert domain.domain_reason == "LANEKIT_LAUNCHD_DOMAIN chooses it"
     assert domain.timeout == 3.0
     domain.enable("com.lane.a")
-    assert fake.calls() == [["enable", f"user/{os.getuid()}/com.lane.a"]]
+    assert fake.calls() == [["enable", "user/501/com.lane.a"]]
 
 
 def test_from_env_defaults() -> None:
     """Without settings: /bin/launchctl, a 15 s timeout, and a gui or user domain of ours."""
-    domain = LaunchctlDomain.from_env({})
+    domain = LaunchctlDomain.from_env({}, ME_AT_CONSOLE)
     assert (domain.launchctl, domain.timeout) == (DEFAULT_LAUNCHCTL, 15.0)
-    assert domain.domain in {f"gui/{os.getuid()}", f"user/{os.getuid()}"}
+    assert domain.domain == "gui/501"
 
 
 def test_from_env_rejects_a_bad_timeout() -> None:
     """A non-positive or non-numeric LANEKIT_LAUNCHCTL_TIMEOUT is a usage error."""
     for raw in ("0", "-1", "soon"):
         with pytest.raises(UsageError):
-            LaunchctlDomain.from_env({"LANEKIT_LAUNCHCTL_TIMEOUT": raw})
+            LaunchctlDomain.from_env({"LANEKIT_LAUNCHCTL_TIMEOUT": raw}, ME_AT_CONSOLE)
 
 
 def test_console_owner_reads_dev_console() -> None:
@@ -345,12 +409,23 @@ def test_console_owner_reads_dev_console() -> None:
     assert console_owner() == expected
 
 
-def test_open_launchd_picks_launchctl_when_asked(fake: Fake, tmp_path: Path) -> None:
+def test_from_env_refuses_root() -> None:
+    """On the launchctl backend root (sudo) is refused before any launchctl call."""
+    with pytest.raises(UsageError) as caught:
+        LaunchctlDomain.from_env({}, Caller(0, 0, 501))
+    assert "sudo" in caught.value.message
+    assert caught.value.exit_code == 2
+
+
+def test_open_launchd_picks_launchctl_when_asked(
+    fake: Fake, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """LANEKIT_LAUNCHD=launchctl makes open_launchd return the real backend, using our binary."""
+    monkeypatch.setattr(Caller, "current", classmethod(lambda cls: ME_AT_CONSOLE))
     backend = open_launchd(
         Paths.under(tmp_path),
         {"LANEKIT_LAUNCHD": "launchctl", "LANEKIT_LAUNCHCTL": str(fake.path)},
     )
     assert isinstance(backend, LaunchctlDomain)
     backend.list()
-    assert fake.calls() == [["list"]]
+    assert fake.calls() == [["print", "gui/501"], ["print", "user/501"]]

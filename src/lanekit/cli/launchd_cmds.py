@@ -151,7 +151,7 @@ def status(
     paths = Paths.from_env()
     launchd = open_launchd(paths)
     rows = lane_status(_config(config, paths), paths, launchd, [lane] if lane else None)
-    show.status(rows, domain=launchd.domain, as_json=as_json)
+    show.status(rows, domain=launchd.domain, reason=launchd.domain_reason, as_json=as_json)
 
 
 def register(app: typer.Typer) -> None:

@@ -90,6 +90,11 @@ class Launchd(Protocol):
         """The domain target, e.g. `gui/501`."""
         ...
 
+    @property
+    def domain_reason(self) -> str:
+        """Why lanes live in this domain, in words (`lanekit status` shows it)."""
+        ...
+
     def list(self) -> list[ListEntry]:
         """Every job loaded in the domain (one call, for all lanes)."""
         ...

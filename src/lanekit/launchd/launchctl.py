@@ -20,6 +20,7 @@ from pathlib import Path
 
 from lanekit.errors import UsageError
 from lanekit.launchd import LaunchctlError, ListEntry, ServiceInfo
+from lanekit.launchd.domain import Caller, DomainChoice, DomainReason, choose_domain
 from lanekit.launchd.parse import (
     DARWIN_SIGNALS,
     SYSEXITS,
@@ -46,9 +47,7 @@ __all__ = [
     "SYSEXITS",
     "LaunchctlDomain",
     "LaunchdLogEvent",
-    "console_owner",
     "decode_wait_status",
-    "domain_target",
     "error_for",
     "error_text",
     "find_entry",
@@ -239,10 +238,10 @@ _SITUATIONS: tuple[_Situation, ...] = (
         "wrong-session",
         134,
         ("Service cannot load in requested session",),
-        "the plist's LimitLoadToSessionType does not match this domain (Aqua = gui/<uid>, "
-        "Background = user/<uid>)",
-        "bootstrap into the matching domain (`LANEKIT_LAUNCHD_DOMAIN=gui` or `=user`), or "
-        "list this session in LimitLoadToSessionType",
+        "the plist's LimitLoadToSessionType does not list this domain's session (Aqua = "
+        "gui/<uid>, Background = user/<uid>: SSH, headless)",
+        "list the session in the lane's `session_type` in lanes.toml (the default, "
+        '["Aqua", "Background"], loads into either domain), then `lanekit apply`',
     ),
     _Situation(
         "not-loaded",
@@ -577,38 +576,6 @@ def error_for(
 # ------------------------------------------------------------------------------- the domain
 
 
-def console_owner() -> int | None:
-    """The uid owning /dev/console (the user at the Mac's screen), None when unknown."""
-    try:
-        return Path("/dev/console").stat().st_uid
-    except OSError:
-        return None
-
-
-def domain_target(uid: int, env: Mapping[str, str], console_uid: int | None) -> str:
-    """`gui/<uid>` for a user at the screen; `user/<uid>` over SSH or without a GUI session.
-
-    `LANEKIT_LAUNCHD_DOMAIN=gui|user` (or a full `gui/<uid>` / `user/<uid>`) overrides the
-    detection: a console owned by someone else, or SSH_CONNECTION/SSH_TTY set, means there is
-    no GUI session of ours to load agents into.
-    """
-    choice = env.get("LANEKIT_LAUNCHD_DOMAIN", "").strip()
-    if choice in {"gui", "user"}:
-        return f"{choice}/{uid}"
-    if re.fullmatch(r"(?:gui|user)/\d+", choice):
-        return choice
-    if choice:
-        raise UsageError(
-            f"LANEKIT_LAUNCHD_DOMAIN={choice!r} is not a launchd domain lanekit can use",
-            "set it to `gui` (logged in at the screen) or `user` (SSH, headless), or unset it",
-        )
-    if env.get("SSH_CONNECTION") or env.get("SSH_TTY"):
-        return f"user/{uid}"
-    if console_uid != uid:
-        return f"user/{uid}"
-    return f"gui/{uid}"
-
-
 def _timeout_from(env: Mapping[str, str]) -> float:
     raw = env.get("LANEKIT_LAUNCHCTL_TIMEOUT", "").strip()
     if not raw:
@@ -627,6 +594,11 @@ def _timeout_from(env: Mapping[str, str]) -> float:
 
 _KICKSTART_PID = re.compile(r"(\d+)\s*$")
 
+_ABSENT = frozenset({112, 113, 125})
+"""Codes meaning "not in this domain": no such service, or no such domain here (no GUI login)."""
+_ABSENT_OR_GONE = _ABSENT | {3}
+"""bootout also says 3 (No such process) for a label that is not loaded (errors-04, errors-06)."""
+
 
 class LaunchctlDomain:
     """One launchd domain driven through the real launchctl (the `Launchd` protocol)."""
@@ -637,20 +609,28 @@ class LaunchctlDomain:
         *,
         launchctl: str | os.PathLike[str] = DEFAULT_LAUNCHCTL,
         timeout: float = DEFAULT_TIMEOUT,
+        reason: DomainReason = DomainReason.OVERRIDE,
     ) -> None:
+        self._choice = DomainChoice(domain, reason)
         self._domain = domain
         self.launchctl = os.fspath(launchctl)
         self.timeout = timeout
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> LaunchctlDomain:
+    def from_env(
+        cls, env: Mapping[str, str] | None = None, caller: Caller | None = None
+    ) -> LaunchctlDomain:
         """The caller's domain; LANEKIT_LAUNCHCTL, LANEKIT_LAUNCHD_DOMAIN and
-        LANEKIT_LAUNCHCTL_TIMEOUT override the binary, the domain and the per-call timeout."""
+        LANEKIT_LAUNCHCTL_TIMEOUT override the binary, the domain and the per-call timeout.
+        Root is refused (UsageError): see `lanekit.launchd.domain`."""
         env = os.environ if env is None else env
+        caller = caller or Caller.current()
+        choice = choose_domain(caller.uid, caller.euid, env, caller.console_uid)
         return cls(
-            domain_target(os.getuid(), env, console_owner()),
+            choice.domain,
             launchctl=env.get("LANEKIT_LAUNCHCTL") or DEFAULT_LAUNCHCTL,
             timeout=_timeout_from(env),
+            reason=choice.reason,
         )
 
     @property
@@ -658,13 +638,29 @@ class LaunchctlDomain:
         """The domain target, e.g. `gui/501`."""
         return self._domain
 
+    @property
+    def domain_reason(self) -> str:
+        """Why this domain was chosen, in words."""
+        return self._choice.why
+
+    @property
+    def candidates(self) -> tuple[str, ...]:
+        """Where lookups and bootout look, in Homebrew's order (the chosen domain first)."""
+        return self._choice.candidates
+
     def __repr__(self) -> str:
         return f"LaunchctlDomain({self._domain!r}, launchctl={self.launchctl!r})"
 
-    def _target(self, label: str) -> str:
-        return f"{self._domain}/{label}"
+    def _target(self, label: str, domain: str | None = None) -> str:
+        return f"{domain or self._domain}/{label}"
 
-    def _run(self, *args: str, label: str | None = None, path: str | None = None) -> str:
+    def _run(
+        self,
+        *args: str,
+        label: str | None = None,
+        path: str | None = None,
+        domain: str | None = None,
+    ) -> str:
         """stdout of `launchctl ARGS`; LaunchctlError on a failure, a hang, or no launchctl."""
         argv = [self.launchctl, *args]
         command = " ".join(["launchctl", *args])
@@ -681,7 +677,7 @@ class LaunchctlDomain:
                 TIMEOUT_CODE,
                 f"{command} did not finish within {self.timeout:g} s",
                 _BY_KEY["timeout"],
-                _Context(self._domain, label, path),
+                _Context(domain or self._domain, label, path),
             ) from None
         except OSError as exc:
             raise LaunchctlError(
@@ -699,36 +695,99 @@ class LaunchctlDomain:
                 stderr if stderr.strip() else stdout,
                 done.returncode,
                 args=args,
-                domain=self._domain,
+                domain=domain or self._domain,
                 label=label,
                 path=path,
             )
         return stdout
 
     def list(self) -> list[ListEntry]:
-        """`launchctl list`: every job of the caller's domain, one call for all lanes."""
-        return parse_list(self._run("list"))
+        """Every job of the candidate domains, read from `launchctl print DOMAIN` rows.
+
+        Legacy `launchctl list` answers for the caller's session, not a named domain (over SSH,
+        under sudo or with LANEKIT_LAUNCHD_DOMAIN it shows another domain's jobs), so it is not
+        used. The chosen domain's rows come first and win; a candidate domain that does not
+        exist here (no GUI login: 112/125) contributes nothing.
+        """
+        seen: dict[str, ListEntry] = {}
+        for domain in self.candidates:
+            try:
+                rows = self._domain_rows(domain)
+            except LaunchctlError as exc:
+                if domain == self._domain or exc.code not in _ABSENT:
+                    raise
+                continue
+            for entry in rows:
+                seen.setdefault(entry.label, entry)
+        return builtins.list(seen.values())
+
+    def _domain_rows(self, domain: str) -> builtins.list[ListEntry]:
+        return parse_domain_services(self._run("print", domain, domain=domain))
 
     def print(self, label: str) -> ServiceInfo:
-        """`launchctl print DOMAIN/LABEL`; LaunchctlError 113 when the job is not loaded."""
-        return parse_print(self._run("print", self._target(label), label=label), label=label)
+        """`launchctl print DOMAIN/LABEL` in each candidate domain until one has the job;
+        LaunchctlError 113 (from the chosen domain) when none has it."""
+        first: LaunchctlError | None = None
+        for domain in self.candidates:
+            try:
+                text = self._run("print", self._target(label, domain), label=label, domain=domain)
+            except LaunchctlError as exc:
+                if exc.code not in _ABSENT:
+                    raise
+                first = first or exc
+                continue
+            return parse_print(text, label=label)
+        assert first is not None  # candidates is never empty
+        raise first
+
+    def where(self, label: str) -> str | None:
+        """The candidate domain that has the job loaded, None when none has it."""
+        for domain in self.candidates:
+            try:
+                self._run("print", self._target(label, domain), label=label, domain=domain)
+            except LaunchctlError as exc:
+                if exc.code not in _ABSENT:
+                    raise
+                continue
+            return domain
+        return None
 
     def services(self) -> builtins.list[ListEntry]:
-        """The `services` rows of `launchctl print DOMAIN` (this domain only, unlike `list`)."""
-        return parse_domain_services(self._run("print", self._domain))
+        """The `services` rows of `launchctl print DOMAIN` (the chosen domain only)."""
+        return self._domain_rows(self._domain)
 
     def bootstrap(self, plist: Path) -> None:
         """`launchctl bootstrap DOMAIN PLIST`."""
         self._run("bootstrap", self._domain, str(plist), label=plist.stem, path=str(plist))
 
     def bootout(self, label: str) -> None:
-        """`launchctl bootout DOMAIN/LABEL`: returns once launchd accepted it (asynchronous)."""
-        self._run("bootout", self._target(label), label=label)
+        """`launchctl bootout DOMAIN/LABEL` in every candidate domain that has the job (as
+        Homebrew's `stop` does), so a lane loaded from another kind of session is removed too.
+        Returns once launchd accepted it (asynchronous); the chosen domain's 113 when no
+        candidate had the job."""
+        first: LaunchctlError | None = None
+        booted = False
+        for domain in self.candidates:
+            try:
+                self._run("bootout", self._target(label, domain), label=label, domain=domain)
+            except LaunchctlError as exc:
+                if exc.code not in _ABSENT_OR_GONE:
+                    raise
+                first = first or exc
+                continue
+            booted = True
+        if not booted:
+            assert first is not None  # candidates is never empty
+            raise first
 
     def kickstart(self, label: str, *, kill: bool = False) -> int | None:
-        """`launchctl kickstart [-k] -p DOMAIN/LABEL`; the pid it printed, if any."""
+        """`launchctl kickstart [-k] -p DOMAIN/LABEL` where the job is loaded (the chosen
+        domain when none has it, for launchctl's own 113); the pid it printed, if any."""
+        domain = self.where(label) or self._domain
         flags = ["-k", "-p"] if kill else ["-p"]
-        out = self._run("kickstart", *flags, self._target(label), label=label)
+        out = self._run(
+            "kickstart", *flags, self._target(label, domain), label=label, domain=domain
+        )
         found = _KICKSTART_PID.search(out.strip())
         return int(found.group(1)) if found else None
 

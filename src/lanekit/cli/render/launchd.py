@@ -187,10 +187,10 @@ STATUS_COLUMNS = (
 )
 
 
-def status(rows: Sequence[LaneStatus], *, domain: str, as_json: bool) -> None:
-    """A compact table plus one detail line per lane, or the versioned JSON document."""
+def status(rows: Sequence[LaneStatus], *, domain: str, reason: str, as_json: bool) -> None:
+    """A compact table plus one detail line per lane and the domain, or the JSON document."""
     if as_json:
-        json_out(status_json(rows, domain=domain))
+        json_out(status_json(rows, domain=domain, reason=reason))
         return
     table = [STATUS_COLUMNS, *(_status_cells(row) for row in rows)]
     widths = [max(len(r[i]) for r in table) for i in range(len(STATUS_COLUMNS))]
@@ -203,6 +203,7 @@ def status(rows: Sequence[LaneStatus], *, domain: str, as_json: bool) -> None:
         if row.queue.error:
             detail += f"; queue: {row.queue.error}"
         line(detail)
+    line(f"launchd domain: {domain} ({reason})")
 
 
 def _status_cells(row: LaneStatus) -> tuple[str, ...]:
@@ -261,11 +262,12 @@ def _age(seconds: float | None) -> str:
     return f"{whole // 86400}d"
 
 
-def status_json(rows: Sequence[LaneStatus], *, domain: str) -> dict[str, Any]:
+def status_json(rows: Sequence[LaneStatus], *, domain: str, reason: str) -> dict[str, Any]:
     """The `status --json` document (schema 1; keys pinned by tests/cli/test_launchd_cmds.py)."""
     return {
         "schema": STATUS_SCHEMA,
         "domain": domain,
+        "domain_reason": reason,
         "lanes": [_lane_json(row) for row in rows],
     }
 
