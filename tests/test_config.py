@@ -448,3 +448,38 @@ def test_run_spec_carries_what_the_runner_needs(paths: Paths) -> None:
     zero = _load(paths, BASE + "exit_timeout = 0\n").lanes["funnel"]
     assert run_spec(zero).exit_timeout == 0
     assert run_spec(zero).max_seconds is None
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (None, ("Aqua", "Background")),
+        ('"Background"', ("Background",)),
+        ('["Aqua", "StandardIO"]', ("Aqua", "StandardIO")),
+    ],
+)
+def test_session_type_defaults_to_both_user_domains(
+    paths: Paths, value: str | None, expected: tuple[str, ...]
+) -> None:
+    """session_type (LimitLoadToSessionType) is one session or an array; by default Aqua and
+    Background, so one plist loads into gui/<uid> and into user/<uid> (SSH, headless)."""
+    text = BASE if value is None else BASE + f"session_type = {value}\n"
+    assert _load(paths, text).lanes["funnel"].session_type == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "error"),
+    [
+        ('"aqua"', '"aqua" is not one of Aqua, Background, LoginWindow, StandardIO'),
+        ("[]", "needs at least one value"),
+        ('["Aqua", "Aqua"]', "lists a value twice"),
+        ("3", "expected a string or an array of strings, got an integer"),
+    ],
+)
+def test_bad_session_types_are_refused(paths: Paths, value: str, error: str) -> None:
+    """A session launchd does not know, an empty or repeated list, or a non-string is an error
+    at lanes.NAME.session_type."""
+    errors = _errors(paths, BASE + f"session_type = {value}\n")
+    assert len(errors) == 1
+    assert errors[0].startswith("lanes.toml: lanes.funnel.session_type: ")
+    assert error in errors[0]

@@ -67,6 +67,7 @@ SAMPLE = {
     "nice": "5",
     "low_priority_io": "true",
     "process_type": '"Background"',
+    "session_type": '"Background"',
     "throttle_interval": "30",
     "exit_timeout": "20",
     "run_at_load": "true",

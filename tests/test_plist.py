@@ -76,6 +76,7 @@ log = "/var/tmp/all.log"
 nice = -5
 low_priority_io = false
 process_type = "Interactive"
+session_type = "Background"
 throttle_interval = 0
 exit_timeout = "30s"
 run_at_load = true
@@ -98,6 +99,7 @@ def _common(lane: str, label: str) -> dict[str, Any]:
         "StandardOutPath": f"/Users/me/notes/logs/{lane}.out.log",
         "StandardErrorPath": f"/Users/me/notes/logs/{lane}.err.log",
         "RunAtLoad": False,
+        "LimitLoadToSessionType": ["Aqua", "Background"],
     }
 
 
@@ -134,6 +136,7 @@ EXPECTED: dict[str, dict[str, Any]] = {
             {"Day": 1, "Hour": 4, "Minute": 30},
         ],
         "RunAtLoad": True,
+        "LimitLoadToSessionType": "Background",
         "ThrottleInterval": 0,
         "ExitTimeOut": 30,
         "Nice": -5,
@@ -217,7 +220,8 @@ def test_golden_files_are_canonical_and_tab_indented() -> None:
 
 def test_no_optional_key_appears_unless_set(tmp_path: Path) -> None:
     """ThrottleInterval, ExitTimeOut, Nice, LowPriorityIO and ProcessType are omitted when the
-    lane does not set them; StartInterval and StartCalendarInterval only when scheduled."""
+    lane does not set them; StartInterval and StartCalendarInterval only when scheduled;
+    LimitLoadToSessionType is always written (agents would otherwise load only into Aqua)."""
     config, paths = _golden_config(tmp_path)
     parsed = plistlib.loads(_render(config.lanes["manual"], paths))
     assert set(parsed) == {
@@ -228,6 +232,7 @@ def test_no_optional_key_appears_unless_set(tmp_path: Path) -> None:
         "StandardOutPath",
         "StandardErrorPath",
         "RunAtLoad",
+        "LimitLoadToSessionType",
     }
 
 

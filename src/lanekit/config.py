@@ -42,6 +42,12 @@ DEFAULT_LABEL_PREFIX = "local.lanekit"
 CONFIG_NAME = "lanes.toml"
 CONFIG_ENV = "LANEKIT_CONFIG"
 PROCESS_TYPES = ("Background", "Standard", "Adaptive", "Interactive")
+SESSION_TYPES = ("Aqua", "Background", "LoginWindow", "StandardIO")
+"""launchd.plist(5) LimitLoadToSessionType values that apply to a per-user agent."""
+DEFAULT_SESSION_TYPES = ("Aqua", "Background")
+"""Agents default to Aqua (gui/<uid> only); a lane bootstrapped into user/<uid> (SSH, headless)
+needs Background (sops-nix #966: 125/134 without it). Listing both loads one plist into either
+domain, as Homebrew's service.rb does with its list of every session type."""
 RESERVED_LABEL_PREFIX = "com.apple."
 # Labels become file names (<Label>.plist, <label>.json, and write_atomic's temp names add ~20
 # bytes); 200 keeps every one of them under the 255-byte name limit of APFS and ext4.
@@ -74,6 +80,7 @@ OPTION_KEYS = (
     "nice",
     "low_priority_io",
     "process_type",
+    "session_type",
     "throttle_interval",
     "exit_timeout",
     "run_at_load",
@@ -134,6 +141,8 @@ class LaneSpec:
     nice: int | None = None
     low_priority_io: bool | None = None
     process_type: str | None = None
+    session_type: tuple[str, ...] = DEFAULT_SESSION_TYPES
+    """launchd LimitLoadToSessionType: the sessions (domains) the lane may be loaded into."""
     throttle_interval: int | None = None
     exit_timeout: int | None = None
     run_at_load: bool = False
@@ -816,6 +825,7 @@ class _Reader:
             "nice": lambda k: self.integer(table, k, -20, 20),
             "low_priority_io": lambda k: self.boolean(table, k),
             "process_type": lambda k: self.choice(table, k, PROCESS_TYPES),
+            "session_type": lambda k: self.choices(table, k, SESSION_TYPES),
             "throttle_interval": lambda k: self.duration(table, k, minimum=0),
             "exit_timeout": lambda k: self.duration(table, k, minimum=0),
             "run_at_load": lambda k: self.boolean(table, k),
@@ -908,6 +918,34 @@ class _Reader:
             f"{key[-1]} allows: {', '.join(choices)}",
         )
         return None
+
+    def choices(
+        self, table: Mapping[str, Any], key: Key, choices: Sequence[str]
+    ) -> tuple[str, ...] | None:
+        """One choice or a non-empty array of distinct choices, as a tuple."""
+        value = table.get(str(key[-1]))
+        if value is None:
+            return None
+        items = [value] if isinstance(value, str) else value
+        first, second = choices[0], choices[1]
+        hint = f'write {key[-1]} = "{first}", or an array such as ["{first}", "{second}"]'
+        problem = None
+        if not isinstance(items, list):
+            problem = f"expected a string or an array of strings, got {_describe(value)}"
+        elif not items:
+            problem = "needs at least one value"
+        elif len(set(map(str, items))) != len(items):
+            problem = "lists a value twice"
+        if problem is not None:
+            self.fail(key, problem, hint)
+            return None
+        picked: list[str] = []
+        for item in items:
+            chosen = self.choice({str(key[-1]): item}, key, choices)
+            if chosen is None:
+                return None
+            picked.append(chosen)
+        return tuple(picked)
 
     def path(self, table: Mapping[str, Any], key: Key) -> Path | None:
         text = self.string(table, key)

@@ -81,6 +81,7 @@ def lane_plist(lane: LaneSpec, *, interpreter: str, snapshot: Path) -> dict[str,
         "StandardOutPath": str(lane.stdout_path),
         "StandardErrorPath": str(lane.stderr_path),
         "RunAtLoad": lane.run_at_load,
+        "LimitLoadToSessionType": session_types(lane),
     }
     calendar = [entry.to_plist() for entry in lane.schedule.calendar]
     if len(calendar) == 1:
@@ -118,6 +119,11 @@ def program_arguments(lane: LaneSpec, *, interpreter: str, snapshot: Path) -> li
     return [interpreter, "-c", ENTRYPOINT_CODE, "run", lane.name, "--snapshot", str(snapshot)]
 
 
+def session_types(lane: LaneSpec) -> str | list[str]:
+    """LimitLoadToSessionType: a string for one session, an array for several (plist(5))."""
+    return lane.session_type[0] if len(lane.session_type) == 1 else list(lane.session_type)
+
+
 def environment(lane: LaneSpec) -> dict[str, str]:
     """EnvironmentVariables: the lane env, an explicit PATH and the LANEKIT_LANE marker."""
     return {**lane.env, "PATH": ":".join(lane.path), "LANEKIT_LANE": lane.name}
@@ -149,6 +155,7 @@ def render_lane(
         "nice": lane.nice,
         "low_priority_io": lane.low_priority_io,
         "process_type": lane.process_type,
+        "session_type": session_types(lane),
     }
     try:
         text = template.render(context)

@@ -106,6 +106,26 @@ def test_bootstrap_refuses_group_or_world_writable_plist(
 
 
 @pytest.mark.parametrize(
+    ("sessions", "loads"),
+    [("Background", False), (["LoginWindow"], False), (["Aqua", "Background"], True)],
+)
+def test_bootstrap_honours_limit_load_to_session_type(
+    domain: EmulatedDomain, install: Install, sessions: object, loads: bool
+) -> None:
+    """The emulated domain is an Aqua (gui) session: a plist limited to other sessions is
+    refused with 134 and the session_type fix, as launchd refuses it; Aqua in the list loads."""
+    path = install("session.job", ProgramArguments=["true"], LimitLoadToSessionType=sessions)
+    if loads:
+        domain.bootstrap(path)
+        assert [e.label for e in domain.list()] == ["session.job"]
+        return
+    error = _code(lambda: domain.bootstrap(path))
+    assert error.code == 134
+    assert "session_type" in error.hint
+    assert domain.list() == []
+
+
+@pytest.mark.parametrize(
     ("content", "words"),
     [
         (b"<plist><dict><key>Label</key>", "Invalid property list"),

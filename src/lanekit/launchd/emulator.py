@@ -76,6 +76,8 @@ from lanekit.schedule import CalendarEntry, ScheduleError, fires_at, parse_table
 from lanekit.snapshot import DEFAULT_EXIT_TIMEOUT
 
 STATE_SCHEMA = 1
+EMULATED_SESSION = "Aqua"
+"""The emulated domain is gui/<uid>, a login session of type Aqua (launchctl(1))."""
 POLL_SECONDS = 0.05
 STOP_MARGIN = 5.0
 """How long kickstart -k waits beyond ExitTimeOut for the killed instance to be reaped."""
@@ -190,6 +192,14 @@ class EmulatedDomain:
         """`gui/<uid>`, the domain lanes are loaded into."""
         return f"gui/{os.getuid()}"
 
+    @property
+    def domain_reason(self) -> str:
+        """The emulated domain is chosen off macOS or by LANEKIT_LAUNCHD=emulated."""
+        return (
+            f"emulated launchd domain under {self.state_dir} "
+            "(not macOS, or LANEKIT_LAUNCHD=emulated)"
+        )
+
     # -- the Launchd protocol --------------------------------------------------------------
 
     def list(self) -> list[ListEntry]:
@@ -215,6 +225,11 @@ class EmulatedDomain:
         except _RefusalError as refusal:
             raise self._fail(refusal.code, command, refusal.line, path=path) from None
         label = str(data["Label"])
+        sessions = data.get("LimitLoadToSessionType", EMULATED_SESSION)
+        listed = [sessions] if isinstance(sessions, str) else sessions
+        if not isinstance(listed, list) or EMULATED_SESSION not in listed:
+            line = "Bootstrap failed: 134: Service cannot load in requested session"
+            raise self._fail(134, command, line, label, path)
         with self._transaction() as state:
             if state.disabled.get(label):
                 raise self._fail(119, command, f"{path}: Service is disabled", label, path)
