@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import plistlib
 import stat
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 
@@ -870,3 +872,28 @@ def test_reformatted_plist_is_rewritten_without_a_bootout(paths: Paths) -> None:
     assert out["alpha"].result is Result.DONE
     assert fake.ops(label) == []
     assert path.read_bytes() == canonical
+
+
+def test_apply_installs_the_rescue_script_and_says_where_lanes_live(paths: Paths) -> None:
+    """apply writes the interpreter rescue script next to the snapshots; in user/<uid> it
+    notes that lanes return after a reboot only at login; in gui/<uid> it says nothing."""
+    config = _config(paths)
+    result = apply(config, paths, FakeLaunchd(domain="user/501"))
+    assert (paths.state / "rescue.sh").is_file()
+    assert any("only once you log in" in note for note in result.notes)
+    assert apply(config, paths, FakeLaunchd(domain="gui/501"), dry_run=True).notes == ()
+
+
+def test_apply_warns_about_an_interpreter_upgrades_remove(paths: Paths, tmp_path: Path) -> None:
+    """A venv python linked into a patch-release Homebrew keg gets a warning naming the keg
+    and the fix; dry runs say it too, and write nothing."""
+    keg = tmp_path / "opt/homebrew/Cellar/python@3.12/3.12.4/bin/python3.12"
+    keg.parent.mkdir(parents=True)
+    keg.symlink_to(sys.executable)
+    venv_python = tmp_path / "venv/bin/python"
+    venv_python.parent.mkdir(parents=True)
+    venv_python.symlink_to(keg)
+    result = apply(_config(paths), paths, FakeLaunchd(), dry_run=True, interpreter=str(venv_python))
+    [note] = result.notes
+    assert "brew upgrade" in note and "lanekit apply" in note
+    assert not (paths.state / "rescue.sh").exists()

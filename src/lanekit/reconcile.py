@@ -61,7 +61,11 @@ from lanekit.atomic import write_atomic
 from lanekit.config import Config, LaneSpec, run_spec, select_lanes
 from lanekit.drift import lane_drift
 from lanekit.errors import ExitCode, LanekitError, LaunchdError, UsageError
+from lanekit.interpreter import apply_notes as interpreter_notes
+from lanekit.interpreter import inspect as inspect_interpreter
+from lanekit.interpreter import install_rescue
 from lanekit.launchd import LaunchctlError, Launchd, ListEntry, ServiceInfo
+from lanekit.launchd.domain import domain_notes
 from lanekit.owned import (
     PRIVATE_FILE,
     check_private,
@@ -400,6 +404,8 @@ class ApplyResult:
 
     outcomes: tuple[Outcome, ...]
     dry_run: bool = False
+    notes: tuple[str, ...] = ()
+    """Things the user should know about where and how the lanes run (domain, interpreter)."""
 
     @property
     def nothing_to_do(self) -> bool:
@@ -705,8 +711,13 @@ def _apply(
     )
     if lanes:
         actions = [a for a in actions if a.kind is not ActionKind.REMOVE]
+    health = inspect_interpreter(interpreter)
+    notes = (*domain_notes(launchd.domain), *interpreter_notes(health))
     if dry_run:
-        return ApplyResult(tuple(_planned(a) for a in actions), dry_run=True)
+        return ApplyResult(tuple(_planned(a) for a in actions), dry_run=True, notes=notes)
+    if health.exists and any(a.kind is not ActionKind.REMOVE for a in actions):
+        # Written while the CLI surely works, for the day its interpreter is gone.
+        install_rescue(paths.state, health)
 
     deadline = None if wait is None else timing.clock() + max(wait, 0.0)
     stopper = _Stopper(launchd, timing, deadline=deadline, force=force)
@@ -733,7 +744,7 @@ def _apply(
                 paths=paths,
                 stopper=stopper,
             )
-    return ApplyResult(tuple(outcomes[i] for i in range(len(actions))))
+    return ApplyResult(tuple(outcomes[i] for i in range(len(actions))), notes=notes)
 
 
 def _planned(action: Action) -> Outcome:

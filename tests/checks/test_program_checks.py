@@ -37,6 +37,26 @@ def test_missing_program_is_an_error(tmp_path: Path) -> None:
     )
 
 
+def test_dangling_lane_interpreter_is_missing_with_the_reinstall_fix(tmp_path: Path) -> None:
+    """A lane whose pipx venv python points at a removed Homebrew keg: program.missing names
+    the vanished target and the pipx reinstall, and program.not-executable stays quiet (no
+    `chmod +x` on a dangling symlink)."""
+    world = World.make(tmp_path)
+    keg = tmp_path / "Cellar/python@3.12/3.12.4/bin/python3.12"
+    venv_bin = tmp_path / "pipx/venvs/lanekit/bin"
+    venv_bin.mkdir(parents=True)
+    (venv_bin / "python").symlink_to(keg)
+    job = job_plist(
+        ProgramArguments=[str(venv_bin / "python"), "-c", "pass"],
+        EnvironmentVariables={"LANEKIT_LANE": "funnel"},
+    )
+    target = world.foreign(job)
+    [finding] = world.run("program.missing", target)
+    assert f"is a symlink to {keg}, which no longer exists" in finding.message
+    assert finding.fix == "pipx reinstall lanekit && lanekit apply"
+    assert world.run("program.not-executable", target) == []
+
+
 def test_tilde_program_is_missing_because_launchd_does_not_expand(tmp_path: Path) -> None:
     """The seed's `~/.claude/scripts/guard.py`: launchd looks for a directory named `~`."""
     world = World.make(tmp_path)

@@ -4,12 +4,12 @@ environment values launchd passes through without expanding."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 from lanekit.checks import jobfacts
 from lanekit.doctor import DoctorContext, Problem, Severity, Target, check
+from lanekit.interpreter import inspect as inspect_interpreter
 from lanekit.quoting import cmdline
 
 
@@ -36,7 +36,8 @@ def _job_command(target: Target) -> tuple[str, Path | None] | None:
 def _programs(target: Target) -> Iterator[tuple[str, str, Path]]:
     """(role, as written, path) of each existing file the job execs."""
     exec_target = _exec_target(target)
-    if exec_target is not None and os.path.lexists(exec_target[1]):
+    # A dangling symlink is missing (program.missing names its target), not "not executable".
+    if exec_target is not None and exec_target[1].exists():
         yield "the program", exec_target[0], exec_target[1]
     job = target.plist
     inline = jobfacts.shell_command(jobfacts.arguments(job)) if job is not None else None
@@ -49,6 +50,14 @@ def _programs(target: Target) -> Iterator[tuple[str, str, Path]]:
         return
     if exec_target is None or job_command[1] != exec_target[1]:
         yield "the job command", job_command[0], job_command[1]
+
+
+def _is_lanekit(target: Target) -> bool:
+    """A lanekit lane's plist (its program is lanekit's interpreter)."""
+    job = target.plist
+    return target.lane is not None or (
+        job is not None and "LANEKIT_LANE" in jobfacts.environment(job)
+    )
 
 
 def _edit_where(target: Target) -> str:
@@ -76,6 +85,17 @@ def program_missing(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
             f"the program {name} does not exist: launchd does not expand ~ or $VAR, so it "
             f"looks for {path}.",
             f"write the absolute path {real} in {_edit_where(target)}",
+        )
+        return
+    gone = inspect_interpreter(str(path))
+    if gone.dangling:
+        fix = gone.fix if _is_lanekit(target) else f"reinstall what {gone.resolved} belonged to"
+        yield Problem(
+            Severity.ERROR,
+            f"the program {path} is a symlink to {gone.resolved}, which no longer exists "
+            "(the Python or tool it was made with was upgraded or removed), so launchd exits "
+            "78 every time.",
+            fix,
         )
         return
     if target.lane is not None:

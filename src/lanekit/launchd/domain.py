@@ -129,6 +129,17 @@ def choose_domain(
     return DomainChoice(f"user/{uid}", DomainReason.NOT_AT_CONSOLE)
 
 
+def domain_notes(domain: str) -> tuple[str, ...]:
+    """What `apply` says about the domain lanes are loaded into."""
+    if not domain.startswith("user/"):
+        return ()
+    return (
+        f"lanes are loaded into {domain} (no GUI login of yours): after a reboot launchd "
+        "loads them again only once you log in (at the screen or over SSH); turn on automatic "
+        "login, or log in after each reboot, to keep them running",
+    )
+
+
 def console_owner(console: Path = CONSOLE) -> int | None:
     """The uid owning /dev/console (the user at the Mac's screen), None when unknown.
 

@@ -57,6 +57,12 @@ def plan(result: ApplyResult) -> None:
     """Each lane's planned action with its reason and steps, then a one-line summary."""
     _outcome_rows(result.outcomes)
     _summary(result)
+    _notes(result)
+
+
+def _notes(result: ApplyResult) -> None:
+    for note in result.notes:
+        warning(note)
 
 
 def applied(result: ApplyResult) -> None:
@@ -72,6 +78,7 @@ def applied(result: ApplyResult) -> None:
             meaning = f" ({exc.meaning})" if isinstance(exc, LaunchctlError) and exc.meaning else ""
             error(f"{outcome.action.lane}: {exc.message}{meaning}", exc.hint)
     _summary(result)
+    _notes(result)
 
 
 def waiting_for_apply(pid: int | None) -> None:
