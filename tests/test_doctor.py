@@ -73,6 +73,13 @@ ISSUE_CHECK_IDS = {
     "queue.timeouts",
     "lane.missed-run",
     "priority.background-burst",
+    # issue 15: what real Macs do silently
+    "tcc.protected-path",
+    "volume.external",
+    "volume.no-rename-excl",
+    "program.quarantined",
+    "launchd.no-gui-session",
+    "lane.stuck-run",
 }
 
 HEALTHY = """

@@ -351,6 +351,12 @@ def linux_fstype(path: str, mountinfo: str | None = None) -> str | None:
 
 def darwin_fstype(path: str) -> tuple[str, bool]:  # pragma: no cover - macOS only
     """(f_fstypename, MNT_LOCAL set) from statfs(2) through ctypes."""
+    fstype, flags = darwin_statfs(path)
+    return fstype, bool(flags & _MNT_LOCAL)
+
+
+def darwin_statfs(path: str) -> tuple[str, int]:  # pragma: no cover - macOS only
+    """(f_fstypename, f_flags) from statfs(2) through ctypes."""
     import ctypes
 
     class StatFs(ctypes.Structure):
@@ -381,7 +387,7 @@ def darwin_fstype(path: str) -> tuple[str, bool]:  # pragma: no cover - macOS on
     if statfs(os.fsencode(path), ctypes.byref(result)) != 0:
         code = ctypes.get_errno()
         raise OSError(code, os.strerror(code), path)
-    return result.f_fstypename.decode("utf-8", "replace"), bool(result.f_flags & _MNT_LOCAL)
+    return result.f_fstypename.decode("utf-8", "replace"), int(result.f_flags)
 
 
 def mount_problem(path: str, *, platform: str | None = None) -> str | None:
@@ -478,3 +484,86 @@ def flock_held(path: str | os.PathLike[str]) -> bool | None:
     finally:
         os.close(fd)  # closing drops the probe's lock
     return False
+
+
+# -- what doctor asks about a path's volume and attributes (macOS facts) -------------------
+
+MNT_REMOVABLE = 0x00000200
+"""xnu bsd/sys/mount.h: storage the user can remove (USB, SD card)."""
+MNT_LOCAL = _MNT_LOCAL
+MNT_ROOTFS = 0x00004000
+MNT_IGNORE_OWNERSHIP = 0x00200000
+"""xnu bsd/sys/mount.h: the volume is mounted `noowners`; file owners are not enforced."""
+NO_RENAME_EXCL_FSTYPES = frozenset({"exfat", "msdos", "vfat", "fat", "fat32"})
+"""No RENAME_EXCL (ENOTSUP, xnu bsd/vfs/kpi_vfs.c) and no hard links: no exclusive rename."""
+XATTR_NOFOLLOW = 0x0001
+"""sys/xattr.h: getxattr(2) on the link itself, never what it points at."""
+QUARANTINE = "com.apple.quarantine"
+
+
+class VolumeFacts:
+    """What statfs(2) says about the volume holding a path (f_fstypename and f_flags)."""
+
+    __slots__ = ("flags", "fstype", "mount_point")
+
+    def __init__(self, fstype: str, flags: int | None, mount_point: str | None = None) -> None:
+        self.fstype = fstype
+        self.flags = flags
+        """None where the platform does not report macOS mount flags (Linux)."""
+        self.mount_point = mount_point
+
+    def has(self, flag: int) -> bool:
+        """True when the flag is known to be set."""
+        return self.flags is not None and bool(self.flags & flag)
+
+    def __repr__(self) -> str:
+        return f"VolumeFacts({self.fstype!r}, {self.flags!r}, {self.mount_point!r})"
+
+
+def volume_facts(path: str, *, platform: str | None = None) -> VolumeFacts | None:
+    """The volume holding `path` (an existing path); None when it cannot be told.
+
+    The one seam tests replace to plant external, removable, no-owners or exFAT volumes."""
+    platform = sys.platform if platform is None else platform
+    if platform.startswith("linux"):
+        fstype = linux_fstype(path)
+        return None if fstype is None else VolumeFacts(fstype, None)
+    if platform == "darwin":  # pragma: no cover - macOS only
+        try:
+            fstype, flags = darwin_statfs(path)
+        except OSError:
+            return None
+        return VolumeFacts(fstype, flags)
+    return None
+
+
+def quarantine_of(path: str, *, platform: str | None = None) -> str | None:
+    """The com.apple.quarantine attribute of `path` itself (not a symlink's target), or None.
+
+    macOS: getxattr(2) with XATTR_NOFOLLOW through ctypes (os.getxattr is Linux-only). The one
+    seam tests replace to plant a quarantined file; elsewhere nothing is ever quarantined."""
+    platform = sys.platform if platform is None else platform
+    if platform != "darwin":
+        return None
+    return _darwin_getxattr(path, QUARANTINE)  # pragma: no cover - macOS only
+
+
+def _darwin_getxattr(path: str, name: str) -> str | None:  # pragma: no cover - macOS only
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    getxattr = libc.getxattr
+    getxattr.argtypes = [
+        ctypes.c_char_p,
+        ctypes.c_char_p,
+        ctypes.c_void_p,
+        ctypes.c_size_t,
+        ctypes.c_uint32,
+        ctypes.c_int,
+    ]
+    getxattr.restype = ctypes.c_ssize_t
+    buffer = ctypes.create_string_buffer(1024)
+    size = getxattr(os.fsencode(path), name.encode(), buffer, len(buffer), 0, XATTR_NOFOLLOW)
+    if size < 0:
+        return None  # ENOATTR, or the file is gone: not quarantined as far as we can tell
+    return buffer.raw[:size].decode("utf-8", "replace")
