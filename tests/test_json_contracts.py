@@ -250,6 +250,7 @@ COMMANDS = (
     "jobs",
     "job",
     "timeline",
+    "selftest",
 )
 
 
@@ -346,6 +347,12 @@ def test_doctor_json_matches_doc(sandbox: Path) -> None:
     document = _json("doctor", "--json", exit_code=1)
     assert any(f["id"] == "path.command-missing" for f in document["findings"])
     _check_all("doctor", [document])
+
+
+@pytest.mark.slow
+def test_selftest_json_matches_doc(sandbox: Path) -> None:
+    """`selftest --json` on the emulated domain is as documented."""
+    _check_all("selftest", [_json("selftest", "--json")])
 
 
 def test_doctor_list_checks_json_matches_doc(sandbox: Path) -> None:

@@ -60,6 +60,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "doctor_cmds",
         "Show a lane's event log (default), or launchd's stdout/stderr files of its job.",
     ),
+    "selftest": (
+        "selftest_cmd",
+        "Check this Mac's launchd with a temporary lane: load, run, throttle, stop, clean up.",
+    ),
     "demo": (
         "demo_cmd",
         "Five lanes fire at once on a 57-job backlog: count duplicates and losses (both 0).",
