@@ -229,3 +229,60 @@ def test_timeout_stops_the_job(tmp_path: Path) -> None:
 def test_decode_status(code: int | None, sig: int | None, runner: bool, text: str) -> None:
     """Exit statuses in words: lanekit's own codes only for the lane entrypoint."""
     assert decode_status(code, sig, lanekit_runner=runner) == text
+
+
+def test_try_on_macos_runs_a_one_shot_launchd_job(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On the launchctl backend (the scripted fake, replying with a real `print` capture),
+    `try LANE --job F` bootstraps the job under a temporary label, kickstarts it, reads its
+    exit from print, boots it out and deletes the temporary plist; the lane's own label is
+    never touched. `--here` runs it in this process instead."""
+    import json
+    import os
+
+    from lanekit.launchd.domain import Caller
+
+    fake = Path(__file__).resolve().parent / "launchd" / "fake_launchctl.py"
+    wrapper = tmp_path / "launchctl"
+    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{fake}" "$@"\n')
+    wrapper.chmod(0o755)
+    capture = (fake.parent / "samples" / "print-05.txt").read_text().partition("# ---\n")[2]
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"print": {"stdout": capture}}))
+    log = tmp_path / "calls.jsonl"
+    monkeypatch.setenv("FAKE_LAUNCHCTL_SCRIPT", str(script))
+    monkeypatch.setenv("FAKE_LAUNCHCTL_LOG", str(log))
+    monkeypatch.setattr(Caller, "current", classmethod(lambda cls: Caller(501, 501, 501)))
+    paths, config_path = lanes(tmp_path, '["/bin/cat", "{job}"]')
+    job = tmp_path / "job.json"
+    job.write_text('{"n": 1}')
+    env = {**os.environ, "LANEKIT_LAUNCHD": "launchctl", "LANEKIT_LAUNCHCTL": str(wrapper)}
+    request = TryRequest(lane="funnel", job=job, config_path=config_path)
+    result = try_run(request, paths, env)
+    assert result.ran and result.exit_code == 2  # print-05: last exit code = 2
+    assert result.launchd_job is not None
+    target = result.launchd_job
+    label = target.removeprefix("gui/501/")
+    assert label.startswith("test.try.funnel.try-")
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    plist = paths.state / "try" / f"{label}.plist"
+    assert [c[0] for c in calls] == [
+        "bootstrap",
+        "print",
+        "kickstart",
+        "print",
+        "bootout",
+        "bootout",
+    ]
+    assert calls[0] == ["bootstrap", "gui/501", str(plist)]
+    assert calls[2] == ["kickstart", "-p", target]
+    assert calls[4] == ["bootout", target]
+    assert not plist.exists()
+    assert all(c[-1].rsplit("/", 1)[-1] != "test.try.funnel" for c in calls)
+    log.unlink()
+    here = try_run(
+        TryRequest(lane="funnel", job=job, config_path=config_path, here=True), paths, env
+    )
+    assert here.ran and here.exit_code == 0 and here.launchd_job is None
+    assert not log.exists()

@@ -19,6 +19,7 @@ touching the queue.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -34,7 +35,7 @@ from lanekit.doctor import (
 )
 from lanekit.errors import ExitCode, UsageError
 from lanekit.exits import describe_exit
-from lanekit.paths import Paths
+from lanekit.paths import Paths, backend_name
 from lanekit.quoting import cmdline
 
 PREFLIGHT = (
@@ -70,6 +71,8 @@ class TryRequest:
     """Run the lane's job command once on this file, without the queue."""
     config_path: Path | None = None
     timeout: float | None = None
+    here: bool = False
+    """Run in this process's session (today's mode) even where a launchd job is possible."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +98,8 @@ class TryResult:
     timed_out: bool = False
     lanekit_runner: bool = False
     """The run was lanekit's lane entrypoint (exit codes have lanekit's meanings)."""
+    launchd_job: str | None = None
+    """`gui/501/<label>.try-…` when it ran as a one-shot launchd job (macOS), else None."""
 
     @property
     def status(self) -> str:
@@ -205,6 +210,8 @@ def try_run(request: TryRequest, paths: Paths, env: Mapping[str, str] | None = N
     )
     if target.plist is None or any(p.severity is Severity.ERROR for p in problems):
         return base
+    if not request.here and backend_name(env, sys.platform) == "launchctl":
+        return _as_launchd_job(base, target.plist, paths, env, request.timeout)
     launch = launch_for(target.plist)
     try:
         outcome = run_foreground(launch, timeout=request.timeout)
@@ -219,4 +226,28 @@ def try_run(request: TryRequest, paths: Paths, env: Mapping[str, str] | None = N
         duration=outcome.duration,
         stderr_tail=tail,
         timed_out=outcome.timed_out,
+    )
+
+
+def _as_launchd_job(
+    base: TryResult,
+    plist: Mapping[str, Any],
+    paths: Paths,
+    env: Mapping[str, str],
+    timeout: float | None,
+) -> TryResult:
+    """A launchd job has neither the terminal's privacy grants nor its session: run it as one."""
+    from lanekit.launchd import open_launchd
+    from lanekit.tryjob import run_one_shot
+
+    shot = run_one_shot(plist, open_launchd(paths, env), paths.state / "try", timeout=timeout)
+    return replace(
+        base,
+        ran=True,
+        exit_code=shot.exit_code,
+        signal=shot.signal,
+        duration=shot.duration,
+        stderr_tail=tuple(shot.stderr_tail.splitlines()[-TAIL_LINES:]),
+        timed_out=shot.timed_out,
+        launchd_job=f"{shot.domain}/{shot.label}",
     )

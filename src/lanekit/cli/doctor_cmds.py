@@ -118,6 +118,14 @@ def try_(
             metavar="SECONDS",
         ),
     ] = None,
+    here: Annotated[
+        bool,
+        typer.Option(
+            "--here",
+            help="On a Mac, run in this terminal's session instead of as a one-shot launchd job "
+            "(it then has the terminal's privacy grants, which launchd jobs lack).",
+        ),
+    ] = False,
     config: ConfigOption = None,
 ) -> None:
     """Run a job once in the foreground exactly as launchd would start it.
@@ -126,7 +134,9 @@ def try_(
     its WorkingDirectory, stdout/stderr files and Nice. Problems launchd would hit (a program
     or command missing under that PATH, a log directory missing) are reported before running.
     For a lanekit lane this runs the installed entrypoint, which drains real jobs from the
-    queue; use --job FILE to run the job command on one file without the queue.
+    queue; use --job FILE to run the job command on one file without the queue. On a Mac it
+    runs as a one-shot launchd job (a temporary label, booted out afterwards), so privacy
+    (TCC) and session limits apply as they will to the lane; --here runs it in this terminal.
     """
     from lanekit.cli.render import doctor as show
     from lanekit.paths import Paths
@@ -139,6 +149,7 @@ def try_(
         job=None if job is None else paths.cwd / job,
         config_path=config,
         timeout=timeout,
+        here=here,
     )
     result = try_run(request, paths, os.environ)
     show.tried(result)

@@ -94,6 +94,8 @@ def tried(result: TryResult) -> None:
     line(f"  cwd:     {result.cwd}")
     line(f"  PATH:    {result.env_path}")
     line(f"  stdout:  {result.stdout_path or '/dev/null (no StandardOutPath)'}")
+    if result.launchd_job is not None:
+        line(f"  as:      one-shot launchd job {result.launchd_job} (booted out afterwards)")
     if result.problems:
         line()
         _findings(result.problems)
