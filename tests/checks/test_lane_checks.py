@@ -161,6 +161,27 @@ def test_loaded_lane_that_missed_a_fire_is_unknown(tmp_path: Path, domain: Emula
     assert "asleep or powered off (unknown)" in finding.message
 
 
+def test_missed_interval_fire_is_not_promised_on_wake(
+    tmp_path: Path, domain: EmulatedDomain
+) -> None:
+    """An interval lane's fires during sleep are missed (launchd.plist(5)), so the text says
+    missed, never "runs on wake"; a calendar lane's text says it runs once on wake."""
+    world = installed(tmp_path, HEALTHY.replace('schedule = ["40 10 * * *"]', 'every = "1h"'))
+    domain.bootstrap(world.paths.plist_for(world.lane().label))
+    [finding] = world.run(
+        "lane.missed-run", world.target(), launchd=domain, now=two_hours_after_a_fire()
+    )
+    assert "fires during sleep are missed" in finding.message
+    assert "on wake" not in finding.message
+    calendar = installed(tmp_path / "calendar")
+    domain.bootout(world.lane().label)  # same label: the calendar lane replaces it
+    domain.bootstrap(calendar.paths.plist_for(calendar.lane().label))
+    [finding] = calendar.run(
+        "lane.missed-run", calendar.target(), launchd=domain, now=two_hours_after_a_fire()
+    )
+    assert "runs a calendar fire once on wake" in finding.message
+
+
 def test_a_run_after_the_fire_is_evidence(tmp_path: Path) -> None:
     """A `start` event after the fire means it ran: nothing to report."""
     from lanekit.lanelog import LaneLog

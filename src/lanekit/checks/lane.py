@@ -152,10 +152,18 @@ def missed_run(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
             "failing job, so the fire was skipped"
         )
         fix = cmdline("lanekit", "logs", lane.name, "--err")
+    elif lane.schedule.interval is not None and not lane.schedule.calendar:
+        # launchd.plist(5): a StartInterval fire during sleep is missed, not run on wake.
+        text = (
+            "launchd has it loaded and nothing says it failed, so the Mac was probably asleep "
+            "or off: an interval lane's fires during sleep are missed (the next one runs "
+            f"{lane.schedule.interval} s after the previous)"
+        )
+        fix = f"{cmdline('lanekit', 'kick', lane.name)}  (runs it now)"
     else:
         text = (
             "launchd has it loaded and nothing says it failed, so the Mac was probably asleep "
-            "(launchd runs it on wake) or off (the fire is skipped)"
+            "(launchd runs a calendar fire once on wake) or off (the fire is skipped)"
         )
         fix = f"{cmdline('lanekit', 'kick', lane.name)}  (runs it now)"
     yield Problem(severity, f"{head}: {cause.value}: {text}.", fix)
