@@ -135,7 +135,21 @@ def test_hosttag_is_a_short_stable_hash_of_the_short_hostname() -> None:
     assert tag == procinfo.hosttag("macbook-pro")
     assert len(tag) == 8 and all(c in "0123456789abcdef" for c in tag)
     assert tag != procinfo.hosttag("other-host")
-    assert procinfo.hosttag() == procinfo.hosttag(os.uname().nodename)
+
+
+def test_hosttag_follows_the_host_identity_not_the_network_name(tmp_path: Path) -> None:
+    """Without a name given, the tag hashes a host identity that survives a network change:
+    /etc/machine-id on Linux (gethostuuid(2) on macOS), the short node name only when neither
+    answers."""
+    machine_id = tmp_path / "machine-id"
+    machine_id.write_text("0123456789abcdef0123456789abcdef\n")
+    assert procinfo.host_identity(platform="linux", machine_id=str(machine_id)) == (
+        "0123456789abcdef0123456789abcdef"
+    )
+    short = os.uname().nodename.split(".", 1)[0].lower()
+    assert procinfo.host_identity(platform="linux", machine_id=str(tmp_path / "none")) == short
+    assert procinfo.host_identity(platform="sunos5") == short
+    assert procinfo.hosttag() == procinfo.hosttag(procinfo.host_identity())
 
 
 def test_zombie_is_gone_unless_asked_for() -> None:

@@ -116,14 +116,63 @@ def self_token() -> str:
     return _self_token[1]
 
 
-def hosttag(nodename: str | None = None) -> str:
-    """A short stable tag of this host's name: 8 hex digits (FNV-1a of the short hostname).
+MACHINE_ID = "/etc/machine-id"
+_host_identity: str | None = None
 
-    Only the part before the first dot counts: macOS flips between `name` and `name.local`.
+
+def host_identity(*, platform: str | None = None, machine_id: str = MACHINE_ID) -> str:
+    """What names this host and does not change with the network.
+
+    `uname().nodename` does: without a set HostName, macOS takes the name from DHCP or reverse
+    DNS. So macOS asks gethostuuid(2) (the hardware UUID), Linux reads /etc/machine-id; only
+    where neither answers does the short node name stand in."""
+    platform = sys.platform if platform is None else platform
+    if platform == "darwin":  # pragma: no cover - macOS only
+        found = _darwin_hostuuid()
+        if found:
+            return found
+    elif platform.startswith("linux"):
+        try:
+            with open(machine_id, encoding="ascii") as handle:  # noqa: PTH123 - one small read
+                found = handle.read().strip()
+        except (OSError, ValueError):
+            found = ""
+        if found:
+            return found
+    return os.uname().nodename.split(".", 1)[0].lower()
+
+
+def _darwin_hostuuid() -> str | None:  # pragma: no cover - macOS only
+    """gethostuuid(2) through ctypes: the 16-byte host UUID as hex, None when it fails."""
+    import ctypes
+
+    class Timespec(ctypes.Structure):
+        _fields_ = (("tv_sec", ctypes.c_long), ("tv_nsec", ctypes.c_long))
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    buffer = (ctypes.c_ubyte * 16)()
+    wait = Timespec(1, 0)
+    if libc.gethostuuid(buffer, ctypes.byref(wait)) != 0:
+        return None
+    return bytes(buffer).hex()
+
+
+def hosttag(nodename: str | None = None) -> str:
+    """A short stable tag of this host: 8 hex digits (FNV-1a of `host_identity()`, computed
+    once per process), or of the short form of `nodename` when one is given.
+
+    Only the part before the first dot of a node name counts: macOS flips between `name` and
+    `name.local`.
     """
-    name = os.uname().nodename if nodename is None else nodename
+    global _host_identity  # noqa: PLW0603 - a per-process constant, computed lazily
+    if nodename is not None:
+        name = nodename.split(".", 1)[0].lower()
+    else:
+        if _host_identity is None:
+            _host_identity = host_identity()
+        name = _host_identity
     digest = 0x811C9DC5
-    for byte in name.split(".", 1)[0].lower().encode("utf-8"):
+    for byte in name.encode("utf-8"):
         digest = ((digest ^ byte) * 0x01000193) & 0xFFFFFFFF
     return f"{digest:08x}"
 
