@@ -42,7 +42,7 @@ from pathlib import Path
 
 from lanekit.history import page_jobs
 from lanekit.lanelog import format_line, format_ts, read_between, read_events
-from lanekit.plist import ENTRYPOINT_CODE
+from lanekit.plist import ENTRYPOINT_CODE, INTERPRETER_FLAGS
 from lanekit.queue import Queue
 from lanekit.records import RecordStore
 from lanekit.snapshot import RunSpec
@@ -530,7 +530,16 @@ def bench_startup(root: Path, runs: int) -> Figure:
     snapshot = queue.dir / "snapshot.json"
     lane_spec(queue.dir, ["/bin/true"], max_jobs=20).write(snapshot)
     subprocess.run([PY, "-m", "compileall", "-q", str(REPO / "src" / "lanekit")], check=False)
-    run_argv = [PY, "-c", ENTRYPOINT_CODE, "run", LANE, "--snapshot", str(snapshot)]
+    run_argv = [
+        PY,
+        *INTERPRETER_FLAGS,
+        "-c",
+        ENTRYPOINT_CODE,
+        "run",
+        LANE,
+        "--snapshot",
+        str(snapshot),
+    ]
     pass_argv = [PY, "-c", "pass"]
     floor_argv = [PY, "-c", "import lanekit.__main__, lanekit.entry"]
     base, lane, floor = [], [], []

@@ -22,6 +22,7 @@ from lanekit.plist import (
     check_config,
     init_config,
     lane_plist,
+    program_arguments,
     render_config,
     render_lane,
     templates_dir,
@@ -87,7 +88,7 @@ DEFAULT_PATH_TEXT = "/opt/homebrew/bin:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/s
 
 def _args(lane: str, label: str) -> list[str]:
     snapshot = f"{STATE}/lanes/{label}.json"
-    return [INTERPRETER, "-c", ENTRYPOINT_CODE, "run", lane, "--snapshot", snapshot]
+    return [INTERPRETER, "-I", "-c", ENTRYPOINT_CODE, "run", lane, "--snapshot", snapshot]
 
 
 def _common(lane: str, label: str) -> dict[str, Any]:
@@ -281,6 +282,7 @@ def test_rendering_round_trips_any_xml_text(
     assert parsed["Label"] == label
     assert parsed["ProgramArguments"] == [
         interpreter,
+        "-I",
         "-c",
         ENTRYPOINT_CODE,
         "run",
@@ -578,3 +580,23 @@ def test_init_never_overwrites(tmp_path: Path) -> None:
     assert caught.value.message == "lanes.toml: already exists; lanekit init never overwrites it"
     assert existing.read_text(encoding="utf-8") == "# mine\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["lanes.toml"]
+
+
+def test_the_runner_argv_keeps_the_queue_dir_off_sys_path(tmp_path: Path) -> None:
+    """launchd starts the runner in the queue dir (WorkingDirectory); with plain `-c` a
+    `lanekit.py` dropped there would be imported instead of lanekit. The plist's argv runs
+    isolated (-I), so the real lanekit answers (`run --help` exits 0)."""
+    import subprocess
+    import sys
+
+    (tmp_path / "lanekit.py").write_text("import sys\nsys.exit(42)\n")
+    config, _ = _golden_config(tmp_path)
+    argv = program_arguments(config.lanes["daily"], interpreter=sys.executable, snapshot=tmp_path)
+    done = subprocess.run(
+        [*argv[:4], "--help"], cwd=tmp_path, capture_output=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    shadowed = subprocess.run(
+        [sys.executable, *argv[2:4], "--help"], cwd=tmp_path, capture_output=True, check=False
+    )
+    assert shadowed.returncode == 42  # what -I prevents

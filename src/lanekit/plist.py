@@ -108,15 +108,30 @@ scheduled run; measured on an empty queue (scripts/bench.py figure (c), target <
 `python -c pass`), `-m lanekit run` was 1.51x and this form 1.14x, bytecode cached."""
 
 
+INTERPRETER_FLAGS = ("-I",)
+"""Isolated mode: with plain `-c`, sys.path[0] is the working directory, which is the lane's
+queue dir, so a `json.py` dropped there would be imported by the runner; -I also ignores
+PYTHON* variables and the user site. The job's own environment is untouched."""
+
+
 def program_arguments(lane: LaneSpec, *, interpreter: str, snapshot: Path) -> list[str]:
-    """`[interpreter, -c, ENTRYPOINT_CODE, run, LANE, --snapshot, SNAPSHOT]`: launchd execs
-    it directly; it means `lanekit run LANE --snapshot SNAPSHOT`."""
+    """`[interpreter, -I, -c, ENTRYPOINT_CODE, run, LANE, --snapshot, SNAPSHOT]`: launchd
+    execs it directly; it means `lanekit run LANE --snapshot SNAPSHOT`."""
     if not Path(interpreter).is_absolute():
         raise EnvironmentUnusableError(
             f"the Python interpreter path {interpreter!r} is not absolute",
             "run lanekit with an absolute interpreter path (launchd resolves nothing)",
         )
-    return [interpreter, "-c", ENTRYPOINT_CODE, "run", lane.name, "--snapshot", str(snapshot)]
+    return [
+        interpreter,
+        *INTERPRETER_FLAGS,
+        "-c",
+        ENTRYPOINT_CODE,
+        "run",
+        lane.name,
+        "--snapshot",
+        str(snapshot),
+    ]
 
 
 def session_types(lane: LaneSpec) -> str | list[str]:
