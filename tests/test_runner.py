@@ -12,12 +12,13 @@ import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
 
 from lanekit import runner
-from lanekit.errors import ExitCode, QueueError, UsageError
+from lanekit.errors import EnvironmentUnusableError, ExitCode, QueueError, UsageError
 from lanekit.lanelog import parse_line, read_events
 from lanekit.paths import Paths
 from lanekit.queue import Queue, RecordNotWrittenError
@@ -998,3 +999,24 @@ def test_lane_busy_process_exits_0(root: Path) -> None:
         lock.release()
     assert (proc.returncode, proc.stderr) == (0, b"")
     assert [e["reason"] for e in events(spec)] == ["lane-busy"]
+
+
+def test_a_start_refused_with_eperm_is_logged_as_not_permitted(root: Path) -> None:
+    """macOS privacy protection refuses a launchd job with EPERM (Operation not permitted),
+    not EACCES: the lane log says `reason=not-permitted` and the error points at Full Disk
+    Access; the job goes back to queue/ unspent."""
+    import errno
+
+    spec = make_spec(root, ["tool", "{job}"])
+    job_id = queue_of(spec).enqueue({"n": 1})
+
+    def refused(argv: Sequence[str], env: Mapping[str, str], fds: Sequence[int] = ()) -> Any:
+        raise PermissionError(errno.EPERM, "Operation not permitted")
+
+    with pytest.raises(EnvironmentUnusableError) as caught:
+        run_lane(spec, launcher=refused)
+    assert "Full Disk Access" in caught.value.hint
+    log = events(spec)
+    assert [e["event"] for e in log][-1] == "requeued"
+    assert log[-1]["reason"] == "not-permitted"
+    assert names(spec.queue_dir / "queue") == [f"{job_id}.json"]

@@ -27,6 +27,7 @@ Jobs are started by their watcher with os.posix_spawnp (no subprocess import).
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import signal
 import sys
@@ -628,10 +629,17 @@ class _LaneRun:
                 # same way, so this is the lane's environment, not the job's fault.
                 message = f"cannot start {spec.command[0]!r}: {exc.strerror or exc}"
                 self._give_back(queue, claim, message)
-                log.event("requeued", job=claim.job_id, reason="cannot-start", error=message)
+                # EPERM (not EACCES) is what macOS privacy protection (TCC) answers a launchd
+                # job: logged apart so doctor and watch can point at Full Disk Access.
+                denied = exc.errno == errno.EPERM
+                reason = "not-permitted" if denied else "cannot-start"
+                log.event("requeued", job=claim.job_id, reason=reason, error=message)
                 raise EnvironmentUnusableError(
                     f"lane {spec.lane}: {message}",
-                    "check the lane's command and PATH in lanes.toml (`lanekit doctor`)",
+                    "macOS privacy protection refused it: move it out of ~/Documents, "
+                    "~/Desktop or ~/Downloads, or give it Full Disk Access (`lanekit doctor`)"
+                    if denied
+                    else "check the lane's command and PATH in lanes.toml (`lanekit doctor`)",
                 ) from None
             stop.started(job)
             try:
