@@ -80,6 +80,7 @@ ISSUE_CHECK_IDS = {
     "program.quarantined",
     "launchd.no-gui-session",
     "lane.stuck-run",
+    "launchd.background-item-off",
 }
 
 HEALTHY = """

@@ -1,8 +1,10 @@
-"""Processes are started in three places only: launchd/launchctl.py (the launchctl tool),
-launchd/environ.py (a job the way launchd starts it) and runner.py (the lane's job command).
+"""Processes are started in the seams listed in ALLOWED only: launchd/launchctl.py (the
+launchctl tool), launchd/environ.py (a job the way launchd starts it), runner.py (the lane's job
+command), opener.py (opening a written page) and launchd/probes.py (macOS's read-only diagnostic
+tools, for doctor).
 
 Anything else that spawns is a seam leak: it escapes the fakes, the bare-environment rules and
-the signal handling that those three modules own.
+the signal handling that those modules own.
 """
 
 from __future__ import annotations
@@ -13,9 +15,18 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "lanekit"
-ALLOWED = {"launchd/launchctl.py", "launchd/environ.py", "runner.py", "opener.py", "watcher.py"}
+ALLOWED = {
+    "launchd/launchctl.py",
+    "launchd/environ.py",
+    "runner.py",
+    "opener.py",
+    "watcher.py",
+    "launchd/probes.py",
+}
 """watcher.py: the runner's fork per job that holds the claim lock and starts the job (it is the
-runner's seam, split out because it outlives the runner; see lanekit.watcher)."""
+runner's seam, split out because it outlives the runner; see lanekit.watcher). opener.py opens
+a written page (timeline --open); launchd/probes.py runs macOS's read-only diagnostic tools
+(sfltool) for doctor."""
 
 SPAWNING_MODULES = {"subprocess", "multiprocessing", "pty", "concurrent.futures.process"}
 OS_SPAWNERS = {"fork", "forkpty", "system", "popen", "posix_spawn", "posix_spawnp"}
@@ -80,8 +91,8 @@ def _sources() -> list[Path]:
     return sorted(SRC.rglob("*.py"))
 
 
-def test_only_the_three_seams_start_processes() -> None:
-    """No module under src/lanekit outside the three seams imports or calls a process spawner."""
+def test_only_the_seams_start_processes() -> None:
+    """No module under src/lanekit outside the seams imports or calls a process spawner."""
     leaks = {
         str(path.relative_to(SRC)): sites
         for path in _sources()

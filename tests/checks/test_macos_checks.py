@@ -221,3 +221,53 @@ def test_a_run_holding_the_lane_for_hours_is_stuck(tmp_path: Path) -> None:
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+# ---------------------------------------------------------------- background items
+
+
+BTM = Path(__file__).resolve().parent.parent / "launchd" / "samples" / "macos-tools"
+
+
+@pytest.mark.parametrize(
+    ("sample", "label", "fires"),
+    [
+        ("dumpbtm-01", "com.idefeng.disk-cleanup", True),
+        ("dumpbtm-02", "ai.openclaw.gateway", False),
+        ("dumpbtm-02", "com.unlisted.lane", False),
+    ],
+)
+def test_background_item_switched_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sample: str, label: str, fires: bool
+) -> None:
+    """With real `sfltool dumpbtm` captures: a lane whose record is disallowed (switched off
+    under Allow in the Background) is an error naming where to switch it on; an allowed or
+    unlisted lane is quiet."""
+    from lanekit.launchd import probes
+
+    text = (BTM / f"{sample}.txt").read_text().partition("# ---\n")[2]
+    monkeypatch.setattr(probes, "dumpbtm", lambda: text)
+    monkeypatch.setenv("FAKE_LAUNCHCTL_SCRIPT", str(tmp_path / "script.json"))
+    world = World.make(tmp_path, HEALTHY + f'label = "{label}"\n')
+    world.install()
+    launchd = _fake_domain(tmp_path, "gui/501", {"print": {"stdout": "services = {\n}\n"}})
+    findings = world.run("launchd.background-item-off", world.target(), launchd=launchd)
+    assert bool(findings) is fires
+    if fires:
+        assert "Allow in the Background" in findings[0].message
+        assert "Login Items & Extensions" in findings[0].fix
+
+
+def test_background_items_unreadable_says_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When sfltool cannot be read (not macOS 13+, or it wants root), nothing is guessed."""
+    from lanekit.launchd import probes
+
+    monkeypatch.setattr(probes, "SFLTOOL", str(tmp_path / "no-sfltool"))
+    assert probes.dumpbtm() is None
+    monkeypatch.setenv("FAKE_LAUNCHCTL_SCRIPT", str(tmp_path / "script.json"))
+    world = World.make(tmp_path)
+    world.install()
+    launchd = _fake_domain(tmp_path, "gui/501", {})
+    assert world.run("launchd.background-item-off", world.target(), launchd=launchd) == []

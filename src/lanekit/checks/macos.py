@@ -10,12 +10,17 @@ from __future__ import annotations
 
 import os
 import shlex
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lanekit import fsops
 from lanekit.checks import jobfacts
 from lanekit.doctor import DoctorContext, Problem, Severity, Target, check
+
+if TYPE_CHECKING:
+    from lanekit.launchd.btm import BtmItem
 
 TCC_FOLDERS = {
     "Desktop": "~/Desktop",
@@ -250,6 +255,50 @@ def no_gui_session(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
         f"GUI login session ({why}): it does not run until you log in there.",
         fix,
     )
+
+
+@check(
+    "launchd.background-item-off",
+    summary="the lane is switched off in Login Items & Extensions (Allow in the Background)",
+    needs_launchd=True,
+)
+def background_item_off(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
+    """macOS 13+ lists every LaunchAgent under "Allow in the Background"; switched off there,
+    launchd does not run it, and nothing else says so. Read from `sfltool dumpbtm`, whose
+    per-user records need no root; when it cannot be read, nothing is said."""
+    from lanekit.launchd import btm
+    from lanekit.launchd.launchctl import LaunchctlDomain
+
+    label = target.label
+    if not isinstance(ctx.launchd, LaunchctlDomain) or label is None:
+        return
+    items = _btm_items(ctx)
+    if not items:
+        return
+    plist = str(target.plist_path) if target.plist_path is not None else None
+    item = btm.find_item(items, label=label, plist=plist)
+    if item is None or item.allowed is not False:
+        return
+    yield Problem(
+        Severity.ERROR,
+        f"{label} is switched off under Allow in the Background (Login Items & Extensions, "
+        f"Disposition {', '.join(item.disposition)}), so launchd does not run it.",
+        "turn it on in System Settings > General > Login Items & Extensions > Allow in the "
+        f"Background (listed as {item.name or label}), then `lanekit doctor` again",
+    )
+
+
+_BTM: weakref.WeakKeyDictionary[DoctorContext, list[BtmItem]] = weakref.WeakKeyDictionary()
+"""One `sfltool dumpbtm` per doctor run, shared by every lane."""
+
+
+def _btm_items(ctx: DoctorContext) -> list[BtmItem]:
+    from lanekit.launchd import btm, probes
+
+    if ctx not in _BTM:
+        text = probes.dumpbtm()
+        _BTM[ctx] = [] if text is None else btm.parse_dumpbtm(text)
+    return _BTM[ctx]
 
 
 def _started_at(pid: int) -> float | None:
