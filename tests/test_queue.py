@@ -295,6 +295,23 @@ def test_enqueue_refuses_an_id_that_already_succeeded(queue: Queue) -> None:
     assert names(queue.queue) == []
 
 
+def test_enqueue_of_an_id_differing_only_in_case_is_refused_as_such(queue: Queue) -> None:
+    """On a case-insensitive volume (default APFS) `job1` opens `Job1`'s record: enqueue says
+    the ids differ only in case (exit 2), never "remove or repair the record file". The
+    volume's answer is planted as the file it would return."""
+    from lanekit.records import IdCaseCollisionError
+
+    queue.enqueue({}, job_id="Job1")
+    queue.complete(drain(queue)[0])
+    record = queue.dir / "records" / "Job1.json"
+    (queue.dir / "records" / "job1.json").write_bytes(record.read_bytes())
+    with pytest.raises(IdCaseCollisionError) as caught:
+        queue.enqueue({}, job_id="job1")
+    assert "differs from job 'Job1' only in case" in caught.value.message
+    assert caught.value.exit_code == 2
+    assert names(queue.queue) == []
+
+
 def test_enqueue_refused_by_a_late_collision_leaves_the_record_alone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -29,7 +29,7 @@ from json.scanner import make_scanner
 from pathlib import Path
 
 from lanekit import fsops
-from lanekit.errors import LanekitError
+from lanekit.errors import LanekitError, UsageError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -38,6 +38,10 @@ if TYPE_CHECKING:
 SCHEMA_VERSION = 1
 """Version history: 1 - first version (schema_version, job_id, state, attempts, queued_at,
 updated_at, lane, error)."""
+
+
+class IdCaseCollisionError(UsageError):
+    """Two job ids that differ only in case name one file on a case-insensitive volume."""
 
 
 class JobState(StrEnum):
@@ -368,6 +372,13 @@ class RecordStore:
         finally:
             os.close(fd)
         record = Record.from_bytes(b"".join(chunks), path)
+        if record.job_id != job_id and record.job_id.casefold() == job_id.casefold():
+            # A case-insensitive volume (the default APFS) opened the other id's file.
+            raise IdCaseCollisionError(
+                f"job id {job_id!r} differs from job {record.job_id!r} only in case, and this "
+                f"volume ignores case: both are {path}",
+                "give the new job an id that differs in more than case",
+            )
         if record.job_id != job_id:
             raise RecordError(
                 f"{path}: record belongs to job {record.job_id!r}, not {job_id!r}",
