@@ -81,6 +81,7 @@ ISSUE_CHECK_IDS = {
     "launchd.no-gui-session",
     "lane.stuck-run",
     "launchd.background-item-off",
+    "launchd.no-login-after-reboot",
 }
 
 HEALTHY = """

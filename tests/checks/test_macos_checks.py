@@ -8,6 +8,7 @@ Paths are real files under tmp_path; volume and xattr facts are planted at their
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -271,3 +272,42 @@ def test_background_items_unreadable_says_nothing(
     world.install()
     launchd = _fake_domain(tmp_path, "gui/501", {})
     assert world.run("launchd.background-item-off", world.target(), launchd=launchd) == []
+
+
+# ------------------------------------------------------------------ login after reboot
+
+
+@pytest.mark.parametrize(
+    ("domain", "auto_login", "fires"),
+    [("user/501", None, True), ("user/501", "me", False), ("gui/501", None, False)],
+)
+def test_no_login_after_reboot(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    domain: str,
+    auto_login: str | None,
+    fires: bool,
+) -> None:
+    """Lanes in user/<uid> with automatic login off: once per doctor run, a warning that
+    after a reboot they run only after a login; quiet with automatic login for this user, or
+    in gui/<uid>."""
+    import plistlib
+    import pwd
+
+    from lanekit.checks import macos
+
+    me = pwd.getpwuid(os.getuid()).pw_name
+    loginwindow = tmp_path / "com.apple.loginwindow.plist"
+    loginwindow.write_bytes(plistlib.dumps({"autoLoginUser": me} if auto_login else {}))
+    monkeypatch.setattr(macos, "LOGINWINDOW", loginwindow)
+    monkeypatch.setenv("FAKE_LAUNCHCTL_SCRIPT", str(tmp_path / "script.json"))
+    world = World.make(tmp_path)
+    world.install()
+    launchd = _fake_domain(tmp_path, domain, {})
+    ctx = world.context(launchd=launchd)
+    findings = ctx.findings("launchd.no-login-after-reboot", world.target())
+    assert bool(findings) is fires
+    assert ctx.findings("launchd.no-login-after-reboot", world.target()) in ([], findings)
+    if fires:
+        assert "automatic login is off" in findings[0].message
+        assert me in findings[0].fix

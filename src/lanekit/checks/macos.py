@@ -301,6 +301,60 @@ def _btm_items(ctx: DoctorContext) -> list[BtmItem]:
     return _BTM[ctx]
 
 
+LOGINWINDOW = Path("/Library/Preferences/com.apple.loginwindow.plist")
+"""World-readable; `autoLoginUser` is set when the Mac logs a user in at boot (FileVault
+turns automatic login off)."""
+
+
+_LOGIN_REPORTED: weakref.WeakSet[DoctorContext] = weakref.WeakSet()
+
+
+def auto_login_user(path: Path = LOGINWINDOW) -> str | None:
+    """The user macOS logs in at boot, None when automatic login is off or unreadable."""
+    import plistlib
+
+    try:
+        with path.open("rb") as handle:
+            value = plistlib.load(handle).get("autoLoginUser")
+    except (OSError, ValueError, plistlib.InvalidFileException, AttributeError):
+        return None
+    return value if isinstance(value, str) and value else None
+
+
+@check(
+    "launchd.no-login-after-reboot",
+    summary="lanes in user/<uid> stop at a reboot until someone logs in (no automatic login)",
+    needs_launchd=True,
+)
+def no_login_after_reboot(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
+    """launchd loads a user's agents only once that user logs in; on a headless Mac or one used
+    over SSH (lanes in user/<uid>) nobody may log in after a reboot."""
+    import pwd
+
+    from lanekit.launchd.launchctl import LaunchctlDomain
+
+    launchd = ctx.launchd
+    if not isinstance(launchd, LaunchctlDomain) or not launchd.domain.startswith("user/"):
+        return
+    if ctx in _LOGIN_REPORTED:
+        return  # a fact about the Mac, not the lane: said once per doctor run
+    _LOGIN_REPORTED.add(ctx)
+    try:
+        me = pwd.getpwuid(ctx.uid).pw_name
+    except KeyError:
+        return
+    if auto_login_user(LOGINWINDOW) == me:
+        return
+    yield Problem(
+        Severity.WARNING,
+        f"lanes are in {launchd.domain} and automatic login is off: after a reboot launchd "
+        "loads them only once you log in (at the screen or over SSH), so scheduled runs are "
+        "missed until then.",
+        f"turn on automatic login for {me} (System Settings > Users & Groups; FileVault must "
+        "be off for it), or log in after each reboot",
+    )
+
+
 def _started_at(pid: int) -> float | None:
     """When `pid` started (epoch seconds), None when it is gone."""
     import psutil
