@@ -526,6 +526,7 @@ def test_render_one_lane_prints_the_canonical_plist(cli: Cli) -> None:
     snapshot = Paths.from_env().snapshot_for("local.lanekit.funnel")
     assert plist["ProgramArguments"] == [
         sys.executable,
+        "-I",
         "-c",
         ENTRYPOINT_CODE,
         "run",
