@@ -84,7 +84,7 @@ def test_doctor_on_a_healthy_example_reports_nothing(tmp_path: Path, home: Paths
     config_path = healthy(tmp_path, home)
     code, out, err = invoke("doctor", "-c", str(config_path))
     assert code == 0, out + err
-    assert out == "no problems found (1 subject, 44 checks)\n"
+    assert out == "no problems found (1 subject, 45 checks)\n"
     assert err == ""
 
 
@@ -167,7 +167,7 @@ def test_list_checks(home: Paths) -> None:
     code, out, _ = invoke("doctor", "--list-checks", "--json")
     document = json.loads(out)
     assert document["schema"] == 1
-    assert len(document["checks"]) == 44
+    assert len(document["checks"]) == 45
     assert set(document["checks"][0]) == {"id", "group", "summary", "lanekit_only", "asks_launchd"}
 
 
