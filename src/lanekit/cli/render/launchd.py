@@ -61,8 +61,8 @@ def plan(result: ApplyResult) -> None:
 
 
 def _notes(result: ApplyResult) -> None:
-    for note in result.notes:
-        warning(note)
+    for text in result.notes:
+        warning(text)
 
 
 def applied(result: ApplyResult) -> None:
