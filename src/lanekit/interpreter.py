@@ -23,6 +23,7 @@ from pathlib import Path
 
 from lanekit.atomic import write_atomic
 from lanekit.owned import make_private_dirs
+from lanekit.quoting import shell_quote
 
 RESCUE_NAME = "rescue.sh"
 RESCUE_MODE = 0o700
@@ -108,8 +109,8 @@ def reinstall_fix(path: str) -> str:
         return "uv tool install --reinstall lanekit && lanekit apply"
     venv = Path(path).parent.parent
     return (
-        f"python3 -m venv --clear {shlex.quote(str(venv))} && "
-        f"{shlex.quote(str(venv / 'bin' / 'pip'))} install lanekit && lanekit apply"
+        f"python3 -m venv --clear {shell_quote(venv)} && "
+        f"{shell_quote(venv / 'bin' / 'pip')} install lanekit && lanekit apply"
     )
 
 
@@ -132,6 +133,7 @@ def rescue_script(interpreter: Interpreter) -> bytes:
         "#!/bin/sh",
         "# lanekit rescue: written by `lanekit apply`; runs without Python.",
         "# Usage: sh <this file>. Exit 0: the interpreter works; 69: it is gone.",
+        # Plain shlex.quote here, not quoting.shell_quote: its $'...' form is not POSIX sh.
         f"interpreter={shlex.quote(interpreter.path)}",
         f"target={shlex.quote(interpreter.resolved)}",
         f"fix={shlex.quote(interpreter.fix)}",

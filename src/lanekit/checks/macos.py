@@ -9,7 +9,6 @@ Volume and attribute facts come from one seam, `lanekit.fsops` (`volume_facts`,
 from __future__ import annotations
 
 import os
-import shlex
 import weakref
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import TYPE_CHECKING
 from lanekit import fsops
 from lanekit.checks import jobfacts
 from lanekit.doctor import DoctorContext, Problem, Severity, Target, check
+from lanekit.quoting import shell_quote
 
 if TYPE_CHECKING:
     from lanekit.launchd.btm import BtmItem
@@ -140,7 +140,7 @@ def volume_external(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
                 Severity.WARNING,
                 f"{what} {path} is on a volume mounted with owners ignored (noowners): every "
                 "file looks owned by you, so lanekit cannot tell whose state it is reading.",
-                f"sudo diskutil enableOwnership {shlex.quote(volume)}",
+                f"sudo diskutil enableOwnership {shell_quote(volume)}",
             )
 
 
@@ -204,7 +204,7 @@ def program_quarantined(target: Target, ctx: DoctorContext) -> Iterator[Problem]
         yield Problem(
             Severity.ERROR if what == "the plist" else Severity.WARNING,
             f"{what} {path} is quarantined (downloaded, com.apple.quarantine): {effect}.",
-            f"xattr -d {fsops.QUARANTINE} {shlex.quote(str(path))}",
+            f"xattr -d {fsops.QUARANTINE} {shell_quote(str(path))}",
         )
 
 
@@ -394,7 +394,7 @@ def stuck_run(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
         f"the run pid {entry.pid} has held lane {lane.name} for {hours:.1f} h, far past its "
         "schedule: every fire since was skipped as busy; it may wait on a prompt nobody sees "
         "(privacy, keychain) or on a hung job.",
-        f"`lanekit logs {shlex.quote(lane.name)}` shows what it last did; "
+        f"`lanekit logs {shell_quote(lane.name)}` shows what it last did; "
         f"`launchctl kickstart -k {ctx.domain}/{label}` restarts it (its job goes back to the "
         "queue)",
     )
