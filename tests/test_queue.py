@@ -1378,3 +1378,30 @@ def test_locate(queue: Queue) -> None:
     where = queue.locate(queued)
     assert where is not None and where.state is JobState.SUCCEEDED
     assert queue.locate("missing") is None
+
+
+def test_start_up_probe_refuses_a_volume_without_no_replace_rename(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An exFAT/FAT-like volume (no RENAME_EXCL, no hard links, but plain rename works) is
+    refused by the start-up probe with the real cause, instead of passing the probe and then
+    failing every claim: the probe uses the no-replace rename claims use."""
+    from lanekit import fsops
+    from lanekit.errors import QueueError
+
+    def no_links(src: str, dst: str) -> None:
+        raise OSError(errno.EPERM, os.strerror(errno.EPERM), src, None, dst)
+
+    # The volume as macOS's msdosfs/exfat answer: renameatx_np(RENAME_EXCL) is ENOTSUP, so the
+    # strategy falls back to link+unlink, and link(2) is refused.
+    monkeypatch.setattr(
+        fsops, "_selected", fsops.NoReplaceRename("renameatx_np", lambda s, d: errno.ENOTSUP)
+    )
+    monkeypatch.setattr(fsops, "link_unlink", no_links)
+    queue = Queue(tmp_path / "q")
+    with pytest.raises(QueueError) as caught:
+        queue.ensure()
+    assert "cannot rename without replacing" in caught.value.message
+    assert "exFAT" in caught.value.message
+    assert "APFS" in caught.value.hint
+    assert not list((tmp_path / "q").rglob(".probe-*")), "the probe file is cleaned up"

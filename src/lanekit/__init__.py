@@ -10,7 +10,8 @@ PROMISE_CLAUSES = (
     "Execution is at-least-once under crashes",
     "success is recorded exactly once",
     "two copies of one job never run at the same time",
-    "a job that finished after its runner died is settled by its recorded exit status, not run again",
+    "a job that finished after its runner died is settled by its recorded exit status, "
+    "not run again",
 )
 """What lanekit promises about jobs (design.md section 8), one clause each. `lanekit --help`,
 `lanekit run --help`, README.md and docs/cli.md say PROMISE word for word (tests/test_docs.py

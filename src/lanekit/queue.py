@@ -23,7 +23,7 @@ The claim path uses `os` with `str` paths and imports nothing heavy; `lanekit ru
 queue is a benchmark figure.
 """
 
-# ruff: noqa: PTH100, PTH102, PTH103, PTH104, PTH108, PTH110, PTH115, PTH116, PTH119, PTH120, PTH208
+# ruff: noqa: PTH100, PTH102, PTH103, PTH108, PTH110, PTH115, PTH116, PTH119, PTH120, PTH208
 # (str paths and os.* on purpose: this is the claim path, see the docstring)
 from __future__ import annotations
 
@@ -86,6 +86,8 @@ _FIRST_WINDOW = 1024
 """A claimer's first listing keeps only the oldest this many names (one run usually takes a few
 jobs: selecting them is O(n), sorting 100k names would cost more than listing them)."""
 
+_NO_EXCL_ERRNOS = frozenset({errno.ENOTSUP, errno.EOPNOTSUPP, errno.EPERM})
+"""What a no-replace rename fails with where the volume has neither RENAME_EXCL nor links."""
 _TMP_PREFIXES = (".probe-", ".rec.", ".job.", ".error.")
 """Names lanekit gives its temp files in tmp/ (see _tmp_name, RecordStore.write, check)."""
 _TMP_MAX_AGE = 3600.0
@@ -599,8 +601,19 @@ class Queue:
             for target in (*_MOVED_THROUGH[1:], "tmp"):
                 there = f"{self._root}/{target}/{name}"
                 try:
-                    os.rename(here, there)
+                    # The rename claims rely on (no-replace), not plain rename(2): exFAT/FAT
+                    # volumes pass a plain rename but have neither RENAME_EXCL nor hard links,
+                    # so every claim would fail later with a misleading error.
+                    fsops.rename_noreplace(here, there)
                 except OSError as exc:
+                    if exc.errno in _NO_EXCL_ERRNOS:
+                        raise QueueError(
+                            f"{self._root}: this volume cannot rename without replacing "
+                            f"({exc.strerror}): no RENAME_EXCL and no hard links, as on exFAT "
+                            "or FAT, so no job could be claimed safely",
+                            "put the queue on an APFS or HFS+ volume (`lanekit doctor` reports "
+                            "volume.no-rename-excl)",
+                        ) from None
                     raise QueueError(
                         f"{os.path.dirname(there)}: a rename from {os.path.dirname(here)} fails "
                         f"({exc.strerror})",
