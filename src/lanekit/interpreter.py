@@ -26,7 +26,8 @@ from lanekit.owned import make_private_dirs
 from lanekit.quoting import shell_quote
 
 RESCUE_NAME = "rescue.sh"
-RESCUE_MODE = 0o700
+RESCUE_MODE = 0o600
+"""Private like every file lanekit writes; it is run as `sh rescue.sh`, so it needs no x bit."""
 BROKEN_EXIT = 69
 """The rescue script's exit when the interpreter is gone (EX_UNAVAILABLE, as lanekit's 69)."""
 
@@ -162,7 +163,7 @@ def rescue_path(state: Path) -> Path:
 
 
 def install_rescue(state: Path, interpreter: Interpreter) -> Path:
-    """Write the rescue script atomically (0700, in a 0700 state dir) and return its path."""
+    """Write the rescue script atomically (0600, in a 0700 state dir) and return its path."""
     make_private_dirs(state)
     path = rescue_path(state)
     write_atomic(path, rescue_script(interpreter), RESCUE_MODE)
