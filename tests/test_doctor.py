@@ -20,6 +20,7 @@ from lanekit.doctor import (
     DoctorRequest,
     Finding,
     Severity,
+    SubjectKind,
     diagnose,
     list_checks,
     plist_target,
@@ -71,6 +72,7 @@ ISSUE_CHECK_IDS = {
     "queue.record-mismatch",
     "queue.duplicate-success",
     "queue.timeouts",
+    "queue.resubmitted",
     "lane.missed-run",
     "priority.background-burst",
     # issue 15: what real Macs do silently
@@ -134,29 +136,48 @@ def test_unknown_check_id_suggests_the_closest() -> None:
 
 
 def test_report_json_contract() -> None:
-    """`doctor --json`: schema 1 with findings (id, severity, subject, message, fix) and a
-    summary; these keys are a contract (docs/json.md)."""
+    """`doctor --json`: schema 2 with findings (id, severity, subject, subject_kind, lanes,
+    message, fix) and a summary; these keys are a contract (docs/json.md)."""
     report = DoctorReport(
         findings=(
-            Finding("plist.permissions", Severity.ERROR, "x.plist", "bad mode.", "chmod 644 x"),
-            Finding("env.path-unset", Severity.WARNING, "x.plist", "no PATH.", "add PATH"),
+            Finding(
+                "plist.permissions",
+                Severity.ERROR,
+                "x.plist",
+                "bad mode.",
+                "chmod 644 x",
+                SubjectKind.PLIST,
+            ),
+            Finding(
+                "queue.failed-jobs",
+                Severity.WARNING,
+                "notes",
+                "1 job.",
+                "lanekit jobs a --state failed",
+                SubjectKind.QUEUE,
+                ("a", "b"),
+            ),
         ),
-        subjects=("x.plist",),
-        checks=("plist.permissions", "env.path-unset"),
+        subjects=("x.plist", "notes"),
+        checks=("plist.permissions", "queue.failed-jobs"),
     )
     document = report.to_json()
-    assert DOCTOR_SCHEMA == 1
+    assert DOCTOR_SCHEMA == 2
     assert set(document) == {"schema", "findings", "summary", "notes"}
-    assert document["schema"] == 1
+    assert document["schema"] == 2
     assert [set(f) for f in document["findings"]] == [
-        {"id", "severity", "subject", "message", "fix"}
+        {"id", "severity", "subject", "subject_kind", "lanes", "message", "fix"}
     ] * 2
     assert document["findings"][0]["severity"] == "error"
+    assert [(f["subject_kind"], f["lanes"]) for f in document["findings"]] == [
+        ("plist", []),
+        ("queue", ["a", "b"]),
+    ]
     assert document["summary"] == {
         "errors": 1,
         "warnings": 1,
         "info": 0,
-        "subjects": 1,
+        "subjects": 2,
         "checks": 2,
     }
     assert report.exit_code == ExitCode.FAILURE
@@ -232,7 +253,7 @@ def test_healthy_lanes_report_nothing(tmp_path: Path) -> None:
         DoctorRequest(config_path=tmp_path / "lanes.toml"), paths, launchd=domain, env={}
     )
     assert report.findings == ()
-    assert report.subjects == ("funnel", "trickle")
+    assert report.subjects == ("funnel", "trickle", "notes")
     assert report.exit_code == ExitCode.OK
 
 
@@ -350,7 +371,7 @@ def test_all_picks_up_every_plist_and_recognises_lanes(tmp_path: Path) -> None:
         paths,
         launchd=domain,
     )
-    assert report.subjects == ("funnel", "trickle", str(other))
+    assert report.subjects == ("funnel", "trickle", "notes", str(other))
 
 
 def test_launchd_unreachable_is_a_note_not_a_crash(tmp_path: Path) -> None:
@@ -422,3 +443,25 @@ def test_list_checks_says_which_checks_ask_launchd() -> None:
     assert not checks["lane.missed-run"].needs_launchd
     assert checks["launchd.exit-78"].asks_launchd
     assert not checks["plist.permissions"].asks_launchd
+
+
+@pytest.mark.slow
+def test_every_check_alone_answers_as_in_the_full_run(
+    broken: tuple[Paths, list[tuple[str, str]]],
+) -> None:
+    """On examples/broken, `--check ID` alone finds exactly what the full run finds for ID,
+    for every check (findings that lean on other checks or on launchd included)."""
+    from datetime import datetime
+
+    paths, _ = broken
+    config_path = BROKEN / "lanes.toml"
+    moment = datetime.now()  # one clock for every run: ages in messages do not move
+
+    def now() -> datetime:
+        return moment
+
+    full = diagnose(DoctorRequest(all_plists=True, config_path=config_path), paths, now=now)
+    for check_id in registry():
+        request = DoctorRequest(all_plists=True, config_path=config_path, checks=(check_id,))
+        alone = diagnose(request, paths, now=now)
+        assert alone.findings == tuple(f for f in full.findings if f.id == check_id), check_id

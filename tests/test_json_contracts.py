@@ -106,6 +106,8 @@ class Contract:
     command: str
     fields: dict[str, Field]
     examples: tuple[Any, ...]
+    schema: int = 1
+    """The version the table's `schema` row states (its meaning cell starts with it)."""
 
     def keys_of(self, container: str) -> tuple[set[str], set[str]]:
         """(required, optional) keys of the objects at `container`."""
@@ -133,7 +135,10 @@ def _contract(command: str, text: str) -> Contract:
         assert found[1] not in fields, f"{command}: {found[1]} documented twice"
         fields[found[1]] = Field(found[1], bool(found[2]), types)
     examples = tuple(json.loads(body) for body in _JSON_BLOCK_RE.findall(text))
-    return Contract(command, fields, examples)
+    schema_row = next(row for row in lines[start + 2 :] if row.startswith("| `schema` |"))
+    version = re.match(r"\d+", _cells(schema_row)[2])
+    assert version, f"{command}: the schema row does not start with its version"
+    return Contract(command, fields, examples, int(version.group()))
 
 
 def contracts() -> dict[str, Contract]:
@@ -165,8 +170,8 @@ def problems(contract: Contract, document: Any) -> tuple[list[str], set[str]]:
     values: dict[str, list[Any]] = {}
     _walk(document, "", objects, values)
     found: list[str] = []
-    if not isinstance(document, dict) or document.get("schema") != 1:
-        found.append('top level: "schema" is not 1')
+    if not isinstance(document, dict) or document.get("schema") != contract.schema:
+        found.append(f'top level: "schema" is not {contract.schema}')
     for container, instances in objects.items():
         required, optional = contract.keys_of(container)
         where = container or "top level"
@@ -244,6 +249,7 @@ def _unreadable_record(sandbox: Path, job_id: str) -> None:
 COMMANDS = (
     "schedule",
     "validate",
+    "apply",
     "status",
     "doctor",
     "doctor --list-checks",
@@ -330,6 +336,29 @@ def test_validate_json_matches_doc(sandbox: Path) -> None:
         "validate",
         [_json("validate", "--json"), _json("validate", "--json", "-c", "bad.toml", exit_code=1)],
     )
+
+
+def test_apply_json_matches_doc(sandbox: Path) -> None:
+    """`apply --json`: a dry run, a first apply, and a change that waits for a running lane
+    (exit 3, listed in `pending`) are as documented."""
+    from lanekit.config import load_config
+    from lanekit.paths import Paths
+    from lanekit.runner import LaneLock, lane_lock_path
+
+    planned = _json("apply", "--dry-run", "--json")
+    first = _json("apply", "--json")
+    lanes_toml = sandbox / "lanes.toml"
+    lanes_toml.write_text(CONFIG.replace('every = "15m"', 'every = "20m"'), encoding="utf-8")
+    trickle = load_config(lanes_toml, Paths.from_env()).lanes["trickle"]
+    lock = LaneLock(lane_lock_path(trickle.queue.dir, "trickle"))
+    assert lock.acquire()
+    try:
+        waiting = _json("apply", "--json", exit_code=3)
+    finally:
+        lock.release()
+    assert waiting["pending"] == ["trickle"]
+    assert planned["dry_run"] and not first["dry_run"]
+    _check_all("apply", [planned, first, waiting])
 
 
 def test_status_json_matches_doc(sandbox: Path) -> None:

@@ -14,7 +14,7 @@ import pytest
 from fakes import FakeLaunchd
 from lanekit import runner
 from lanekit.config import Config, load_config, run_spec
-from lanekit.errors import LaunchdError, UsageError
+from lanekit.errors import ExitCode, LaunchdError, UsageError
 from lanekit.lanelog import read_events
 from lanekit.launchd import LaunchctlError, ListEntry, ServiceInfo
 from lanekit.paths import Paths
@@ -27,6 +27,7 @@ from lanekit.reconcile import (
     Outcome,
     Result,
     Timing,
+    Waiting,
     apply,
     kick,
     plan,
@@ -480,7 +481,7 @@ def test_changed_plist_reloads_idle_lane_and_skips_running_one(paths: Paths) -> 
         ("applied", None, None, "create"),
         ("skipped", "running", str(pid), None),
     ]
-    assert result.exit_code == 0
+    assert result.exit_code == ExitCode.PENDING  # beta's change waits for its run
     assert not result.nothing_to_do
 
     fake.finish(B)
@@ -897,3 +898,32 @@ def test_apply_warns_about_an_interpreter_upgrades_remove(paths: Paths, tmp_path
     [note] = result.notes
     assert "brew upgrade" in note and "lanekit apply" in note
     assert not (paths.state / "rescue.sh").exists()
+
+
+def test_wait_reports_what_it_waits_for(paths: Paths) -> None:
+    """--wait tells its progress callback, at each poll, the lane, its pid and the time spent
+    waiting for the run to end."""
+    fake = FakeLaunchd()
+    _installed(paths, fake)
+    pid = fake.start(B)
+    t = FakeTime()
+    t.on_sleep = lambda n: fake.finish(B) if n == 3 else None
+    seen: list[Waiting] = []
+    apply(_config(paths, gen=2), paths, fake, wait=60, timing=t.timing(), progress=seen.append)
+    assert [(w.lane, w.label, w.pid, w.what) for w in seen] == [
+        ("beta", B, pid, "for its run to end")
+    ] * 3
+    assert [w.elapsed for w in seen] == [0.0, 0.5, 1.0]
+
+
+def test_remove_force_reports_the_bootout_it_waits_for(paths: Paths) -> None:
+    """remove --force waits for launchd to let the run go after the bootout, and says so."""
+    fake = FakeLaunchd(bootout_lag=3)
+    config = _installed(paths, fake)
+    fake.start(B)
+    seen: list[Waiting] = []
+    t = FakeTime()
+    remove(config, paths, fake, "beta", force=True, timing=t.timing(), progress=seen.append)
+    assert seen
+    assert {(w.lane, w.what) for w in seen} == {("beta", "for launchd to let it go (bootout)")}
+    assert [w.elapsed for w in seen] == sorted(w.elapsed for w in seen)

@@ -39,8 +39,7 @@ PLANTED_LANES = (
     ("lane.missed-run", "notify"),
     ("schedule.collision", "funnel"),
     ("schedule.collision", "funnel-pm"),
-    ("queue.duplicate-success", "funnel"),
-    ("queue.duplicate-success", "funnel-pm"),
+    ("queue.duplicate-success", "notes"),
     ("env.unexpanded", "bulk"),
     ("priority.background-burst", "bulk"),
     ("logs.dir-missing", "reports"),
@@ -48,7 +47,8 @@ PLANTED_LANES = (
     ("queue.stale-claim", "reports"),
     ("queue.failed-jobs", "reports"),
 )
-"""Problems of the lanes in lanes.toml."""
+"""Problems of the lanes in lanes.toml, and of the queues they drain (`queue.*` ids: the
+subject is the queue, reported once however many lanes drain it)."""
 
 PLANTED_PLISTS = (
     ("program.missing", "com.example.codex-note-funnel.plist"),

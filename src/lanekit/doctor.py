@@ -1,10 +1,13 @@
 """`lanekit doctor`: a registry of named checks that explain why a launchd job stays silent.
 
 Each check has a stable id (`path.command-missing`, `launchd.exit-78`, ...) and yields problems;
-the runner stamps them with the id and the subject (a lane name, or a plist path) and returns
-findings, most severe first per subject. Checks run on lanekit lanes (lanes.toml + what is
-installed + what launchd says) and on any plist file; a check that needs lanekit knowledge (the
-queue, the job command, the lane log) is skipped for a plist lanekit did not write.
+the runner stamps them with the id and the subject (a lane name, a plist path, or a queue) and
+returns findings, most severe first per subject. A queue's problems (stale claims, failed jobs,
+...) are the queue's, not its lanes': queue-scoped checks run once per queue, on a queue subject
+that lists the lanes draining it, so a queue shared by five lanes is not reported five times.
+Checks run on lanekit lanes (lanes.toml + what is installed + what launchd says) and on any
+plist file; a check that needs lanekit knowledge (the queue, the job command, the lane log) is
+skipped for a plist lanekit did not write.
 
 The checks themselves live in `lanekit.checks` (one module per group) and register here with
 the `@check` decorator.
@@ -33,8 +36,31 @@ if TYPE_CHECKING:
     from lanekit.paths import Paths
     from lanekit.queue import Queue
 
-DOCTOR_SCHEMA = 1
-"""Version of the `lanekit doctor --json` document (docs/json.md)."""
+DOCTOR_SCHEMA = 2
+"""Version of the `lanekit doctor --json` document (docs/json.md).
+
+History: 1 - findings with id, severity, subject, message, fix; the queue checks reported on
+every lane of the queue. 2 - findings carry `subject_kind` (lane, plist, queue) and `lanes`;
+queue checks report once, with the queue as subject."""
+
+
+class SubjectKind(StrEnum):
+    """What a finding is about."""
+
+    LANE = "lane"
+    PLIST = "plist"
+    """A plist lanekit did not write (subject: its path)."""
+    QUEUE = "queue"
+    """A queue of lanes.toml (subject: its name); `lanes` are the lanes that drain it."""
+
+
+class Scope(StrEnum):
+    """What a check examines."""
+
+    JOB = "job"
+    """A lane or a plist (the launchd job)."""
+    QUEUE = "queue"
+    """A queue, once, whichever lanes drain it."""
 
 
 class Severity(StrEnum):
@@ -75,13 +101,18 @@ class Finding:
     """The lane name, or the plist path for a plist lanekit did not write."""
     message: str
     fix: str
+    kind: SubjectKind = SubjectKind.LANE
+    lanes: tuple[str, ...] = ()
+    """The lane (for a lane), or the lanes that drain the queue (for a queue)."""
 
-    def to_json(self) -> dict[str, str]:
+    def to_json(self) -> dict[str, Any]:
         """The finding as it appears in `doctor --json` (keys pinned by a contract test)."""
         return {
             "id": self.id,
             "severity": str(self.severity),
             "subject": self.subject,
+            "subject_kind": str(self.kind),
+            "lanes": list(self.lanes),
             "message": self.message,
             "fix": self.fix,
         }
@@ -104,7 +135,18 @@ class Target:
     installed: bool = False
     """True when `plist_path` exists (a lane may not be installed yet)."""
     lane: LaneSpec | None = None
-    """Set for lanekit lanes only; checks that need it skip foreign plists."""
+    """Set for lanekit lanes only; checks that need it skip foreign plists. For a queue: the
+    first of its lanes (fix commands name it; `lanekit recover LANE` acts on its queue)."""
+    kind: SubjectKind = SubjectKind.LANE
+    drained_by: tuple[LaneSpec, ...] = ()
+    """For a queue: every lane (of those examined) that drains it, in lanes.toml order."""
+
+    @property
+    def lanes(self) -> tuple[str, ...]:
+        """The lane names a finding on this target lists."""
+        if self.kind is SubjectKind.QUEUE:
+            return tuple(lane.name for lane in self.drained_by)
+        return (self.lane.name,) if self.lane is not None else ()
 
     @property
     def label(self) -> str | None:
@@ -134,6 +176,8 @@ class Check:
     """Needs a parsed plist: skipped when the plist is missing or invalid."""
     needs_launchd: bool = False
     """Asks launchd (real or emulated): skipped when launchd cannot be reached."""
+    scope: Scope = Scope.JOB
+    """Queue checks run on queue subjects only; the others on lanes and plists only."""
     uses_launchd: bool = False
     """Asks launchd when it can be reached, and still answers (less precisely) when not."""
 
@@ -145,6 +189,8 @@ class Check:
 
     def applies_to(self, target: Target) -> bool:
         """Whether this check has what it needs to examine `target`."""
+        if (self.scope is Scope.QUEUE) != (target.kind is SubjectKind.QUEUE):
+            return False
         if self.needs_lane and target.lane is None:
             return False
         return not (self.needs_plist and target.plist is None)
@@ -161,6 +207,7 @@ def check(
     needs_plist: bool = True,
     needs_launchd: bool = False,
     uses_launchd: bool = False,
+    scope: Scope = Scope.JOB,
 ) -> Callable[[CheckFunc], CheckFunc]:
     """Register a check under a stable id; the id's prefix (`plist.`) is its group."""
 
@@ -176,6 +223,7 @@ def check(
             needs_plist=needs_plist,
             needs_launchd=needs_launchd,
             uses_launchd=uses_launchd,
+            scope=scope,
         )
         return func
 
@@ -238,6 +286,7 @@ class DoctorContext:
         self._services: dict[str, ServiceInfo | None] = {}
         self._launchd_error: LanekitError | None = None
         self._findings: dict[tuple[str, str], list[Finding]] = {}
+        """(check id, `kind:subject`) -> findings: a lane and a queue may share a name."""
 
     # launchd facts ------------------------------------------------------------------------
 
@@ -325,7 +374,7 @@ class DoctorContext:
 
     def findings(self, check_id: str, target: Target) -> list[Finding]:
         """The findings of one check on one target (computed once, shared)."""
-        key = (check_id, target.subject)
+        key = (check_id, f"{target.kind}:{target.subject}")
         if key not in self._findings:
             chk = registry()[check_id]
             found: list[Finding] = []
@@ -338,6 +387,8 @@ class DoctorContext:
                             subject=target.subject,
                             message=problem.message,
                             fix=problem.fix,
+                            kind=target.kind,
+                            lanes=target.lanes,
                         )
                     )
             self._findings[key] = found
@@ -491,8 +542,35 @@ def plist_target(path: Path, config: Config | None) -> Target:
             lane = candidate
     subject = lane.name if lane is not None else str(path)
     return Target(
-        subject=subject, plist_path=path, plist=job, plist_error=error, installed=True, lane=lane
+        subject=subject,
+        plist_path=path,
+        plist=job,
+        plist_error=error,
+        installed=True,
+        lane=lane,
+        kind=SubjectKind.LANE if lane is not None else SubjectKind.PLIST,
     )
+
+
+def queue_targets(examined: Sequence[LaneSpec], config: Config) -> list[Target]:
+    """One target per queue the examined lanes drain (in order of first appearance), each
+    listing every lane of lanes.toml that drains it."""
+    wanted = list(dict.fromkeys(lane.queue.name for lane in examined))
+    by_queue: dict[str, list[LaneSpec]] = {name: [] for name in wanted}
+    for lane in config.lanes.values():
+        if lane.queue.name in by_queue:
+            by_queue[lane.queue.name].append(lane)
+    return [
+        Target(
+            subject=name,
+            plist_path=None,
+            plist=None,
+            lane=drainers[0],
+            kind=SubjectKind.QUEUE,
+            drained_by=tuple(drainers),
+        )
+        for name, drainers in by_queue.items()
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -507,8 +585,9 @@ class DoctorRequest:
 
 
 def build_targets(request: DoctorRequest, paths: Paths, config: Config | None) -> list[Target]:
-    """Lanes named (all lanes when no lane is named, unless only `--plist` is asked), then
-    `--plist` files, then with `--all` every other plist in the LaunchAgents directory."""
+    """Lanes named (all lanes when no lane is named, unless only `--plist` is asked), then the
+    queues they drain, then `--plist` files, then with `--all` every other plist in the
+    LaunchAgents directory."""
     targets: list[Target] = []
     seen: set[Path] = set()
     if config is not None and (request.lanes or request.all_plists or not request.plists):
@@ -522,6 +601,8 @@ def build_targets(request: DoctorRequest, paths: Paths, config: Config | None) -
             targets.append(target)
             if target.plist_path is not None:
                 seen.add(target.plist_path.absolute())
+        examined = [t.lane for t in targets if t.lane is not None]
+        targets.extend(queue_targets(examined, config))
     files = list(request.plists)
     if request.all_plists and paths.launch_agents.is_dir():
         files.extend(sorted(paths.launch_agents.glob("*.plist")))

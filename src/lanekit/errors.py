@@ -11,6 +11,9 @@ class ExitCode(IntEnum):
     OK = 0
     FAILURE = 1  # the command ran and found or caused failures (validate errors, failed jobs)
     USAGE = 2  # bad command line or bad input (lanes.toml, job payload, id)
+    PENDING = 3  # apply: a change waits because the lane is running (rerun, --wait or --force)
+    POSTPONED = 4  # kick: launchd postponed the start (ThrottleInterval); it runs by itself soon
+    NOT_STARTED = 5  # kick: launchd could not start the job (e.g. exit 78); see lanekit doctor
     UNAVAILABLE = 69  # EX_UNAVAILABLE: environment unusable (dirs missing, cross-device, launchd)
     INTERRUPTED = 75  # EX_TEMPFAIL: stopped by a signal, claimed jobs restored
 
@@ -56,3 +59,9 @@ class QueueError(EnvironmentUnusableError):
 
 class LaunchdError(LanekitError):
     """launchd (real or emulated) refused an operation; see launchd.LaunchctlError for details."""
+
+
+class NotStartedError(LaunchdError):
+    """launchd accepted the start request but could not start the job (exit 5)."""
+
+    exit_code = ExitCode.NOT_STARTED

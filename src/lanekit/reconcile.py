@@ -55,12 +55,14 @@ from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
 from lanekit.applylock import OnWait, apply_lock
 from lanekit.atomic import write_atomic
 from lanekit.config import Config, LaneSpec, run_spec, select_lanes
 from lanekit.drift import lane_drift
-from lanekit.errors import ExitCode, LanekitError, LaunchdError, UsageError
+from lanekit.errors import ExitCode, LanekitError, LaunchdError, NotStartedError, UsageError
+from lanekit.exits import describe_exit
 from lanekit.interpreter import apply_notes as interpreter_notes
 from lanekit.interpreter import inspect as inspect_interpreter
 from lanekit.interpreter import install_rescue
@@ -78,6 +80,10 @@ from lanekit.paths import Paths
 from lanekit.preflight import preflight
 from lanekit.quoting import cmdline
 from lanekit.snapshot import DEFAULT_EXIT_TIMEOUT, RunSpec
+from lanekit.starts import StartOutcome, classify_start, last_start, postponed_for, throttle_of
+
+APPLY_SCHEMA = 1
+"""Version of the `lanekit apply --json` document (docs/json.md)."""
 
 MARKER = "LANEKIT_LANE"
 """EnvironmentVariables key that marks a plist as installed by lanekit (value: the lane name)."""
@@ -417,9 +423,39 @@ class ApplyResult:
         return sum(1 for o in self.outcomes if o.result is result)
 
     @property
+    def pending(self) -> tuple[str, ...]:
+        """Lanes whose change waits for their run to end (skipped: not reloaded)."""
+        return tuple(o.action.lane for o in self.outcomes if o.result is Result.SKIPPED)
+
+    @property
     def exit_code(self) -> ExitCode:
-        """1 when any lane failed; skipping a running lane is not a failure."""
-        return ExitCode.FAILURE if self.count(Result.FAILED) else ExitCode.OK
+        """1 when any lane failed, else 3 (PENDING) when a change waits for a running lane, so
+        scripts know that launchd does not run what lanes.toml says yet; else 0."""
+        if self.count(Result.FAILED):
+            return ExitCode.FAILURE
+        return ExitCode.PENDING if self.pending else ExitCode.OK
+
+    def to_json(self) -> dict[str, Any]:
+        """The `apply --json` document (docs/json.md)."""
+        return {
+            "schema": APPLY_SCHEMA,
+            "dry_run": self.dry_run,
+            "lanes": [
+                {
+                    "lane": o.action.lane,
+                    "label": o.action.label,
+                    "action": str(o.action.kind),
+                    "result": str(o.result),
+                    "reason": o.action.reason,
+                    "detail": o.detail,
+                    "pid": o.pid,
+                    "steps": list(o.action.steps),
+                }
+                for o in self.outcomes
+            ],
+            "pending": list(self.pending),
+            "summary": {str(result): self.count(result) for result in Result},
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -652,12 +688,14 @@ def apply(
     timing: Timing | None = None,
     interpreter: str | None = None,
     on_wait: OnWait | None = None,
+    progress: Progress | None = None,
 ) -> ApplyResult:
     """Make launchd match lanes.toml (all lanes, or the named ones); see the module docstring.
 
     `wait` is a total budget in seconds for running lanes to finish; lanes that need no
     waiting are handled first. `force` boots out running lanes (their runner puts the jobs
-    back). Removal offers are listed only when no lanes are named.
+    back). Removal offers are listed only when no lanes are named. `progress` is told what
+    is being waited for (lane, pid, elapsed) at each poll.
 
     Unless `dry_run`, the domain's apply lock (applylock) is held from observing to the last
     step, so concurrent applies queue up; `on_wait` is told once who holds it.
@@ -673,6 +711,7 @@ def apply(
         dry_run=dry_run,
         timing=timing,
         interpreter=interpreter,
+        progress=progress,
     )
     if dry_run:
         return run()
@@ -691,6 +730,7 @@ def _apply(
     dry_run: bool,
     timing: Timing | None,
     interpreter: str | None,
+    progress: Progress | None,
 ) -> ApplyResult:
     timing = timing or Timing()
     selected = select_lanes(config, lanes or ())
@@ -720,7 +760,8 @@ def _apply(
         install_rescue(paths.state, health)
 
     deadline = None if wait is None else timing.clock() + max(wait, 0.0)
-    stopper = _Stopper(launchd, timing, deadline=deadline, force=force)
+    stopper = _Stopper(launchd, timing, deadline=deadline, force=force, progress=progress)
+    stopper.lanes.update({lane.label: lane.name for lane in selected})
     lane_by_label = {lane.label: lane for lane in selected}
     want_by_label = {d.label: d for d in desired}
     outcomes: dict[int, Outcome] = {}
@@ -851,6 +892,24 @@ def _exit_timeout(specs: Sequence[RunSpec]) -> float:
 
 
 @dataclass(frozen=True, slots=True)
+class Waiting:
+    """What `apply --wait` / `remove --wait|--force` is waiting for right now (a progress
+    report; the CLI draws it as one line updating in place, on a terminal only)."""
+
+    lane: str
+    label: str
+    pid: int | None
+    """The run's pid, when launchd reports one (None: only the lane lock says it runs)."""
+    elapsed: float
+    """Seconds since this wait began."""
+    what: str
+    """`for its run to end`, or `for launchd to let it go` (after a bootout)."""
+
+
+Progress = Callable[[Waiting], None]
+
+
+@dataclass(frozen=True, slots=True)
 class _Stop:
     stopped: bool
     pid: int | None = None
@@ -861,15 +920,36 @@ class _Stopper:
     """Boots lanes out safely: never a running lane unless forced; waits within a deadline."""
 
     def __init__(
-        self, launchd: Launchd, timing: Timing, *, deadline: float | None, force: bool
+        self,
+        launchd: Launchd,
+        timing: Timing,
+        *,
+        deadline: float | None,
+        force: bool,
+        progress: Progress | None = None,
     ) -> None:
         self.launchd = launchd
         self.timing = timing
         self.deadline = deadline
         self.force = force
+        self.progress = progress
+        self.lanes: dict[str, str] = {}
+        """label -> lane name, for progress reports."""
+
+    def _report(self, label: str, pid: int | None, started: float, what: str) -> None:
+        if self.progress is not None:
+            lane = self.lanes.get(label, label)
+            elapsed = self.timing.clock() - started
+            self.progress(Waiting(lane, label, pid, elapsed, what))
 
     def stop(
-        self, label: str, specs: Sequence[RunSpec], *, running: bool, pid: int | None
+        self,
+        label: str,
+        specs: Sequence[RunSpec],
+        *,
+        running: bool,
+        pid: int | None,
+        lane: str | None = None,
     ) -> _Stop:
         """Boot `label` out and wait until launchd has let go of it.
 
@@ -879,6 +959,8 @@ class _Stopper:
         --wait budget.
         """
         timeout = _exit_timeout(specs)
+        if lane is not None:
+            self.lanes[label] = lane
         if self.force:
             pid = self._pid(label)
             self._bootout(label, timeout)
@@ -891,7 +973,7 @@ class _Stopper:
             locks = _LaneLocks(specs)
             try:
                 if locks.acquire():
-                    pid = self._settle(label)
+                    pid = self._settle(label, started)
                     if pid is None:
                         self._bootout(label, timeout)
                         took = self.timing.clock() - started
@@ -904,6 +986,7 @@ class _Stopper:
             if self.deadline is None or self.timing.clock() >= self.deadline:
                 return _Stop(False, pid)
             waited = True
+            self._report(label, pid, started, "for its run to end")
             self.timing.sleep(self.timing.poll)
 
     def bootstrap(self, label: str, plist: Path, exit_timeout: float) -> None:
@@ -922,13 +1005,14 @@ class _Stopper:
                 return entry.pid
         return None
 
-    def _settle(self, label: str) -> int | None:
+    def _settle(self, label: str, started: float) -> int | None:
         """With the lock held: wait (briefly) for a just-launched run to give up and exit."""
         limit = self.timing.clock() + self.timing.start_grace
         while True:
             pid = self._pid(label)
             if pid is None or self.timing.clock() >= limit:
                 return pid
+            self._report(label, pid, started, "for its run to end")
             self.timing.sleep(self.timing.poll)
 
     def _bootout(self, label: str, exit_timeout: float) -> None:
@@ -943,14 +1027,19 @@ class _Stopper:
 
     def _drain(self, label: str, exit_timeout: float) -> None:
         """Poll list() until `label` is gone, bounded by its ExitTimeOut plus a margin."""
-        limit = self.timing.clock() + exit_timeout + DRAIN_MARGIN
-        while any(entry.label == label for entry in self.launchd.list()):
+        started = self.timing.clock()
+        limit = started + exit_timeout + DRAIN_MARGIN
+        while True:
+            entry = next((e for e in self.launchd.list() if e.label == label), None)
+            if entry is None:
+                return
             if self.timing.clock() >= limit:
                 raise LaunchdError(
                     f"{label}: still loaded {exit_timeout + DRAIN_MARGIN:.0f} s after bootout",
                     f"check `{cmdline('launchctl', 'print', f'{self.launchd.domain}/{label}')}`,"
                     " then rerun `lanekit apply`",
                 )
+            self._report(label, entry.pid, started, "for launchd to let it go (bootout)")
             self.timing.sleep(self.timing.poll)
 
 
@@ -980,6 +1069,7 @@ def remove(
     wait: float | None = None,
     force: bool = False,
     timing: Timing | None = None,
+    progress: Progress | None = None,
 ) -> RemoveResult:
     """Boot out lane `name` (a lane in lanes.toml, or an installed lane/label) and delete its
     plist and snapshot; the queue is never touched. Refuses a running lane unless wait/force,
@@ -1005,9 +1095,9 @@ def remove(
     stopped_pid = None
     if label in entries:
         deadline = None if wait is None else timing.clock() + max(wait, 0.0)
-        stopper = _Stopper(launchd, timing, deadline=deadline, force=force)
+        stopper = _Stopper(launchd, timing, deadline=deadline, force=force, progress=progress)
         pid = entries[label].pid
-        stop = stopper.stop(label, specs, running=pid is not None, pid=pid)
+        stop = stopper.stop(label, specs, running=pid is not None, pid=pid, lane=lane)
         if not stop.stopped:
             who = f"pid {stop.pid}" if stop.pid is not None else "lane lock held"
             raise LaunchdError(
@@ -1056,18 +1146,38 @@ def _remove_specs(config: Config | None, paths: Paths, lane: str, label: str) ->
 
 @dataclass(frozen=True, slots=True)
 class KickResult:
-    """A kicked lane: the pid of its run (launchd's `kickstart -p`)."""
+    """A kicked lane: what became of the start, and the pid of its run (`kickstart -p`)."""
 
     lane: str
     label: str
     pid: int | None
     already_running: bool
+    outcome: StartOutcome = StartOutcome.STARTED
+    throttle: int | None = None
+    """For a postponed start: launchd's ThrottleInterval in seconds."""
+    starts_in: int | None = None
+    """For a postponed start: about how many seconds until launchd starts it."""
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """4 (POSTPONED) for a start launchd postponed, else 0."""
+        return ExitCode.POSTPONED if self.outcome is StartOutcome.POSTPONED else ExitCode.OK
 
 
-def kick(config: Config, paths: Paths, launchd: Launchd, name: str) -> KickResult:
+def kick(
+    config: Config,
+    paths: Paths,
+    launchd: Launchd,
+    name: str,
+    *,
+    clock: Callable[[], float] = time.time,
+) -> KickResult:
     """Start lane `name` now and return at once; a running lane keeps its current run.
     Refuses (UnsafeStateError) when the lane's plist, snapshot or lanekit's directories could
-    have been written by someone else: the run would execute what they say."""
+    have been written by someone else: the run would execute what they say.
+
+    A start launchd postpones (ThrottleInterval) is reported with about when it happens; a
+    start launchd could not carry out (exit 78: the program never ran) is a NotStartedError."""
     (lane,) = select_lanes(config, [name])
     check_state(paths)
     check_private(paths.plist_for(lane.label), "plist")
@@ -1079,7 +1189,11 @@ def kick(config: Config, paths: Paths, launchd: Launchd, name: str) -> KickResul
             "run `lanekit apply` to install and load it",
         )
     if entry.pid is not None:
-        return KickResult(name, lane.label, entry.pid, already_running=True)
+        return KickResult(
+            name, lane.label, entry.pid, already_running=True, outcome=StartOutcome.ALREADY_RUNNING
+        )
+    before = _service(launchd, lane.label)
+    asked = clock()
     try:
         pid = launchd.kickstart(lane.label)
     except LaunchctlError as exc:
@@ -1089,4 +1203,38 @@ def kick(config: Config, paths: Paths, launchd: Launchd, name: str) -> KickResul
                 "run `lanekit apply` to install and load it",
             ) from None
         raise
-    return KickResult(name, lane.label, pid, already_running=False)
+    after = _service(launchd, lane.label)
+    outcome = classify_start(pid, before, after)
+    if outcome is StartOutcome.NOT_STARTED:
+        code = after.last_exit_code if after is not None else None
+        # "exit 78 (EX_CONFIG: ...)": the words of every other exit status lanekit shows.
+        why = (
+            describe_exit(code, lanekit_runner=False).replace("exit code", "exit", 1)
+            if code is not None
+            else "it gave no reason"
+        )
+        raise NotStartedError(
+            f"lane {name!r}: launchd could not start it: {why}; the program never ran",
+            f"`lanekit doctor {name}` names the cause (a missing log or working directory, a bad"
+            f" interpreter); `launchctl print {launchd.domain}/{lane.label}` shows launchd's view",
+        )
+    if outcome is StartOutcome.POSTPONED:
+        throttle = throttle_of(after)
+        started = last_start(lane.log_path, since=asked - throttle - 60)
+        return KickResult(
+            name,
+            lane.label,
+            None,
+            already_running=False,
+            outcome=outcome,
+            throttle=throttle,
+            starts_in=postponed_for(throttle, started, clock()),
+        )
+    return KickResult(name, lane.label, pid, already_running=False, outcome=outcome)
+
+
+def _service(launchd: Launchd, label: str) -> ServiceInfo | None:
+    try:
+        return launchd.print(label)
+    except LanekitError:
+        return None

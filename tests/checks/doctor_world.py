@@ -16,7 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from lanekit.config import Config, LaneSpec, load_config, run_spec
-from lanekit.doctor import DoctorContext, Finding, Target, lane_target, plist_target
+from lanekit.doctor import (
+    DoctorContext,
+    Finding,
+    Target,
+    lane_target,
+    plist_target,
+    queue_targets,
+)
 from lanekit.launchd import Launchd
 from lanekit.paths import Paths
 from lanekit.plist import render_lane
@@ -91,6 +98,12 @@ class World:
     def target(self, name: str = "funnel") -> Target:
         """The lane as doctor sees it (installed plist, or what apply would write)."""
         return lane_target(self.lane(name), self.paths)
+
+    def queue_target(self, name: str = "funnel") -> Target:
+        """The queue lane `name` drains, as doctor sees it (one subject for all its lanes)."""
+        config = self.config()
+        (target,) = queue_targets([config.lanes[name]], config)
+        return target
 
     def plist(self, job: Mapping[str, Any], *, name: str | None = None, mode: int = 0o644) -> Path:
         """A hand-written plist file (not lanekit's) in the LaunchAgents directory."""

@@ -189,7 +189,7 @@ def test_queue_directory_on_another_filesystem(tmp_path: Path, other_filesystem:
     claimed = world.lane().queue.dir / "claimed"
     shutil.rmtree(claimed)
     claimed.symlink_to(other_filesystem)
-    [finding] = world.run("queue.cross-device", world.target())
+    [finding] = world.run("queue.cross-device", world.queue_target())
     assert finding.severity is Severity.ERROR
     assert str(claimed) in finding.message
     assert finding.fix.startswith(f"make {claimed} a plain directory inside")
@@ -202,7 +202,7 @@ def test_queue_directory_that_is_a_file(tmp_path: Path) -> None:
     failed = world.lane().queue.dir / "failed"
     shutil.rmtree(failed)
     failed.write_text("oops")
-    [finding] = world.run("queue.permissions", world.target())
+    [finding] = world.run("queue.permissions", world.queue_target())
     assert f"{failed} is a file" in finding.message
     assert finding.fix == f"move {failed} away, then run `lanekit apply funnel`"
 
@@ -213,7 +213,7 @@ def test_world_writable_queue_directory_is_refused(tmp_path: Path) -> None:
     world.install()
     queue_dir = world.lane().queue.dir / "queue"
     queue_dir.chmod(0o777)
-    [finding] = world.run("queue.permissions", world.target())
+    [finding] = world.run("queue.permissions", world.queue_target())
     assert f"{queue_dir} is writable by others (mode 0777)" in finding.message
     assert finding.fix == f"chmod go-w {queue_dir}"
 
@@ -222,7 +222,7 @@ def test_queue_owned_by_another_user_than_the_lanes(tmp_path: Path) -> None:
     """Judged for uid 501, a queue owned by the test's user belongs to someone else."""
     world = World.make(tmp_path)
     world.install()
-    found = world.run("queue.permissions", world.target(), uid=501)
+    found = world.run("queue.permissions", world.queue_target(), uid=501)
     queue_dir = world.lane().queue.dir
     assert found[0].message.startswith(f"{queue_dir} is owned by uid {os.geteuid()}")
     assert found[0].fix == f"chown 501 {queue_dir}"
@@ -236,7 +236,7 @@ def test_symlinked_queue_directory_is_refused(tmp_path: Path) -> None:
     shutil.rmtree(done)
     (tmp_path / "elsewhere").mkdir()
     done.symlink_to(tmp_path / "elsewhere")
-    [finding] = world.run("queue.permissions", world.target())
+    [finding] = world.run("queue.permissions", world.queue_target())
     assert finding.fix == f"rm {done} && mkdir -m 700 {done}"
 
 

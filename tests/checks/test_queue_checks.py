@@ -22,7 +22,7 @@ import pytest
 from doctor_world import HEALTHY, World
 
 from lanekit.checks.queue import ClaimState, claim_locked, classify_claim
-from lanekit.doctor import Severity
+from lanekit.doctor import Severity, SubjectKind
 from lanekit.lanelog import LaneLog
 from lanekit.procinfo import Liveness
 from lanekit.queue import Queue, RecordNotWrittenError
@@ -99,7 +99,7 @@ def test_runner_sigkilled_mid_job_orphans_the_job_then_strands_the_claim(
     # What the fix's `lsof PATH` relies on: the job keeps the claimed file open.
     assert any(f.path == str(claim.path) for c in children for f in c.open_files())
 
-    [orphan] = world.run("queue.orphaned-job", world.target())
+    [orphan] = world.run("queue.orphaned-job", world.queue_target())
     assert orphan.severity is Severity.WARNING
     assert orphan.message.startswith("job job-1 still runs, claimed ")
     assert f"its runner (pid {runner.pid}) is gone" in orphan.message
@@ -108,18 +108,18 @@ def test_runner_sigkilled_mid_job_orphans_the_job_then_strands_the_claim(
         f"too); or find it (`pgrep -f {claim.path}` or `lsof {claim.path}`), stop it, then "
         "`lanekit recover funnel`"
     )
-    assert world.run("queue.stale-claim", world.target()) == []
+    assert world.run("queue.stale-claim", world.queue_target()) == []
     later = datetime.now() + timedelta(hours=2)
-    [orphan] = world.run("queue.orphaned-job", world.target(), now=later)
+    [orphan] = world.run("queue.orphaned-job", world.queue_target(), now=later)
     assert "claimed 2h 00m ago" in orphan.message
-    assert world.run("queue.stale-claim", world.target(), now=later) == []
+    assert world.run("queue.stale-claim", world.queue_target(), now=later) == []
 
     for child in children:
         with contextlib.suppress(psutil.NoSuchProcess):
             child.kill()
     wait_for(lambda: all(_ended(c) for c in children))
-    assert world.run("queue.orphaned-job", world.target()) == []
-    [finding] = world.run("queue.stale-claim", world.target())
+    assert world.run("queue.orphaned-job", world.queue_target()) == []
+    [finding] = world.run("queue.stale-claim", world.queue_target())
     assert finding.severity is Severity.ERROR
     assert f"runner pid {runner.pid} is gone" in finding.message
     assert finding.fix == "lanekit recover funnel"
@@ -175,7 +175,7 @@ def test_unowned_claim_older_than_stale_after(tmp_path: Path) -> None:
     claimed.write_text("{}")
     old = time.time() - 7200
     os.utime(claimed, (old, old))
-    [finding] = world.run("queue.stale-claim", world.target())
+    [finding] = world.run("queue.stale-claim", world.queue_target())
     assert "oldest 2h 00m" in finding.message
     assert finding.fix == "lanekit recover funnel"
 
@@ -201,7 +201,7 @@ def test_live_claim_older_than_stale_after_may_be_hung(
     assert holder.stdout is not None
     assert holder.stdout.readline().strip() == b"job-1"
     later = datetime.now() + timedelta(hours=2)
-    [finding] = world.run("queue.stale-claim", world.target(), now=later)
+    [finding] = world.run("queue.stale-claim", world.queue_target(), now=later)
     assert finding.severity is Severity.WARNING
     assert f"live runner pid {holder.pid}" in finding.message
     assert finding.fix == f"if it is stuck: kill {holder.pid}, then `lanekit recover funnel`"
@@ -215,7 +215,7 @@ def test_backlog_older_than_two_periods(tmp_path: Path) -> None:
     world.install()
     Queue(world.lane().queue.dir).enqueue({"n": 1})
     later = datetime.now() + timedelta(days=3)
-    [finding] = world.run("queue.backlog", world.target(), now=later)
+    [finding] = world.run("queue.backlog", world.queue_target(), now=later)
     assert finding.severity is Severity.WARNING
     assert "the oldest for 3d 0h" in finding.message
     assert finding.fix.startswith("lanekit kick funnel")
@@ -226,7 +226,7 @@ def test_fresh_backlog_is_fine(tmp_path: Path) -> None:
     world = World.make(tmp_path)
     world.install()
     Queue(world.lane().queue.dir).enqueue({"n": 1})
-    assert world.run("queue.backlog", world.target()) == []
+    assert world.run("queue.backlog", world.queue_target()) == []
 
 
 def test_failed_jobs_wait_for_a_person(tmp_path: Path) -> None:
@@ -238,7 +238,7 @@ def test_failed_jobs_wait_for_a_person(tmp_path: Path) -> None:
     claim = queue.claimer().claim()
     assert claim is not None
     queue.fail(claim, "boom")
-    [finding] = world.run("queue.failed-jobs", world.target())
+    [finding] = world.run("queue.failed-jobs", world.queue_target())
     assert finding.message.startswith("1 job in ")
     assert finding.fix.startswith("lanekit jobs funnel --state failed")
 
@@ -255,25 +255,30 @@ schedule = ["45 10 * * *"]
 
 
 def test_job_done_by_two_lanes(tmp_path: Path) -> None:
-    """Seed 001's four runs of one JSON, as two lanes' logs record it: each lane that did it
-    is told, with the command that shows the job's record."""
+    """Seed 001's four runs of one JSON, as two lanes' logs record it: reported once, on the
+    queue (subject: the queue, listing both lanes), naming the lanes whose logs show it and
+    the command that shows the job's record."""
     world = World.make(tmp_path, TWO_LANES)
     world.install("funnel")
     world.install("pm")
     LaneLog(world.lane("funnel").log_path, "funnel").event("done", job="job-7", exit=0)
     LaneLog(world.lane("pm").log_path, "pm").event("done", job="job-7", exit=0)
     LaneLog(world.lane("pm").log_path, "pm").event("done", job="job-8", exit=0)
-    [funnel] = world.run("queue.duplicate-success", world.target("funnel"))
-    [pm] = world.run("queue.duplicate-success", world.target("pm"))
-    assert funnel.severity is Severity.ERROR
-    assert "job job-7 succeeded more than once (2 `done` events" in funnel.message
-    assert funnel.fix.startswith("lanekit job funnel job-7")
-    assert pm.fix.startswith("lanekit job pm job-7")
+    [finding] = world.run("queue.duplicate-success", world.queue_target("funnel"))
+    assert finding.severity is Severity.ERROR
+    assert (finding.subject, finding.kind, finding.lanes) == (
+        "notes",
+        SubjectKind.QUEUE,
+        ("funnel", "pm"),
+    )
+    assert "job job-7 succeeded more than once (2 `done` events" in finding.message
+    assert "funnel, pm" in finding.message
+    assert finding.fix.startswith("lanekit job funnel job-7")
+    assert world.run("queue.duplicate-success", world.queue_target("pm")) == [finding]
 
 
 def test_job_twice_in_done(tmp_path: Path) -> None:
-    """The same id finished on two days (two files in done/): reported once, on the queue's
-    first lane."""
+    """The same id finished on two days (two files in done/): reported once, on the queue."""
     world = World.make(tmp_path, TWO_LANES)
     world.install("funnel")
     world.install("pm")
@@ -281,10 +286,10 @@ def test_job_twice_in_done(tmp_path: Path) -> None:
     for day in ("2026-09-17", "2026-09-18"):
         (done / day).mkdir(parents=True)
         (done / day / "job.one.json").write_text("{}")
-    [finding] = world.run("queue.duplicate-success", world.target("funnel"))
+    [finding] = world.run("queue.duplicate-success", world.queue_target("funnel"))
     assert "2 files in" in finding.message
     assert "job job.one " in finding.message
-    assert world.run("queue.duplicate-success", world.target("pm")) == []
+    assert finding.subject == "notes"
 
 
 def disk_full(queue: Queue, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -316,7 +321,7 @@ def test_settle_without_its_record_leaves_a_running_record(
         else:
             queue.fail(claim, "exit 3")
     monkeypatch.undo()
-    [finding] = world.run("queue.record-mismatch", world.target())
+    [finding] = world.run("queue.record-mismatch", world.queue_target())
     assert finding.severity is Severity.WARNING
     assert finding.message.startswith("job job-1: its record says running, but no file of it")
     assert f"the file is in {info.value.moved_to.parent}: the job {outcome}" in finding.message
@@ -339,7 +344,7 @@ def test_succeeded_record_with_its_file_back_in_queue(tmp_path: Path) -> None:
     queue.complete(claim)
     (queue.tmp / "incoming").write_text('{"n": 1}')
     os.rename(queue.tmp / "incoming", queue.queue / "job-1.json")
-    [finding] = world.run("queue.record-mismatch", world.target())
+    [finding] = world.run("queue.record-mismatch", world.queue_target())
     assert finding.severity is Severity.WARNING
     assert finding.message == (
         f"job job-1: its record says succeeded, but its file waits in {queue.queue}: the next "
@@ -347,14 +352,14 @@ def test_succeeded_record_with_its_file_back_in_queue(tmp_path: Path) -> None:
     )
     assert finding.fix.startswith("lanekit job funnel job-1  (to inspect it)")
     assert queue.claimer(lane="funnel").claim() is None
-    assert world.run("queue.record-mismatch", world.target()) == []
+    assert world.run("queue.record-mismatch", world.queue_target()) == []
 
 
 def test_record_mismatch_is_reported_on_the_lane_that_ran_the_job(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Two lanes share a queue: the stale record of a job lane pm ran is reported once, on pm,
-    with pm in the fix."""
+    """Two lanes share a queue: the stale record of a job lane pm ran is reported once, on the
+    queue, with pm (the lane that ran it) in the fix."""
     world = World.make(tmp_path, TWO_LANES)
     world.install("funnel")
     world.install("pm")
@@ -366,8 +371,8 @@ def test_record_mismatch_is_reported_on_the_lane_that_ran_the_job(
     with pytest.raises(RecordNotWrittenError):
         queue.complete(claim)
     monkeypatch.undo()
-    assert world.run("queue.record-mismatch", world.target("funnel")) == []
-    [finding] = world.run("queue.record-mismatch", world.target("pm"))
+    [finding] = world.run("queue.record-mismatch", world.queue_target("funnel"))
+    assert finding.subject == "notes"
     assert finding.fix.startswith("lanekit job pm job-1 ")
 
 
@@ -432,3 +437,54 @@ def test_lane_that_keeps_timing_out(tmp_path: Path) -> None:
     assert finding.message.startswith("3 of the lane's last 3 jobs timed out (timeout 1s)")
     assert finding.fix.split()[:3] == ["lanekit", "job", "funnel"]
     assert finding.fix.split()[3] in ids
+
+
+def test_resubmitted_success_is_info_not_a_duplicate(tmp_path: Path) -> None:
+    """A job id dropped into queue/ again after it succeeded is skipped by the guard (its copy
+    kept in done/): doctor reports it as re-submitted (info), not `queue.duplicate-success`."""
+    import shutil
+
+    from lanekit.queue import Queue
+    from lanekit.runner import run_lane
+    from lanekit.snapshot import RunSpec
+
+    world = World.make(tmp_path)
+    world.install()
+    lane = world.lane()
+    spec = RunSpec.load(world.paths.snapshot_for(lane.label))
+    queue = Queue(lane.queue.dir)
+    job_id = queue.enqueue({"note": 1})
+    assert run_lane(spec, handle_signals=False).exit_code == 0
+    (done,) = (lane.queue.dir / "done").rglob("*.json")
+    shutil.copyfile(done, lane.queue.dir / "queue" / f"{job_id}.json")
+    assert run_lane(spec, handle_signals=False).exit_code == 0
+    assert len(list((lane.queue.dir / "done").rglob("*.json"))) == 2
+    assert world.run("queue.duplicate-success", world.queue_target()) == []
+    [finding] = world.run("queue.resubmitted", world.queue_target())
+    assert finding.severity is Severity.INFO
+    assert f"job {job_id} was re-submitted after it succeeded (once) and skipped" in finding.message
+
+
+def test_a_shared_queue_is_reported_once_on_the_queue(tmp_path: Path) -> None:
+    """Two lanes drain queue notes, which has a stale claim: a full doctor run reports
+    queue.stale-claim once, with the queue as subject and both lanes listed, not once per
+    lane (the healthy lane included)."""
+    from lanekit.doctor import DoctorRequest, diagnose
+
+    world = World.make(tmp_path, TWO_LANES)
+    world.install("funnel")
+    world.install("pm")
+    claimed = world.lane().queue.dir / "claimed" / "by-hand.json"
+    claimed.write_text("{}")
+    old = time.time() - 7200
+    os.utime(claimed, (old, old))
+    report = diagnose(
+        DoctorRequest(config_path=world.config_path, checks=("queue.stale-claim",)),
+        world.paths,
+        env={},
+    )
+    stale = [f for f in report.findings if f.id == "queue.stale-claim"]
+    assert [(f.subject, f.kind, f.lanes) for f in stale] == [
+        ("notes", SubjectKind.QUEUE, ("funnel", "pm"))
+    ]
+    assert report.subjects == ("funnel", "pm", "notes")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import plistlib
+import re
 import signal
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from typer.testing import CliRunner
 
 from lanekit.cli import app
 from lanekit.config import load_config
+from lanekit.doctor import list_checks
 from lanekit.launchd import open_launchd
 from lanekit.paths import Paths
 from lanekit.reconcile import apply
@@ -84,7 +86,7 @@ def test_doctor_on_a_healthy_example_reports_nothing(tmp_path: Path, home: Paths
     config_path = healthy(tmp_path, home)
     code, out, err = invoke("doctor", "-c", str(config_path))
     assert code == 0, out + err
-    assert out == "no problems found (1 subject, 45 checks)\n"
+    assert out == f"no problems found (2 subjects, {len(list_checks())} checks)\n"
     assert err == ""
 
 
@@ -101,22 +103,44 @@ def test_doctor_on_the_broken_example(broken: Paths) -> None:
     assert notify.index("error") < notify.index("warning")
     reports = next(b for b in blocks if b.startswith("reports\n"))
     assert "launchd.exit-78" in reports
-    assert "fix: lanekit recover reports" in reports
-    assert out.rstrip().splitlines()[-1].startswith("1")  # "12 errors, ..." summary line
+    queue = next(b for b in blocks if b.startswith("queue reports (drained by reports)\n"))
+    assert "fix: lanekit recover reports" in queue
+    notes = [
+        b for b in blocks if b.startswith("queue notes (drained by notify, funnel, funnel-pm)")
+    ]
+    assert len(notes) == 1
+    assert notes[0].count("queue.duplicate-success") == 1
+    summary = out.rstrip().splitlines()[-1]  # "9 errors, 18 warnings, 0 info (11 subjects..."
+    assert re.fullmatch(
+        r"[1-9]\d* errors, \d+ warnings, \d+ info \(\d+ subjects, \d+ checks\)", summary
+    )
 
 
 @pytest.mark.slow
 def test_doctor_json_contract(broken: Paths) -> None:
-    """`--json`: schema 1, findings with exactly id/severity/subject/message/fix, a summary."""
+    """`--json`: schema 2, findings with exactly id/severity/subject/subject_kind/lanes/
+    message/fix, a summary; a queue's finding is on the queue, listing its lanes."""
     code, out, _ = invoke("doctor", "-c", str(BROKEN / "lanes.toml"), "--json")
     assert code == 1
     document = json.loads(out)
     assert set(document) == {"schema", "findings", "summary", "notes"}
-    assert document["schema"] == 1
+    assert document["schema"] == 2
     assert document["findings"]
     for finding in document["findings"]:
-        assert set(finding) == {"id", "severity", "subject", "message", "fix"}
+        assert set(finding) == {
+            "id",
+            "severity",
+            "subject",
+            "subject_kind",
+            "lanes",
+            "message",
+            "fix",
+        }
         assert finding["severity"] in {"error", "warning", "info"}
+    stale = [f for f in document["findings"] if f["id"] == "queue.stale-claim"]
+    assert [(f["subject"], f["subject_kind"], f["lanes"]) for f in stale] == [
+        ("reports", "queue", ["reports"])
+    ]
     assert set(document["summary"]) == {"errors", "warnings", "info", "subjects", "checks"}
     assert document["summary"]["errors"] == sum(
         f["severity"] == "error" for f in document["findings"]
@@ -167,7 +191,7 @@ def test_list_checks(home: Paths) -> None:
     code, out, _ = invoke("doctor", "--list-checks", "--json")
     document = json.loads(out)
     assert document["schema"] == 1
-    assert len(document["checks"]) == 45
+    assert len(document["checks"]) == len(list_checks())
     assert set(document["checks"][0]) == {"id", "group", "summary", "lanekit_only", "asks_launchd"}
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -97,10 +98,12 @@ def _with_fake_codex(config: Path, bin_dir: Path, *, codex_home: str = "~/.codex
 
 
 def test_status_json_keys_are_a_contract(example: Path) -> None:
-    """`status --json` has schema 1, the domain, and per lane exactly the documented keys."""
+    """`status --json` has schema 1, the domain, whether it is the emulated one, and per lane
+    exactly the documented keys."""
     document = json.loads(_ok("status", "--json", "-c", str(example)).stdout)
-    assert set(document) == {"schema", "domain", "domain_reason", "lanes"}
+    assert set(document) == {"schema", "domain", "domain_reason", "emulated", "lanes"}
     assert document["schema"] == 1
+    assert document["emulated"] is True
     assert [lane["lane"] for lane in document["lanes"]] == ["funnel", "trickle", "backlog"]
     for lane in document["lanes"]:
         assert set(lane) == LANE_KEYS
@@ -164,7 +167,8 @@ def test_readme_example_end_to_end(example: Path, home: Path, tmp_path: Path) ->
     assert (running["state"], running["pid"]) == ("running", trickle_pid)
     assert running["queue"]["claimed"] == 1
     _with_fake_codex(example, tmp_path / "bin", codex_home="~/.codex-2")
-    result = _ok("apply", "-c", c)
+    result = _invoke("apply", "-c", c)
+    assert result.exit_code == 3, (result.stdout, result.stderr)  # PENDING: trickle runs
     assert re.search(r"^funnel\s+update\s+reloaded", result.stdout, re.M), result.stdout
     assert re.search(r"^backlog\s+update\s+reloaded", result.stdout, re.M)
     assert re.search(rf"^trickle\s+skipped\s+running \(pid {trickle_pid}\)", result.stdout, re.M)
@@ -254,7 +258,8 @@ def test_remove_warns_when_the_lane_is_still_configured(example: Path) -> None:
 
 def test_status_human_table(example: Path) -> None:
     """The human status is a header plus one row per lane, one detail line per lane, then the
-    launchd domain and why it was chosen."""
+    launchd domain and why it was chosen, then (emulated domain) the note that nothing fires
+    on a clock."""
     _ok("apply", "-c", str(example))
     out = _ok("status", "-c", str(example)).stdout.splitlines()
     assert out[0].split()[:4] == ["LANE", "STATE", "PID", "LAST"]
@@ -265,10 +270,12 @@ def test_status_human_table(example: Path) -> None:
     ]
     assert out[4].startswith("funnel: ")
     assert "last exit: never exited" in out[4]
+    assert out[-1].startswith("emulated launchd: nothing fires on a clock")
     single = _ok("status", "trickle", "-c", str(example)).stdout.splitlines()
-    assert len(single) == 4
+    assert len(single) == 5
     assert single[3].startswith("launchd domain: gui/")
     assert "emulated launchd domain under" in single[3]
+    assert single[4].startswith("emulated launchd: nothing fires on a clock")
     assert "\x1b[" not in "".join(out)  # no colour off a terminal
 
 
@@ -287,3 +294,101 @@ def test_missing_config_suggests_init(home: Path) -> None:
         assert result.exit_code == 2, command
         assert "lanekit init" in result.stderr
     assert os.environ["HOME"] == str(home)
+
+
+def _one_lane(tmp_path: Path, **extra: str) -> Path:
+    """lanes.toml with one on-demand lane `solo` running /bin/true."""
+    config = tmp_path / "solo.toml"
+    keys = "".join(f"{k} = {v}\n" for k, v in extra.items())
+    config.write_text(
+        '[defaults]\nlabel_prefix = "com.example.solo"\n[queues.q]\ndir = "~/q"\n'
+        f'[lanes.solo]\nqueue = "q"\ncommand = ["/bin/true", "{{job}}"]\n{keys}',
+        encoding="utf-8",
+    )
+    return config
+
+
+def test_kick_within_throttle_interval_says_postponed(tmp_path: Path, home: Path) -> None:
+    """A second kick right after a run: launchd postpones it (ThrottleInterval 10 s); kick says
+    so, with about when it runs, and exits 4 (POSTPONED) with nothing on stdout."""
+    c = str(_one_lane(tmp_path))
+    _ok("apply", "-c", c)
+    int(_ok("kick", "solo", "-c", c).stdout)
+    assert _domain().wait_idle("com.example.solo.solo", 30)
+    result = _invoke("kick", "solo", "-c", c)
+    assert result.exit_code == 4, (result.stdout, result.stderr)
+    assert result.stdout == ""
+    match = re.search(
+        r"launchd postponed the start \(ThrottleInterval 10 s\): it runs in about (\d+) s",
+        result.stderr,
+    )
+    assert match, result.stderr
+    assert 1 <= int(match.group(1)) <= 10
+    assert "(emulated launchd: at the first lanekit command after that)" in result.stderr
+
+
+def test_kick_that_launchd_cannot_start_says_exit_78(tmp_path: Path, home: Path) -> None:
+    """The lane's log directory is gone: launchd cannot open StandardOutPath and records exit
+    78. kick says launchd could not start it, names exit 78, and exits 5 (NOT_STARTED)."""
+    c = str(_one_lane(tmp_path))
+    _ok("apply", "-c", c)
+    shutil.rmtree(home / "q" / "logs")
+    result = _invoke("kick", "solo", "-c", c)
+    assert result.exit_code == 5, (result.stdout, result.stderr)
+    assert result.stdout == ""
+    first = result.stderr.splitlines()[0]
+    assert first.startswith("error: lane 'solo': launchd could not start it: exit 78 (EX_CONFIG")
+    assert "lanekit doctor solo" in result.stderr
+
+
+def test_apply_with_a_pending_change_exits_3(tmp_path: Path, home: Path) -> None:
+    """A change to a lane that is running (its lane lock held) is pending: apply exits 3
+    (PENDING) and `--json` lists the lane under `pending`; once idle, apply exits 0."""
+    from lanekit.config import load_config
+    from lanekit.runner import LaneLock, lane_lock_path
+
+    config = _one_lane(tmp_path)
+    c = str(config)
+    _ok("apply", "-c", c)
+    config.write_text(config.read_text() + "nice = 5\n", encoding="utf-8")
+    lane = load_config(config, Paths.from_env()).lanes["solo"]
+    lock = LaneLock(lane_lock_path(lane.queue.dir, "solo"))
+    assert lock.acquire()
+    try:
+        result = _invoke("apply", "--json", "-c", c)
+    finally:
+        lock.release()
+    assert result.exit_code == 3, (result.stdout, result.stderr)
+    assert json.loads(result.stdout)["pending"] == ["solo"]
+    assert _ok("apply", "-c", c).exit_code == 0
+
+
+class _Stream(io.StringIO):
+    """A stderr that says whether it is a terminal."""
+
+    def __init__(self, tty: bool) -> None:
+        super().__init__()
+        self.tty = tty
+
+    def isatty(self) -> bool:
+        return self.tty
+
+
+def test_waiting_line_updates_in_place_on_a_terminal_only() -> None:
+    """On a terminal the wait is one line redrawn in place (carriage return, erase) naming the
+    lane, its pid and the elapsed time, cleared at the end; not on a terminal: nothing."""
+    from lanekit.cli.render.launchd import waiting
+    from lanekit.reconcile import Waiting
+
+    tty = _Stream(True)
+    with waiting(tty) as show:
+        show(Waiting("trickle", "x.trickle", 4242, 1.2, "for its run to end"))
+        show(Waiting("trickle", "x.trickle", 4242, 2.4, "for its run to end"))
+    text = tty.getvalue()
+    assert text.count("\r\x1b[K") == 3
+    assert "waiting for its run to end: lane trickle (pid 4242), 2 s" in text
+    assert "\n" not in text
+    pipe = _Stream(False)
+    with waiting(pipe) as show:
+        show(Waiting("trickle", "x.trickle", 4242, 1.2, "for its run to end"))
+    assert pipe.getvalue() == ""

@@ -48,7 +48,6 @@ def test_a_real_capture_matches_its_plist() -> None:
         ({"ExitTimeOut": 20}, "ExitTimeOut"),
         ({"EnvironmentVariables": {"A": "1"}}, "EnvironmentVariables"),
         ({"StandardOutPath": "/tmp/other.out"}, "StandardOutPath"),
-        ({"ProcessType": "Background"}, "ProcessType"),
         ({"StartInterval": 300}, "StartInterval"),
         ({"WorkingDirectory": "/tmp"}, "WorkingDirectory"),
     ],
@@ -141,10 +140,36 @@ def test_no_event_triggers_block_means_calendar_not_visible() -> None:
     assert calendar_facts({"Minute": 1}) == ((("Minute", 1),),)
 
 
-def test_unknown_spawn_type_is_not_compared() -> None:
-    """ProcessType Interactive: how print shows it is not known, so it is not compared."""
-    info = ServiceInfo(label="x", extra={"spawn type": "daemon (3)"})
-    assert differences({"Label": "x", "ProcessType": "Interactive"}, info) == ()
-    assert [d.fact for d in differences({"Label": "x", "ProcessType": "Background"}, info)] == [
-        "ProcessType"
-    ]
+def test_spawn_type_is_compared_where_it_is_certain() -> None:
+    """A job printed as background (5) whose plist asks for Standard is a difference; a plist
+    asking for Background printed as daemon (3) is not trusted to be one (that print is a
+    claim, and a wrong guess would make apply reload forever); Interactive is not compared."""
+    daemon = ServiceInfo(label="x", extra={"spawn type": "daemon (3)"})
+    background = ServiceInfo(label="x", extra={"spawn type": "background (5)"})
+    assert differences({"Label": "x", "ProcessType": "Interactive"}, daemon) == ()
+    assert differences({"Label": "x", "ProcessType": "Background"}, daemon) == ()
+    assert differences({"Label": "x", "ProcessType": "Background"}, background) == ()
+    (diff,) = differences({"Label": "x"}, background)
+    assert str(diff) == "ProcessType background -> daemon"
+
+
+def test_variables_launchd_adds_are_not_differences() -> None:
+    """Only the plist's own variables are compared: one launchd added (known or not) never
+    makes apply reload; a changed or missing one does."""
+    info = ServiceInfo(
+        label="x",
+        environment={"A": "1", "XPC_SERVICE_NAME": "x", "OSLogRateLimit": "64", "NEW": "y"},
+    )
+    assert differences({"Label": "x", "EnvironmentVariables": {"A": "1"}}, info) == ()
+    (diff,) = differences({"Label": "x", "EnvironmentVariables": {"A": "2", "B": "3"}}, info)
+    assert diff.fact == "EnvironmentVariables"
+
+
+def test_exit_timeout_defaults_of_both_eras() -> None:
+    """No ExitTimeOut in the plist: 5 (modern) and 20 (10.9) are launchd's defaults, not a
+    difference; a leftover 30 from an earlier plist is."""
+    plist = {"Label": "x"}
+    for default in (5, 20):
+        assert differences(plist, ServiceInfo(label="x", exit_timeout=default)) == ()
+    (diff,) = differences(plist, ServiceInfo(label="x", exit_timeout=30))
+    assert diff.fact == "ExitTimeOut"

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from lanekit.checks import jobfacts
-from lanekit.doctor import DoctorContext, Problem, Severity, Target, check
+from lanekit.doctor import DoctorContext, Problem, Scope, Severity, Target, check
 from lanekit.quoting import cmdline
 
 LARGE_LOG_BYTES = 50 * 1024 * 1024
@@ -214,6 +214,8 @@ def _queue_dirs(target: Target, ctx: DoctorContext) -> list[Path]:
     "queue.cross-device",
     summary="the queue's directories are not all on one filesystem (claims would not be atomic)",
     needs_lane=True,
+    needs_plist=False,
+    scope=Scope.QUEUE,
 )
 def queue_cross_device(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """A claim is one rename; across filesystems rename fails (EXDEV) or, done by `mv`, becomes
@@ -244,6 +246,8 @@ def queue_cross_device(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     "queue.permissions",
     summary="a queue directory is not a real directory owned and writable by the lane's user only",
     needs_lane=True,
+    needs_plist=False,
+    scope=Scope.QUEUE,
 )
 def queue_permissions(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """The runner refuses a queue it cannot trust (exit 69, every job waits): a directory that

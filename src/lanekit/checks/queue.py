@@ -1,6 +1,12 @@
-"""Checks on the lane's queue: claims stranded by a dead runner, jobs still running without
-their runner, a backlog older than the schedule explains, jobs out of attempts, records that
-contradict where their job is, a job that succeeded twice, and jobs that keep timing out."""
+"""Checks on a queue: claims stranded by a dead runner, jobs still running without their runner,
+a backlog older than the schedules explain, jobs out of attempts, records that contradict where
+their job is, a job that succeeded twice, and one re-submitted after it succeeded; and, on the
+lane, jobs that keep timing out.
+
+The queue checks run once per queue (Scope.QUEUE): the target's subject is the queue,
+`target.lane` the first lane that drains it (fix commands name it) and `target.drained_by` all
+of them. `queue.timeouts` reads one lane's log, so it runs on the lane.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from lanekit import procinfo
 from lanekit.config import LaneSpec
-from lanekit.doctor import DoctorContext, Problem, Severity, Target, check
+from lanekit.doctor import DoctorContext, Problem, Scope, Severity, Target, check
 from lanekit.errors import LanekitError
 from lanekit.fsops import flock_held
 from lanekit.quoting import cmdline
@@ -53,27 +59,16 @@ def schedule_period(lane: LaneSpec, ctx: DoctorContext) -> float | None:
     return max(gaps) if gaps else None
 
 
-def _reported_on(lane: LaneSpec, record_lane: str | None, ctx: DoctorContext) -> bool:
-    """Whether a finding about one job of the lane's queue belongs to `lane`.
-
-    A queue can serve several lanes; such a finding goes to the lane the job's record names
-    (the one that ran it), else to the queue's first lane, so it is reported once, not once
-    per lane."""
-    siblings = sorted(o.name for o in ctx.lanes() if o.queue.dir == lane.queue.dir)
-    if lane.name not in siblings:
-        return True
-    if record_lane in siblings:
-        return record_lane == lane.name
-    return lane.name == siblings[0]
+def _drainers(target: Target) -> tuple[LaneSpec, ...]:
+    """The lanes that drain the target's queue (the target's lane alone, outside a queue)."""
+    if target.drained_by:
+        return target.drained_by
+    return (target.lane,) if target.lane is not None else ()
 
 
-def _record_lane(queue: Queue, job_id: str) -> str | None:
-    """The lane the job's record names (None when there is no readable record)."""
-    try:
-        record = queue.store.read(job_id)
-    except (LanekitError, OSError):
-        return None
-    return None if record is None else record.lane
+def _stale_after(target: Target) -> float:
+    """The longest stale_after of the queue's lanes: a claim is judged by the most patient."""
+    return max(lane.stale_after for lane in _drainers(target))
 
 
 # -- claims -----------------------------------------------------------------------------------
@@ -148,6 +143,7 @@ def _claims(lane: LaneSpec, ctx: DoctorContext) -> list[ClaimView]:
     summary="a claimed job whose runner is dead (or older than stale_after): nobody will finish it",
     needs_lane=True,
     needs_plist=False,
+    scope=Scope.QUEUE,
 )
 def stale_claim(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """kill -9, a crash or a power cut leaves a job in claimed/; every run recovers it, but
@@ -158,10 +154,11 @@ def stale_claim(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
         return
     views = _claims(lane, ctx)
     dead = [v.info for v in views if v.state is ClaimState.STRANDED]
+    stale_after = _stale_after(target)
     unknown_old = [
-        v.info for v in views if v.state is ClaimState.UNKNOWN and v.info.age > lane.stale_after
+        v.info for v in views if v.state is ClaimState.UNKNOWN and v.info.age > stale_after
     ]
-    hung = [v.info for v in views if v.state is ClaimState.LIVE and v.info.age > lane.stale_after]
+    hung = [v.info for v in views if v.state is ClaimState.LIVE and v.info.age > stale_after]
     stranded = dead + unknown_old
     if stranded:
         oldest = max(c.age for c in stranded)
@@ -191,6 +188,7 @@ def stale_claim(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     "after ExitTimeOut): nobody will record how it ends",
     needs_lane=True,
     needs_plist=False,
+    scope=Scope.QUEUE,
 )
 def orphaned_job(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """The job inherits the claim's lock, so a job that outlives its runner keeps its claim
@@ -200,10 +198,7 @@ def orphaned_job(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     if lane is None:
         return
     orphans = [v.info for v in _claims(lane, ctx) if v.state is ClaimState.ORPHANED]
-    queue = ctx.queue(lane)
     for claim in orphans:
-        if not _reported_on(lane, _record_lane(queue, claim.job_id), ctx):
-            continue
         path, recover = claim.path, cmdline("lanekit", "recover", lane.name)
         yield Problem(
             Severity.WARNING,
@@ -222,6 +217,7 @@ def orphaned_job(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     summary="the oldest queued job is older than two schedule periods (the lane is not keeping up)",
     needs_lane=True,
     needs_plist=False,
+    scope=Scope.QUEUE,
 )
 def backlog(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """Jobs that wait longer than two runs should have taken mean the lane does not run, or
@@ -229,9 +225,10 @@ def backlog(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     lane = target.lane
     if lane is None or not lane.queue.dir.is_dir():
         return
-    period = schedule_period(lane, ctx)
-    if period is None:
+    periods = [p for p in (schedule_period(other, ctx) for other in _drainers(target)) if p]
+    if not periods:
         return
+    period = min(periods)  # the lane that fires most often sets the pace
     try:
         counts = ctx.queue(lane).counts(now=ctx.now().timestamp())
     except LanekitError:
@@ -255,6 +252,7 @@ def backlog(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     summary="jobs are in failed/ (out of attempts) and wait for a person",
     needs_lane=True,
     needs_plist=False,
+    scope=Scope.QUEUE,
 )
 def failed_jobs(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """failed/ is where jobs go to be looked at; nothing retries them by itself."""
@@ -366,6 +364,7 @@ def _stale_running(lane: LaneSpec, record: Record, location: JobLocation | None)
     "succeeded while queued)",
     needs_lane=True,
     needs_plist=False,
+    scope=Scope.QUEUE,
 )
 def record_mismatch(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """`lanekit jobs` and the re-execution guard trust the records; a record that disagrees
@@ -380,9 +379,11 @@ def record_mismatch(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
         mismatches = record_mismatches(queue)
     except LanekitError:
         return
+    ran = {other.name: other for other in _drainers(target)}
+    first = lane
     for record, location in mismatches:
-        if not _reported_on(lane, record.lane, ctx):
-            continue
+        # The fix names the lane that ran the job, when its record says which.
+        lane = ran.get(record.lane or "", first)
         if record.state is JobState.RUNNING:
             yield _stale_running(lane, record, location)
         elif location is not None:
@@ -398,11 +399,22 @@ def record_mismatch(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
 
 
 def _done_events(lane: LaneSpec) -> Counter[str]:
+    return _events(lane, "done")
+
+
+def _skipped_events(lane: LaneSpec) -> Counter[str]:
+    """Ids the guard skipped (re-submitted after they succeeded), from the lane log."""
+    return _events(lane, "skipped", reason="already-succeeded")
+
+
+def _events(lane: LaneSpec, name: str, **match: str) -> Counter[str]:
     from lanekit.lanelog import read_events
 
     counts: Counter[str] = Counter()
     for event in read_events(lane.log_path, rotated=True):
-        if event.get("event") == "done" and event.get("job"):
+        if event.get("event") != name or not event.get("job"):
+            continue
+        if all(event.get(key) == value for key, value in match.items()):
             counts[event["job"]] += 1
     return counts
 
@@ -421,39 +433,76 @@ def _done_files(lane: LaneSpec) -> Counter[str]:
     return counts
 
 
+@dataclass(frozen=True, slots=True)
+class SuccessCounts:
+    """How often one id succeeded, and how often it was re-submitted and skipped."""
+
+    done_events: int
+    """`done` events in the logs of the lanes on the queue."""
+    done_files: int
+    """Files of the id in done/ (a skipped copy is kept there too)."""
+    skipped: int
+    """`skipped reason=already-succeeded` events: copies the guard moved to done/ unrun."""
+
+    @property
+    def successes(self) -> int:
+        """Runs that succeeded: the done/ files that are not skipped copies, or the `done`
+        events, whichever says more."""
+        return max(self.done_events, self.done_files - self.skipped)
+
+
+def _success_counts(target: Target) -> tuple[dict[str, SuccessCounts], dict[str, list[str]]]:
+    """Per id: its success counts over the queue; and which lanes logged a `done` for it."""
+    drainers = _drainers(target)
+    events: Counter[str] = Counter()
+    skipped: Counter[str] = Counter()
+    by_lane: dict[str, list[str]] = {}
+    for other in drainers:
+        done = _done_events(other)
+        events.update(done)
+        skipped.update(_skipped_events(other))
+        for job in done:
+            by_lane.setdefault(job, []).append(other.name)
+    files = _done_files(drainers[0]) if drainers else Counter()
+    counts = {
+        job: SuccessCounts(events[job], files[job], skipped[job])
+        for job in set(events) | set(files) | set(skipped)
+    }
+    return counts, by_lane
+
+
 @check(
     "queue.duplicate-success",
-    summary="a job id succeeded twice (two `done` events, or two files in done/)",
+    summary="a job id succeeded twice (two `done` events, or two files in done/ that are not a "
+    "skipped re-submission)",
     needs_lane=True,
     needs_plist=False,
+    scope=Scope.QUEUE,
 )
 def duplicate_success(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """The seed's four runs of one JSON: the failure lanekit exists to prevent. Any trace of
-    it means something bypassed the claim (a second producer, a copied queue, a hand move)."""
+    it means something bypassed the claim (a second producer, a copied queue, a hand move).
+    A copy the guard skipped is kept in done/ too: it is not a second success."""
     lane = target.lane
     if lane is None:
         return
-    siblings = [other for other in ctx.lanes() if other.queue.name == lane.queue.name] or [lane]
-    events: Counter[str] = Counter()
-    for other in siblings:
-        events.update(_done_events(other))
-    mine = _done_events(lane)
-    by_log = sorted(job for job, n in events.items() if n > 1 and job in mine)
-    # done/ belongs to the queue: report it on the queue's first lane only, not once per lane.
-    first = min(other.name for other in siblings)
-    by_files = (
-        sorted(job for job, n in _done_files(lane).items() if n > 1) if lane.name == first else []
-    )
-    for job in sorted(set(by_log) | set(by_files)):
+    counts_by_job, lanes_by_job = _success_counts(target)
+    for job, counts in sorted(counts_by_job.items()):
+        by_log = counts.done_events > 1
+        by_files = counts.done_files - counts.skipped > 1
+        if not (by_log or by_files):
+            continue
         how = []
-        if job in by_log:
-            how.append(f"{events[job]} `done` events in the lane logs")
-        if job in by_files:
-            how.append(f"{_done_files(lane)[job]} files in {lane.queue.dir / 'done'}")
+        if by_log:
+            who = ", ".join(dict.fromkeys(lanes_by_job.get(job, [])))
+            how.append(f"{counts.done_events} `done` events in the logs of lane {who}")
+        if by_files:
+            how.append(f"{counts.done_files} files in {lane.queue.dir / 'done'}")
+        first = lanes_by_job.get(job, [lane.name])[0]
         yield Problem(
             Severity.ERROR,
             f"job {job} succeeded more than once ({' and '.join(how)}): its work was done twice.",
-            f"{cmdline('lanekit', 'job', lane.name, job)}  (its record), and find what "
+            f"{cmdline('lanekit', 'job', first, job)}  (its record), and find what "
             "re-queued it: a second "
             "producer, or a file moved back by hand",
         )
@@ -500,3 +549,32 @@ def timeouts(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
         f"fix the job or raise timeout of [lanes.{lane.name}] in lanes.toml and run "
         "`lanekit apply`",
     )
+
+
+@check(
+    "queue.resubmitted",
+    summary="a job id was enqueued again after it succeeded, and skipped (not run twice)",
+    needs_lane=True,
+    needs_plist=False,
+    scope=Scope.QUEUE,
+)
+def resubmitted(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
+    """The re-execution guard at work: the id's record says succeeded, so the copy went to
+    done/ unrun (`skipped reason=already-succeeded`). Worth knowing (a producer sends ids
+    twice), not a failure."""
+    lane = target.lane
+    if lane is None:
+        return
+    counts_by_job, _ = _success_counts(target)
+    for job, counts in sorted(counts_by_job.items()):
+        if not counts.skipped or counts.successes > 1:
+            continue
+        times = "once" if counts.skipped == 1 else f"{counts.skipped} times"
+        yield Problem(
+            Severity.INFO,
+            f"job {job} was re-submitted after it succeeded ({times}) and skipped, not run "
+            "again: the re-execution guard at work.",
+            f"{cmdline('lanekit', 'job', lane.name, job)}  (its record); to do the work again, "
+            "enqueue it "
+            "under a new id",
+        )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -23,7 +24,8 @@ WaitOption = Annotated[
         "--wait",
         metavar="SECONDS",
         min=0,
-        help="Let running lanes finish (up to SECONDS in total), then reload or remove them.",
+        help="Let running lanes finish (up to SECONDS in total), then reload or remove them;"
+        " on a terminal one line shows what is awaited (lane, pid, elapsed).",
         show_default=False,
     ),
 ]
@@ -65,13 +67,17 @@ def apply(
             help="Lanes to apply (default: all lanes in lanes.toml).", show_default=False
         ),
     ] = None,
+    *,
     wait: WaitOption = None,
     force: ForceOption = False,
     dry_run: DryRunOption = False,
+    as_json: JsonOption = False,
     config: ConfigOption = None,
 ) -> None:
     """Install and (re)load lanes so launchd matches lanes.toml. A running lane is never
-    reloaded: it is skipped and logged, unless --wait or --force."""
+    reloaded: it is skipped and logged, unless --wait or --force.
+
+    Exit 3 when a change is still pending because its lane is running (`--json` lists them)."""
     from lanekit.cli.render import launchd as show
     from lanekit.launchd import open_launchd
     from lanekit.paths import Paths
@@ -79,17 +85,19 @@ def apply(
 
     _check_wait_force(wait, force)
     paths = Paths.from_env()
-    result = reconcile(
-        _config(config, paths),
-        paths,
-        open_launchd(paths),
-        lanes=lanes or (),
-        wait=wait,
-        force=force,
-        dry_run=dry_run,
-        on_wait=show.waiting_for_apply,
-    )
-    show.applied(result)
+    with show.waiting() as progress:
+        result = reconcile(
+            _config(config, paths),
+            paths,
+            open_launchd(paths),
+            lanes=lanes or (),
+            wait=wait,
+            force=force,
+            dry_run=dry_run,
+            on_wait=show.waiting_for_apply,
+            progress=progress,
+        )
+    show.applied(result, as_json=as_json)
     raise typer.Exit(int(result.exit_code))
 
 
@@ -117,7 +125,10 @@ def remove(
         if config is not None:
             raise
         loaded = None
-    result = reconcile_remove(loaded, paths, open_launchd(paths), lane, wait=wait, force=force)
+    with show.waiting() as progress:
+        result = reconcile_remove(
+            loaded, paths, open_launchd(paths), lane, wait=wait, force=force, progress=progress
+        )
     show.removed(result)
 
 
@@ -125,14 +136,19 @@ def kick(
     lane: Annotated[str, typer.Argument(help="The lane to start now.")],
     config: ConfigOption = None,
 ) -> None:
-    """Start a lane now and return at once; prints the pid of its run."""
+    """Start a lane now and return at once; prints the pid of its run.
+
+    Exit 4 when launchd postpones the start (ThrottleInterval: it runs by itself in a few
+    seconds), 5 when launchd could not start it (e.g. exit 78: the program never ran)."""
     from lanekit.cli.render import launchd as show
     from lanekit.launchd import open_launchd
-    from lanekit.paths import Paths
+    from lanekit.paths import Paths, backend_name
     from lanekit.reconcile import kick as reconcile_kick
 
     paths = Paths.from_env()
-    show.kicked(reconcile_kick(_config(config, paths), paths, open_launchd(paths), lane))
+    result = reconcile_kick(_config(config, paths), paths, open_launchd(paths), lane)
+    show.kicked(result, emulated=backend_name(os.environ, sys.platform) == "emulated")
+    raise typer.Exit(int(result.exit_code))
 
 
 def status(
@@ -145,13 +161,25 @@ def status(
     """Per lane: state, pid, last exit, runs, schedule, next fire and queue counts."""
     from lanekit.cli.render import launchd as show
     from lanekit.launchd import open_launchd
-    from lanekit.paths import Paths
+    from lanekit.paths import Paths, backend_name
     from lanekit.status import status as lane_status
 
     paths = Paths.from_env()
     launchd = open_launchd(paths)
-    rows = lane_status(_config(config, paths), paths, launchd, [lane] if lane else None)
-    show.status(rows, domain=launchd.domain, reason=launchd.domain_reason, as_json=as_json)
+    emulated = backend_name(os.environ, sys.platform) == "emulated"
+    now = None
+    if emulated:
+        from lanekit.launchd.emuclock import emulated_now
+
+        now = emulated_now(paths)
+    rows = lane_status(_config(config, paths), paths, launchd, [lane] if lane else None, now=now)
+    show.status(
+        rows,
+        domain=launchd.domain,
+        reason=launchd.domain_reason,
+        as_json=as_json,
+        emulated=emulated,
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -64,6 +64,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "selftest_cmd",
         "Check this Mac's launchd with a temporary lane: load, run, throttle, stop, clean up.",
     ),
+    "emulator": (
+        "emulator_cmds",
+        "Drive the emulated launchd domain: off macOS nothing fires on a clock by itself.",
+    ),
     "demo": (
         "demo_cmd",
         "Five lanes fire at once on a 57-job backlog: count duplicates and losses (both 0).",

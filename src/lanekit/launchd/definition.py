@@ -12,14 +12,15 @@ difference). From the captures in tests/launchd/samples and launchd-semantics.md
 
 - `program` (Program, else argv[0]: launchd infers it) and `arguments {}` (ProgramArguments);
 - `environment {}`: EnvironmentVariables plus what launchd adds itself (XPC_SERVICE_NAME on every
-  capture, OSLogRateLimit on recent macOS, print-03); those two are left out of the comparison;
+  capture, OSLogRateLimit on recent macOS, print-03); only the plist's own variables are compared;
 - `stdout path`, `stderr path`, `working directory`, `run interval` (StartInterval), `nice`:
   printed only when set, so they are compared only when the output is complete (it has the
   `environment` block, which every full capture has);
-- `exit timeout` (ExitTimeOut, default 5 on modern macOS) and `minimum runtime`
+- `exit timeout` (ExitTimeOut; without one, 5 on modern macOS, 20 on 10.9) and `minimum runtime`
   (ThrottleInterval, default 10), printed on every full capture;
-- `spawn type`: `daemon (3)` for ProcessType Standard or unset, `background (5)` for Background,
-  `adaptive` (print-09); compared only when the printed word is one of the known ones;
+- `spawn type`: `daemon (3)` for ProcessType Standard or unset, reportedly `background (5)` for
+  Background, `adaptive` (print-09); a loaded background/adaptive job is compared, a plist
+  asking for Background that prints as daemon is not (unconfirmed, see `differences`);
 - StartCalendarInterval: one `event triggers` entry per dict on stream
   `com.apple.launchd.calendarinterval`, with the dict as its `descriptor` (print-02); compared only
   when the output has an `event triggers` block.
@@ -41,6 +42,9 @@ from lanekit.launchd.environ import launch_for
 
 DEFAULT_THROTTLE_INTERVAL = 10
 """launchd's ThrottleInterval default (`minimum runtime = 10` in print)."""
+
+DEFAULT_EXIT_TIMEOUTS = frozenset({5, 20})
+"""`exit timeout` of a job whose plist sets none: 5 on modern macOS, 20 on 10.9."""
 
 LAUNCHD_ADDED_ENV = frozenset({"XPC_SERVICE_NAME", "OSLogRateLimit"})
 """Variables launchd puts into a job's printed `environment` itself."""
@@ -130,11 +134,17 @@ def differences(plist: Mapping[str, Any], info: ServiceInfo) -> tuple[Difference
     if info.arguments:
         compare("ProgramArguments", info.arguments, launch.argv)
     if complete:
-        loaded_env = {k: v for k, v in info.environment.items() if k not in LAUNCHD_ADDED_ENV}
-        wanted_env = {k: v for k, v in launch.env.items() if k not in LAUNCHD_ADDED_ENV}
         variables = plist.get("EnvironmentVariables")
-        if not (isinstance(variables, Mapping) and isinstance(variables.get("PATH"), str)):
-            wanted_env.pop("PATH", None)  # launchd's default PATH is in `default environment`
+        wanted_env = {
+            k: v
+            for k, v in (variables.items() if isinstance(variables, Mapping) else ())
+            if isinstance(k, str) and isinstance(v, str) and k not in LAUNCHD_ADDED_ENV
+        }
+        # Only the plist's own variables are compared: launchd adds some of its own to the
+        # printed block (the two known ones, and maybe others on releases not captured), and
+        # an extra one must never make apply reload on every run. A variable dropped from
+        # lanes.toml changes the plist file, which the file comparison catches.
+        loaded_env = {k: info.environment[k] for k in wanted_env if k in info.environment}
         compare("EnvironmentVariables", loaded_env, wanted_env)
         compare("StandardOutPath", info.stdout_path, launch.stdout_path)
         compare("StandardErrorPath", info.stderr_path, launch.stderr_path)
@@ -142,19 +152,26 @@ def differences(plist: Mapping[str, Any], info: ServiceInfo) -> tuple[Difference
         compare("WorkingDirectory", info.working_directory, workdir or None)
         interval = plist.get("StartInterval")
         compare("StartInterval", info.run_interval, interval if isinstance(interval, int) else None)
-        compare("Nice", _int(info.extra.get("nice")), launch.nice)
-    if info.exit_timeout is not None:
+        # `nice = 0` and no nice line both mean unchanged priority.
+        compare("Nice", _int(info.extra.get("nice")) or None, launch.nice or None)
+    timeout = plist.get("ExitTimeOut")
+    if info.exit_timeout is not None and isinstance(timeout, int):
         compare("ExitTimeOut", info.exit_timeout, launch.exit_timeout)
+    elif info.exit_timeout is not None and info.exit_timeout not in DEFAULT_EXIT_TIMEOUTS:
+        compare("ExitTimeOut", info.exit_timeout, "unset")
     if info.minimum_runtime is not None:
         throttle = plist.get("ThrottleInterval")
         wanted_throttle = throttle if isinstance(throttle, int) else DEFAULT_THROTTLE_INTERVAL
         compare("ThrottleInterval", info.minimum_runtime, wanted_throttle)
     spawn = (info.extra.get("spawn type") or "").split(" ", 1)[0]
-    if spawn in _KNOWN_SPAWN_WORDS:
-        process_type = plist.get("ProcessType")
-        name = process_type if isinstance(process_type, str) else "Standard"
-        if name in SPAWN_TYPES:  # Interactive: how print shows it is not known, so not compared
-            compare("ProcessType", spawn, SPAWN_TYPES[name])
+    process_type = plist.get("ProcessType")
+    name = process_type if isinstance(process_type, str) else "Standard"
+    # Only `daemon (3)` for Standard is seen in captures; `background (5)` is a claim. So a
+    # loaded job printed as background or adaptive, with a plist that says otherwise, is a
+    # difference; a Background plist printed as daemon is not trusted to be one (it could
+    # be how some release prints it, and apply would then reload forever).
+    if spawn in _KNOWN_SPAWN_WORDS - {"daemon"} and SPAWN_TYPES.get(name) != spawn:
+        compare("ProcessType", spawn, SPAWN_TYPES.get(name, name))
     if info.calendar is not None:
         loaded_cal = calendar_facts(list(info.calendar))
         wanted_cal = calendar_facts(plist.get("StartCalendarInterval"))

@@ -26,10 +26,12 @@ sources leave room:
 - A job whose log path or WorkingDirectory cannot be opened, or whose program is missing, is
   not started and gets last exit 78 (EX_CONFIG), as modern launchd reports it. It still counts as
   a run: launchd counts the spawn attempt.
-- `tick(now)` fires calendar (StartCalendarInterval) and interval (StartInterval) jobs due at
-  `now`, each at most once per minute; a job running at its firing misses it. The minute in
-  which a job is loaded never fires for it (launchd arms the timer for the next match, and does
-  not replay a firing from before the load).
+- Nothing fires on a clock by itself (there is no daemon): `tick(now)` fires calendar
+  (StartCalendarInterval) and interval (StartInterval) jobs due at `now`, each at most once per
+  minute (`lanekit emulator tick`, launchd/emuclock.py, drives it through a span); a job
+  running at its firing misses it. The minute in which a job is loaded never fires for it
+  (launchd arms the timer for the next match, and does not replay a firing from before the
+  load).
 - A pid that vanished without an exit record (its watcher was killed, or the machine rebooted)
   gets no exit status: print shows `last exit reason = failed reap`, list shows no status.
 """
@@ -46,7 +48,7 @@ import signal
 import stat
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
 from pathlib import Path
@@ -149,13 +151,17 @@ class _State:
     disabled: dict[str, bool]
     ended: list[str] = field(default_factory=list)
     """Labels whose run was reaped when this state was loaded (not persisted)."""
+    clock: float | None = None
+    """The emulated time `lanekit emulator tick` has driven the domain to (epoch seconds)."""
 
     def to_bytes(self) -> bytes:
-        data = {
+        data: dict[str, object] = {
             "schema": STATE_SCHEMA,
             "jobs": {label: asdict(job) for label, job in sorted(self.jobs.items())},
             "disabled": dict(sorted(self.disabled.items())),
         }
+        if self.clock is not None:
+            data["clock"] = self.clock
         return (json.dumps(data, indent=2, sort_keys=True) + "\n").encode()
 
     @classmethod
@@ -167,7 +173,8 @@ class _State:
             for label, job in data.get("jobs", {}).items()
         }
         disabled = {str(k): bool(v) for k, v in data.get("disabled", {}).items()}
-        return cls(jobs, disabled)
+        clock = data.get("clock")
+        return cls(jobs, disabled, clock=float(clock) if isinstance(clock, int | float) else None)
 
 
 class EmulatedDomain:
@@ -353,6 +360,60 @@ class EmulatedDomain:
                         job.interval_base = base + (elapsed // interval) * interval
                         due = True
                 if due and not job.running:
+                    self._start(job, wall)
+                    fired.append(label)
+        return fired
+
+    def timers(self) -> builtins.list[Timer]:
+        """What will start each loaded job on a clock: its calendar entries and StartInterval."""
+        with self._transaction() as state:
+            found = []
+            for label, job in sorted(state.jobs.items()):
+                if job.booted_out:
+                    continue
+                plist = self._plist(job)
+                base = job.interval_base if job.interval_base is not None else job.loaded_at
+                found.append(
+                    Timer(
+                        label,
+                        calendar_entries(plist.get("StartCalendarInterval")),
+                        _positive_int(plist.get("StartInterval")),
+                        base,
+                        job.last_calendar,
+                    )
+                )
+            return found
+
+    def clock(self) -> float | None:
+        """The emulated time the last `lanekit emulator tick` reached, if any."""
+        with self._transaction() as state:
+            return state.clock
+
+    def set_clock(self, when: float) -> None:
+        """Record the emulated time reached (never moves back)."""
+        with self._transaction() as state:
+            state.clock = when if state.clock is None else max(state.clock, when)
+
+    def wake(
+        self, now: datetime, calendar: Iterable[str], intervals: Mapping[str, float]
+    ) -> builtins.list[str]:
+        """The Mac wakes at `now` after sleeping: each label in `calendar` had fires while it
+        slept and runs once (launchd coalesces them); StartInterval fires during the sleep are
+        missed, so `intervals` (label -> the last missed fire) only moves their timers on."""
+        fired: builtins.list[str] = []
+        key = _minute_key(now.replace(second=0, microsecond=0))
+        with self._transaction() as state:
+            wall = self._clock()
+            for label, base in intervals.items():
+                job = state.jobs.get(label)
+                if job is not None and not job.booted_out:
+                    job.interval_base = base
+            for label in sorted(set(calendar)):
+                job = state.jobs.get(label)
+                if job is None or job.booted_out:
+                    continue
+                job.last_calendar = key
+                if not job.running:
                     self._start(job, wall)
                     fired.append(label)
         return fired
@@ -587,6 +648,19 @@ def calendar_entries(value: object) -> tuple[CalendarEntry, ...]:
         with contextlib.suppress(ScheduleError):
             entries.append(parse_table(kept, strict=False))
     return tuple(entries)
+
+
+@dataclass(frozen=True, slots=True)
+class Timer:
+    """What starts one loaded job on a clock (for `lanekit emulator tick`)."""
+
+    label: str
+    calendar: tuple[CalendarEntry, ...]
+    interval: int | None
+    interval_base: float
+    """The StartInterval timer counts from here (epoch seconds)."""
+    last_calendar: str | None
+    """The minute (YYYY-MM-DDTHH:MM) of the last calendar firing handled."""
 
 
 class _RefusalError(Exception):

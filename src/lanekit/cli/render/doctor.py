@@ -6,7 +6,7 @@ import sys
 from collections.abc import Iterable, Sequence
 
 from lanekit.cli.render import json_out, line, show, styled, warning
-from lanekit.doctor import Check, DoctorReport, Finding, Severity
+from lanekit.doctor import Check, DoctorReport, Finding, Severity, SubjectKind
 from lanekit.quoting import cmdline
 from lanekit.tryrun import TryResult
 
@@ -22,13 +22,13 @@ def _plural(count: int, word: str) -> str:
 def _findings(findings: Sequence[Finding]) -> None:
     """Findings grouped by subject (already ordered most severe first within each)."""
     id_width = max((len(f.id) for f in findings), default=0)
-    subject: str | None = None
+    subject: tuple[str, str] | None = None
     for finding in findings:
-        if finding.subject != subject:
+        if (finding.kind, finding.subject) != subject:
             if subject is not None:
                 line()
-            subject = finding.subject
-            show(styled((subject, "bold")))
+            subject = (finding.kind, finding.subject)
+            show(styled((_heading(finding), "bold")))
         show(
             styled(
                 "  ",
@@ -37,6 +37,13 @@ def _findings(findings: Sequence[Finding]) -> None:
             )
         )
         show(styled(" " * 11, ("fix: ", "bold"), finding.fix))
+
+
+def _heading(finding: Finding) -> str:
+    """`funnel`, a plist path, or `queue notes (drained by funnel, pm)`."""
+    if finding.kind is SubjectKind.QUEUE:
+        return f"queue {finding.subject} (drained by {', '.join(finding.lanes)})"
+    return finding.subject
 
 
 def report(result: DoctorReport, *, as_json: bool) -> None:

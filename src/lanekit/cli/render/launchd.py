@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TextIO
 
 from lanekit.cli.render import error, json_out, line, note, show, styled, warning
 from lanekit.launchd import LaunchctlError
@@ -16,7 +17,9 @@ from lanekit.reconcile import (
     Outcome,
     RemoveResult,
     Result,
+    Waiting,
 )
+from lanekit.starts import StartOutcome
 from lanekit.status import LaneState, LaneStatus
 
 STATUS_SCHEMA = 1
@@ -50,6 +53,34 @@ def _row(cells: Sequence[tuple[str, str]], widths: Sequence[int]) -> None:
     show(styled(*parts))
 
 
+# -- waiting (apply --wait, remove --wait/--force) --------------------------------------------
+
+
+@contextlib.contextmanager
+def waiting(stream: TextIO | None = None) -> Iterator[Callable[[Waiting], None]]:
+    """One progress line on stderr, redrawn in place, naming what is awaited (lane, pid,
+    elapsed); cleared when the wait is over. Silent when stderr is not a terminal."""
+    out = sys.stderr if stream is None else stream
+    if not out.isatty():
+        yield lambda _: None
+        return
+    drawn = False
+
+    def show(w: Waiting) -> None:
+        nonlocal drawn
+        who = f"pid {w.pid}" if w.pid is not None else "lane lock held"
+        out.write(f"\r\x1b[Kwaiting {w.what}: lane {w.lane} ({who}), {w.elapsed:.0f} s")
+        out.flush()
+        drawn = True
+
+    try:
+        yield show
+    finally:
+        if drawn:
+            out.write("\r\x1b[K")
+            out.flush()
+
+
 # -- plan / apply -------------------------------------------------------------------------
 
 
@@ -65,18 +96,21 @@ def _notes(result: ApplyResult) -> None:
         warning(text)
 
 
-def applied(result: ApplyResult) -> None:
-    """What apply did per lane, errors (with launchctl's meaning) on stderr, then a summary."""
+def applied(result: ApplyResult, *, as_json: bool = False) -> None:
+    """What apply did per lane, errors (with launchctl's meaning) on stderr, then a summary;
+    or the `apply --json` document (errors still on stderr)."""
+    if as_json:
+        for outcome in result.outcomes:
+            _failure(outcome)
+        json_out(result.to_json())
+        return
     if result.dry_run:
         plan(result)
         return
     # Unchanged lanes are only counted: apply lists what it did and what needs attention.
     _outcome_rows([o for o in result.outcomes if o.result is not Result.UNCHANGED])
     for outcome in result.outcomes:
-        if outcome.result is Result.FAILED and outcome.error is not None:
-            exc = outcome.error
-            meaning = f" ({exc.meaning})" if isinstance(exc, LaunchctlError) and exc.meaning else ""
-            error(f"{outcome.action.lane}: {exc.message}{meaning}", exc.hint)
+        _failure(outcome)
     _summary(result)
     _notes(result)
 
@@ -86,6 +120,13 @@ def waiting_for_apply(pid: int | None) -> None:
     who = f"pid {pid}" if pid is not None else "another process"
     note(f"apply: waiting for another `lanekit apply` ({who}) to finish")
     sys.stderr.flush()
+
+
+def _failure(outcome: Outcome) -> None:
+    if outcome.result is Result.FAILED and outcome.error is not None:
+        exc = outcome.error
+        meaning = f" ({exc.meaning})" if isinstance(exc, LaunchctlError) and exc.meaning else ""
+        error(f"{outcome.action.lane}: {exc.message}{meaning}", exc.hint)
 
 
 def _outcome_rows(outcomes: Sequence[Outcome]) -> None:
@@ -166,12 +207,20 @@ def removed(result: RemoveResult) -> None:
         )
 
 
-def kicked(result: KickResult) -> None:
-    """The pid alone on stdout (scripts can capture it), notes on stderr."""
-    if result.already_running:
+def kicked(result: KickResult, *, emulated: bool = False) -> None:
+    """The pid alone on stdout (scripts can capture it), notes on stderr. The emulated domain
+    has no daemon: a postponed start happens at the first lanekit call after it is due."""
+    if result.outcome is StartOutcome.ALREADY_RUNNING:
         warning(f"lane {result.lane} is already running; not started again")
+    if result.outcome is StartOutcome.POSTPONED:
+        warning(
+            f"lane {result.lane}: launchd postponed the start (ThrottleInterval"
+            f" {result.throttle} s): it runs in about {result.starts_in} s"
+            + (" (emulated launchd: at the first lanekit command after that)" if emulated else "")
+        )
+        return
     if result.pid is None:
-        warning(f"lane {result.lane} was started but launchd reported no pid")
+        warning(f"lane {result.lane} started and already ended (launchd reported no pid)")
         return
     line(str(result.pid))
 
@@ -194,10 +243,26 @@ STATUS_COLUMNS = (
 )
 
 
-def status(rows: Sequence[LaneStatus], *, domain: str, reason: str, as_json: bool) -> None:
-    """A compact table plus one detail line per lane and the domain, or the JSON document."""
+EMULATED_NOTE = (
+    "emulated launchd: nothing fires on a clock; scheduled lanes fire only on"
+    " `lanekit emulator tick --for DURATION` (or `lanekit kick LANE`), and NEXT FIRE counts"
+    " from the emulated time"
+)
+
+
+def status(
+    rows: Sequence[LaneStatus],
+    *,
+    domain: str,
+    reason: str,
+    as_json: bool,
+    emulated: bool = False,
+) -> None:
+    """A compact table plus one detail line per lane and the domain, or the versioned JSON
+    document. In the emulated domain it says that nothing fires unless `lanekit emulator tick`
+    drives it."""
     if as_json:
-        json_out(status_json(rows, domain=domain, reason=reason))
+        json_out(status_json(rows, domain=domain, reason=reason, emulated=emulated))
         return
     table = [STATUS_COLUMNS, *(_status_cells(row) for row in rows)]
     widths = [max(len(r[i]) for r in table) for i in range(len(STATUS_COLUMNS))]
@@ -211,6 +276,8 @@ def status(rows: Sequence[LaneStatus], *, domain: str, reason: str, as_json: boo
             detail += f"; queue: {row.queue.error}"
         line(detail)
     line(f"launchd domain: {domain} ({reason})")
+    if emulated:
+        line(EMULATED_NOTE)
 
 
 def _status_cells(row: LaneStatus) -> tuple[str, ...]:
@@ -269,12 +336,15 @@ def _age(seconds: float | None) -> str:
     return f"{whole // 86400}d"
 
 
-def status_json(rows: Sequence[LaneStatus], *, domain: str, reason: str) -> dict[str, Any]:
+def status_json(
+    rows: Sequence[LaneStatus], *, domain: str, reason: str, emulated: bool = False
+) -> dict[str, Any]:
     """The `status --json` document (schema 1; keys pinned by tests/cli/test_launchd_cmds.py)."""
     return {
         "schema": STATUS_SCHEMA,
         "domain": domain,
         "domain_reason": reason,
+        "emulated": emulated,
         "lanes": [_lane_json(row) for row in rows],
     }
 
