@@ -10,6 +10,7 @@ from typing import Any, TextIO
 
 from lanekit.cli.render import error, json_out, line, note, show, styled, warning
 from lanekit.launchd import LaunchctlError
+from lanekit.quoting import printable
 from lanekit.reconcile import (
     ActionKind,
     ApplyResult,
@@ -66,15 +67,16 @@ def waiting(stream: TextIO | None = None) -> Iterator[Callable[[Waiting], None]]
         return
     drawn = False
 
-    def show(w: Waiting) -> None:
+    def draw(w: Waiting) -> None:
         nonlocal drawn
         who = f"pid {w.pid}" if w.pid is not None else "lane lock held"
-        out.write(f"\r\x1b[Kwaiting {w.what}: lane {w.lane} ({who}), {w.elapsed:.0f} s")
+        text = printable(f"waiting {w.what}: lane {w.lane} ({who}), {w.elapsed:.0f} s")
+        out.write(f"\r\x1b[K{text}")
         out.flush()
         drawn = True
 
     try:
-        yield show
+        yield draw
     finally:
         if drawn:
             out.write("\r\x1b[K")
