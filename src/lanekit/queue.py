@@ -913,14 +913,10 @@ class Queue:
             except BlockingIOError:
                 return None  # its owner (or another recoverer) holds it
             if owner is not None and owner.host == procinfo.hosttag():
-                alive = procinfo.liveness(owner.pid, owner.token)
-                if alive in {procinfo.Liveness.ALIVE, procinfo.Liveness.UNKNOWN}:
+                gone = _local_owner_gone(owner)
+                if gone is None:
                     return None
-                reason = (
-                    RecoverReason.OWNER_DEAD
-                    if alive is procinfo.Liveness.DEAD
-                    else RecoverReason.PID_REUSED
-                )
+                reason = gone
             else:
                 if now - os.fstat(fd).st_mtime <= stale_after:
                     return None
@@ -960,14 +956,10 @@ class Queue:
         or run): once its owner is gone, to failed/ with the reason. A live owner is a claimer
         about to do exactly that itself."""
         if owner is not None and owner.host == procinfo.hosttag():
-            alive = procinfo.liveness(owner.pid, owner.token)
-            if alive in {procinfo.Liveness.ALIVE, procinfo.Liveness.UNKNOWN}:
+            gone = _local_owner_gone(owner)
+            if gone is None:
                 return None
-            reason = (
-                RecoverReason.OWNER_DEAD
-                if alive is procinfo.Liveness.DEAD
-                else RecoverReason.PID_REUSED
-            )
+            reason = gone
         else:
             try:
                 if now - os.lstat(path).st_mtime <= stale_after:
@@ -1895,3 +1887,12 @@ def _read_all(fd: int, size: int) -> bytes:
     while chunk := os.read(fd, 1 << 16):
         chunks.append(chunk)
     return data if len(chunks) == 1 else b"".join(chunks)
+
+
+def _local_owner_gone(owner: Owner) -> RecoverReason | None:
+    """Why a claim's owner on this host is gone (dead, or its pid reused), or None while it may
+    still be alive (alive, or not knowable: never recover on a guess)."""
+    alive = procinfo.liveness(owner.pid, owner.token)
+    if alive in {procinfo.Liveness.ALIVE, procinfo.Liveness.UNKNOWN}:
+        return None
+    return RecoverReason.OWNER_DEAD if alive is procinfo.Liveness.DEAD else RecoverReason.PID_REUSED
