@@ -74,6 +74,7 @@ ISSUE_CHECK_IDS = {
     "queue.timeouts",
     "queue.resubmitted",
     "lane.missed-run",
+    "lane.cannot-start",  # issue 10 item 8
     "priority.background-burst",
     # issue 15: what real Macs do silently
     "tcc.protected-path",

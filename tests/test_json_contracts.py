@@ -217,6 +217,8 @@ def sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "lanes.toml").write_text(CONFIG, encoding="utf-8")
     (tmp_path / "bad.toml").write_text(BAD_CONFIG, encoding="utf-8")
+    ok = CONFIG.replace("lanekit-contract-missing-tool", "/bin/cat")
+    (tmp_path / "ok.toml").write_text(ok, encoding="utf-8")
     return tmp_path
 
 
@@ -257,6 +259,12 @@ COMMANDS = (
     "job",
     "timeline",
     "selftest",
+    "retry",
+    "requeue",
+    "cancel",
+    "pause",
+    "resume",
+    "purge",
 )
 
 
@@ -331,10 +339,15 @@ def test_schedule_json_matches_doc(sandbox: Path) -> None:
 
 
 def test_validate_json_matches_doc(sandbox: Path) -> None:
-    """`validate --json` with a warning, and with errors (exit 1), is as documented."""
+    """`validate --json` with a warning, and with errors (exit 1: a missing job command, a bad
+    key), is as documented."""
     _check_all(
         "validate",
-        [_json("validate", "--json"), _json("validate", "--json", "-c", "bad.toml", exit_code=1)],
+        [
+            _json("validate", "--json", "-c", "ok.toml"),
+            _json("validate", "--json", exit_code=1),  # funnel's command is missing
+            _json("validate", "--json", "-c", "bad.toml", exit_code=1),
+        ],
     )
 
 
@@ -420,7 +433,7 @@ def test_timeline_json_matches_doc(sandbox: Path) -> None:
     from lanekit.runner import run_lane
     from lanekit.snapshot import RunSpec
 
-    CliRunner().invoke(app, ["apply"])
+    CliRunner().invoke(app, ["apply", "--force"])  # funnel's command is missing on purpose
     (job_id,) = _jobs(sandbox, 1)
     paths = Paths.from_env()
     config = load_config(sandbox / "lanes.toml", paths)
@@ -442,3 +455,39 @@ def test_timeline_json_matches_doc(sandbox: Path) -> None:
     ]
     assert documents[0]["bursts"], "trickle and mondays overlapped"
     _check_all("timeline", documents)
+
+
+def test_job_verbs_json_matches_doc(sandbox: Path) -> None:
+    """`cancel`, `retry` and `requeue --json` (real moves, and a dry run) are as documented."""
+    queue = _queue(sandbox)
+    job_id = queue.enqueue({"note": "n"})
+    _check_all("cancel", [_json("cancel", job_id, "--json")])
+    _check_all(
+        "retry", [_json("retry", job_id, "--json", "--dry-run"), _json("retry", job_id, "--json")]
+    )
+    claim = queue.claimer().claim()
+    assert claim is not None
+    queue.release(claim, max_attempts=3, error="exit 1")
+    _check_all("requeue", [_json("requeue", job_id, "--json")])
+
+
+def test_pause_and_resume_json_match_doc(sandbox: Path) -> None:
+    """`pause` and `resume --json` on an installed lane are as documented."""
+    CliRunner().invoke(app, ["apply", "trickle"])
+    _check_all("pause", [_json("pause", "trickle", "--json")])
+    _check_all(
+        "resume",
+        [_json("resume", "trickle", "--json", "--dry-run"), _json("resume", "trickle", "--json")],
+    )
+
+
+def test_purge_json_matches_doc(sandbox: Path) -> None:
+    """`purge --json` with a failed job old enough to go is as documented."""
+    queue = _queue(sandbox)
+    job_id = queue.enqueue({"note": "n"})
+    claim = queue.claimer().claim()
+    assert claim is not None
+    queue.fail(claim, "exit 1")
+    document = _json("purge", "--older-than", "1h", "--json", "--dry-run")
+    _check_all("purge", [document, _json("purge", "--json")])
+    assert job_id

@@ -76,7 +76,7 @@ def plant(config_path: Path, paths: Paths) -> list[tuple[str, str]]:
     """Apply the example and plant its run-state problems; the (id, subject) pairs to expect."""
     config = load_config(config_path, paths)
     launchd = open_launchd(paths)
-    apply(config, paths, launchd)
+    apply(config, paths, launchd, install_anyway=True)  # its missing commands are planted too
     lanes = config.lanes
 
     # lane.missed-run: installed two days ago (as far as launchd's fires are concerned).

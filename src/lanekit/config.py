@@ -19,7 +19,7 @@ import os
 import re
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime, time
 from pathlib import Path
 from typing import Any
@@ -35,7 +35,12 @@ from lanekit.schedule import (
     parse_duration,
     schedule_entry_errors,
 )
-from lanekit.snapshot import DEFAULT_EXIT_TIMEOUT, RunSpec
+from lanekit.snapshot import (
+    DEFAULT_EXIT_TIMEOUT,
+    DEFAULT_KEEP_DONE,
+    DEFAULT_KEEP_FAILED,
+    RunSpec,
+)
 
 DEFAULT_PATH = ("/opt/homebrew/bin", "/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin")
 DEFAULT_LABEL_PREFIX = "local.lanekit"
@@ -68,7 +73,9 @@ _ZERO_DURATION_RE = re.compile(r"0+[smhd]?", re.IGNORECASE)
 _VAR_RE = re.compile(r"\$(\{[^}]*\}?|[A-Za-z_][A-Za-z0-9_]*)")
 
 TOP_KEYS = ("defaults", "queues", "lanes")
-QUEUE_KEYS = ("dir", "durable")
+RETENTION_MINIMUM = 3600
+"""keep_done / keep_failed below an hour would purge jobs a person is still looking at."""
+QUEUE_KEYS = ("dir", "durable", "keep_done", "keep_failed")
 # Lane options that [defaults] may set for every lane.
 OPTION_KEYS = (
     "max_jobs",
@@ -109,6 +116,10 @@ class QueueSpec:
     dir: Path
     durable: bool = True
     """False skips fsyncs on enqueue (faster; a power loss may lose recent jobs)."""
+    keep_done: int = DEFAULT_KEEP_DONE
+    """Seconds a finished job stays in done/ (with its record) before purging removes it."""
+    keep_failed: int = DEFAULT_KEEP_FAILED
+    """Seconds a failed job stays in failed/ (with its .error and record)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +157,8 @@ class LaneSpec:
     throttle_interval: int | None = None
     exit_timeout: int | None = None
     run_at_load: bool = False
+    project: Path | None = None
+    """The lanes.toml the lane comes from (resolved): the project that owns its label."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -312,6 +325,11 @@ def run_spec(lane: LaneSpec) -> RunSpec:
         exit_timeout=DEFAULT_EXIT_TIMEOUT if lane.exit_timeout is None else lane.exit_timeout,
         log_path=lane.log_path,
         durable=lane.queue.durable,
+        stdout_path=lane.stdout_path,
+        stderr_path=lane.stderr_path,
+        keep_done=lane.queue.keep_done,
+        keep_failed=lane.queue.keep_failed,
+        project=lane.project,
     )
 
 
@@ -452,7 +470,7 @@ class _Reader:
                 default_options=default_options,
             )
             if lane is not None:
-                lanes[name] = lane
+                lanes[name] = replace(lane, project=path.resolve())
         self.unique_labels(lanes)
         self.unique_log_paths(lanes)
         return Config(
@@ -517,10 +535,18 @@ class _Reader:
                 'add dir = "~/path/to/queue" (tmp/ queue/ claimed/ ... are created inside)',
             )
         durable = self.boolean(table, (*key, "durable"))
+        keep_done = self.duration(table, (*key, "keep_done"), minimum=RETENTION_MINIMUM)
+        keep_failed = self.duration(table, (*key, "keep_failed"), minimum=RETENTION_MINIMUM)
         self.in_file_order(before, table, 2)
         if len(self.failures) > before or directory is None:
             return None
-        return QueueSpec(name=name, dir=directory, durable=True if durable is None else durable)
+        return QueueSpec(
+            name=name,
+            dir=directory,
+            durable=True if durable is None else durable,
+            keep_done=DEFAULT_KEEP_DONE if keep_done is None else keep_done,
+            keep_failed=DEFAULT_KEEP_FAILED if keep_failed is None else keep_failed,
+        )
 
     def unique_queue_dirs(self, queues: Mapping[str, QueueSpec]) -> None:
         """Two queues in one directory, or one inside another, would mix their jobs: compared

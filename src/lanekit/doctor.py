@@ -582,6 +582,8 @@ class DoctorRequest:
     all_plists: bool = False
     checks: tuple[str, ...] = ()
     config_path: Path | None = None
+    project: Path | None = None
+    """`--project`: one installed project, from anywhere (lanekit.projects)."""
 
 
 def build_targets(request: DoctorRequest, paths: Paths, config: Config | None) -> list[Target]:
@@ -628,30 +630,80 @@ def diagnose(
     lanes.toml is required when lanes are examined; with `--plist`/`--all` alone it is used
     when found (to recognise lanekit's own plists) and optional otherwise.
     """
-    from lanekit.config import find_config, load_config
     from lanekit.errors import ConfigError
     from lanekit.launchd import open_launchd
+    from lanekit.projects import find_configs
 
     env = os.environ if env is None else env
     checks = select_checks(request.checks)
     needs_config = bool(request.lanes) or not (request.plists or request.all_plists)
-    config: Config | None = None
+    configs: list[Config] = []
     try:
-        config = load_config(find_config(request.config_path, env, paths.cwd), paths)
+        configs, _ = find_configs(request.config_path, paths, env, project=request.project)
     except ConfigError:
-        if needs_config or request.config_path is not None:
+        if needs_config or request.config_path is not None or request.project is not None:
             raise
-    targets = build_targets(request, paths, config)
     note = None
     if launchd is None and any(c.asks_launchd for c in checks):
         try:
             launchd = open_launchd(paths, env)
         except LanekitError as exc:
             note = f"launchd checks skipped: {exc.message}"
-    ctx = DoctorContext(paths, config=config, launchd=launchd, now=now, uid=uid)
-    if note is not None:
-        ctx.notes.append(note)
-    return run_checks(targets, ctx, checks)
+    groups = _targets_by_config(request, paths, configs)
+    reports = []
+    for config, targets in groups:
+        ctx = DoctorContext(paths, config=config, launchd=launchd, now=now, uid=uid)
+        if note is not None:
+            ctx.notes.append(note)
+        reports.append(run_checks(targets, ctx, checks))
+    if len(reports) == 1:
+        return reports[0]
+    return DoctorReport(
+        findings=tuple(f for r in reports for f in r.findings),
+        subjects=tuple(s for r in reports for s in r.subjects),
+        checks=tuple(c.id for c in checks),
+        notes=tuple(dict.fromkeys(n for r in reports for n in r.notes)),
+    )
+
+
+def _targets_by_config(
+    request: DoctorRequest, paths: Paths, configs: Sequence[Config]
+) -> list[tuple[Config | None, list[Target]]]:
+    """The targets of each config (its lanes), then plists, each with the config that knows
+    its lane: the loaded one, or the project that installed its label (lanekit.projects), so
+    `doctor --plist`/`--all` finds a lanekit lane's problems from any directory."""
+    from lanekit.projects import config_of_label, lanes_named
+
+    groups: dict[int, tuple[Config | None, list[Target]]] = {}
+    seen: set[Path] = set()
+    if configs and (request.lanes or request.all_plists or not request.plists):
+        for lane in lanes_named(configs, request.lanes):
+            owner = next(c for c in configs if c.lanes.get(lane.name) is lane)
+            target = lane_target(lane, paths)
+            groups.setdefault(id(owner), (owner, []))[1].append(target)
+            if target.plist_path is not None:
+                seen.add(target.plist_path.absolute())
+    files = list(request.plists)
+    if request.all_plists and paths.launch_agents.is_dir():
+        files.extend(sorted(paths.launch_agents.glob("*.plist")))
+    known: dict[str, Config | None] = {}
+    for file in files:
+        if file.absolute() in seen:
+            continue
+        seen.add(file.absolute())
+        config: Config | None = configs[0] if len(configs) == 1 else None
+        target = plist_target(file, config)
+        label = target.label
+        if target.lane is None and label is not None:
+            if label not in known:
+                known[label] = config_of_label(paths, label)
+            if known[label] is not None:
+                config = known[label]
+                target = plist_target(file, config)
+        groups.setdefault(id(config), (config, []))[1].append(target)
+    if not groups:
+        return [(configs[0] if len(configs) == 1 else None, [])]
+    return list(groups.values())
 
 
 def list_checks() -> list[Check]:

@@ -10,17 +10,21 @@ ast and dis), pathlib, enum, signal and lanekit.errors: together they cost sever
 
 The fast path only handles the case it can vouch for: `LANE --snapshot PATH`, a snapshot that
 reads cleanly with every field present, and nothing in queue/, delayed/ or claimed/. Then it
-does what the full run would do for an empty queue: rotate the lane log, take the lane lock
+does what the full run would do for an empty queue: rotate the lane log (and launchd's
+stdout/stderr files: launchd reopens them at each spawn, so a rename here only affects the
+next run), take the lane lock
 (held: `skipped reason=lane-busy`, exit 0), log `start` and `finish reason=empty` (doctor's
-missed-run check reads them), exit 0. Everything else, including every error, goes to
+missed-run check reads them), exit 0. The first run of a UTC day goes to the full path too,
+which purges the queue (retention, lanekit.queue.Queue.purge). Everything else, including
+every error, goes to
 lanekit.runner.main, which does the whole run and reports problems its usual way.
 
 No stop-signal handlers are installed on this path: nothing is claimed, so a SIGTERM that ends
 the process early leaves nothing to restore (the kernel drops the lane lock).
 """
 
-# ruff: noqa: PTH116, PTH120
-# (os on str paths: pathlib is one of the imports this module avoids)
+# ruff: noqa: PTH110, PTH116, PTH120, PTH208
+# (os and os.path on str paths: pathlib is one of the imports this module avoids)
 from __future__ import annotations
 
 import fcntl
@@ -67,17 +71,24 @@ def empty_run(argv: Sequence[str], *, clock: Callable[[], float] = time.monotoni
         return None
     queue_dir, log_path = spec["queue_dir"], spec["log_path"]
     max_bytes, keep = spec["log_max_bytes"], spec["log_keep"]
+    keep_done = spec["keep_done"]
     if not (
         isinstance(queue_dir, str)
         and isinstance(log_path, str)
         and _is_int(max_bytes)
         and _is_int(keep)
+        and _is_int(keep_done)
         and nothing_queued(queue_dir)
+        and not purge_due(queue_dir, time.time(), keep_done)
     ):
         return None
     warn = log_warner(log_path)
     try:
         rotate_if_needed(log_path, max_bytes, keep)
+        for key in ("stdout_path", "stderr_path"):
+            launchd_log = spec[key]
+            if isinstance(launchd_log, str):
+                rotate_if_needed(launchd_log, max_bytes, keep)
     except OSError as exc:
         warn(exc)
     log = LaneLog(log_path, lane, on_error=warn)
@@ -132,6 +143,34 @@ def split_args(argv: Sequence[str]) -> tuple[str, str | None] | None:
 def lock_file(queue_dir: str, lane: str) -> str:
     """The lane lock's path: in the queue's logs/ directory, next to the lane log."""
     return f"{queue_dir}/logs/{lane}.lock"
+
+
+def utc_day(epoch: float) -> str:
+    """`YYYY-MM-DD` of `epoch` in UTC (done/ buckets and the daily purge count UTC days)."""
+    return time.strftime("%Y-%m-%d", time.gmtime(epoch))
+
+
+def purge_stamp(queue_dir: str, day: str) -> str:
+    """The file whose creation (O_EXCL) claims the day's purge of a queue: whichever run
+    creates `logs/.purged-<UTC day>` first purges, every other run that day sees it exists.
+    One stat per empty run is all the daily purge costs the fast path."""
+    return f"{queue_dir}/logs/.purged-{day}"
+
+
+def purge_due(queue_dir: str, now: float, keep_done: float) -> bool:
+    """True when no run has purged the queue today yet and there may be something to purge:
+    a done/ day bucket older than `keep_done`, or anything in failed/. One stat once the day's
+    purge ran; before it, a listing of done/ (one entry per day) and a peek into failed/."""
+    if os.path.exists(purge_stamp(queue_dir, utc_day(now))):
+        return False
+    cutoff = utc_day(now - keep_done)
+    try:
+        if any(name[:1].isdigit() and name < cutoff for name in os.listdir(f"{queue_dir}/done")):
+            return True
+        with os.scandir(f"{queue_dir}/failed") as entries:
+            return any(not entry.name.startswith(".") for entry in entries)
+    except OSError:
+        return False  # a missing directory: the full run reports it when it matters
 
 
 def try_lock(path: str) -> int | None:

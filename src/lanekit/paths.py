@@ -40,6 +40,12 @@ class Paths:
         """The snapshot file of the lane with this launchd label."""
         return self.snapshots / f"{label}.json"
 
+    def pause_marker_for(self, label: str) -> Path:
+        """The pause marker of the lane with this launchd label (lanekit.snapshot owns it)."""
+        from lanekit.snapshot import pause_marker
+
+        return pause_marker(self.snapshot_for(label))
+
     def plist_for(self, label: str) -> Path:
         """The installed plist of the lane with this launchd label."""
         return self.launch_agents / f"{label}.plist"

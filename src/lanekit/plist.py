@@ -310,9 +310,11 @@ def check_config(
     warnings: list[str] = []
     if config is not None:
         seen = {error.message for error in errors}
+        from lanekit.preflight import cannot_start
+
         for lane in config.lanes.values():
             try:
-                render_lane(
+                rendered = render_lane(
                     lane,
                     interpreter=interpreter,
                     snapshot=paths.snapshot_for(lane.label),
@@ -324,6 +326,12 @@ def check_config(
                 if same not in seen:
                     seen.add(same)
                     errors.append(exc)
+                continue
+            # What `apply` refuses (without --force), validate reports: the same check.
+            errors.extend(
+                ConfigError(f"{display}: lanes.{lane.name}.command: {problem.message}", problem.fix)
+                for problem in cannot_start(lane, rendered, paths)
+            )
         checked = [preflight(lane) for lane in config.lanes.values()]
         for lane, found in zip(config.lanes.values(), checked, strict=True):
             for refusal in found.refusals:
@@ -343,7 +351,8 @@ def check_config(
 
 
 def init_config(directory: Path, paths: Paths) -> Path:
-    """`lanekit init`: write `directory/lanes.toml` from templates/lanes.toml.j2.
+    """`lanekit init`: write `directory/lanes.toml` from templates/lanes.toml.j2, with a label
+    prefix unique to the user and the directory (lanekit.ownership.label_prefix_for).
 
     Never overwrites: an existing file is a ConfigError and stays untouched.
     """
@@ -354,9 +363,14 @@ def init_config(directory: Path, paths: Paths) -> Path:
             f"{shown}: already exists; lanekit init never overwrites it",
             "edit it, or run `lanekit init DIR` to write one in another directory",
         )
+    import getpass
+
+    from lanekit.ownership import label_prefix_for
+
+    prefix = label_prefix_for(getpass.getuser(), directory.resolve())
     template = _template(None, INIT_TEMPLATE)
     try:
-        text = template.render(home=str(paths.home))
+        text = template.render(home=str(paths.home), label_prefix=prefix)
     except jinja2.TemplateError as exc:
         raise _template_error(exc, None, None) from None
     _write_new(target, text.encode("utf-8"), shown)

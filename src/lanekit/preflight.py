@@ -5,6 +5,12 @@ Refusals are what apply will not do (install a lane whose queue sits in a Dropbo
 folder, or on a network filesystem); warnings are what launchd will do differently from what
 lanes.toml seems to say (an `every` below ThrottleInterval, a cron line whose day fields cron
 ANDs and launchd ORs). Rendering the plist is checked by both through lanekit.plist.
+
+A lane that cannot start fails early too: `cannot_start` runs doctor's own
+`path.command-missing` on the plist `apply` would install, so a job command missing from the
+lane's PATH is an error in validate and a refusal in apply (`apply --force` installs anyway).
+At run time such a job still goes back untouched, and doctor's `lane.cannot-start` reports the
+lane after its first such run.
 """
 
 from __future__ import annotations
@@ -17,6 +23,11 @@ from lanekit.schedule import DEFAULT_THROTTLE
 
 if TYPE_CHECKING:
     from lanekit.config import LaneSpec
+    from lanekit.doctor import Problem
+    from lanekit.paths import Paths
+
+CANNOT_START_CHECK = "path.command-missing"
+"""The doctor check whose findings `cannot_start` returns."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,3 +70,20 @@ def throttle_warning(lane: LaneSpec) -> str | None:
         f"{throttle} s, so launchd starts it at most every {throttle} s; set every to "
         f'"{throttle}s" or more, or throttle_interval = "{interval}s", in [lanes.{lane.name}]'
     )
+
+
+def cannot_start(lane: LaneSpec, plist: bytes, paths: Paths) -> list[Problem]:
+    """What doctor's `path.command-missing` says about `lane` installed as `plist` (the
+    rendered bytes): empty when every command it runs is found on its PATH."""
+    import plistlib
+
+    from lanekit.doctor import DoctorContext, Target, registry
+
+    target = Target(
+        subject=lane.name,
+        plist_path=paths.plist_for(lane.label),
+        plist=plistlib.loads(plist),
+        installed=False,
+        lane=lane,
+    )
+    return list(registry()[CANNOT_START_CHECK].func(target, DoctorContext(paths)))

@@ -23,7 +23,7 @@ The claim path uses `os` with `str` paths and imports nothing heavy; `lanekit ru
 queue is a benchmark figure.
 """
 
-# ruff: noqa: PTH100, PTH102, PTH103, PTH108, PTH110, PTH115, PTH116, PTH119, PTH120, PTH208
+# ruff: noqa: PTH100, PTH102, PTH103, PTH106, PTH108, PTH110, PTH115, PTH116, PTH119, PTH120, PTH208
 # (str paths and os.* on purpose: this is the claim path, see the docstring)
 from __future__ import annotations
 
@@ -453,6 +453,48 @@ class JobLocation:
     path: Path
 
 
+@dataclass(frozen=True, slots=True)
+class Moved:
+    """One job an operator verb (retry, requeue, cancel) moved, or with dry_run would move."""
+
+    job_id: str
+    source: Path
+    destination: Path
+    state: JobState
+    """The job's state once moved: QUEUED (retry, requeue) or FAILED (cancel)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Purged:
+    """What `Queue.purge` removed (or, with dry_run, would remove)."""
+
+    done: tuple[str, ...]
+    """Ids of finished jobs removed from done/."""
+    failed: tuple[str, ...]
+    """Ids of failed jobs removed from failed/."""
+    guard_expired: tuple[str, ...]
+    """Guard index files (records/.guard/<day>.ids) that expired."""
+    dry_run: bool = False
+
+
+def _owned_id(name: str) -> str:
+    """The job id of `<id>.json` or of a second copy kept as `<id>.<owner>.json`."""
+    parsed = split_owned_name(name)
+    return name[:-5] if parsed is None else parsed[0]
+
+
+CANCELLED = "cancelled"
+"""The reason `lanekit cancel` records (the record's error and the job's .error)."""
+_VERB_HINT = "`lanekit job` shows where the job is now"
+
+
+def _read_text(path: str) -> str | None:
+    try:
+        return Path(path).read_text("utf-8", "replace")
+    except FileNotFoundError:
+        return None
+
+
 class Queue:
     """A directory queue (see the module docstring).
 
@@ -701,11 +743,13 @@ class Queue:
                 if name.endswith(".json") and name[:-5].rpartition(".")[0] == job_id:
                     raise JobExistsError(f"job {job_id} {what} ({directory}/{name})", hint)
         record = self.store.read(job_id)
-        proof = (
-            self.store.path(job_id)
-            if record is not None and record.state is JobState.SUCCEEDED
-            else self._done_file(job_id)
-        )
+        proof: Path | str | None
+        if record is not None and record.state is JobState.SUCCEEDED:
+            proof = self.store.path(job_id)
+        elif self.store.succeeded(job_id, record):  # no record: the purge index knows it
+            proof = self.store.guard_dir
+        else:
+            proof = self._done_file(job_id)
         if proof is not None:
             raise JobExistsError(
                 f"job {job_id} already succeeded ({proof})",
@@ -1284,6 +1328,240 @@ class Queue:
         finally:
             os.close(fd)
 
+    # -- operator verbs: retry, requeue, cancel ----------------------------------------------
+
+    def retry(self, job_id: str, *, dry_run: bool = False, now: float | None = None) -> Moved:
+        """A failed job back into queue/ with all its attempts again (`lanekit retry`).
+
+        The record is rewritten first (queued, attempts 0, the reason it failed kept in its
+        `error` as `retried by hand; it had failed: ...`), then the job file moves by a
+        no-replace rename and its `.error` is removed. A job that is not in failed/ under its
+        own name is a UsageError and nothing changes; so is one whose record says succeeded
+        (the guard would only skip it)."""
+        validate_job_id(job_id)
+        self.check()
+        src = f"{self._failed}/{job_id}.json"
+        target = f"{self._queue}/{job_id}.json"
+        if not os.path.lexists(src):
+            raise self._not_there(job_id, "failed", "only a failed job can be retried")
+        prev = self.store.read(job_id)
+        if self.store.succeeded(job_id, prev):
+            raise JobExistsError(
+                f"job {job_id} already succeeded ({self.store.path(job_id)}); not retried",
+                "lanekit never runs a succeeded id again: enqueue the work under a new id",
+            )
+        if os.path.lexists(target):
+            raise JobExistsError(f"job {job_id} is already queued ({target})", _VERB_HINT)
+        moved = Moved(job_id, Path(src), Path(target), JobState.QUEUED)
+        if dry_run:
+            return moved
+        now = time.time() if now is None else now
+        error_file = src[:-5] + ".error"
+        reason = (prev.error if prev is not None else None) or _read_text(error_file)
+        stamp = iso_utc(now)
+        record = Record(
+            job_id,
+            JobState.QUEUED,
+            0,
+            prev.queued_at if prev is not None else stamp,
+            stamp,
+            prev.lane if prev is not None else None,
+            "retried by hand; it had failed: " + (reason or "(no reason recorded)").strip(),
+        )
+        with _io("retry the job"):
+            self.store.write(record)
+            try:
+                fsops.rename_noreplace(src, target)
+            except (FileExistsError, FileNotFoundError):
+                if prev is not None:
+                    self.store.write(prev)
+                raise JobExistsError(
+                    f"job {job_id} moved while it was being retried; nothing changed",
+                    _VERB_HINT,
+                ) from None
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(error_file)
+            if self.durable:
+                fsops.fsync_dir(self._queue)
+        return moved
+
+    def failed_ids(self) -> list[str]:
+        """Ids of the jobs in failed/ under their own name, oldest first (`retry --failed`)."""
+        return sorted(name[:-5] for name in _job_names(self._failed) if "." not in name[:-5])
+
+    def requeue(self, job_id: str, *, dry_run: bool = False) -> Moved:
+        """A job waiting out its retry backoff in delayed/: into queue/ now (`lanekit
+        requeue`). Its record is unchanged (the attempts it spent still count)."""
+        validate_job_id(job_id)
+        self.check()
+        src = self._delayed_file(job_id)
+        if src is None:
+            raise self._not_there(job_id, "delayed", "only a job awaiting a retry can be requeued")
+        target = f"{self._queue}/{job_id}.json"
+        moved = Moved(job_id, Path(src), Path(target), JobState.QUEUED)
+        if dry_run:
+            return moved
+        with _io("requeue the job"):
+            try:
+                fsops.rename_noreplace(src, target)
+            except FileNotFoundError:
+                raise JobExistsError(
+                    f"job {job_id} left delayed/ meanwhile (its retry came due); nothing changed",
+                    _VERB_HINT,
+                ) from None
+            except FileExistsError:
+                raise JobExistsError(
+                    f"job {job_id} is already queued ({target})", _VERB_HINT
+                ) from None
+            if self.durable:
+                fsops.fsync_dir(self._queue)
+        return moved
+
+    def cancel(self, job_id: str, *, dry_run: bool = False, now: float | None = None) -> Moved:
+        """A queued or delayed job to failed/ with reason `cancelled` (`lanekit cancel`).
+
+        The move is one rename out of queue/ or delayed/, so it races fairly with a claimer:
+        if a runner took the job first, it is running and the cancel is refused (UsageError),
+        as for a job that is running already. A running job is never touched here."""
+        validate_job_id(job_id)
+        self.check()
+        src = f"{self._queue}/{job_id}.json"
+        if not os.path.lexists(src):
+            src = self._delayed_file(job_id) or ""
+        if not src:
+            location = self.locate(job_id)
+            if location is not None and location.state is JobState.RUNNING:
+                raise self._running(job_id, location.path)
+            raise self._not_there(job_id, "queued", "only a queued or delayed job can be cancelled")
+        moved = Moved(job_id, Path(src), Path(f"{self._failed}/{job_id}.json"), JobState.FAILED)
+        if dry_run:
+            return moved
+        now = time.time() if now is None else now
+        with _io("cancel the job"):
+            try:
+                target = self._to_failed(src, job_id, CANCELLED)
+            except FileNotFoundError:
+                location = self.locate(job_id)
+                raise self._running(
+                    job_id, location.path if location is not None else self.claimed
+                ) from None
+            prev: Record | None
+            try:
+                prev = self.store.read(job_id)
+            except RecordError:
+                prev = None
+            self._write_failed_record(job_id, prev, CANCELLED, now)
+        return Moved(job_id, Path(src), Path(target), JobState.FAILED)
+
+    # -- retention ----------------------------------------------------------------------
+
+    def purge(
+        self,
+        *,
+        keep_done: float,
+        keep_failed: float,
+        dry_run: bool = False,
+        now: float | None = None,
+    ) -> Purged:
+        """Remove finished jobs older than `keep_done` and failed ones older than
+        `keep_failed` (seconds), with their records and .error files (`lanekit purge`, and
+        the runner once a day).
+
+        done/ goes by whole UTC day buckets: a bucket is purged once its whole day is older
+        than `keep_done` (only those buckets are listed). The guard outlives the purge: the
+        ids of succeeded jobs go into records/.guard/ (RecordStore.remember_succeeded)
+        before their records are removed, and index files older than `keep_done` expire, so
+        a succeeded id is refused for at least `keep_done` after it finished. failed/ goes by
+        the time the job failed (its .error's mtime). Nothing else is touched: queue/,
+        delayed/ and claimed/ are live."""
+        self.check()
+        now = time.time() if now is None else now
+        done_cut = time.strftime("%Y-%m-%d", time.gmtime(now - keep_done))
+        done: list[str] = []
+        failed: list[str] = []
+        with _io("purge old jobs"):
+            for day in self._done_days():
+                if day >= done_cut:
+                    break
+                done.extend(self._purge_day(day, dry_run, now))
+            failed = self._purge_failed(now - keep_failed, dry_run)
+            expired = [] if dry_run else self.store.expire_guard(done_cut)
+        return Purged(tuple(done), tuple(failed), tuple(expired), dry_run)
+
+    def _purge_day(self, day: str, dry_run: bool, now: float) -> list[str]:
+        directory = f"{self._done}/{day}"
+        names = _job_names(directory)
+        ids = [_owned_id(name) for name in names]
+        if dry_run:
+            return ids
+        succeeded = []
+        for job_id in ids:
+            try:
+                record = self.store.read(job_id)
+            except RecordError:
+                record = None  # unreadable: kept for inspection, its job file still goes
+            if record is not None and record.state is JobState.SUCCEEDED:
+                succeeded.append(job_id)
+        # The ids first: from here on the guard holds whether or not the record exists.
+        self.store.remember_succeeded(succeeded, time.strftime("%Y-%m-%d", time.gmtime(now)))
+        for job_id in succeeded:
+            self.store.remove(job_id)
+        for name in names:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(f"{directory}/{name}")
+        with contextlib.suppress(OSError):  # not empty: someone put something there
+            os.rmdir(directory)
+        return ids
+
+    def _purge_failed(self, cutoff: float, dry_run: bool) -> list[str]:
+        purged = []
+        for name in _job_names(self._failed):
+            path = f"{self._failed}/{name}"
+            error = path[:-5] + ".error"
+            try:
+                failed_at = os.stat(error).st_mtime
+            except FileNotFoundError:
+                try:
+                    failed_at = os.stat(path).st_mtime
+                except FileNotFoundError:
+                    continue
+            if failed_at >= cutoff:
+                continue
+            job_id = _owned_id(name)
+            purged.append(job_id)
+            if dry_run:
+                continue
+            try:
+                record = self.store.read(job_id)
+            except RecordError:
+                record = None
+            if record is not None and record.state is JobState.FAILED:
+                self.store.remove(job_id)
+            for leftover in (path, error):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(leftover)
+        return purged
+
+    def _delayed_file(self, job_id: str) -> str | None:
+        for name in _job_names(self._delayed):
+            if name[:-5].rpartition(".")[0] == job_id:
+                return f"{self._delayed}/{name}"
+        return None
+
+    def _not_there(self, job_id: str, where: str, why: str) -> UsageError:
+        location = self.locate(job_id)
+        now = "is nowhere in this queue" if location is None else f"is {location.state}"
+        return UsageError(
+            f"job {job_id} {now} ({self.dir}), not {where}: {why}; nothing changed",
+            "`lanekit job` shows where a job is",
+        )
+
+    def _running(self, job_id: str, path: Path) -> UsageError:
+        return UsageError(
+            f"job {job_id} is running ({path}): not cancelled",
+            "let the run finish (a failed job can then be retried or left in failed/)",
+        )
+
     # -- internals -----------------------------------------------------------------------
 
     def _require_held(self, claim: Claim) -> None:
@@ -1740,6 +2018,11 @@ class Claimer:
                 detail=exc.message,
                 prev=None,
                 now=now,
+            )
+        if prev is None and queue.store.succeeded(job_id, prev):
+            detail = f"job {job_id} succeeded before its record was purged (records/.guard/)"
+            return self._drop(
+                job_id, path, lock, DropReason.ALREADY_SUCCEEDED, detail=detail, prev=prev, now=now
             )
         if prev is not None and prev.state is JobState.SUCCEEDED:
             detail = f"record {queue.store.path(job_id)} says succeeded"

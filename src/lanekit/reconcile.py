@@ -38,8 +38,9 @@ Other decisions:
   36 (already stopping) is waited out, 3/113 (not loaded) count as gone. bootstrap failing
   with 5 or 37 (the old instance still draining) is retried once after another drain; every
   other code fails that lane only, with launchctl's meaning and hint.
-- A label disabled in launchd is enabled before its bootstrap, as `brew services start` does:
-  lanes.toml lists the lane, and apply is the user's explicit request to run it.
+- A label disabled in launchd by something other than `lanekit pause` is enabled before its
+  bootstrap, as `brew services start` does: lanes.toml lists the lane, and apply is the user's
+  explicit request to run it. A paused lane stays paused (lanekit.pause has the whole rule).
 - `--wait S` is one budget for the whole apply; lanes that need no waiting are done first.
 """
 
@@ -150,6 +151,8 @@ class Action:
     """For skip-running: the action that was deferred (update)."""
     pending: str = ""
     """For skip-running: the change that waits for the run to end (e.g. `plist changed (...)`)."""
+    paused: bool = False
+    """`lanekit pause` holds the lane: apply neither enables nor bootstraps it."""
 
     @property
     def changes(self) -> bool:
@@ -177,24 +180,29 @@ def plan(
     *,
     disabled: Set[str] = frozenset(),
     definitions: Mapping[str, ServiceInfo] | None = None,
+    paused: Set[str] = frozenset(),
 ) -> list[Action]:
     """One action per desired lane (in order), then removal offers for orphaned lanekit plists.
 
     `installed` holds lanekit's plists plus any plist at a desired label, `loaded` the labels of
     one `list()` call, `running` label -> pid (None when only the lane lock says it runs),
     `disabled` launchd's disabled overrides, `definitions` label -> `print()` of the loaded
-    lanes (what launchd really runs; a label missing there is compared on its file only).
-    Pure: no I/O.
+    lanes (what launchd really runs; a label missing there is compared on its file only),
+    `paused` the labels `lanekit pause` holds (never enabled nor loaded by apply:
+    lanekit.pause). Pure: no I/O.
     """
     definitions = definitions or {}
     actions = [
-        _plan_lane(
-            d,
-            installed.get(d.label),
-            loaded=loaded,
-            running=running,
-            disabled=disabled,
-            definition=definitions.get(d.label),
+        _keep_paused(
+            _plan_lane(
+                d,
+                installed.get(d.label),
+                loaded=loaded,
+                running=running,
+                disabled=disabled,
+                definition=definitions.get(d.label),
+            ),
+            paused,
         )
         for d in desired
     ]
@@ -359,6 +367,29 @@ def _mode_drift(mode: int | None) -> str | None:
         return None
     why = " (others may write it: launchd and `lanekit run` refuse it)" if mode & 0o022 else ""
     return f"mode {mode:04o}, not {PRIVATE_FILE:04o}{why}"
+
+
+def _keep_paused(action: Action, paused: Set[str]) -> Action:
+    """A paused lane stays paused (lanekit.pause): its files are still brought up to date, but
+    apply neither enables nor bootstraps it, so a reload leaves it unloaded until `resume`."""
+    if action.label not in paused:
+        return action
+    note = f"paused: not loaded until `{cmdline('lanekit', 'resume', action.lane)}`"
+    if not action.bootstrap and not action.enable:
+        if action.kind is ActionKind.UNCHANGED:
+            return replace(action, reason=f"{action.reason}; paused", paused=True)
+        return replace(action, paused=True)
+    reason = action.reason.replace("; disabled in launchd: enable it first", "")
+    if action.kind is ActionKind.LOAD and not action.write_snapshot:
+        return replace(
+            action,
+            kind=ActionKind.UNCHANGED,
+            reason=f"{reason}; {note}",
+            bootstrap=False,
+            enable=False,
+            paused=True,
+        )
+    return replace(action, reason=f"{reason}; {note}", bootstrap=False, enable=False, paused=True)
 
 
 def _offer_removal(item: Installed, is_loaded: bool, running: Mapping[str, int | None]) -> Action:
@@ -685,6 +716,8 @@ def apply(
     wait: float | None = None,
     force: bool = False,
     dry_run: bool = False,
+    adopt: bool = False,
+    install_anyway: bool = False,
     timing: Timing | None = None,
     interpreter: str | None = None,
     on_wait: OnWait | None = None,
@@ -694,8 +727,10 @@ def apply(
 
     `wait` is a total budget in seconds for running lanes to finish; lanes that need no
     waiting are handled first. `force` boots out running lanes (their runner puts the jobs
-    back). Removal offers are listed only when no lanes are named. `progress` is told what
-    is being waited for (lane, pid, elapsed) at each poll.
+    back) and, like `install_anyway`, installs lanes whose job command cannot start
+    (lanekit.preflight; refused otherwise, as FAILED outcomes). Removal offers are listed only
+    when no lanes are named, and only for this project's lanes. A label applied from another
+    lanes.toml is refused (UsageError, nothing changed) unless `adopt` (lanekit.ownership).
 
     Unless `dry_run`, the domain's apply lock (applylock) is held from observing to the last
     step, so concurrent applies queue up; `on_wait` is told once who holds it.
@@ -709,6 +744,8 @@ def apply(
         wait=wait,
         force=force,
         dry_run=dry_run,
+        adopt=adopt,
+        install_anyway=install_anyway,
         timing=timing,
         interpreter=interpreter,
         progress=progress,
@@ -728,6 +765,8 @@ def _apply(
     wait: float | None,
     force: bool,
     dry_run: bool,
+    adopt: bool,
+    install_anyway: bool,
     timing: Timing | None,
     interpreter: str | None,
     progress: Progress | None,
@@ -741,6 +780,17 @@ def _apply(
     ]
     specs = {lane.label: run_spec(lane) for lane in selected}
     seen = observe(paths, launchd, desired, specs)
+    if not adopt:
+        from lanekit.ownership import refuse_takeover
+
+        refuse_takeover(
+            config.path,
+            [(lane.name, lane.label) for lane in selected],
+            {label: item.snapshot for label, item in seen.installed.items()},
+        )
+    from lanekit.pause import paused_labels
+
+    paused = paused_labels(paths, [d.label for d in desired])
     actions = plan(
         desired,
         seen.installed,
@@ -748,13 +798,26 @@ def _apply(
         seen.running,
         disabled=seen.disabled,
         definitions=seen.definitions,
+        paused=paused,
     )
     if lanes:
         actions = [a for a in actions if a.kind is not ActionKind.REMOVE]
+    actions = _this_project_only(actions, seen.installed, config.path)
+    lane_by_label = {lane.label: lane for lane in selected}
+    want_by_label = {d.label: d for d in desired}
+    refused = (
+        {}
+        if force or install_anyway
+        else _cannot_start(actions, lane_by_label, want_by_label, paths)
+    )
     health = inspect_interpreter(interpreter)
     notes = (*domain_notes(launchd.domain), *interpreter_notes(health))
     if dry_run:
-        return ApplyResult(tuple(_planned(a) for a in actions), dry_run=True, notes=notes)
+        return ApplyResult(
+            tuple(refused.get(a.label) or _planned(a) for a in actions),
+            dry_run=True,
+            notes=notes,
+        )
     if health.exists and any(a.kind is not ActionKind.REMOVE for a in actions):
         # Written while the CLI surely works, for the day its interpreter is gone.
         install_rescue(paths.state, health)
@@ -762,14 +825,14 @@ def _apply(
     deadline = None if wait is None else timing.clock() + max(wait, 0.0)
     stopper = _Stopper(launchd, timing, deadline=deadline, force=force, progress=progress)
     stopper.lanes.update({lane.label: lane.name for lane in selected})
-    lane_by_label = {lane.label: lane for lane in selected}
-    want_by_label = {d.label: d for d in desired}
     outcomes: dict[int, Outcome] = {}
     # Lanes that must wait for a run go last, so --wait never holds up the idle ones.
     order = sorted(range(len(actions)), key=lambda i: actions[i].kind is ActionKind.SKIP_RUNNING)
     for i in order:
         action = actions[i]
-        if action.kind is ActionKind.UNCHANGED:
+        if action.label in refused:
+            outcomes[i] = refused[action.label]
+        elif action.kind is ActionKind.UNCHANGED:
             outcomes[i] = Outcome(action, Result.UNCHANGED, action.reason)
         elif action.kind is ActionKind.REMOVE:
             outcomes[i] = Outcome(action, Result.OFFERED, action.reason, action.pid)
@@ -786,6 +849,47 @@ def _apply(
                 stopper=stopper,
             )
     return ApplyResult(tuple(outcomes[i] for i in range(len(actions))), notes=notes)
+
+
+def _this_project_only(
+    actions: Sequence[Action], installed: Mapping[str, Installed], project: Path
+) -> list[Action]:
+    """Removal offers only for lanes this project applied (lanekit.ownership): another
+    project's lanes are never "no longer in lanes.toml"."""
+    from lanekit.ownership import ours
+
+    return [
+        a
+        for a in actions
+        if a.kind is not ActionKind.REMOVE
+        or ours(installed[a.label].snapshot if a.label in installed else None, project)
+    ]
+
+
+def _cannot_start(
+    actions: Sequence[Action],
+    lanes: Mapping[str, LaneSpec],
+    wanted: Mapping[str, Desired],
+    paths: Paths,
+) -> dict[str, Outcome]:
+    """Lanes apply would install or reload although their job command cannot start
+    (lanekit.preflight): a FAILED outcome each, naming the command and the fix."""
+    from lanekit.preflight import cannot_start
+
+    refused = {}
+    for action in actions:
+        if not action.changes or action.label not in wanted:
+            continue
+        problems = cannot_start(lanes[action.label], wanted[action.label].plist, paths)
+        if problems:
+            anyway = cmdline("lanekit", "apply", "--force", action.lane)
+            error = LanekitError(
+                f"lane {action.lane}: {problems[0].message} Not installed (`{anyway}` "
+                "installs it anyway)",
+                f"{problems[0].fix}; or `lanekit apply --force` to install it anyway",
+            )
+            refused[action.label] = Outcome(action, Result.FAILED, error.message, error=error)
+    return refused
 
 
 def _planned(action: Action) -> Outcome:
@@ -839,9 +943,11 @@ def _carry_out(
             write_atomic(paths.snapshot_for(label), want.snapshot)
         if action.enable:
             stopper.launchd.enable(label)
-            notes.append("enabled it in launchd")
+            notes.append("it was disabled in launchd (not by `lanekit pause`): enabled it")
         if action.bootstrap:
             stopper.bootstrap(label, paths.plist_for(label), _exit_timeout(specs))
+        elif action.paused:
+            notes.append(f"paused: not loaded until `{cmdline('lanekit', 'resume', action.lane)}`")
     except LanekitError as exc:
         return Outcome(action, Result.FAILED, exc.message, action.pid, exc)
     done = {
@@ -851,6 +957,8 @@ def _carry_out(
         ActionKind.LOAD: "loaded",
         ActionKind.REWRITE: "plist rewritten, no reload needed",
     }[action.kind]
+    if action.paused and not action.bootstrap:
+        done = "booted out and written" if action.bootout else "written"
     _log_applied(lane, action.kind)
     return Outcome(action, Result.DONE, "; ".join([done, *notes]))
 
@@ -1182,6 +1290,13 @@ def kick(
     check_state(paths)
     check_private(paths.plist_for(lane.label), "plist")
     check_private(paths.snapshot_for(lane.label), "lane snapshot")
+    from lanekit.pause import is_paused
+
+    if is_paused(paths, lane.label):
+        raise LaunchdError(
+            f"lane {name!r} is paused (`lanekit pause`): not started",
+            cmdline("lanekit", "resume", name),
+        )
     entry = next((e for e in launchd.list() if e.label == lane.label), None)
     if entry is None:
         raise LaunchdError(

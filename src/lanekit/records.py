@@ -3,6 +3,12 @@
 One record per job, replaced atomically on every state change. A job whose record says
 `succeeded` is never run again, which is what makes enqueueing the same id twice harmless.
 
+Purging (`lanekit purge`, retention) removes old records, but not the guard: the ids of the
+succeeded jobs whose records it removes go into a compact index, records/.guard/<UTC day>.ids
+(one id per line, one file per day of purging), which `RecordStore.succeeded` consults when a
+job has no record. Index files are dropped only once they are older than the queue's
+`keep_done`, so a succeeded id stays refused for at least twice `keep_done` after it finished.
+
 Reading is strict: a duplicate key or bytes after the JSON value make the record unreadable
 (RecordError naming the file), never "last key wins". A torn write followed by a newer one reads
 as `{"state":"succeeded",...}{"state":"running",...}`; accepting it would roll a finished job
@@ -38,6 +44,10 @@ if TYPE_CHECKING:
 SCHEMA_VERSION = 1
 """Version history: 1 - first version (schema_version, job_id, state, attempts, queued_at,
 updated_at, lane, error)."""
+
+
+GUARD_DIR = ".guard"
+"""records/.guard/: the purge index of the re-execution guard (see the module docstring)."""
 
 
 class IdCaseCollisionError(UsageError):
@@ -419,6 +429,76 @@ class RecordStore:
             raise
         if self.durable if durable is None else durable:
             fsops.fsync_dir(self._dir)
+        return True
+
+    # -- the guard beyond purged records ---------------------------------------------------
+
+    @property
+    def guard_dir(self) -> Path:
+        """records/.guard/: the ids of succeeded jobs whose records were purged."""
+        return self.dir / GUARD_DIR
+
+    def succeeded(self, job_id: str, record: Record | None) -> bool:
+        """The re-execution guard: True when `record` (the job's, as read) says succeeded, or
+        when there is no record and the purge index lists the id. The index is read only for
+        a job without a record (one enqueued by a producer outside lanekit, or purged)."""
+        if record is not None:
+            return record.state is JobState.SUCCEEDED
+        directory = f"{self._dir}/{GUARD_DIR}"
+        try:
+            names = os.listdir(directory)
+        except FileNotFoundError:
+            return False
+        needle = job_id.encode("ascii", "replace")
+        for name in names:
+            if not name.endswith(".ids") or name[0] == ".":
+                continue
+            try:
+                with open(f"{directory}/{name}", "rb") as file:  # noqa: PTH123
+                    if needle in file.read().split(b"\n"):
+                        return True
+            except FileNotFoundError:
+                continue
+        return False
+
+    def remember_succeeded(self, job_ids: list[str], day: str) -> None:
+        """Add `job_ids` to the index file of `day` (YYYY-MM-DD), atomically (the old file's
+        ids plus these, sorted): call before their records are removed."""
+        if not job_ids:
+            return
+        from lanekit.atomic import write_atomic  # purging only: off the fast path
+
+        path = f"{self._dir}/{GUARD_DIR}/{day}.ids"
+        try:
+            with open(path, "rb") as file:  # noqa: PTH123
+                known = set(file.read().decode("ascii", "replace").split())
+        except FileNotFoundError:
+            known = set()
+        text = "".join(f"{job_id}\n" for job_id in sorted(known | set(job_ids)))
+        # The temp file is .<day>.ids.<random>.tmp in .guard/ itself: succeeded() skips it.
+        write_atomic(Path(path), text.encode("ascii"), durable=self.durable)
+
+    def expire_guard(self, before_day: str) -> list[str]:
+        """Remove index files of days before `before_day` (YYYY-MM-DD); their names."""
+        directory = f"{self._dir}/{GUARD_DIR}"
+        try:
+            names = os.listdir(directory)
+        except FileNotFoundError:
+            return []
+        gone = []
+        for name in sorted(names):
+            if name.endswith(".ids") and name[:-4] < before_day:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(f"{directory}/{name}")
+                    gone.append(name)
+        return gone
+
+    def remove(self, job_id: str) -> bool:
+        """Delete the record of `job_id` (purging); False if there was none."""
+        try:
+            os.unlink(f"{self._dir}/{job_id}.json")
+        except FileNotFoundError:
+            return False
         return True
 
     def ids(self) -> list[str]:

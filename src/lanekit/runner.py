@@ -41,8 +41,11 @@ from lanekit.entry import (
     log_finish,
     log_warner,
     nothing_queued,
+    purge_due,
+    purge_stamp,
     split_args,
     try_lock,
+    utc_day,
 )
 from lanekit.errors import EnvironmentUnusableError, ExitCode, LanekitError, UsageError
 from lanekit.lanelog import LaneLog, rotate_if_needed
@@ -328,7 +331,7 @@ class RunResult:
 
     exit_code: int
     reason: str
-    """Why the run ended: empty, max-jobs, max-seconds, signal, lane-busy."""
+    """Why the run ended: empty, max-jobs, max-seconds, signal, lane-busy, paused."""
     claimed: int = 0
     done: int = 0
     failed: int = 0
@@ -354,7 +357,11 @@ def run_lane(
     process's signal handlers alone (for callers outside the main thread)."""
     log_failed = log_warner(spec.log_path)
     try:
-        rotate_if_needed(spec.log_path, spec.log_max_bytes, spec.log_keep)
+        for path in (spec.log_path, spec.stdout_path, spec.stderr_path):
+            # launchd reopens StandardOutPath/StandardErrorPath at each spawn: a rename now
+            # moves this run's output aside with the rest, and the next run starts a new file.
+            if path is not None:
+                rotate_if_needed(path, spec.log_max_bytes, spec.log_keep)
     except OSError as exc:
         log_failed(exc)
     log = LaneLog(spec.log_path, spec.lane, clock=log_clock, on_error=log_failed)
@@ -424,6 +431,8 @@ class _LaneRun:
         reason = "empty"
         if not nothing_queued(self.spec.queue_dir):
             reason = self._work(started)
+        if not self.stop.stopping():
+            self._purge_daily()
         if self.stop.stopping():
             reason = "signal"
             code = ExitCode.INTERRUPTED
@@ -487,6 +496,43 @@ class _LaneRun:
             ran += 1
             self._run_one(queue, claim)
         return "empty"
+
+    def _purge_daily(self) -> None:
+        """Purge the queue once per UTC day (the run that creates the day's stamp does it).
+        Retention never fails a run: a problem is logged and the next day tries again."""
+        spec = self.spec
+        queue_dir = str(spec.queue_dir)
+        now = time.time()
+        if not purge_due(queue_dir, now, spec.keep_done):
+            return
+        from lanekit.atomic import write_atomic  # once a day: off the fast path
+
+        stamp = purge_stamp(queue_dir, utc_day(now))
+        try:
+            # replace=False: the one run whose rename creates the stamp claims the purge.
+            write_atomic(Path(stamp), b"", durable=False, replace=False)
+        except FileExistsError:
+            return  # another run of a lane on this queue claimed today's purge
+        except OSError as exc:
+            self.log.event("error", action="purge", error=str(exc))
+            return
+        try:
+            done = open_queue(spec).purge(
+                keep_done=spec.keep_done, keep_failed=spec.keep_failed, now=now
+            )
+        except (LanekitError, OSError) as exc:
+            message = exc.message if isinstance(exc, LanekitError) else str(exc)
+            self.log.event("error", action="purge", error=message)
+            return
+        self.log.event(
+            "purged",
+            done=len(done.done),
+            failed=len(done.failed),
+            guard_expired=len(done.guard_expired),
+        )
+        for old in Path(stamp).parent.glob(".purged-*"):
+            if str(old) != stamp:
+                old.unlink(missing_ok=True)
 
     def _dropped(self, item: Dropped) -> None:
         """A claimed file that cannot run; the claimer already moved it to done/ or failed/."""
@@ -703,12 +749,30 @@ def find_snapshot(lane: str, snapshots: Path) -> Path:
     return matches[0]
 
 
-def load_spec(lane: str, snapshot: Path | None) -> RunSpec:
-    """Read the lane's RunSpec from `snapshot`, or find it among the installed snapshots."""
+def resolve_snapshot(lane: str, snapshot: Path | None) -> Path:
+    """`snapshot`, or the installed snapshot of `lane` when none was given."""
     if snapshot is None:
         from lanekit.paths import Paths
 
         snapshot = find_snapshot(lane, Paths.from_env().snapshots)
+    return snapshot
+
+
+def paused_run(spec: RunSpec, snapshot: Path) -> RunResult | None:
+    """The whole run of a paused lane (lanekit.pause): log `skipped reason=paused`, claim
+    nothing, exit 0. None when the lane is not paused."""
+    from lanekit.snapshot import pause_marker
+
+    if not pause_marker(snapshot).exists():
+        return None
+    log = LaneLog(spec.log_path, spec.lane, on_error=log_warner(spec.log_path))
+    log.event("skipped", reason="paused")
+    return RunResult(exit_code=ExitCode.OK, reason="paused", skipped=1)
+
+
+def load_spec(lane: str, snapshot: Path | None) -> RunSpec:
+    """Read the lane's RunSpec from `snapshot`, or find it among the installed snapshots."""
+    snapshot = resolve_snapshot(lane, snapshot)
     spec = RunSpec.load(snapshot)
     if spec.lane != lane:
         raise UsageError(
@@ -723,9 +787,11 @@ def main(argv: Sequence[str]) -> int:
     one `error:` line and a hint on stderr, and an `error` event in the lane log."""
     spec: RunSpec | None = None
     try:
-        lane, snapshot = parse_args(argv)
+        lane, given = parse_args(argv)
+        snapshot = resolve_snapshot(lane, given)
         spec = load_spec(lane, snapshot)
-        return int(run_lane(spec).exit_code)
+        paused = paused_run(spec, snapshot)
+        return int((paused or run_lane(spec)).exit_code)
     except LanekitError as exc:
         sys.stderr.write(f"error: {printable(exc.message)}\n")
         if exc.hint:

@@ -17,6 +17,29 @@ from lanekit.snapshot_fields import SNAPSHOT_SCHEMA, snapshot_problem
 
 __all__ = ["DEFAULT_EXIT_TIMEOUT", "SNAPSHOT_SCHEMA", "RunSpec"]
 DEFAULT_EXIT_TIMEOUT = 5  # modern launchd's default ExitTimeOut (launchd-semantics.md section 3)
+DEFAULT_KEEP_DONE = 30 * 86400
+"""A queue's `keep_done` default: finished jobs are purged after 30 days."""
+DEFAULT_KEEP_FAILED = 90 * 86400
+"""A queue's `keep_failed` default: failed jobs are purged after 90 days."""
+_PATH_FIELDS = ("queue_dir", "log_path", "stdout_path", "stderr_path", "project")
+
+
+def snapshot_project(data: bytes | None) -> Path | None:
+    """The `project` of a snapshot's bytes (the lanes.toml it came from), or None when the
+    snapshot is missing, unreadable or older than the key."""
+    if data is None:
+        return None
+    try:
+        value = json.loads(data).get("project")
+    except (ValueError, AttributeError):
+        return None
+    return Path(value) if isinstance(value, str) and value else None
+
+
+def pause_marker(snapshot: Path) -> Path:
+    """The file `lanekit pause` writes next to a lane's snapshot; while it exists every run of
+    the lane claims nothing (`skipped reason=paused`), whatever launchd does."""
+    return snapshot.with_suffix(".paused")
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,12 +63,24 @@ class RunSpec:
     """Seconds one job may run before its group gets SIGTERM (None: no limit)."""
     kill_grace: float = 5.0
     """Seconds between that SIGTERM and SIGKILL (inside the stop grace when the run stops)."""
+    stdout_path: Path | None = None
+    """launchd's StandardOutPath for the lane: rotated like the lane log, between runs."""
+    stderr_path: Path | None = None
+    """launchd's StandardErrorPath, likewise."""
+    keep_done: int = DEFAULT_KEEP_DONE
+    """The queue's retention of done/ in seconds (the runner purges once a day)."""
+    keep_failed: int = DEFAULT_KEEP_FAILED
+    """The queue's retention of failed/ in seconds."""
+    project: Path | None = None
+    """The lanes.toml the lane was applied from: the project that owns the label (None in
+    snapshots written before lanekit recorded it)."""
 
     def to_json(self) -> str:
         """Stable JSON (sorted keys) so an unchanged lane writes an unchanged snapshot."""
         data = asdict(self)
-        data["queue_dir"] = str(self.queue_dir)
-        data["log_path"] = str(self.log_path)
+        for key in _PATH_FIELDS:
+            value = getattr(self, key)
+            data[key] = None if value is None else str(value)
         data["command"] = list(self.command)
         data["schema"] = SNAPSHOT_SCHEMA
         return json.dumps(data, sort_keys=True, indent=2) + "\n"
@@ -62,8 +97,9 @@ class RunSpec:
         if problem is not None:
             raise _unreadable(source, problem)
         del data["schema"]
-        data["queue_dir"] = Path(data["queue_dir"])
-        data["log_path"] = Path(data["log_path"])
+        for key in _PATH_FIELDS:
+            if data[key] is not None:
+                data[key] = Path(data[key])
         data["command"] = tuple(data["command"])
         return cls(**data)
 

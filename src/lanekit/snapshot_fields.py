@@ -27,6 +27,10 @@ def _text(value: object) -> bool:
     return isinstance(value, str) and value != ""
 
 
+def _optional_text(value: object) -> bool:
+    return value is None or _text(value)
+
+
 def _optional_number(value: object) -> bool:
     return value is None or _number(value)
 
@@ -56,6 +60,11 @@ FIELDS: dict[str, tuple[Callable[[object], bool], str]] = {
     "log_keep": (_int, "an integer"),
     "timeout": (_optional_number, "a number or null"),
     "kill_grace": (_number, "a number"),
+    "stdout_path": (_optional_text, "a non-empty string or null"),
+    "stderr_path": (_optional_text, "a non-empty string or null"),
+    "keep_done": (_int, "an integer"),
+    "keep_failed": (_int, "an integer"),
+    "project": (_optional_text, "a non-empty string or null"),
 }
 """Every key RunSpec.to_json writes (a test pins them to RunSpec's fields), with its type."""
 

@@ -8,9 +8,10 @@ as a table; everything that asks launchd or the disk lives in `status()`, which 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import StrEnum
+from pathlib import Path
 
 from lanekit.config import Config, LaneSpec, select_lanes
 from lanekit.errors import LanekitError
@@ -95,6 +96,10 @@ class LaneStatus:
     queue: QueueSummary
     interval: int | None = None
     """StartInterval seconds when the lane is loaded with one: it fires within this long."""
+    paused: bool = False
+    """`lanekit pause` holds the lane: no run claims a job until `lanekit resume`."""
+    project: Path | None = None
+    """The lanes.toml the lane comes from."""
 
 
 def status(
@@ -106,12 +111,31 @@ def status(
     now: datetime | None = None,
 ) -> list[LaneStatus]:
     """Status of every lane in lanes.toml (or the named ones), in lanes.toml order."""
-    del paths  # status reads lanes.toml, launchd and the queues; no lanekit state file
-    selected = select_lanes(config, lanes or ())
+    return status_of(select_lanes(config, lanes or ()), paths, launchd, now=now)
+
+
+def status_of(
+    selected: Sequence[LaneSpec],
+    paths: Paths,
+    launchd: Launchd,
+    *,
+    now: datetime | None = None,
+) -> list[LaneStatus]:
+    """Status of these lanes (of one project or several: lanekit.projects), in order."""
+    from lanekit.pause import paused_labels
+
     now = datetime.now() if now is None else now
     listed = {entry.label: entry for entry in launchd.list()}
     disabled = _disabled_labels(launchd)
-    return [_lane_status(lane, listed.get(lane.label), disabled, launchd, now) for lane in selected]
+    paused = paused_labels(paths, [lane.label for lane in selected])
+    return [
+        replace(
+            _lane_status(lane, listed.get(lane.label), disabled, launchd, now),
+            paused=lane.label in paused,
+            project=lane.project,
+        )
+        for lane in selected
+    ]
 
 
 def _disabled_labels(launchd: Launchd) -> frozenset[str]:

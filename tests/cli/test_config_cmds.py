@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import plistlib
+import shutil
 import stat
 import sys
 from dataclasses import dataclass
@@ -654,10 +655,21 @@ def test_readme_example_validates_and_renders(cli: Cli) -> None:
     """examples/lanes.toml: one queue, three lanes (two daily times, every 15m, tables with
     nice/low_priority_io), valid and rendered to canonical plists."""
     example = str(ROOT / "examples" / "lanes.toml")
-    check = cli.run("validate", "-c", example)
+    # validate refuses a job command missing from the lane's PATH: give codex a stand-in.
+    bin_dir = cli.root / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "codex").write_text("#!/bin/sh\n")
+    (bin_dir / "codex").chmod(0o755)
+    text = Path(example).read_text().replace("path = [", f'path = ["{bin_dir}", ', 1)
+    (cli.root / "example.toml").write_text(text)
+    check = cli.run("validate", "-c", "example.toml")
     assert check.exit_code == 0, check.output
-    assert check.stdout.splitlines()[0] == f"{example}: OK (3 lanes, 1 queue)"
+    assert check.stdout.splitlines()[0] == "example.toml: OK (3 lanes, 1 queue)"
     assert check.stderr == ""
+    bare = cli.run("validate", "-c", example)
+    if shutil.which("codex", path="/opt/homebrew/bin:/usr/local/bin:/usr/bin:/bin") is None:
+        assert bare.exit_code == 1
+        assert "the job command codex is not on the job's PATH" in bare.stderr
     result = cli.run("render", "-c", example, "--out", "out")
     assert result.exit_code == 0, result.output
     plists = {p.name: plistlib.loads(p.read_bytes()) for p in (cli.root / "out").iterdir()}

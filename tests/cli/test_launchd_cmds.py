@@ -28,6 +28,8 @@ LANE_KEYS = {
     "lane",
     "label",
     "state",
+    "paused",
+    "project",
     "pid",
     "last_exit",
     "last_exit_text",
@@ -60,7 +62,13 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def example(tmp_path: Path, home: Path) -> Path:
     """A copy of the README example (examples/lanes.toml)."""
     target = tmp_path / "lanes.toml"
-    shutil.copyfile(EXAMPLE, target)
+    # apply refuses a lane whose command is missing from its PATH: a stand-in `codex` first.
+    stub = tmp_path / "stub-bin"
+    stub.mkdir()
+    (stub / "codex").write_text("#!/bin/sh\n", encoding="utf-8")
+    (stub / "codex").chmod(0o755)
+    text = EXAMPLE.read_text(encoding="utf-8")
+    target.write_text(text.replace("path = [", f'path = ["{stub}", ', 1), encoding="utf-8")
     return target
 
 

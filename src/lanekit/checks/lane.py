@@ -11,6 +11,7 @@ from enum import StrEnum
 from lanekit.checks.launchd import LOOP_STATES
 from lanekit.doctor import DoctorContext, Problem, Severity, Target, check
 from lanekit.errors import LanekitError
+from lanekit.pause import is_paused
 from lanekit.quoting import cmdline
 
 MISSED_RUN_GRACE = timedelta(minutes=10)
@@ -103,6 +104,8 @@ def missed_run(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     lane = target.lane
     if lane is None or not target.installed or target.plist_path is None:
         return
+    if is_paused(ctx.paths, lane.label):
+        return  # a paused lane is silent on purpose (launchd.disabled says it is paused)
     fire = expected_fire(target, ctx.now())
     if fire is None:
         return
@@ -167,6 +170,41 @@ def missed_run(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
         )
         fix = f"{cmdline('lanekit', 'kick', lane.name)}  (runs it now)"
     yield Problem(severity, f"{head}: {cause.value}: {text}.", fix)
+
+
+@check(
+    "lane.cannot-start",
+    summary="the lane's last run could not start its job command: the job went back, untouched",
+    needs_lane=True,
+    needs_plist=False,
+)
+def cannot_start(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
+    """A command that cannot start is the lane's environment, not the job's fault, so the job
+    goes back without spending an attempt (lanekit.preflight): without this finding the lane
+    would spin run after run with every job at attempt 0 and nothing in failed/."""
+    from lanekit.lanelog import read_events
+
+    lane = target.lane
+    if lane is None:
+        return
+    last: dict[str, str] | None = None
+    for event in read_events(lane.log_path):
+        if event.get("event") == "done":
+            last = None
+        elif event.get("event") == "requeued" and event.get("reason") == "cannot-start":
+            last = event
+    if last is None:
+        return
+    when = last.get("ts", "?")
+    yield Problem(
+        Severity.ERROR,
+        f"lane {lane.name} could not start its job command at {when} "
+        f"({last.get('error', 'unknown error')}): the job went back to the queue untouched, "
+        "and every run will do the same until the command is fixed.",
+        f"fix `command` or `path` in [lanes.{lane.name}] of lanes.toml, then "
+        f"`{cmdline('lanekit', 'apply', lane.name)}` "
+        f"(`{cmdline('lanekit', 'try', lane.name)}` shows the failure)",
+    )
 
 
 @check(

@@ -7,6 +7,7 @@ import signal
 from collections.abc import Iterator, Sequence
 
 from lanekit.doctor import DoctorContext, Finding, Problem, Severity, Target, check
+from lanekit.pause import is_paused
 from lanekit.quoting import cmdline
 
 CRASH_LOOP_RUNS = 5
@@ -100,7 +101,7 @@ def not_loaded(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
 
 @check(
     "launchd.disabled",
-    summary="launchd has the job disabled (it cannot be loaded until enabled)",
+    summary="launchd has the job disabled (it cannot be loaded until enabled); or paused",
     needs_launchd=True,
 )
 def disabled(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
@@ -108,6 +109,28 @@ def disabled(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     reboots; bootstrap then fails with 119 (or a bare 5)."""
     label = target.label
     if label is None or not ctx.disabled().get(label, False):
+        return
+    if target.lane is not None and is_paused(ctx.paths, label):
+        yield Problem(
+            Severity.INFO,
+            f"lane {target.lane.name} is paused (`lanekit pause`): disabled in launchd, and "
+            "its runs claim nothing until it is resumed.",
+            cmdline("lanekit", "resume", target.lane.name),
+        )
+        return
+    if _loaded(target, ctx):
+        yield Problem(
+            Severity.WARNING,
+            f"{label} is disabled in launchd ({ctx.domain}) but still loaded: it keeps firing "
+            "and can be kicked until its next bootout (or reboot), then it cannot be loaded. "
+            "To stop a lane deliberately, pause it.",
+            cmdline("launchctl", "enable", f"{ctx.domain}/{label}")
+            + (
+                f"  (or: {cmdline('lanekit', 'pause', target.lane.name)})"
+                if target.lane is not None
+                else ""
+            ),
+        )
         return
     then = (
         cmdline("lanekit", "apply", target.lane.name)

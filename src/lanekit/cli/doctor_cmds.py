@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from lanekit.cli.options import ConfigOption, JsonOption
+from lanekit.cli.options import ConfigOption, JsonOption, ProjectOption
 from lanekit.errors import ExitCode, UsageError
 
 # The core and the renderer are imported inside each command (lanekit.cli.registry).
@@ -54,6 +54,7 @@ def doctor(
     ] = False,
     as_json: JsonOption = False,
     config: ConfigOption = None,
+    project: ProjectOption = None,
 ) -> None:
     """Explain why lanes (or any launchd job) stay silent: each finding names its fix.
 
@@ -73,6 +74,7 @@ def doctor(
         all_plists=all_plists,
         checks=tuple(check or ()),
         config_path=config,
+        project=project,
     )
     report = diagnose(request, paths, env=os.environ)
     show.report(report, as_json=as_json)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from lanekit.cli.options import ConfigOption, DryRunOption, JsonOption
+from lanekit.cli.options import ConfigOption, DryRunOption, JsonOption, ProjectOption
 from lanekit.errors import ConfigError, UsageError
 
 if TYPE_CHECKING:
@@ -33,7 +33,8 @@ ForceOption = Annotated[
     bool,
     typer.Option(
         "--force",
-        help="Boot out running lanes anyway (their runner puts the jobs back in the queue).",
+        help="Boot out running lanes anyway (their runner puts the jobs back in the queue); "
+        "apply: also install lanes whose job command is missing from their PATH.",
     ),
 ]
 
@@ -70,12 +71,21 @@ def apply(
     *,
     wait: WaitOption = None,
     force: ForceOption = False,
+    adopt: Annotated[
+        bool,
+        typer.Option(
+            "--adopt",
+            help="Take over labels that another project's lanes.toml installed (refused "
+            "otherwise, naming both files).",
+        ),
+    ] = False,
     dry_run: DryRunOption = False,
     as_json: JsonOption = False,
     config: ConfigOption = None,
 ) -> None:
     """Install and (re)load lanes so launchd matches lanes.toml. A running lane is never
-    reloaded: it is skipped and logged, unless --wait or --force.
+    reloaded: it is skipped and logged, unless --wait or --force. A label another project
+    installed is never taken over without --adopt.
 
     Exit 3 when a change is still pending because its lane is running (`--json` lists them)."""
     from lanekit.cli.render import launchd as show
@@ -96,6 +106,7 @@ def apply(
             dry_run=dry_run,
             on_wait=show.waiting_for_apply,
             progress=progress,
+            adopt=adopt,
         )
     show.applied(result, as_json=as_json)
     raise typer.Exit(int(result.exit_code))
@@ -157,14 +168,18 @@ def status(
     ] = None,
     as_json: JsonOption = False,
     config: ConfigOption = None,
+    project: ProjectOption = None,
 ) -> None:
-    """Per lane: state, pid, last exit, runs, schedule, next fire and queue counts."""
+    """Per lane: state, pid, last exit, runs, schedule, next fire and queue counts. Without a
+    lanes.toml here: every installed project's lanes, with the project shown."""
     from lanekit.cli.render import launchd as show
     from lanekit.launchd import open_launchd
     from lanekit.paths import Paths, backend_name
-    from lanekit.status import status as lane_status
+    from lanekit.projects import find_configs, lanes_named
+    from lanekit.status import status_of
 
     paths = Paths.from_env()
+    configs, anywhere = find_configs(config, paths, os.environ, project=project)
     launchd = open_launchd(paths)
     emulated = backend_name(os.environ, sys.platform) == "emulated"
     now = None
@@ -172,13 +187,14 @@ def status(
         from lanekit.launchd.emuclock import emulated_now
 
         now = emulated_now(paths)
-    rows = lane_status(_config(config, paths), paths, launchd, [lane] if lane else None, now=now)
+    rows = status_of(lanes_named(configs, [lane] if lane else []), paths, launchd, now=now)
     show.status(
         rows,
         domain=launchd.domain,
         reason=launchd.domain_reason,
         as_json=as_json,
         emulated=emulated,
+        show_project=anywhere,
     )
 
 

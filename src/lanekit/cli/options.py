@@ -20,3 +20,13 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print versioned JSON."
 DryRunOption = Annotated[
     bool, typer.Option("--dry-run", help="Show what would be done; change nothing.")
 ]
+ProjectOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--project",
+        help="The project (a directory, or its lanes.toml) to work on, from anywhere. Without "
+        "it and without a lanes.toml here, every installed project is used.",
+        show_default=False,
+        metavar="PATH",
+    ),
+]

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from lanekit import PROMISE
-from lanekit.cli.options import ConfigOption, DryRunOption, JsonOption
+from lanekit.cli.options import ConfigOption, DryRunOption, JsonOption, ProjectOption
 from lanekit.errors import ExitCode, LanekitError, UsageError
 from lanekit.records import JobState  # the --state vocabulary
 
@@ -34,12 +34,13 @@ def _config(option: Path | None, paths: Paths) -> Config:
     return load_config(find_config(option, os.environ, paths.cwd), paths)
 
 
-def _lane(option: Path | None, name: str) -> LaneSpec:
-    from lanekit.config import select_lanes
+def _lane(option: Path | None, name: str, project: Path | None = None) -> LaneSpec:
+    """The lane from lanes.toml, or from anywhere (the installed projects, lanekit.projects)."""
     from lanekit.paths import Paths
+    from lanekit.projects import find_configs, lanes_named
 
-    paths = Paths.from_env()
-    return select_lanes(_config(option, paths), [name])[0]
+    configs, _ = find_configs(option, Paths.from_env(), os.environ, project=project)
+    return lanes_named(configs, [name])[0]
 
 
 def _open(spec: QueueSpec) -> Queue:
@@ -187,12 +188,17 @@ def run(
     comes from lanes.toml (development); without, from the snapshot `apply` installed."""
     from lanekit.cli.render import queue as show
     from lanekit.config import run_spec
-    from lanekit.runner import load_spec, run_lane
+    from lanekit.runner import load_spec, paused_run, resolve_snapshot, run_lane
 
     if config is not None and snapshot is not None:
         raise UsageError("give either --config or --snapshot, not both", "lanekit run -c FILE LANE")
-    spec = run_spec(_lane(config, lane)) if config is not None else load_spec(lane, snapshot)
-    result = run_lane(spec)
+    if config is not None:
+        spec = run_spec(_lane(config, lane))
+        result = run_lane(spec)
+    else:
+        snapshot = resolve_snapshot(lane, snapshot)
+        spec = load_spec(lane, snapshot)
+        result = paused_run(spec, snapshot) or run_lane(spec)
     show.run_summary(spec.lane, result)
     if result.exit_code != ExitCode.OK:
         raise typer.Exit(int(result.exit_code))
@@ -260,27 +266,30 @@ def jobs(
     ] = 20,
     as_json: JsonOption = False,
     config: ConfigOption = None,
+    project: ProjectOption = None,
 ) -> None:
     """List a lane's jobs, newest first, a page at a time."""
     from lanekit.cli.render import queue as show
     from lanekit.history import page_jobs
 
-    spec = _lane(config, lane)
+    spec = _lane(config, lane, project)
     show.jobs_page(spec.name, page_jobs(_open(spec.queue), page, per_page, state), as_json=as_json)
 
 
 def job(
     lane: LaneArgument,
     job_id: Annotated[str, typer.Argument(help="The job id.", metavar="ID")],
+    *,
     as_json: JsonOption = False,
     config: ConfigOption = None,
+    project: ProjectOption = None,
 ) -> None:
     """Show one job: its record, where its file is, and why it failed."""
     from lanekit.cli.render import queue as show
     from lanekit.history import find_job
     from lanekit.quoting import cmdline
 
-    spec = _lane(config, lane)
+    spec = _lane(config, lane, project)
     view = find_job(_open(spec.queue), job_id)
     if view is None:
         raise LanekitError(

@@ -43,6 +43,34 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "jobs": ("queue_cmds", "List a lane's jobs, newest first, a page at a time."),
     "job": ("queue_cmds", "Show one job: its record, where its file is, and why it failed."),
+    "retry": (
+        "job_cmds",
+        "Put failed jobs back in their queue with all their attempts again; the reason they "
+        "failed stays in the record.",
+    ),
+    "requeue": (
+        "job_cmds",
+        "Run delayed retries now: from delayed/ (waiting out their backoff) into queue/.",
+    ),
+    "cancel": (
+        "job_cmds",
+        "Move queued or delayed jobs to failed/ with the reason `cancelled`.",
+    ),
+    "pause": (
+        "job_cmds",
+        "Pause lanes: disable them in launchd, and every run claims nothing until `lanekit "
+        "resume`.",
+    ),
+    "resume": (
+        "job_cmds",
+        "Resume paused lanes: enable them in launchd, load the installed plist if launchd does "
+        "not have it, and let runs claim jobs again.",
+    ),
+    "purge": (
+        "job_cmds",
+        "Remove finished and failed jobs older than their queue's keep_done / keep_failed, "
+        "with their records.",
+    ),
     "plan": ("launchd_cmds", "Show what `lanekit apply` would do to each lane, and why."),
     "apply": ("launchd_cmds", "Install and (re)load lanes so launchd matches lanes.toml."),
     "remove": ("launchd_cmds", "Boot out a lane and delete its plist and snapshot."),

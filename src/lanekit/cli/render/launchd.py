@@ -10,7 +10,7 @@ from typing import Any, TextIO
 
 from lanekit.cli.render import error, json_out, line, note, show, styled, warning
 from lanekit.launchd import LaunchctlError
-from lanekit.quoting import printable
+from lanekit.quoting import cmdline, printable
 from lanekit.reconcile import (
     ActionKind,
     ApplyResult,
@@ -259,6 +259,7 @@ def status(
     reason: str,
     as_json: bool,
     emulated: bool = False,
+    show_project: bool = False,
 ) -> None:
     """A compact table plus one detail line per lane and the domain, or the versioned JSON
     document. In the emulated domain it says that nothing fires unless `lanekit emulator tick`
@@ -274,6 +275,11 @@ def status(
         _row(list(zip(cells, styles, strict=True)), widths)
     for row in rows:
         detail = f"{row.lane}: {row.schedule}; last exit: {row.last_exit_text}"
+        if row.paused:
+            resume = cmdline("lanekit", "resume", row.lane)
+            detail += f"; paused: runs claim nothing until `{resume}`"
+        if show_project and row.project is not None:
+            detail += f"; project: {row.project}"
         if row.queue.error:
             detail += f"; queue: {row.queue.error}"
         line(detail)
@@ -286,7 +292,7 @@ def _status_cells(row: LaneStatus) -> tuple[str, ...]:
     q = row.queue
     return (
         row.lane,
-        str(row.state),
+        "paused" if row.paused else str(row.state),
         _dash(row.pid),
         _short_exit(row.last_exit),
         _dash(row.runs),
@@ -357,6 +363,8 @@ def _lane_json(row: LaneStatus) -> dict[str, Any]:
         "lane": row.lane,
         "label": row.label,
         "state": str(row.state),
+        "paused": row.paused,
+        "project": None if row.project is None else str(row.project),
         "pid": row.pid,
         "last_exit": row.last_exit,
         "last_exit_text": row.last_exit_text,
