@@ -477,9 +477,31 @@ def test_check_config_reports_a_broken_template_once(tmp_path: Path) -> None:
     assert check.config is None and not check.ok
 
 
+def _runnable_golden(tmp_path: Path) -> str:
+    """GOLDEN_TOML with `codex` replaced by a stand-in that exists: check_config refuses a job
+    command missing from the lane's PATH (lanekit.preflight)."""
+    stub = tmp_path / "codex"
+    stub.write_text("#!/bin/sh\n", encoding="utf-8")
+    stub.chmod(0o755)
+    return GOLDEN_TOML.replace('"codex"', f'"{stub}"')
+
+
+def test_check_config_refuses_the_golden_config_without_its_codex(tmp_path: Path) -> None:
+    """The golden lanes run `codex`, which is not on their PATH here: one error per lane."""
+    config, paths = _golden_config(tmp_path)
+    check = check_config(config.path, paths, interpreter=INTERPRETER)
+    assert not check.ok
+    assert [e.message.split(":")[1].strip() for e in check.errors] == [
+        "lanes.daily.command",
+        "lanes.twice.command",
+    ]
+
+
 def test_check_config_passes_the_golden_config(tmp_path: Path) -> None:
     """A valid config checks clean and carries the loaded Config."""
     config, paths = _golden_config(tmp_path)
+    config.path.write_text(_runnable_golden(tmp_path), encoding="utf-8")
+    config = load_config(config.path, paths)
     check = check_config(config.path, paths, interpreter=INTERPRETER)
     assert check.ok and check.errors == () and check.warnings == ()
     assert check.config == config and check.display == "lanes.toml"
@@ -488,7 +510,7 @@ def test_check_config_passes_the_golden_config(tmp_path: Path) -> None:
 def test_check_config_warns_about_collisions(tmp_path: Path) -> None:
     """Two lanes on one queue firing in the same minute are a warning, not an error."""
     config, paths = _golden_config(tmp_path)
-    text = GOLDEN_TOML.replace('"40 11 * * *"', '"40 10 * * *"')
+    text = _runnable_golden(tmp_path).replace('"40 11 * * *"', '"40 10 * * *"')
     config.path.write_text(text, encoding="utf-8")
     check = check_config(config.path, paths, interpreter=INTERPRETER)
     assert check.ok and check.config is not None

@@ -157,8 +157,9 @@ class LaneSpec:
     throttle_interval: int | None = None
     exit_timeout: int | None = None
     run_at_load: bool = False
-    project: Path | None = None
-    """The lanes.toml the lane comes from (resolved): the project that owns its label."""
+    project: Path | None = field(default=None, compare=False)
+    """The lanes.toml the lane comes from (resolved): the project that owns its label. Where
+    a lane was read from is not part of what it is, so it does not take part in ==."""
 
 
 @dataclass(frozen=True, slots=True)
