@@ -27,7 +27,7 @@ def installed_projects(paths: Paths) -> dict[Path, set[str]]:
     for snapshot in sorted(directory.glob("*.json")) if directory.is_dir() else []:
         try:
             data = json.loads(snapshot.read_bytes())
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             continue
         project = data.get("project") if isinstance(data, dict) else None
         label = data.get("label") if isinstance(data, dict) else None

@@ -31,7 +31,7 @@ def snapshot_project(data: bytes | None) -> Path | None:
         return None
     try:
         value = json.loads(data).get("project")
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):
         return None
     return Path(value) if isinstance(value, str) and value else None
 
