@@ -358,10 +358,13 @@ def test_apply_json_matches_doc(sandbox: Path) -> None:
     from lanekit.paths import Paths
     from lanekit.runner import LaneLock, lane_lock_path
 
+    # Every command resolvable: a missing one is refused by apply (lanekit.preflight).
+    runnable = CONFIG.replace("lanekit-contract-missing-tool", "/bin/cat")
+    lanes_toml = sandbox / "lanes.toml"
+    lanes_toml.write_text(runnable, encoding="utf-8")
     planned = _json("apply", "--dry-run", "--json")
     first = _json("apply", "--json")
-    lanes_toml = sandbox / "lanes.toml"
-    lanes_toml.write_text(CONFIG.replace('every = "15m"', 'every = "20m"'), encoding="utf-8")
+    lanes_toml.write_text(runnable.replace('every = "15m"', 'every = "20m"'), encoding="utf-8")
     trickle = load_config(lanes_toml, Paths.from_env()).lanes["trickle"]
     lock = LaneLock(lane_lock_path(trickle.queue.dir, "trickle"))
     assert lock.acquire()

@@ -586,36 +586,6 @@ class DoctorRequest:
     """`--project`: one installed project, from anywhere (lanekit.projects)."""
 
 
-def build_targets(request: DoctorRequest, paths: Paths, config: Config | None) -> list[Target]:
-    """Lanes named (all lanes when no lane is named, unless only `--plist` is asked), then the
-    queues they drain, then `--plist` files, then with `--all` every other plist in the
-    LaunchAgents directory."""
-    targets: list[Target] = []
-    seen: set[Path] = set()
-    if config is not None and (request.lanes or request.all_plists or not request.plists):
-        names = request.lanes or tuple(config.lanes)
-        for name in names:
-            if name not in config.lanes:
-                close = difflib.get_close_matches(name, list(config.lanes), n=1)
-                hint = f"did you mean {close[0]}?" if close else f"lanes: {', '.join(config.lanes)}"
-                raise UsageError(f"{config.path}: no lane named {name!r}", hint)
-            target = lane_target(config.lanes[name], paths)
-            targets.append(target)
-            if target.plist_path is not None:
-                seen.add(target.plist_path.absolute())
-        examined = [t.lane for t in targets if t.lane is not None]
-        targets.extend(queue_targets(examined, config))
-    files = list(request.plists)
-    if request.all_plists and paths.launch_agents.is_dir():
-        files.extend(sorted(paths.launch_agents.glob("*.plist")))
-    for file in files:
-        if file.absolute() in seen:
-            continue
-        seen.add(file.absolute())
-        targets.append(plist_target(file, config))
-    return targets
-
-
 def diagnose(
     request: DoctorRequest,
     paths: Paths,
@@ -683,6 +653,10 @@ def _targets_by_config(
             groups.setdefault(id(owner), (owner, []))[1].append(target)
             if target.plist_path is not None:
                 seen.add(target.plist_path.absolute())
+        for known_owner, targets in list(groups.values()):
+            if known_owner is not None:
+                examined = [t.lane for t in targets if t.lane is not None]
+                targets.extend(queue_targets(examined, known_owner))
     files = list(request.plists)
     if request.all_plists and paths.launch_agents.is_dir():
         files.extend(sorted(paths.launch_agents.glob("*.plist")))
