@@ -92,12 +92,14 @@ def test_jobs_job_and_verbs_from_an_unrelated_directory(elsewhere: Path) -> None
 def test_doctor_from_an_unrelated_directory_examines_every_installed_lane(
     elsewhere: Path,
 ) -> None:
-    """doctor without a lanes.toml here: both lanes, beta's missing command found; and
-    `doctor --plist` of beta's installed plist finds it too (its project, from the snapshot)."""
+    """doctor without a lanes.toml here: both lanes (and their queues), beta's missing command
+    found; and `doctor --plist` of beta's installed plist finds it too (its project, from the
+    snapshot)."""
     code, out, _ = invoke("doctor", "--json")
     assert code == 1
     document = json.loads(out)
-    assert document["summary"]["subjects"] == 2
+    # Both projects' lanes and the queue each drains.
+    assert document["summary"]["subjects"] == 4
     missing = [f for f in document["findings"] if f["id"] == "path.command-missing"]
     assert [f["subject"] for f in missing] == ["beta"]
 
