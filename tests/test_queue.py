@@ -45,6 +45,8 @@ from lanekit.queue import (
     split_owned_name,
     validate_job_id,
 )
+from lanekit.queue import enqueue as enqueue_module
+from lanekit.queue.state import QueueState
 from lanekit.records import JobState, Record
 
 if "fork" not in multiprocessing.get_all_start_methods():  # pragma: no cover - Windows only
@@ -327,10 +329,10 @@ def test_enqueue_refused_by_a_late_collision_leaves_the_record_alone(
     before = queue.store.read("inv.42")
     assert before is not None and (before.state, before.attempts) == (JobState.QUEUED, 3)
 
-    def checks_missed_the_promotion(self: Queue, job_id: str) -> None:
+    def checks_missed_the_promotion(q: QueueState, job_id: str) -> None:
         queue.promote_due(now=time.time() + 10**6)  # another runner, right now
 
-    monkeypatch.setattr(Queue, "_refuse_existing", checks_missed_the_promotion)
+    monkeypatch.setattr(enqueue_module, "refuse_existing", checks_missed_the_promotion)
     with pytest.raises(JobExistsError, match="already queued"):
         queue.enqueue({"n": 2}, job_id="inv.42")
     assert queue.store.read("inv.42") == before
@@ -347,10 +349,10 @@ def test_enqueue_never_overwrites_a_record_that_changed_after_the_checks(
     queue.enqueue({"n": 1}, job_id="pay-7")
     claim = drain(queue)[0]
 
-    def checks_missed_the_claim(self: Queue, job_id: str) -> None:
+    def checks_missed_the_claim(q: QueueState, job_id: str) -> None:
         queue.complete(claim)  # ... which finishes right after the checks passed
 
-    monkeypatch.setattr(Queue, "_refuse_existing", checks_missed_the_claim)
+    monkeypatch.setattr(enqueue_module, "refuse_existing", checks_missed_the_claim)
     assert queue.enqueue({"n": 1}, job_id="pay-7") == "pay-7"
     record = queue.store.read("pay-7")
     assert record is not None and (record.state, record.attempts) == (JobState.SUCCEEDED, 1)

@@ -20,7 +20,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from lanekit.queue import Queue, new_job_id, split_owned_name, validate_job_id
+from lanekit.queue import Queue
+from lanekit.queue.layout import (
+    delayed_until,
+    is_job_name,
+    new_job_id,
+    owned_id,
+    stem_id,
+    validate_job_id,
+)
 from lanekit.records import JobState, Record, RecordError, iso_utc
 
 TYPE_CHECKING = False
@@ -201,14 +209,13 @@ class _Source:
         seen: set[bytes] = set()
         for raw in listed:
             name = os.fsdecode(raw)
-            if name[0] == "." or not name.endswith(".json"):
+            if not is_job_name(name):
                 continue
             stem = name[:-5]
             if naming == "delayed":
-                job_id = stem.rpartition(".")[0] or stem
+                job_id = stem_id(name)
             elif naming == "owned" and "." in stem:  # generated ids have no dots
-                parsed = split_owned_name(name)
-                job_id = stem if parsed is None else parsed[0]
+                job_id = owned_id(name)
             else:
                 job_id = stem
             key = os.fsencode(job_id + ".json")
@@ -369,5 +376,5 @@ def _retry_at(queue: Queue, path: Path) -> str | None:
     """delayed/<id>.<not-before epoch>.json -> that time; None for any other place."""
     if path.parent != queue.delayed:
         return None
-    not_before = path.name[:-5].rpartition(".")[2]
-    return iso_utc(int(not_before)) if not_before.isdigit() else None
+    due = delayed_until(path.name)
+    return None if due is None else iso_utc(due[1])

@@ -425,11 +425,10 @@ def _done_files(lane: LaneSpec) -> Counter[str]:
     counts: Counter[str] = Counter()
     if not done.is_dir():
         return counts
-    from lanekit.queue import split_owned_name
+    from lanekit.queue.layout import owned_id
 
     for path in done.rglob("*.json"):
-        owned = split_owned_name(path.name)
-        counts[owned[0] if owned is not None else path.name[: -len(".json")]] += 1
+        counts[owned_id(path.name)] += 1
     return counts
 
 

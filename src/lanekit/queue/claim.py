@@ -1,0 +1,433 @@
+"""Claiming: one no-replace rename from queue/ to claimed/<id>.<owner>.json, then the flock,
+the re-execution guard and the `running` record (design.md section 3).
+
+The claim path uses `os` with `str` paths and imports nothing heavy: it runs once per job.
+"""
+
+# ruff: noqa: PTH119
+# (str paths and os.* on purpose: the claim path)
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import time
+from pathlib import Path
+
+from lanekit import fsops
+from lanekit.errors import QueueError
+from lanekit.queue.enqueue import payload_problem
+from lanekit.queue.fileio import job_names, listdir, read_all, rename_into
+from lanekit.queue.layout import (
+    MAX_ID_LENGTH,
+    claimed_name,
+    has_id,
+    id_problem,
+    id_time,
+    is_job_name,
+    own_owner,
+    owner_tail_problem,
+)
+from lanekit.queue.model import Claim, ClaimLock, Dropped, DropReason
+from lanekit.queue.observe import done_file
+from lanekit.queue.settle import promote_due, to_failed, write_failed_record
+from lanekit.records import JobState, Record, RecordError, iso_utc
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from lanekit.queue.state import QueueState
+
+
+_MISS_LIMIT = 4
+"""Consecutive lost races after which a claimer jumps to a random place in its listing."""
+_SPREAD_PER_CLAIM = 32
+"""With claims in progress, a claimer starts at a random offset among the oldest 32 x (claims in
+progress + 1) jobs (at least 64), so runners that drain together spread apart. With none it is
+alone and starts at the oldest job: a lone lane never leaves old jobs waiting behind new ones."""
+_SPREAD_MIN = 64
+_HOP = 64
+"""After a lost race, jump ahead by up to 64 x 2^misses: out of the winner's trail, not into it."""
+_FIRST_WINDOW = 1024
+"""A claimer's first listing keeps only the oldest this many names (one run usually takes a few
+jobs: selecting them is O(n), sorting 100k names would cost more than listing them)."""
+
+
+class _LostRaceError(Exception):
+    """Internal: the rename lost the race (or the name cannot be ours): try another job."""
+
+
+class Claimer:
+    """Claims jobs for one process, oldest first, without herding at the head of the queue.
+
+    Each claimer lists queue/ once, sorts by name (= age for generated ids), and walks forward
+    from its start, wrapping around. Alone (no claim in progress in claimed/ when it lists) it
+    starts at the oldest job; otherwise at its own random offset near the head (among the
+    oldest 64, wider the more claims are in progress). Claimers that list at the same instant
+    all see no claim in progress and meet at the head: their first lost race spreads them.
+    A lost race (ENOENT) is silent; it jumps ahead by a growing random stride (anywhere, after
+    `_MISS_LIMIT` losses in a row), and lists again only after a full pass or once it lost
+    more races than it won on this listing. Never one listing per claim: with 100k queued
+    files a listing costs tens of milliseconds, and runners that all re-list and go for the
+    head collapse throughput (design.md section 3).
+
+    claim() hands out only jobs that can run. Files that cannot (corrupt, invalid id, record
+    unreadable, already succeeded, a duplicate of a running id) are settled on the spot and
+    reported to `on_drop`, so the runner can log `failed reason=corrupt` or
+    `skipped reason=already-succeeded`.
+    """
+
+    def __init__(
+        self,
+        queue: QueueState,
+        *,
+        lane: str | None = None,
+        on_drop: Callable[[Dropped], None] | None = None,
+    ) -> None:
+        self.queue = queue
+        self.lane = lane
+        self.on_drop = on_drop
+        self._names: list[str] = []
+        self._pos = 0
+        self._left = 0
+        self._misses = 0
+        self._lost = 0
+        self._won = 0
+        self._first = True
+        self._skip: set[str] = set()
+        self._rng = int.from_bytes(os.urandom(8), "little") | 1
+
+    def _random(self, bound: int) -> int:
+        # xorshift64: no `random` import on the claim path, and no syscall per draw
+        x = self._rng
+        x ^= (x << 13) & 0xFFFFFFFFFFFFFFFF
+        x ^= x >> 7
+        x ^= (x << 17) & 0xFFFFFFFFFFFFFFFF
+        self._rng = x
+        return x % bound if bound > 1 else 0
+
+    def claim(self) -> Claim | None:
+        """The next job this process owns, or None when queue/ has nothing left to claim."""
+        while True:
+            if self._left <= 0 and not self._relist():
+                return None
+            name = self._names[self._pos]
+            try:
+                taken = self._take(name)
+            except _LostRaceError:
+                self._lost_here()
+                continue
+            self._misses = 0
+            self._won += 1
+            self._pos = (self._pos + 1) % len(self._names)
+            self._left -= 1
+            if isinstance(taken, Claim):
+                return taken
+            if self.on_drop is not None:
+                self.on_drop(taken)
+
+    def _lost_here(self) -> None:
+        """After a lost race: hop ahead, further each time; after a few misses in a row go
+        somewhere random in the listing; list again once it loses more than it wins there."""
+        self._misses += 1
+        self._lost += 1
+        self._left -= 1
+        size = len(self._names)
+        if self._lost > max(_MISS_LIMIT, self._won):
+            self._left = 0  # more losses than wins: the listing is mostly stale
+        elif self._misses >= _MISS_LIMIT:
+            self._misses = 0
+            self._pos = self._random(size)
+        else:
+            self._pos = (self._pos + 1 + self._random(_HOP << (self._misses - 1))) % size
+
+    def _relist(self) -> bool:
+        promote_due(self.queue)
+        listed = listdir(self.queue.queue_dir)
+        names: list[str] = []
+        if self._first and len(listed) > 4 * _FIRST_WINDOW:
+            import heapq
+
+            names = self._jobs_among(heapq.nsmallest(_FIRST_WINDOW, listed))
+        if not names:  # not windowed, or the window held only hidden or foreign files
+            listed.sort()
+            names = self._jobs_among(listed)
+        self._first = False
+        self._names = names
+        self._misses = self._lost = self._won = 0
+        if not names:
+            self._left = 0
+            return False
+        busy = len(listdir(self.queue.claimed_dir))
+        if busy:
+            spread = max(_SPREAD_MIN, _SPREAD_PER_CLAIM * (busy + 1))
+            self._pos = self._random(min(len(names), spread))
+        else:
+            self._pos = 0  # alone: oldest first (issue 12 item 7)
+        self._left = len(names)
+        return True
+
+    def _jobs_among(self, listed: list[str]) -> list[str]:
+        """The job files among `listed` names (kept in order), minus those this claimer skips."""
+        skip = self._skip
+        return [n for n in listed if is_job_name(n) and n not in skip]
+
+    def _take(self, name: str) -> Claim | Dropped:
+        queue = self.queue
+        job_id = name[:-5]
+        src = f"{queue.queue_dir}/{name}"
+        owner = own_owner()
+        claimed = claimed_name(job_id, owner)
+        path = f"{queue.claimed_dir}/{claimed}"
+        try:
+            fsops.rename_noreplace(src, path)
+        except FileNotFoundError:
+            raise _LostRaceError from None
+        except FileExistsError:
+            self._skip.add(name)  # this process already holds a claim on that id
+            raise _LostRaceError from None
+        except OSError as exc:
+            if exc.errno == errno.ENAMETOOLONG:
+                return self._refuse_unclaimable(src, job_id, name)
+            raise QueueError(
+                f"{src}: cannot claim ({exc.strerror})",
+                f"check that {queue.queue_dir} and {queue.claimed_dir} are writable "
+                "(`lanekit doctor`)",
+            ) from None
+        try:
+            # Regular files only, checked on the descriptor before anything else: a symlink is
+            # never followed, a FIFO never waited on (see fsops.open_regular).
+            fd = fsops.open_regular(path)
+        except (fsops.NotRegularFileError, PermissionError) as exc:
+            return self._refuse_file(job_id, path, f"job file {exc.strerror}")
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                fsops.rename_noreplace(path, src)
+            raise QueueError(
+                f"{path}: cannot open the claimed job ({exc.strerror})",
+                f"check the permissions of the files in {queue.queue_dir}",
+            ) from None
+        lock = ClaimLock(fd)
+        try:
+            try:
+                # Never blocking: a process left over from an earlier attempt (the job, or a
+                # daemon it started, inherited the lock) can hold it for any length of time.
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                lock.release()
+                return self._pass_over(name, src, path, job_id)
+            st = os.fstat(fd)
+            # The claim's age starts now (rename keeps the old mtime). Best effort: a file we
+            # may not touch keeps its mtime as the age.
+            try:  # noqa: SIM105 - contextlib.suppress costs more than the rest of this line
+                os.utime(fd)
+            except OSError:
+                pass
+            return self._admit(
+                job_id=job_id,
+                path=path,
+                claimed_name=claimed,
+                owner=owner,
+                lock=lock,
+                data=read_all(fd, st.st_size),
+                written=st.st_mtime,
+            )
+        except BaseException as exc:
+            if lock.held:
+                # Never strand a claim on an unexpected error: put the job back.
+                with contextlib.suppress(OSError):
+                    fsops.rename_noreplace(path, src)
+                lock.release()
+            if isinstance(exc, OSError):
+                raise QueueError(
+                    f"{exc.filename or path}: cannot claim job {job_id} ({exc.strerror or exc})",
+                    "check free space and permissions in the queue directory (`lanekit doctor`)",
+                ) from exc
+            raise
+
+    def _pass_over(self, name: str, src: str, path: str, job_id: str) -> Dropped:
+        """The file's lock is held by someone else: put it back in queue/ and skip it in this
+        claimer, silently, like a lost race (a recoverer holding it for an instant is one
+        too). If a copy of the id took its place in queue/ meanwhile, ours is the duplicate."""
+        self._skip.add(name)
+        try:
+            fsops.rename_noreplace(path, src)
+        except FileExistsError:
+            detail = f"duplicate: another copy of job {job_id} is already at {src}"
+            target = to_failed(self.queue, path, job_id, detail)
+            return Dropped(job_id, DropReason.DUPLICATE, detail, Path(target))
+        raise _LostRaceError
+
+    def _admit(
+        self,
+        *,
+        job_id: str,
+        path: str,
+        claimed_name: str,
+        owner: str,
+        lock: ClaimLock,
+        data: bytes,
+        written: float,
+    ) -> Claim | Dropped:
+        queue = self.queue
+        now = time.time()
+        problem = id_problem(job_id)
+        if problem is not None:
+            detail = f"job id {job_id!r} {problem}"
+            return self._drop(
+                job_id, path, lock, DropReason.INVALID_ID, detail=detail, prev=None, now=now
+            )
+        try:
+            prev = queue.store.read(job_id)
+        except RecordError as exc:
+            return self._drop(
+                job_id,
+                path,
+                lock,
+                DropReason.RECORD_UNREADABLE,
+                detail=exc.message,
+                prev=None,
+                now=now,
+            )
+        if prev is None and queue.store.succeeded(job_id, prev):
+            detail = f"job {job_id} succeeded before its record was purged (records/.guard/)"
+            return self._drop(
+                job_id, path, lock, DropReason.ALREADY_SUCCEEDED, detail=detail, prev=prev, now=now
+            )
+        if prev is not None and prev.state is JobState.SUCCEEDED:
+            detail = f"record {queue.store.path(job_id)} says succeeded"
+            return self._drop(
+                job_id, path, lock, DropReason.ALREADY_SUCCEEDED, detail=detail, prev=prev, now=now
+            )
+        if prev is None or prev.state is JobState.RUNNING:
+            # No record, or one a settle could not finish (see observe.done_file): done/ decides.
+            # Never on the common path, where the record says queued.
+            done = done_file(queue, job_id)
+            if done is not None:
+                detail = f"{done} shows it succeeded"
+                return self._drop(
+                    job_id,
+                    path,
+                    lock,
+                    DropReason.ALREADY_SUCCEEDED,
+                    detail=detail,
+                    prev=prev,
+                    now=now,
+                )
+        payload = payload_problem(data)
+        if payload is not None:
+            detail = f"job file is {payload}"
+            return self._drop(
+                job_id, path, lock, DropReason.CORRUPT, detail=detail, prev=prev, now=now
+            )
+        if prev is not None and prev.state is JobState.FAILED:
+            # A failed record is the end of the id's earlier life (a failed job's file is in
+            # failed/, so this copy was enqueued again): a new life, with all its attempts.
+            prev = None
+        if prev is not None and prev.state is JobState.RUNNING:
+            other = self._other_claim(job_id, claimed_name)
+            if other is not None:
+                detail = f"another copy of job {job_id} is running ({other})"
+                return self._drop(
+                    job_id, path, lock, DropReason.DUPLICATE, detail=detail, prev=prev, now=now
+                )
+        # The record with what carries over from the previous one (records.Record.carry_over),
+        # built in one step: this runs for every job.
+        lane = self.lane
+        if prev is None or not prev.queued_at:
+            born = id_time(job_id)
+            queued_at = iso_utc(written if born is None else born)
+        else:
+            queued_at = prev.queued_at
+        if prev is not None:
+            if lane is None:
+                lane = prev.lane
+            attempts = prev.attempts + 1
+        else:
+            attempts = 1
+        record = Record(job_id, JobState.RUNNING, attempts, queued_at, iso_utc(now), lane)
+        # Not fsynced even on a durable queue: losing it to a power cut only loses the count
+        # of the attempt that was cut short; the settling record that follows is durable.
+        queue.store.write(record, durable=False)
+        return Claim(job_id, queue.claimed / claimed_name, attempts, owner, record, lock, path)
+
+    def _other_claim(self, job_id: str, ours: str) -> str | None:
+        for name in job_names(self.queue.claimed_dir):
+            if name != ours and has_id(name, job_id):
+                return f"{self.queue.claimed_dir}/{name}"
+        return None
+
+    def _drop(
+        self,
+        job_id: str,
+        path: str,
+        lock: ClaimLock,
+        reason: DropReason,
+        *,
+        detail: str,
+        prev: Record | None,
+        now: float,
+    ) -> Dropped:
+        queue = self.queue
+        try:
+            if reason is DropReason.ALREADY_SUCCEEDED:
+                # Kept under its claimed name: done/ already holds the run that succeeded.
+                target = f"{queue.done_bucket(now)}/{os.path.basename(path)}"
+                rename_into(path, target)
+                if prev is None or prev.state is not JobState.SUCCEEDED:
+                    # Finish what the success could not write (best effort: done/ stays proof).
+                    stamp = iso_utc(now)
+                    done = Record(job_id, JobState.SUCCEEDED, 0, stamp, stamp)
+                    with contextlib.suppress(OSError):
+                        queue.store.write(done.carry_over(prev))
+            else:
+                # Only a corrupt job's record is ours to change: a duplicate's belongs to the
+                # copy that runs, an unreadable one stays for inspection, an invalid id has none.
+                if reason is DropReason.CORRUPT:
+                    write_failed_record(queue, job_id, prev, detail, now)
+                # An id with an owner's tail is renamed on its way (`~` is in no id): under its
+                # own name it would read as another id in failed/ (see owner_tail_problem).
+                name = (
+                    f"{job_id[:160]}~{os.urandom(4).hex()}"
+                    if reason is DropReason.INVALID_ID and owner_tail_problem(job_id)
+                    else job_id
+                )
+                target = to_failed(queue, path, name, detail)
+        finally:
+            lock.release()
+        return Dropped(job_id, reason, detail, Path(target))
+
+    def _refuse_file(self, job_id: str, path: str, detail: str) -> Dropped:
+        """A claimed name that is no job file (or not one lanekit may read): to failed/ with
+        the reason. Its record says failed unless it says succeeded (the guard stays) or cannot
+        be read (kept for inspection); an invalid id has no record to write."""
+        queue = self.queue
+        now = time.time()
+        if id_problem(job_id) is None:
+            try:
+                prev = queue.store.read(job_id)
+            except RecordError:
+                pass
+            else:
+                if prev is None or prev.state is not JobState.SUCCEEDED:
+                    with contextlib.suppress(OSError):
+                        write_failed_record(queue, job_id, prev, detail, now)
+        target = to_failed(queue, path, job_id, detail)
+        return Dropped(job_id, DropReason.UNREADABLE, detail, Path(target))
+
+    def _refuse_unclaimable(self, src: str, job_id: str, name: str) -> Dropped:
+        """A name too long to carry an owner: straight to failed/ (a rename, so one mover wins),
+        under a shortened name so that its .error fits beside it."""
+        short = f"{job_id[:160]}~{os.urandom(4).hex()}"
+        detail = (
+            f"job id is too long to claim ({len(job_id)} characters, at most {MAX_ID_LENGTH}); "
+            f"the file was {name}"
+        )
+        try:
+            target = to_failed(self.queue, src, short, detail)
+        except FileNotFoundError:
+            raise _LostRaceError from None
+        self._skip.add(name)
+        return Dropped(job_id, DropReason.INVALID_ID, detail, Path(target))

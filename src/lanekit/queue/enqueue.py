@@ -1,0 +1,173 @@
+"""Adding a job: the payload checked, written to tmp/, renamed without replacing into queue/,
+its `queued` record created where the id has none (design.md section 3)."""
+
+# ruff: noqa: PTH108
+# (str paths and os.* on purpose: the claim path, see lanekit.queue)
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+
+from lanekit import fsops
+from lanekit.errors import QueueError, UsageError
+from lanekit.queue.fileio import io_errors, listdir
+from lanekit.queue.layout import has_id, new_job_id, validate_job_id
+from lanekit.queue.model import JobExistsError
+from lanekit.queue.observe import done_file
+from lanekit.queue.safety import check
+from lanekit.records import JobState, NestedTooDeepError, Record, iso_utc, strict_loads
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
+    from typing import Any
+
+    from lanekit.queue.state import QueueState
+
+
+def _json_kind(value: object) -> str:
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, bool):
+        return "boolean"
+    if value is None:
+        return "null"
+    return "number"
+
+
+def payload_problem(data: bytes) -> str | None:
+    """Why `data` is not a job payload (a JSON object), or None when it is one."""
+    try:
+        value = strict_loads(data, values=False)
+    except NestedTooDeepError:
+        return "valid JSON nested too deeply for lanekit to check (arrays or objects in each other)"
+    except ValueError as exc:
+        return f"not valid JSON ({exc})"
+    if not isinstance(value, dict):
+        return f"a JSON {_json_kind(value)}, not an object"
+    return None
+
+
+def payload_bytes(payload: Mapping[str, Any] | bytes | str) -> bytes:
+    """The bytes of a job file for `payload`; UsageError when it is no JSON object."""
+    if isinstance(payload, bytes | str):
+        data = payload.encode("utf-8") if isinstance(payload, str) else payload
+        problem = payload_problem(data)
+        if problem is not None:
+            raise UsageError(
+                f"job payload is {problem}", 'a job is one JSON object, e.g. {"file": "a.txt"}'
+            )
+        return data
+    import json
+
+    try:
+        return json.dumps(dict(payload), allow_nan=False).encode("utf-8") + b"\n"
+    except RecursionError:
+        raise UsageError(
+            "job payload is nested too deeply to be written as JSON",
+            "flatten the payload: a job is one JSON object of modest depth",
+        ) from None
+    except (TypeError, ValueError) as exc:
+        raise UsageError(
+            f"job payload cannot be written as JSON ({exc})",
+            "use only str, int, float, bool, None, lists and dicts with str keys",
+        ) from None
+
+
+def enqueue(
+    q: QueueState, payload: Mapping[str, Any] | bytes | str, job_id: str | None = None
+) -> str:
+    """Add a job; returns its id. The payload must be a JSON object (UsageError otherwise).
+
+    Written to tmp/, fsynced, renamed without replacing into queue/<id>.json, directory
+    fsynced (no fsyncs when durable=False). A given id must pass validate_job_id and must
+    not be anywhere in the queue already; an id whose record says succeeded is refused too
+    (JobExistsError), because the guard would only skip it.
+
+    Those checks only make the usual refusals explicit: a listing can miss a file that is
+    being renamed. What holds under races is that enqueue never replaces anything: the job
+    enters queue/ by a no-replace rename, and its `queued` record is created only where the
+    id has none. A record that exists belongs to the id's earlier life (a claim about to
+    finish, a success, an attempt count) and stays; the claimer's guard then decides.
+    """
+    check(q)
+    data = payload_bytes(payload)
+    if job_id is None:
+        job_id = new_job_id()
+    else:
+        validate_job_id(job_id)
+        refuse_existing(q, job_id)
+    with io_errors("enqueue"):
+        write_job(q, job_id, data)
+    return job_id
+
+
+def write_job(q: QueueState, job_id: str, data: bytes) -> None:
+    """Stage the record, move the job into queue/, then create its record."""
+    stamp = iso_utc(time.time())
+    job_tmp = q.tmp_name("job")
+    fsops.write_new(job_tmp, data, durable=q.durable)
+    tmp: str | None = job_tmp
+    staged: str | None = None
+    target = f"{q.queue_dir}/{job_id}.json"
+    try:
+        # Staged before the job is visible: a full disk then queues nothing. Moving it into
+        # records/ later is a rename, which needs no free space.
+        staged = q.store.stage(Record(job_id, JobState.QUEUED, 0, stamp, stamp))
+        try:
+            fsops.rename_noreplace(job_tmp, target)
+        except FileExistsError:
+            raise JobExistsError(
+                f"job {job_id} is already queued ({target})", "give the new job another id"
+            ) from None
+        tmp = None
+        if q.durable:
+            fsops.fsync_dir(q.queue_dir)
+        # create() owns the staged file from here on (it removes it unless it moved it).
+        staged_record, staged = staged, None
+        try:
+            q.store.create(staged_record, job_id)
+        except OSError as exc:
+            raise QueueError(
+                f"{exc.filename or q.store.path(job_id)}: job {job_id} is queued, but "
+                f"its record cannot be created ({exc.strerror or exc})",
+                "the job will run (its first claim writes the record); check the queue's "
+                "records/ directory (`lanekit doctor`)",
+            ) from exc
+    finally:
+        for leftover in (tmp, staged):
+            if leftover is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(leftover)
+
+
+def refuse_existing(q: QueueState, job_id: str) -> None:
+    """JobExistsError when `job_id` is anywhere in the queue or already succeeded."""
+    hint = "give the new job another id"
+    for path, what in (
+        (f"{q.queue_dir}/{job_id}.json", "is already queued"),
+        (f"{q.failed_dir}/{job_id}.json", "already failed"),
+    ):
+        if os.path.lexists(path):
+            raise JobExistsError(f"job {job_id} {what} ({path})", hint)
+    for directory, what in ((q.claimed_dir, "is running"), (q.delayed_dir, "awaits a retry")):
+        for name in listdir(directory):
+            if has_id(name, job_id):
+                raise JobExistsError(f"job {job_id} {what} ({directory}/{name})", hint)
+    record = q.store.read(job_id)
+    proof: Path | str | None
+    if record is not None and record.state is JobState.SUCCEEDED:
+        proof = q.store.path(job_id)
+    elif q.store.succeeded(job_id, record):  # no record: the purge index knows it
+        proof = q.store.guard_dir
+    else:
+        proof = done_file(q, job_id)
+    if proof is not None:
+        raise JobExistsError(
+            f"job {job_id} already succeeded ({proof})",
+            "lanekit never runs a succeeded id again: give the new job another id",
+        )

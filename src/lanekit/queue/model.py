@@ -1,0 +1,219 @@
+"""The directory queue's values: claims, what claim/recover/verbs report, counts, and its two
+errors of its own. Frozen dataclasses and closed vocabularies, no I/O (ClaimLock closes a
+descriptor, nothing else)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from lanekit.errors import QueueError, UsageError
+from lanekit.records import JobState
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from lanekit.records import Record
+
+
+class JobExistsError(UsageError):
+    """An id given to enqueue is already in the queue (or already succeeded)."""
+
+
+class RecordNotWrittenError(QueueError):
+    """A settled job's final record could not be written; its file was moved all the same.
+
+    Raised by complete() and fail() (and release() out of attempts) after the move: the job is
+    finished, `moved_to` is where it went (done/ or failed/), `state` what the record should
+    have said (SUCCEEDED or FAILED); the record itself may still say `running`.
+    """
+
+    def __init__(self, message: str, hint: str, *, state: JobState, moved_to: Path) -> None:
+        super().__init__(message, hint)
+        self.state = state
+        self.moved_to = moved_to
+
+
+class ClaimLock:
+    """The open claimed file whose flock marks the owner as alive (released once, idempotently).
+
+    The flock belongs to the open file description, not to the process or the name: every
+    process that inherits the descriptor holds it too, and renames do not affect it.
+    """
+
+    __slots__ = ("fd",)
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    @property
+    def held(self) -> bool:
+        """False once the claim was settled."""
+        return self.fd >= 0
+
+    def release(self) -> None:
+        """Close the file (dropping the flock); later calls do nothing."""
+        fd, self.fd = self.fd, -1
+        if fd >= 0:
+            os.close(fd)
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A job this process owns: claimed/<id>.<owner>.json, flocked until settled."""
+
+    job_id: str
+    path: Path
+    """The claimed file; the job's command gets this path."""
+    attempt: int
+    """1 on the first run, counting every start (a crash mid-run counts too)."""
+    owner: str
+    record: Record
+    """The `running` record written at claim."""
+    lock: ClaimLock = field(repr=False, compare=False)
+    file: str = field(default="", repr=False, compare=False)
+    """`path` as a str (what the queue renames; empty: use str(path))."""
+
+    @property
+    def held(self) -> bool:
+        """True until complete/fail/release settled the claim."""
+        return self.lock.held
+
+    @property
+    def lock_fd(self) -> int:
+        """The descriptor holding the claim's flock (-1 once settled); not inheritable.
+
+        Give it to the job's process (`subprocess.Popen(..., pass_fds=(claim.lock_fd,))` makes
+        it inheritable in the child only) and the claim stays locked for as long as the job
+        runs, even if this process is SIGKILLed: recover() takes only claims whose lock nobody
+        holds. A process that keeps it after the claim was settled (a daemon the job started)
+        keeps the job file locked; claim() then passes over that file instead of waiting."""
+        return self.lock.fd
+
+
+class DropReason(StrEnum):
+    """Why a claimed file was settled without running (see Dropped)."""
+
+    CORRUPT = "corrupt"
+    """Not JSON, or not a JSON object."""
+    INVALID_ID = "invalid-id"
+    """A producer named the file with an id lanekit would have refused."""
+    RECORD_UNREADABLE = "record-unreadable"
+    """The record cannot be trusted, so the guard cannot say whether the job already ran."""
+    ALREADY_SUCCEEDED = "already-succeeded"
+    """The re-execution guard: the record says succeeded."""
+    DUPLICATE = "duplicate"
+    """Another copy of the same id is running right now."""
+    UNREADABLE = "unreadable"
+    """Not a regular file (a symlink, directory, FIFO...), or one lanekit may not read: it can
+    never run, so it goes to failed/ instead of blocking the lane."""
+
+
+@dataclass(frozen=True, slots=True)
+class Dropped:
+    """A job claim() took out of queue/ but did not hand out; reported through `on_drop`."""
+
+    job_id: str
+    reason: DropReason
+    detail: str
+    destination: Path
+    """Where the file went: done/ for already-succeeded, failed/ (+ .error) otherwise."""
+
+    @property
+    def state(self) -> JobState:
+        """SUCCEEDED for already-succeeded (log `skipped`), FAILED otherwise (log `failed`)."""
+        if self.reason is DropReason.ALREADY_SUCCEEDED:
+            return JobState.SUCCEEDED
+        return JobState.FAILED
+
+
+class RecoverReason(StrEnum):
+    """Why recover() took a claim away from its owner."""
+
+    OWNER_DEAD = "owner-dead"
+    PID_REUSED = "pid-reused"
+    STALE = "stale"
+    """Owner on another host (or unnamed) and the claim is older than stale_after."""
+
+
+@dataclass(frozen=True, slots=True)
+class Recovered:
+    """One claim recover() moved (or, with dry_run, would move)."""
+
+    job_id: str
+    reason: RecoverReason
+    destination: Path
+    state: JobState
+    """QUEUED (back in queue/), FAILED (out of attempts, or its record already said failed) or
+    SUCCEEDED (its record already said so). A record that already said so means the owner died
+    between recording the outcome and moving the file; the move is finished, the job not rerun."""
+    owner: str
+    attempts: int
+    exit: int | None = None
+    """The exit status the job's watcher recorded: the job finished after its owner died and
+    was settled by it (None: it did not finish, and goes back to run again)."""
+
+
+@dataclass(frozen=True, slots=True)
+class QueueCounts:
+    """How many jobs are where, for status and doctor."""
+
+    queued: int
+    delayed: int
+    claimed: int
+    done: int
+    failed: int
+    oldest_queued_age: float | None
+    """Seconds since the oldest job in queue/ was enqueued (None when queue/ is empty)."""
+    oldest_claim_age: float | None
+    """Seconds since the oldest current claim was taken (None when nothing is claimed)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimInfo:
+    """One file in claimed/ and what is known about its owner."""
+
+    job_id: str
+    path: Path
+    pid: int | None
+    token: str | None
+    host: str | None
+    age: float
+    """Seconds since the claim was taken."""
+    owner_alive: bool | None
+    """True/False for owners on this host; None when it cannot be checked (another host)."""
+
+
+@dataclass(frozen=True, slots=True)
+class JobLocation:
+    """Where a job's file is, and the state that follows from the directory."""
+
+    job_id: str
+    state: JobState
+    path: Path
+
+
+@dataclass(frozen=True, slots=True)
+class Moved:
+    """One job an operator verb (retry, requeue, cancel) moved, or with dry_run would move."""
+
+    job_id: str
+    source: Path
+    destination: Path
+    state: JobState
+    """The job's state once moved: QUEUED (retry, requeue) or FAILED (cancel)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Purged:
+    """What `Queue.purge` removed (or, with dry_run, would remove)."""
+
+    done: tuple[str, ...]
+    """Ids of finished jobs removed from done/."""
+    failed: tuple[str, ...]
+    """Ids of failed jobs removed from failed/."""
+    guard_expired: tuple[str, ...]
+    """Guard index files (records/.guard/<day>.ids) that expired."""
+    dry_run: bool = False

@@ -1,0 +1,188 @@
+"""Looking at a queue without changing it: counts and ages, claims and their owners, where a
+job is, the listing history pages through. Built from directory listings (and a stat where an
+age needs one), so it stays cheap at 100k jobs."""
+
+# ruff: noqa: PTH116
+# (str paths and os.* on purpose: the claim path, see lanekit.queue)
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from lanekit import fsops, procinfo
+from lanekit.queue.fileio import job_names, listdir, read_all
+from lanekit.queue.layout import has_id, id_time, split_owned_name, stem_id, validate_job_id
+from lanekit.queue.model import ClaimInfo, JobLocation, QueueCounts
+from lanekit.queue.recover import owner_alive
+from lanekit.records import JobState, RecordError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from lanekit.queue.state import QueueState
+
+
+def counts(q: QueueState, now: float | None = None) -> QueueCounts:
+    """How many jobs are in each directory, and the oldest queued job and claim."""
+    now = time.time() if now is None else now
+    queued = job_names(q.queue_dir)
+    oldest: float | None = None
+    for name in queued:
+        born = id_time(name[:-5])
+        if born is None:
+            try:
+                born = os.stat(f"{q.queue_dir}/{name}").st_mtime
+            except FileNotFoundError:
+                continue
+        oldest = born if oldest is None else min(oldest, born)
+    claims = list_claims(q, now=now, check_owners=False)
+    done = sum(len(job_names(f"{q.done_root}/{day}")) for day in q.done_days())
+    return QueueCounts(
+        queued=len(queued),
+        delayed=len(job_names(q.delayed_dir)),
+        claimed=len(claims),
+        done=done,
+        failed=len(job_names(q.failed_dir)),
+        oldest_queued_age=None if oldest is None else max(now - oldest, 0.0),
+        oldest_claim_age=max((c.age for c in claims), default=None),
+    )
+
+
+def list_claims(
+    q: QueueState, now: float | None = None, *, check_owners: bool = True
+) -> list[ClaimInfo]:
+    """Every claim with its owner and age, oldest first.
+
+    `owner_alive` is True when the claim's lock is held or its owner (on this host) is
+    running with the same start token, False when the owner is gone, None when the owner is
+    on another host or unnamed (and when `check_owners` is False).
+    """
+    now = time.time() if now is None else now
+    here = procinfo.hosttag()
+    result = []
+    for name in job_names(q.claimed_dir):
+        path = f"{q.claimed_dir}/{name}"
+        try:
+            mtime = os.stat(path).st_mtime
+        except FileNotFoundError:
+            continue
+        parsed = split_owned_name(name)
+        job_id, owner = (name[:-5], None) if parsed is None else parsed
+        alive = None
+        if check_owners and owner is not None and owner.host == here:
+            alive = owner_alive(path, owner)
+        result.append(
+            ClaimInfo(
+                job_id=job_id,
+                path=Path(path),
+                pid=None if owner is None else owner.pid,
+                token=None if owner is None else owner.token,
+                host=None if owner is None else owner.host,
+                age=max(now - mtime, 0.0),
+                owner_alive=alive,
+            )
+        )
+    result.sort(key=lambda info: -info.age)
+    return result
+
+
+def listing(
+    q: QueueState, state: JobState | None = None
+) -> dict[str, tuple[JobState, str, str | None]]:
+    """Every job file as id -> (state, directory, file name or None for `<id>.json`).
+
+    Built from directory listings alone (no file is opened or stat'ed, and entries of one
+    directory share one value tuple), so it stays cheap at 100k jobs. `state` limits it to
+    that state's directories (queued = queue/ and delayed/). When one id has files in
+    several places (a duplicate), the live one wins: claimed/ over queue/ and delayed/ over
+    failed/ over done/.
+    """
+    found: dict[str, tuple[JobState, str, str | None]] = {}
+
+    def add(directory: str, job_state: JobState, *, owned: bool) -> None:
+        stems = [n[:-5] for n in listdir(directory) if n[0] != "." and n.endswith(".json")]
+        found.update(dict.fromkeys(stems, (job_state, directory, None)))
+        if not owned:
+            return
+        for stem in [stem for stem in stems if "." in stem]:  # generated ids have no dots
+            parsed = split_owned_name(stem + ".json")
+            if parsed is not None:
+                del found[stem]
+                found[parsed[0]] = (job_state, directory, stem + ".json")
+
+    if state is None or state is JobState.SUCCEEDED:
+        for day in q.done_days():
+            add(f"{q.done_root}/{day}", JobState.SUCCEEDED, owned=True)
+    if state is None or state is JobState.FAILED:
+        add(q.failed_dir, JobState.FAILED, owned=True)
+    if state is None or state is JobState.QUEUED:
+        for name in job_names(q.delayed_dir):
+            job_id = stem_id(name)
+            found[job_id] = (JobState.QUEUED, q.delayed_dir, name)
+        add(q.queue_dir, JobState.QUEUED, owned=False)
+    if state is None or state is JobState.RUNNING:
+        add(q.claimed_dir, JobState.RUNNING, owned=True)
+    return found
+
+
+def locate(q: QueueState, job_id: str) -> JobLocation | None:
+    """Where the job's file is now, or None if it is nowhere. done/ is searched in the day
+    its record says it finished first, then newest day first."""
+    validate_job_id(job_id)
+    for directory, job_state in (
+        (q.queue_dir, JobState.QUEUED),
+        (q.failed_dir, JobState.FAILED),
+    ):
+        path = f"{directory}/{job_id}.json"
+        if os.path.lexists(path):
+            return JobLocation(job_id, job_state, Path(path))
+    for directory, job_state in (
+        (q.claimed_dir, JobState.RUNNING),
+        (q.delayed_dir, JobState.QUEUED),
+    ):
+        for name in job_names(directory):
+            if has_id(name, job_id):
+                return JobLocation(job_id, job_state, Path(f"{directory}/{name}"))
+    try:
+        record = q.store.read(job_id)
+    except RecordError:
+        record = None
+    days = q.done_days()[::-1]
+    if record is not None and record.updated_at[:10] in days:
+        days.insert(0, record.updated_at[:10])
+    for day in days:
+        path = f"{q.done_root}/{day}/{job_id}.json"
+        if os.path.lexists(path):
+            return JobLocation(job_id, JobState.SUCCEEDED, Path(path))
+    return None
+
+
+def error_text(q: QueueState, location: JobLocation) -> str | None:
+    """The .error file next to a failed job, or None."""
+    if location.state is not JobState.FAILED:
+        return None
+    try:
+        fd = fsops.open_regular(str(location.path)[:-5] + ".error")
+    except (FileNotFoundError, fsops.NotRegularFileError):
+        return None
+    try:
+        return read_all(fd, os.fstat(fd).st_size).decode("utf-8", "replace")
+    finally:
+        os.close(fd)
+
+
+def failed_ids(q: QueueState) -> list[str]:
+    """Ids of the jobs in failed/ under their own name, oldest first (`retry --failed`)."""
+    return sorted(name[:-5] for name in job_names(q.failed_dir) if "." not in name[:-5])
+
+
+def done_file(q: QueueState, job_id: str) -> str | None:
+    """done/<day>/<id>.json, newest day first, or None. A job's file reaches done/ only once
+    it succeeded, and the move is a rename (it needs no free space), so this is the proof
+    that survives a success whose record could not be written (disk full): the guard asks
+    it wherever the record does not already say succeeded."""
+    for day in reversed(q.done_days()):
+        path = f"{q.done_root}/{day}/{job_id}.json"
+        if os.path.lexists(path):
+            return path
+    return None

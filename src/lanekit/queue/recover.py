@@ -1,0 +1,377 @@
+"""Recovering claims whose owner is gone, and the one answer to "is this claim's owner still
+there?" (owner_alive, local_owner_gone) that recover, observe and doctor share.
+
+A claim is taken back only when nobody holds its flock and its owner on this host is dead
+(or its pid reused), or, for owners elsewhere, once it is older than `stale_after`. A job
+that finished after its owner died is settled by the exit status its watcher recorded.
+"""
+
+# ruff: noqa: PTH108, PTH116
+# (str paths and os.* on purpose: the claim path, see lanekit.queue)
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import time
+from pathlib import Path
+
+from lanekit import fsops, procinfo, watcher
+from lanekit.queue.fileio import io_errors, listdir
+from lanekit.queue.layout import (
+    TMP_PREFIXES,
+    delayed_name,
+    is_job_name,
+    queued_name,
+    split_owned_name,
+)
+from lanekit.queue.model import Recovered, RecoverReason
+from lanekit.queue.safety import check
+from lanekit.queue.settle import (
+    duplicate_to_failed,
+    gave_up,
+    not_recorded,
+    record_outcome,
+    to_done,
+    to_failed,
+    write_failed_record,
+)
+from lanekit.records import JobState, Record, RecordError, iso_utc
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from lanekit.queue.layout import Owner
+    from lanekit.queue.state import QueueState
+
+_TMP_MAX_AGE = 3600.0
+"""Our own temp files in tmp/ older than this were left by a killed process."""
+
+
+def recover(
+    q: QueueState,
+    *,
+    stale_after: float,
+    max_attempts: int,
+    dry_run: bool = False,
+    now: float | None = None,
+) -> list[Recovered]:
+    """Give back claims whose owner is gone; safe to run from many processes at once.
+
+    On this host a claim is recovered when nobody holds its lock and its owner pid is dead
+    or runs another process (start token differs). For owners on another host (or files
+    without an owner) only age counts: older than `stale_after` seconds. The job goes back
+    to queue/ (attempt counted at claim), to failed/ when its attempts are spent, or where
+    its record says it ended: done/ for succeeded, failed/ for failed (the owner died
+    between recording the outcome and moving the file; the record is kept). Each candidate
+    is locked and re-checked with stat before the move, and the move is a rename, so two
+    recoverers never both act. `dry_run` reports what would move and moves nothing.
+    """
+    check(q)
+    now = time.time() if now is None else now
+    results = []
+    with io_errors("recover claims"):
+        if not dry_run:
+            sweep_tmp(q, now)
+            sweep_statuses(q)
+        for name in listdir(q.claimed_dir):
+            if not is_job_name(name):
+                continue
+            item = recover_one(q, name, stale_after, max_attempts, dry_run, now)
+            if item is not None:
+                results.append(item)
+    return results
+
+
+def sweep_tmp(q: QueueState, now: float) -> None:
+    """Remove our own temp files (probe, record, job, .error) that a killed process left in
+    tmp/ over an hour ago. Producers' files there are not ours and are left alone."""
+    for name in listdir(q.tmp_dir):
+        if not name.startswith(TMP_PREFIXES):
+            continue
+        path = f"{q.tmp_dir}/{name}"
+        with contextlib.suppress(FileNotFoundError):
+            if now - os.lstat(path).st_mtime > _TMP_MAX_AGE:
+                os.unlink(path)
+
+
+def recover_one(  # noqa: PLR0917 - recover()'s own values
+    q: QueueState, name: str, stale_after: float, max_attempts: int, dry_run: bool, now: float
+) -> Recovered | None:
+    """Recover the claim `name` if its owner is gone (None: it stays)."""
+    path = f"{q.claimed_dir}/{name}"
+    parsed = split_owned_name(name)
+    job_id, owner = (name[:-5], None) if parsed is None else parsed
+    try:
+        fd = fsops.open_regular(path)
+    except FileNotFoundError:
+        return None
+    except (fsops.NotRegularFileError, PermissionError) as exc:
+        return recover_bad_file(q, path, job_id, owner, exc, stale_after, dry_run, now)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return None  # its owner (or another recoverer) holds it
+        if owner is not None and owner.host == procinfo.hosttag():
+            gone = local_owner_gone(owner)
+            if gone is None:
+                return None
+            reason = gone
+        else:
+            if now - os.fstat(fd).st_mtime <= stale_after:
+                return None
+            reason = RecoverReason.STALE
+        # A listing can repeat or miss names during renames: act only if this name still
+        # is the file we locked.
+        try:
+            current = os.stat(path)
+        except FileNotFoundError:
+            return None
+        locked = os.fstat(fd)
+        if (current.st_ino, current.st_dev) != (locked.st_ino, locked.st_dev):
+            return None
+        return give_back(
+            q,
+            path=path,
+            job_id=job_id,
+            owner=owner,
+            reason=reason,
+            max_attempts=max_attempts,
+            dry_run=dry_run,
+            now=now,
+        )
+    finally:
+        os.close(fd)
+
+
+def recover_bad_file(  # noqa: PLR0917 - called once, with recover's own values
+    q: QueueState,
+    path: str,
+    job_id: str,
+    owner: Owner | None,
+    exc: OSError,
+    stale_after: float,
+    dry_run: bool,
+    now: float,
+) -> Recovered | None:
+    """A claimed name that is no regular file, or one we may not read (it cannot be locked
+    or run): once its owner is gone, to failed/ with the reason. A live owner is a claimer
+    about to do exactly that itself."""
+    if owner is not None and owner.host == procinfo.hosttag():
+        gone = local_owner_gone(owner)
+        if gone is None:
+            return None
+        reason = gone
+    else:
+        try:
+            if now - os.lstat(path).st_mtime <= stale_after:
+                return None
+        except FileNotFoundError:
+            return None
+        reason = RecoverReason.STALE
+    destination = f"{q.failed_dir}/{queued_name(job_id)}"
+    owner_text = "" if owner is None else str(owner)
+    if not dry_run:
+        try:
+            destination = to_failed(q, path, job_id, f"job file {exc.strerror}")
+        except FileNotFoundError:
+            return None  # another recoverer moved it first
+    return Recovered(job_id, reason, Path(destination), JobState.FAILED, owner_text, 0)
+
+
+def give_back(
+    q: QueueState,
+    *,
+    path: str,
+    job_id: str,
+    owner: Owner | None,
+    reason: RecoverReason,
+    max_attempts: int,
+    dry_run: bool,
+    now: float,
+) -> Recovered | None:
+    """Move a claim whose owner is gone to where its record or its watcher says."""
+    owner_text = "" if owner is None else str(owner)
+    why = {
+        RecoverReason.OWNER_DEAD: f"owner {owner_text} died",
+        RecoverReason.PID_REUSED: f"owner {owner_text} died (its pid now runs another process)",
+        RecoverReason.STALE: f"claim by {owner_text or 'an unknown owner'} went stale",
+    }[reason]
+    prev: Record | None = None
+    unreadable: str | None = None
+    try:
+        prev = q.store.read(job_id)
+    except RecordError as exc:
+        unreadable = exc.message
+    attempts = 0 if prev is None else prev.attempts
+    # A settled record means the owner died between recording the outcome and moving the
+    # file: finish the move and keep the record, never run the job again.
+    settled = prev is not None and prev.state in {JobState.SUCCEEDED, JobState.FAILED}
+    status = watcher.status_path(path)
+    outcome = None if settled or unreadable is not None else watcher.read_outcome(status)
+    if outcome is not None:
+        return settle_finished(
+            q,
+            path=path,
+            job_id=job_id,
+            owner_text=owner_text,
+            reason=reason,
+            prev=prev,
+            outcome=outcome,
+            max_attempts=max_attempts,
+            dry_run=dry_run,
+            now=now,
+        )
+    if unreadable is not None:
+        state, destination = JobState.FAILED, f"{q.failed_dir}/{queued_name(job_id)}"
+    elif prev is not None and prev.state is JobState.SUCCEEDED:
+        state, destination = JobState.SUCCEEDED, f"{q.day_path(now)}/{queued_name(job_id)}"
+    elif settled or attempts >= max_attempts:
+        state, destination = JobState.FAILED, f"{q.failed_dir}/{queued_name(job_id)}"
+    else:
+        state, destination = JobState.QUEUED, f"{q.queue_dir}/{queued_name(job_id)}"
+    if dry_run:
+        return Recovered(job_id, reason, Path(destination), state, owner_text, attempts)
+    try:
+        if state is JobState.SUCCEEDED:
+            destination = to_done(q, path, job_id, now)
+        elif state is JobState.FAILED:
+            if unreadable is not None:
+                error = f"record unreadable: {unreadable}"
+            elif settled and prev is not None:
+                error = prev.error or f"failed ({why} before moving it to failed/)"
+            else:
+                error = f"{why}; gave up after {attempts} attempts"
+            destination = to_failed(q, path, job_id, error)
+            if unreadable is None and not settled:
+                write_failed_record(q, job_id, prev, error, now)
+        else:
+            try:
+                fsops.rename_noreplace(path, destination)
+            except FileExistsError:
+                destination = duplicate_to_failed(q, path, job_id, destination)
+                state = JobState.FAILED
+            else:
+                record = Record(
+                    job_id, JobState.QUEUED, attempts, iso_utc(now), iso_utc(now), error=why
+                )
+                q.store.write(record.carry_over(prev))
+    except FileNotFoundError:
+        return None  # another recoverer moved it first
+    return Recovered(job_id, reason, Path(destination), state, owner_text, attempts)
+
+
+def settle_finished(
+    q: QueueState,
+    *,
+    path: str,
+    job_id: str,
+    owner_text: str,
+    reason: RecoverReason,
+    prev: Record | None,
+    outcome: watcher.Outcome,
+    max_attempts: int,
+    dry_run: bool,
+    now: float,
+) -> Recovered | None:
+    """A claim whose job finished after its owner died: settle it by the exit status its
+    watcher recorded, exactly as the owner would have (0 -> done/; stopped -> queue/
+    unspent; another failure -> retry with backoff, or failed/ when out of attempts),
+    never run it again. The record is written before the move (see `_settle`), the status
+    removed after it."""
+    attempts = 0 if prev is None else prev.attempts
+    stamp = iso_utc(now)
+    error = watcher.describe(outcome)
+    if outcome.exit == 0:
+        state, destination = JobState.SUCCEEDED, f"{q.day_path(now)}/{queued_name(job_id)}"
+    elif outcome.stopped:
+        state, destination = JobState.QUEUED, f"{q.queue_dir}/{queued_name(job_id)}"
+    elif attempts >= max_attempts:
+        state, destination = JobState.FAILED, f"{q.failed_dir}/{queued_name(job_id)}"
+    else:
+        wait = q.backoff(attempts)
+        target = f"{q.delayed_dir}/{delayed_name(job_id, int(now + wait + 0.999))}"
+        state, destination = (
+            JobState.QUEUED,
+            target if wait > 0 else f"{q.queue_dir}/{queued_name(job_id)}",
+        )
+    result = Recovered(job_id, reason, Path(destination), state, owner_text, attempts, outcome.exit)
+    if dry_run:
+        return result
+    try:
+        if state is JobState.SUCCEEDED:
+            record = Record(job_id, JobState.SUCCEEDED, 0, stamp, stamp)
+            unwritten = record_outcome(q, record.carry_over(prev))
+            destination = to_done(q, path, job_id, now)
+            if unwritten is not None:
+                raise not_recorded(q, record, unwritten, destination) from unwritten
+        elif state is JobState.FAILED:
+            error = gave_up(error, attempts)
+            failed = Record(job_id, JobState.FAILED, 0, stamp, stamp, error=error)
+            unwritten = record_outcome(q, failed.carry_over(prev))
+            destination = to_failed(q, path, job_id, error)
+            if unwritten is not None:
+                raise not_recorded(q, failed, unwritten, destination) from unwritten
+        else:
+            spent = attempts if not outcome.stopped else max(attempts - 1, 0)
+            lane = None if prev is None else prev.lane
+            queued_at = stamp if prev is None or not prev.queued_at else prev.queued_at
+            q.store.write(Record(job_id, JobState.QUEUED, spent, queued_at, stamp, lane, error))
+            try:
+                fsops.rename_noreplace(path, destination)
+            except FileExistsError:
+                destination = duplicate_to_failed(q, path, job_id, destination)
+                state = JobState.FAILED
+    except FileNotFoundError:
+        return None  # another recoverer moved it first
+    with contextlib.suppress(OSError):
+        os.unlink(watcher.status_path(path))
+    return Recovered(job_id, reason, Path(destination), state, owner_text, attempts, outcome.exit)
+
+
+def sweep_statuses(q: QueueState) -> None:
+    """Remove status files whose claim is gone (a settle cut short between moving the job
+    and removing its status). A watcher writes its status while its claim is in place, and
+    a claim never comes back under the same name once moved, so this cannot race one."""
+    for name in listdir(q.claimed_dir):
+        if name[0] != "." or not name.endswith(".status"):
+            continue
+        claim = f"{q.claimed_dir}/{name[1:-7]}.json"
+        if not os.path.lexists(claim):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(f"{q.claimed_dir}/{name}")
+
+
+def owner_alive(path: str, owner: Owner) -> bool | None:
+    """Whether the claim at `path` has a live owner: its flock is held, or its owner on this
+    host still runs (None: the file is gone)."""
+    try:
+        fd = fsops.open_regular(path)
+    except FileNotFoundError:
+        return None
+    except (fsops.NotRegularFileError, PermissionError):
+        # Nothing can lock such a file: only the owner's process says whether it is alive.
+        return procinfo.liveness(owner.pid, owner.token) in {
+            procinfo.Liveness.ALIVE,
+            procinfo.Liveness.UNKNOWN,
+        }
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        return procinfo.liveness(owner.pid, owner.token) in {
+            procinfo.Liveness.ALIVE,
+            procinfo.Liveness.UNKNOWN,
+        }
+    finally:
+        os.close(fd)
+
+
+def local_owner_gone(owner: Owner) -> RecoverReason | None:
+    """Why a claim's owner on this host is gone (dead, or its pid reused), or None while it may
+    still be alive (alive, or not knowable: never recover on a guess)."""
+    alive = procinfo.liveness(owner.pid, owner.token)
+    if alive in {procinfo.Liveness.ALIVE, procinfo.Liveness.UNKNOWN}:
+        return None
+    return RecoverReason.OWNER_DEAD if alive is procinfo.Liveness.DEAD else RecoverReason.PID_REUSED

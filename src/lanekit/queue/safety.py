@@ -1,0 +1,202 @@
+"""Setting a queue up and refusing one that could break exactly-once: missing, foreign or
+group-writable directories, symlinks, mounts inside, network and sync-engine folders, and
+volumes that cannot rename without replacing (design.md section 3)."""
+
+# ruff: noqa: PTH108, PTH110, PTH115, PTH116, PTH120
+# (str paths and os.* on purpose: the claim path, see lanekit.queue)
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import stat
+
+from lanekit import fsops
+from lanekit.errors import QueueError
+from lanekit.owned import make_private_dirs
+from lanekit.queue.layout import MOVED_THROUGH, SUBDIRS
+from lanekit.quoting import cmdline
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from lanekit.queue.state import QueueState
+
+_NO_EXCL_ERRNOS = frozenset({errno.ENOTSUP, errno.EOPNOTSUPP, errno.EPERM})
+"""What a no-replace rename fails with where the volume has neither RENAME_EXCL nor links."""
+_checked_roots: set[str] = set()
+"""Queue directories that passed check() in this process (the runner checks on every run)."""
+
+
+def location_error(root: str | os.PathLike[str]) -> QueueError | None:
+    """The refusal for a queue directory inside a sync engine's folder or on a network
+    filesystem, where rename is not atomic or not local; None when the place is fine. Works
+    before the directory exists (it judges the nearest existing parent), so `validate` and
+    `apply` refuse the same queues before anything is created (lanekit.preflight)."""
+    root = os.fspath(root)
+    real = os.path.realpath(root)
+    where = fsops.sync_folder(real)
+    if where is not None:
+        return QueueError(
+            f"{root}: inside {where}; a sync engine moves and re-creates files behind the "
+            "queue's back, so claims are not atomic there",
+            "put the queue in a local folder outside any synced folder",
+        )
+    existing = real
+    while not os.path.exists(existing) and os.path.dirname(existing) != existing:
+        existing = os.path.dirname(existing)
+    problem = fsops.mount_problem(existing)
+    if problem is not None:
+        return QueueError(
+            f"{root}: {problem}; rename there is not atomic or not local",
+            "put the queue on a local disk",
+        )
+    return None
+
+
+def ensure(q: QueueState) -> None:
+    """Create the directories that are missing (mode 0700 whatever the umask, parents
+    included), then check() them all."""
+    try:
+        make_private_dirs(q.root)
+        for name in SUBDIRS:
+            make_private_dirs(f"{q.root}/{name}", parents=False)
+    except OSError as exc:
+        raise QueueError(
+            f"{exc.filename or q.root}: cannot create the queue directory ({exc.strerror})",
+            "check that the parent directory exists and is writable",
+        ) from None
+    _checked_roots.discard(q.root)
+    check(q)
+
+
+def check(q: QueueState) -> None:
+    """Refuse (QueueError, exit 69) a queue whose directories could break exactly-once.
+
+    All directories must exist, be real directories (not symlinks), belong to us and not be
+    writable by group or others, sit on one local filesystem (same st_dev, and a probe file
+    renamed through each of them), and not be inside a network or sync-engine folder.
+    A queue that passed is not checked again in the same process.
+    """
+    if q.root in _checked_roots:
+        return
+    root = q.root
+    try:
+        root_stat = os.stat(root)
+    except FileNotFoundError:
+        raise QueueError(
+            f"{root}: queue directory does not exist",
+            "create it with `lanekit apply` (it creates the queue directories), "
+            "or fix the queue's dir in lanes.toml",
+        ) from None
+    except OSError as exc:
+        raise QueueError(
+            f"{root}: queue directory is unusable ({exc.strerror})",
+            "check its permissions",
+        ) from None
+    if not stat.S_ISDIR(root_stat.st_mode):
+        raise QueueError(f"{root}: not a directory", "point the queue's dir at a directory")
+    check_access(root, root_stat)
+    refusal = location_error(root)
+    if refusal is not None:
+        raise refusal
+    for name in SUBDIRS:
+        path = f"{root}/{name}"
+        try:
+            sub = os.lstat(path)
+        except FileNotFoundError:
+            raise QueueError(
+                f"{path}: queue directory is missing",
+                "create the queue directories with `lanekit apply` (or `Queue.ensure()`)",
+            ) from None
+        if stat.S_ISLNK(sub.st_mode):
+            target = os.readlink(path)
+            try:
+                elsewhere = os.stat(path).st_dev != root_stat.st_dev
+            except OSError:
+                elsewhere = False
+            why = (
+                f"on a different filesystem from {root}; a rename between them is a copy, "
+                "not an atomic move"
+                if elsewhere
+                else f"queue directories must be real directories inside {root}"
+            )
+            raise QueueError(
+                f"{path}: is a symlink to {target}, {why}",
+                "replace the symlink with a directory: "
+                f"{cmdline('rm', path)} && {cmdline('mkdir', '-m', '700', path)}",
+            )
+        if not stat.S_ISDIR(sub.st_mode):
+            raise QueueError(
+                f"{path}: not a directory", f"move it away and create a directory: {path}"
+            )
+        check_access(path, sub)
+        if sub.st_dev != root_stat.st_dev:
+            raise QueueError(
+                f"{path}: on a different filesystem from {root}; a rename between them is "
+                "a copy, not an atomic move",
+                "keep every queue directory on the queue's own filesystem (no mounts inside)",
+            )
+    probe_renames(q)
+    _checked_roots.add(root)
+
+
+def probe_renames(q: QueueState) -> None:
+    """Rename a probe file through every directory: catches bind mounts st_dev cannot see."""
+    name = f".probe-{os.getpid()}-{os.urandom(4).hex()}"
+    here = f"{q.tmp_dir}/{name}"
+    try:
+        fsops.write_new(here, b"", durable=False)
+    except OSError as exc:
+        raise QueueError(
+            f"{q.tmp_dir}: cannot create a file ({exc.strerror})",
+            f"check that {q.tmp_dir} is writable",
+        ) from None
+    try:
+        for target in (*MOVED_THROUGH[1:], "tmp"):
+            there = f"{q.root}/{target}/{name}"
+            try:
+                # The rename claims rely on (no-replace), not plain rename(2): exFAT/FAT
+                # volumes pass a plain rename but have neither RENAME_EXCL nor hard links,
+                # so every claim would fail later with a misleading error.
+                fsops.rename_noreplace(here, there)
+            except OSError as exc:
+                if exc.errno in _NO_EXCL_ERRNOS:
+                    raise QueueError(
+                        f"{q.root}: this volume cannot rename without replacing "
+                        f"({exc.strerror}): no RENAME_EXCL and no hard links, as on exFAT "
+                        "or FAT, so no job could be claimed safely",
+                        "put the queue on an APFS or HFS+ volume (`lanekit doctor` reports "
+                        "volume.no-rename-excl)",
+                    ) from None
+                raise QueueError(
+                    f"{os.path.dirname(there)}: a rename from {os.path.dirname(here)} fails "
+                    f"({exc.strerror})",
+                    "keep every queue directory on one local filesystem, writable by you",
+                ) from None
+            here = there
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(here)
+
+
+def check_access(path: str, st: os.stat_result) -> None:
+    """Refuse a queue directory someone else owns or may write to."""
+    uid = os.geteuid()
+    if st.st_uid != uid:
+        raise QueueError(
+            f"{path}: owned by uid {st.st_uid}, not by you (uid {uid}); its owner could "
+            "take or replace jobs",
+            f"use a queue directory you own, or: {cmdline('chown', uid, path)}",
+        )
+    writable = st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+    if writable:
+        who = (
+            "group and others"
+            if writable == stat.S_IWGRP | stat.S_IWOTH
+            else ("its group" if writable == stat.S_IWGRP else "others")
+        )
+        raise QueueError(
+            f"{path}: writable by {who} (mode {stat.S_IMODE(st.st_mode):04o}); someone else "
+            "could add, take or replace jobs",
+            cmdline("chmod", "go-w", path),
+        )

@@ -1,0 +1,269 @@
+"""Settling a claim: complete, fail, release (and due retries back from delayed/). The record
+goes first, then the move out of claimed/ by a no-replace rename (see settle_record_first)."""
+
+# ruff: noqa: PTH119
+# (str paths and os.* on purpose: the claim path, see lanekit.queue)
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from lanekit import fsops
+from lanekit.errors import QueueError
+from lanekit.queue.fileio import io_errors, listdir, queue_error, rename_into
+from lanekit.queue.layout import delayed_name, delayed_until, queued_name
+from lanekit.queue.model import RecordNotWrittenError
+from lanekit.records import JobState, Record, iso_utc
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from lanekit.queue.model import Claim
+    from lanekit.queue.state import QueueState
+
+
+def complete(q: QueueState, claim: Claim) -> Path:
+    """The job succeeded: record it, move it to done/<UTC day>/, drop the lock.
+
+    If the record cannot be written the job still moves to done/, then
+    RecordNotWrittenError (see
+    `settle_record_first`)."""
+    require_held(claim)
+    try:
+        now = time.time()
+        running = claim.record
+        job_id = claim.job_id
+        record = Record(
+            job_id,
+            JobState.SUCCEEDED,
+            running.attempts,
+            running.queued_at,
+            iso_utc(now),
+            running.lane,
+        )
+        unwritten = record_outcome(q, record)
+        day = q.done_bucket(now)
+        target = to_terminal(q, claim.file or str(claim.path), day, job_id)
+        if unwritten is not None:
+            raise not_recorded(q, record, unwritten, target) from unwritten
+        # A child of the bucket's Path costs less than parsing a new Path (on every job).
+        return q.day_dir / target[len(day) + 1 :]
+    except OSError as exc:
+        raise queue_error(exc, "complete the job") from exc
+    finally:
+        claim.lock.release()
+
+
+def fail(q: QueueState, claim: Claim, error: str) -> Path:
+    """The job failed for good: record it, move it to failed/ with <id>.error, drop the lock.
+
+    If the record cannot be written the job still moves to failed/, then
+    RecordNotWrittenError."""
+    require_held(claim)
+    try:
+        with io_errors("fail the job"):
+            return Path(fail_claimed(q, claim, error or "failed without a message"))
+    finally:
+        claim.lock.release()
+
+
+def release(
+    q: QueueState,
+    claim: Claim,
+    *,
+    max_attempts: int,
+    error: str = "",
+    count_attempt: bool = True,
+    delay: bool = True,
+) -> Path:
+    """Give the job back: to delayed/ (backoff), queue/ (no delay), or failed/ when out of
+    attempts. `count_attempt=False, delay=False` is for a run stopped by a signal: the job
+    did not fail, so it neither spends an attempt nor waits."""
+    require_held(claim)
+    try:
+        with io_errors("release the job"):
+            return Path(release_claim(q, claim, max_attempts, error, count_attempt, delay))
+    finally:
+        claim.lock.release()
+
+
+def release_claim(  # noqa: PLR0917 - release()'s own values, in its order
+    q: QueueState, claim: Claim, max_attempts: int, error: str, count_attempt: bool, delay: bool
+) -> str:
+    """release() without the lock handling: where the job went."""
+    attempts = claim.record.attempts
+    if count_attempt and attempts >= max_attempts:
+        return fail_claimed(q, claim, gave_up(error or "released", attempts))
+    if not count_attempt:
+        attempts = max(attempts - 1, 0)
+    now = time.time()
+    wait = q.backoff(claim.record.attempts) if delay else 0.0
+    record = Record(
+        claim.job_id,
+        JobState.QUEUED,
+        attempts,
+        claim.record.queued_at,
+        iso_utc(now),
+        lane=claim.record.lane,
+        error=error or None,
+    )
+    q.store.write(record)
+    if wait > 0:
+        not_before = int(now + wait + 0.999)
+        target = f"{q.delayed_dir}/{delayed_name(claim.job_id, not_before)}"
+    else:
+        target = f"{q.queue_dir}/{queued_name(claim.job_id)}"
+    src = str(claim.path)
+    try:
+        fsops.rename_noreplace(src, target)
+    except FileExistsError:
+        return duplicate_to_failed(q, src, claim.job_id, target)
+    return target
+
+
+def promote_due(q: QueueState, now: float | None = None) -> list[str]:
+    """Move retries whose not-before time has come from delayed/ to queue/; their ids."""
+    with io_errors("move due retries back to queue/"):
+        return promote_due_at(q, time.time() if now is None else now)
+
+
+def promote_due_at(q: QueueState, now: float) -> list[str]:
+    """promote_due() at `now`, OSErrors left to the caller."""
+    promoted = []
+    for name in listdir(q.delayed_dir):
+        due = delayed_until(name)
+        if due is None or due[1] > now:
+            continue
+        job_id = due[0]
+        src = f"{q.delayed_dir}/{name}"
+        try:
+            fsops.rename_noreplace(src, f"{q.queue_dir}/{job_id}.json")
+        except FileNotFoundError:
+            continue  # another runner promoted it
+        except FileExistsError:
+            duplicate_to_failed(q, src, job_id, f"{q.queue_dir}/{job_id}.json")
+            continue
+        promoted.append(job_id)
+    return promoted
+
+
+def require_held(claim: Claim) -> None:
+    """QueueError for a claim that was already settled (each is settled once)."""
+    if claim.lock.fd < 0:
+        raise QueueError(
+            f"{claim.path}: claim of job {claim.job_id} was already settled",
+            "settle each claim once (complete, fail or release)",
+        )
+
+
+def to_terminal(q: QueueState, src: str, directory: str, job_id: str) -> str:
+    """Move into done/ or failed/: <id>.json, or the unique claimed name if that is taken."""
+    target = f"{directory}/{job_id}.json"
+    try:
+        rename_into(src, target)
+    except FileExistsError:
+        target = f"{directory}/{os.path.basename(src)}"
+        try:
+            rename_into(src, target)
+        except FileExistsError:
+            raise QueueError(
+                f"{target}: already exists; {src} was left where it is",
+                "two copies of one job under one owner: inspect both files",
+            ) from None
+    return target
+
+
+def to_done(q: QueueState, src: str, job_id: str, now: float) -> str:
+    """Move into today's done/ bucket."""
+    return to_terminal(q, src, q.done_bucket(now), job_id)
+
+
+def to_failed(q: QueueState, src: str, job_id: str, error: str) -> str:
+    """Move into failed/ and write its .error (why)."""
+    target = to_terminal(q, src, q.failed_dir, job_id)
+    text = error.rstrip("\n") + "\n"
+    fsops.replace_file(
+        target[:-5] + ".error",
+        text.encode("utf-8", "replace"),
+        tmp=q.tmp_name("error"),
+        durable=q.durable,
+    )
+    return target
+
+
+def write_failed_record(
+    q: QueueState, job_id: str, prev: Record | None, error: str, now: float
+) -> None:
+    """Record that the job failed for good, carrying over what `prev` knew."""
+    stamp = iso_utc(now)
+    record = Record(job_id, JobState.FAILED, 0, stamp, stamp, error=error)
+    q.store.write(record.carry_over(prev))
+
+
+def fail_claimed(q: QueueState, claim: Claim, error: str) -> str:
+    """fail() without the lock handling: where the job went."""
+    stamp = iso_utc(time.time())
+    record = Record(claim.job_id, JobState.FAILED, 0, stamp, stamp, error=error)
+    return settle_record_first(
+        q,
+        record.carry_over(claim.record),
+        lambda: to_failed(q, claim.file or str(claim.path), claim.job_id, error),
+    )
+
+
+def settle_record_first(q: QueueState, record: Record, move: Callable[[], str]) -> str:
+    """Write a finished job's record, then `move` its file out of claimed/ (to done/ or
+    failed/); returns where it went.
+
+    The record goes first: if the process dies between the two, recover() reads the record
+    and finishes the move instead of running the job again. If the record cannot be written
+    (disk full, EIO), the file is moved all the same (a rename needs no free space): left in
+    claimed/ with its `running` record, it would be recovered to queue/ and run again. The
+    missing record is then a RecordNotWrittenError (a QueueError: the run exits 69), naming
+    the record that may still say `running` and where the job went.
+    (complete() does the same steps inline: it is on every job's path.)
+    """
+    unwritten = record_outcome(q, record)
+    target = move()
+    if unwritten is not None:
+        raise not_recorded(q, record, unwritten, target) from unwritten
+    return target
+
+
+def record_outcome(q: QueueState, record: Record) -> OSError | None:
+    """Write a settling record; the OSError if it could not be written (see
+    `settle_record_first`)."""
+    try:
+        q.store.write(record)
+    except OSError as exc:
+        return exc
+    return None
+
+
+def not_recorded(q: QueueState, record: Record, exc: OSError, target: str) -> RecordNotWrittenError:
+    """The RecordNotWrittenError for a settle whose record failed."""
+    return RecordNotWrittenError(
+        f"{q.store.path(record.job_id)}: cannot record that job {record.job_id} "
+        f"{record.state} ({exc.strerror or exc}); the job was moved to {target}, "
+        "its record may still say running",
+        "free space (or fix permissions) in the queue's filesystem "
+        "(`lanekit doctor`); the job is finished and will not be recovered",
+        state=record.state,
+        moved_to=Path(target),
+    )
+
+
+def duplicate_to_failed(q: QueueState, src: str, job_id: str, taken: str) -> str:
+    """A live copy of this id already sits at `taken`: park ours in failed/, explained."""
+    return to_failed(
+        q, src, job_id, f"duplicate: another copy of job {job_id} is already at {taken}"
+    )
+
+
+def gave_up(error: str, attempts: int) -> str:
+    """The reason of a job out of attempts: its last failure, said so on the first line (the
+    lines after it are the job's stderr tail)."""
+    head, newline, tail = error.partition("\n")
+    return f"{head}; gave up after {attempts} attempts{newline}{tail}"

@@ -1,0 +1,97 @@
+"""What every part of the directory queue shares: where its directories are, its record
+store, durability, the retry backoff, and today's done/ bucket.
+
+The modules of this package (claim, settle, recover, enqueue, observe, verbs, purge) are
+functions of a QueueState; lanekit.queue.Queue is the façade that holds one.
+"""
+
+# ruff: noqa: PTH100, PTH102
+# (str paths and os.* on purpose: the claim path, see lanekit.queue)
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from pathlib import Path
+
+from lanekit.queue.fileio import listdir
+from lanekit.records import RecordStore, tmp_suffix
+
+DEFAULT_BACKOFF_BASE = 30.0
+DEFAULT_BACKOFF_MAX = 3600.0
+
+
+class QueueState:
+    """One queue directory's paths (as Path for callers, as str for the claim path), its
+    record store and its policies. See lanekit.queue.Queue for the arguments."""
+
+    def __init__(
+        self,
+        dir: Path,
+        *,
+        durable: bool = True,
+        backoff_base: float = DEFAULT_BACKOFF_BASE,
+        backoff_max: float = DEFAULT_BACKOFF_MAX,
+    ) -> None:
+        self.dir = Path(os.path.abspath(dir))
+        self.durable = durable
+        self.backoff_base = backoff_base
+        self.backoff_max = backoff_max
+        self.tmp = self.dir / "tmp"
+        self.queue = self.dir / "queue"
+        self.claimed = self.dir / "claimed"
+        self.done = self.dir / "done"
+        self.failed = self.dir / "failed"
+        self.delayed = self.dir / "delayed"
+        self.records = self.dir / "records"
+        self.logs = self.dir / "logs"
+        self.store = RecordStore(self.records, durable=durable, tmp_dir=self.tmp)
+        root = str(self.dir)
+        self.root = root
+        self.tmp_dir = root + "/tmp"
+        self.queue_dir = root + "/queue"
+        self.claimed_dir = root + "/claimed"
+        self.done_root = root + "/done"
+        self.failed_dir = root + "/failed"
+        self.delayed_dir = root + "/delayed"
+        self._day = ""
+        self.day_dir = self.done
+        """Today's bucket as a Path, once `done_bucket` set it (complete() returns paths
+        inside it: a child of it costs less than parsing a new Path on every job)."""
+        self._day_start = float("-inf")
+        """Epoch second at which the UTC day of `_day` (today's done/ bucket) began."""
+
+    def __repr__(self) -> str:
+        return f"Queue({self.root!r}, durable={self.durable})"
+
+    def tmp_name(self, kind: str) -> str:
+        """A fresh hidden name in tmp/ (ids are left out: a long one would not fit)."""
+        return f"{self.tmp_dir}/.{kind}.{tmp_suffix()}"
+
+    def backoff(self, attempt: int) -> float:
+        """Seconds a job waits in delayed/ after failing attempt number `attempt`."""
+        if self.backoff_base <= 0:
+            return 0.0
+        return float(min(self.backoff_base * 2 ** max(attempt - 1, 0), self.backoff_max))
+
+    def done_days(self) -> list[str]:
+        """The day buckets in done/, oldest first."""
+        return sorted(
+            name for name in listdir(self.done_root) if name[0] != "." and name[:1].isdigit()
+        )
+
+    def day_path(self, now: float) -> str:
+        """done/<UTC day of `now`> (not created)."""
+        return f"{self.done_root}/{time.strftime('%Y-%m-%d', time.gmtime(now))}"
+
+    def done_bucket(self, now: float) -> str:
+        """Today's done/ bucket, created on first use (once per day and process)."""
+        if self._day_start <= now < self._day_start + 86400:
+            return self._day
+        directory = self.day_path(now)
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(directory, 0o700)
+        self._day = directory
+        self.day_dir = Path(directory)
+        self._day_start = now - now % 86400  # UTC days are 86400 s long in epoch time
+        return directory

@@ -1,0 +1,180 @@
+"""The operator verbs on one job: retry (failed/ -> queue/), requeue (delayed/ -> queue/ now)
+and cancel (queue/ or delayed/ -> failed/). Each is one no-replace rename, so it races fairly
+with claimers; a running job is never touched."""
+
+# ruff: noqa: PTH108
+# (str paths and os.* on purpose: the claim path, see lanekit.queue)
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from pathlib import Path
+
+from lanekit import fsops
+from lanekit.errors import UsageError
+from lanekit.queue.fileio import io_errors, job_names
+from lanekit.queue.layout import validate_job_id
+from lanekit.queue.model import JobExistsError, Moved
+from lanekit.queue.observe import locate
+from lanekit.queue.safety import check
+from lanekit.queue.settle import to_failed, write_failed_record
+from lanekit.records import JobState, Record, RecordError, iso_utc
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from lanekit.queue.state import QueueState
+
+CANCELLED = "cancelled"
+_VERB_HINT = "`lanekit job` shows where the job is now"
+
+
+def read_text(path: str) -> str | None:
+    """The text of `path`, or None when it is gone."""
+    try:
+        return Path(path).read_text("utf-8", "replace")
+    except FileNotFoundError:
+        return None
+
+
+def retry(q: QueueState, job_id: str, *, dry_run: bool = False, now: float | None = None) -> Moved:
+    """A failed job back into queue/ with all its attempts again (`lanekit retry`).
+
+    The record is rewritten first (queued, attempts 0, the reason it failed kept in its
+    `error` as `retried by hand; it had failed: ...`), then the job file moves by a
+    no-replace rename and its `.error` is removed. A job that is not in failed/ under its
+    own name is a UsageError and nothing changes; so is one whose record says succeeded
+    (the guard would only skip it)."""
+    validate_job_id(job_id)
+    check(q)
+    src = f"{q.failed_dir}/{job_id}.json"
+    target = f"{q.queue_dir}/{job_id}.json"
+    if not os.path.lexists(src):
+        raise not_there(q, job_id, "failed", "only a failed job can be retried")
+    prev = q.store.read(job_id)
+    if q.store.succeeded(job_id, prev):
+        raise JobExistsError(
+            f"job {job_id} already succeeded ({q.store.path(job_id)}); not retried",
+            "lanekit never runs a succeeded id again: enqueue the work under a new id",
+        )
+    if os.path.lexists(target):
+        raise JobExistsError(f"job {job_id} is already queued ({target})", _VERB_HINT)
+    moved = Moved(job_id, Path(src), Path(target), JobState.QUEUED)
+    if dry_run:
+        return moved
+    now = time.time() if now is None else now
+    error_file = src[:-5] + ".error"
+    reason = (prev.error if prev is not None else None) or read_text(error_file)
+    stamp = iso_utc(now)
+    record = Record(
+        job_id,
+        JobState.QUEUED,
+        0,
+        prev.queued_at if prev is not None else stamp,
+        stamp,
+        prev.lane if prev is not None else None,
+        "retried by hand; it had failed: " + (reason or "(no reason recorded)").strip(),
+    )
+    with io_errors("retry the job"):
+        q.store.write(record)
+        try:
+            fsops.rename_noreplace(src, target)
+        except (FileExistsError, FileNotFoundError):
+            if prev is not None:
+                q.store.write(prev)
+            raise JobExistsError(
+                f"job {job_id} moved while it was being retried; nothing changed",
+                _VERB_HINT,
+            ) from None
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(error_file)
+        if q.durable:
+            fsops.fsync_dir(q.queue_dir)
+    return moved
+
+
+def requeue(q: QueueState, job_id: str, *, dry_run: bool = False) -> Moved:
+    """A job waiting out its retry backoff in delayed/: into queue/ now (`lanekit
+    requeue`). Its record is unchanged (the attempts it spent still count)."""
+    validate_job_id(job_id)
+    check(q)
+    src = delayed_file(q, job_id)
+    if src is None:
+        raise not_there(q, job_id, "delayed", "only a job awaiting a retry can be requeued")
+    target = f"{q.queue_dir}/{job_id}.json"
+    moved = Moved(job_id, Path(src), Path(target), JobState.QUEUED)
+    if dry_run:
+        return moved
+    with io_errors("requeue the job"):
+        try:
+            fsops.rename_noreplace(src, target)
+        except FileNotFoundError:
+            raise JobExistsError(
+                f"job {job_id} left delayed/ meanwhile (its retry came due); nothing changed",
+                _VERB_HINT,
+            ) from None
+        except FileExistsError:
+            raise JobExistsError(f"job {job_id} is already queued ({target})", _VERB_HINT) from None
+        if q.durable:
+            fsops.fsync_dir(q.queue_dir)
+    return moved
+
+
+def cancel(q: QueueState, job_id: str, *, dry_run: bool = False, now: float | None = None) -> Moved:
+    """A queued or delayed job to failed/ with reason `cancelled` (`lanekit cancel`).
+
+    The move is one rename out of queue/ or delayed/, so it races fairly with a claimer:
+    if a runner took the job first, it is running and the cancel is refused (UsageError),
+    as for a job that is running already. A running job is never touched here."""
+    validate_job_id(job_id)
+    check(q)
+    src = f"{q.queue_dir}/{job_id}.json"
+    if not os.path.lexists(src):
+        src = delayed_file(q, job_id) or ""
+    if not src:
+        location = locate(q, job_id)
+        if location is not None and location.state is JobState.RUNNING:
+            raise running_error(q, job_id, location.path)
+        raise not_there(q, job_id, "queued", "only a queued or delayed job can be cancelled")
+    moved = Moved(job_id, Path(src), Path(f"{q.failed_dir}/{job_id}.json"), JobState.FAILED)
+    if dry_run:
+        return moved
+    now = time.time() if now is None else now
+    with io_errors("cancel the job"):
+        try:
+            target = to_failed(q, src, job_id, CANCELLED)
+        except FileNotFoundError:
+            location = locate(q, job_id)
+            raise running_error(
+                q, job_id, location.path if location is not None else q.claimed
+            ) from None
+        prev: Record | None
+        try:
+            prev = q.store.read(job_id)
+        except RecordError:
+            prev = None
+        write_failed_record(q, job_id, prev, CANCELLED, now)
+    return Moved(job_id, Path(src), Path(target), JobState.FAILED)
+
+
+def delayed_file(q: QueueState, job_id: str) -> str | None:
+    for name in job_names(q.delayed_dir):
+        if name[:-5].rpartition(".")[0] == job_id:
+            return f"{q.delayed_dir}/{name}"
+    return None
+
+
+def not_there(q: QueueState, job_id: str, where: str, why: str) -> UsageError:
+    location = locate(q, job_id)
+    now = "is nowhere in this queue" if location is None else f"is {location.state}"
+    return UsageError(
+        f"job {job_id} {now} ({q.dir}), not {where}: {why}; nothing changed",
+        "`lanekit job` shows where a job is",
+    )
+
+
+def running_error(q: QueueState, job_id: str, path: Path) -> UsageError:
+    return UsageError(
+        f"job {job_id} is running ({path}): not cancelled",
+        "let the run finish (a failed job can then be retried or left in failed/)",
+    )
