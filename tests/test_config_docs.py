@@ -23,6 +23,7 @@ from lanekit.errors import ConfigError
 from lanekit.paths import Paths
 from lanekit.plist import lane_plist
 from lanekit.schedule import ScheduleError, parse_cron
+from lanekit.watch.spec import WATCH_KEYS
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "configuration.md"
@@ -31,6 +32,7 @@ SECTIONS = {
     "defaults": ("[defaults]", config_module.DEFAULTS_KEYS),
     "queues": ("[queues.NAME]", config_module.QUEUE_KEYS),
     "lanes": ("[lanes.NAME]", config_module.LANE_KEYS),
+    "watch": ("[watch]", WATCH_KEYS),
 }
 
 _FENCE_RE = re.compile(r"^```(\w*)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
@@ -128,6 +130,8 @@ def _with_key(section: str, key: str, literal: str) -> str:
         return f"[defaults]\n{line}\n{BASE}"
     if section == "queues":
         return BASE.replace('dir = "~/q"\n', f'dir = "~/q"\n{line}')
+    if section == "watch":
+        return f"{BASE}[watch]\n{line}"
     return BASE + line
 
 
@@ -160,7 +164,9 @@ def test_unknown_keys_are_refused_as_the_doc_says(paths: Paths, tmp_path: Path) 
 def test_literal_defaults_are_the_real_defaults(section: str, paths: Paths, tmp_path: Path) -> None:
     """Writing a key with the default the doc gives (a single `literal` in the default column)
     loads to exactly the same Config as leaving it out."""
-    baseline = load_config(_write(tmp_path, BASE, "base.toml"), paths)
+    # The watchdog lane runs `watch --config <this file>`: compare files of one name.
+    base, name = (f"{BASE}[watch]\n", "lanes.toml") if section == "watch" else (BASE, "base.toml")
+    baseline = load_config(_write(tmp_path, base, name), paths)
     checked = []
     for key, row in _rows(section).items():
         literal = _SPAN_RE.fullmatch(row["default"])
@@ -175,7 +181,13 @@ def test_literal_defaults_are_the_real_defaults(section: str, paths: Paths, tmp_
 
 
 def _loaded(config: Config) -> tuple[Any, ...]:
-    return (config.label_prefix, dict(config.queues), dict(config.lanes), config.templates)
+    return (
+        config.label_prefix,
+        dict(config.queues),
+        dict(config.lanes),
+        config.templates,
+        config.watch,
+    )
 
 
 def _artefacts(paths: Paths, tmp_path: Path, text: str) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -265,6 +265,7 @@ COMMANDS = (
     "pause",
     "resume",
     "purge",
+    "watch",
 )
 
 
@@ -494,3 +495,29 @@ def test_purge_json_matches_doc(sandbox: Path) -> None:
     document = _json("purge", "--older-than", "1h", "--json", "--dry-run")
     _check_all("purge", [document, _json("purge", "--json")])
     assert job_id
+
+
+def test_watch_json_matches_doc(sandbox: Path) -> None:
+    """`watch --json`: a dry run, a pass with a failed job, a digest and a webhook that
+    refuses (exit 1), and the next pass retrying it, are as documented."""
+    text = CONFIG.replace("lanekit-contract-missing-tool", "/bin/cat") + (
+        '[watch]\ndigest = "00:00"\nnotify = []\n'
+        f'command = ["/bin/sh", "-c", "cat >> {sandbox / "sent.jsonl"}"]\n'
+        # Nothing listens on port 9 of 127.0.0.1: the webhook fails at once.
+        'webhook = "http://127.0.0.1:9/hook?token=secret"\n'
+    )
+    (sandbox / "watch.toml").write_text(text, encoding="utf-8")
+    CliRunner().invoke(app, ["apply", "-c", "watch.toml"])
+    queue = _queue(sandbox)
+    queue.enqueue({"note": "n"})
+    claim = queue.claimer().claim()
+    assert claim is not None
+    queue.fail(claim, "exit 1")
+    documents = [
+        _json("watch", "-c", "watch.toml", "--json", "--dry-run"),
+        _json("watch", "-c", "watch.toml", "--json", exit_code=1),
+        _json("watch", "-c", "watch.toml", "--json", exit_code=1),
+    ]
+    assert documents[2]["retried"], "the webhook's refused notices are retried"
+    assert "secret" not in json.dumps(documents[1])
+    _check_all("watch", documents)

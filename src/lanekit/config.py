@@ -41,6 +41,7 @@ from lanekit.snapshot import (
     DEFAULT_KEEP_FAILED,
     RunSpec,
 )
+from lanekit.watch.spec import WATCH_COMMAND, WATCH_LANE, WatchSpec, read_watch, watch_dir
 
 DEFAULT_PATH = ("/opt/homebrew/bin", "/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin")
 DEFAULT_LABEL_PREFIX = "local.lanekit"
@@ -72,7 +73,7 @@ _HOME_RE = re.compile(r"(~|\$HOME|\$\{HOME\})(?=/|$)")
 _ZERO_DURATION_RE = re.compile(r"0+[smhd]?", re.IGNORECASE)
 _VAR_RE = re.compile(r"\$(\{[^}]*\}?|[A-Za-z_][A-Za-z0-9_]*)")
 
-TOP_KEYS = ("defaults", "queues", "lanes")
+TOP_KEYS = ("defaults", "queues", "lanes", "watch")
 RETENTION_MINIMUM = 3600
 """keep_done / keep_failed below an hour would purge jobs a person is still looking at."""
 QUEUE_KEYS = ("dir", "durable", "keep_done", "keep_failed")
@@ -160,6 +161,9 @@ class LaneSpec:
     project: Path | None = field(default=None, compare=False)
     """The lanes.toml the lane comes from (resolved): the project that owns its label. Where
     a lane was read from is not part of what it is, so it does not take part in ==."""
+    entrypoint: tuple[str, ...] | None = None
+    """lanekit's arguments in the plist instead of `run NAME --snapshot SNAPSHOT`; only the
+    watchdog lane has them (`watch --config LANES.TOML`, lanekit.watch)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +176,8 @@ class Config:
     lanes: Mapping[str, LaneSpec]
     templates: Path | None = None
     """A user template directory overriding the shipped templates/."""
+    watch: WatchSpec | None = None
+    """`[watch]`: the watchdog (its lane is in `lanes` as `watch`); None without the table."""
 
 
 def find_config(option: Path | None, env: Mapping[str, str], cwd: Path) -> Path:
@@ -259,7 +265,7 @@ def read_config(path: Path, paths: Paths) -> tuple[Config | None, list[ConfigErr
         return None, [_syntax_error(display, str(exc))]
     except RecursionError:
         return None, [_too_deep(display)]
-    reader = _Reader(display, paths.home)
+    reader = _Reader(display, paths)
     config = reader.config(path, document)
     return config, reader.errors
 
@@ -308,6 +314,45 @@ def select_lanes(config: Config, names: Sequence[str]) -> list[LaneSpec]:
             )
         chosen.append(lane)
     return chosen
+
+
+def watchdog_lane(
+    watch: WatchSpec,
+    *,
+    config_path: Path,
+    prefix: str,
+    paths: Paths,
+    path: tuple[str, ...] = DEFAULT_PATH,
+    session_type: tuple[str, ...] = DEFAULT_SESSION_TYPES,
+) -> LaneSpec:
+    """The watchdog as a lane: `<prefix>.watch`, StartInterval `every`, running `lanekit
+    watch --config <lanes.toml>` with the same interpreter as every lane. Its directory (an
+    empty queue, its logs, its alert memory) is under the state dir; its environment names
+    that state dir and LaunchAgents dir, which launchd's bare environment would not give it."""
+    label = f"{prefix}.{WATCH_LANE}"
+    directory = watch_dir(paths.state, label)
+    logs = directory / "logs"
+    project = config_path.resolve()
+    return LaneSpec(
+        name=WATCH_LANE,
+        label=label,
+        queue=QueueSpec(name=WATCH_LANE, dir=directory),
+        command=WATCH_COMMAND,
+        schedule=Schedule(interval=watch.every),
+        stdout_path=logs / f"{WATCH_LANE}.out.log",
+        stderr_path=logs / f"{WATCH_LANE}.err.log",
+        log_path=logs / f"{WATCH_LANE}.log",
+        env={
+            "HOME": str(paths.home),
+            "LANEKIT_STATE_DIR": str(paths.state),
+            "LANEKIT_LAUNCH_AGENTS": str(paths.launch_agents),
+        },
+        path=path,
+        max_jobs=1,
+        session_type=session_type,
+        project=project,
+        entrypoint=(WATCH_LANE, "--config", str(project)),
+    )
 
 
 def run_spec(lane: LaneSpec) -> RunSpec:
@@ -410,9 +455,10 @@ Key = tuple[str | int, ...]
 class _Reader:
     """Walks the parsed TOML document, building specs and collecting every error."""
 
-    def __init__(self, display: str, home: Path) -> None:
+    def __init__(self, display: str, paths: Paths) -> None:
         self.display = display
-        self.home = home
+        self.paths = paths
+        self.home = paths.home
         self.failures: list[tuple[Key, ConfigError]] = []
 
     @property
@@ -472,6 +518,18 @@ class _Reader:
             )
             if lane is not None:
                 lanes[name] = replace(lane, project=path.resolve())
+        watch = None
+        if "watch" in document:
+            watch = self.watch(document, queues_table, lanes_table)
+            if watch is not None:
+                lanes[WATCH_LANE] = watchdog_lane(
+                    watch,
+                    config_path=path,
+                    prefix=prefix or DEFAULT_LABEL_PREFIX,
+                    paths=self.paths,
+                    path=default_path or DEFAULT_PATH,
+                    session_type=default_options.get("session_type", DEFAULT_SESSION_TYPES),
+                )
         self.unique_labels(lanes)
         self.unique_log_paths(lanes)
         return Config(
@@ -480,7 +538,28 @@ class _Reader:
             queues=queues,
             lanes=lanes,
             templates=templates,
+            watch=watch,
         )
+
+    def watch(
+        self,
+        document: Mapping[str, Any],
+        queues: Mapping[str, Any],
+        lanes: Mapping[str, Any],
+    ) -> WatchSpec | None:
+        """`[watch]`, and the names it takes: lane `watch` and queue `watch` are the
+        watchdog's own while the table exists."""
+        table = self.table(document, ("watch",))
+        if not isinstance(document["watch"], dict):
+            return None
+        for section, names in (("lanes", lanes), ("queues", queues)):
+            if WATCH_LANE in names:
+                self.fail(
+                    (section, WATCH_LANE),
+                    f"the name {WATCH_LANE} is the watchdog's while lanes.toml has [watch]",
+                    f"rename [{section}.{WATCH_LANE}], or remove [watch]",
+                )
+        return read_watch(self, table)
 
     def known_keys(
         self, table: Mapping[str, Any], key: Key, allowed: Sequence[str], what: str

@@ -21,7 +21,7 @@ import plistlib
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -269,10 +269,17 @@ class DoctorContext:
         now: Callable[[], datetime] = datetime.now,
         uid: int | None = None,
         gids: Iterable[int] | None = None,
+        missed_after: timedelta | None = None,
+        stale_claim_after: float | None = None,
     ) -> None:
         """`now` returns naive local wall time (schedules are local); `uid`/`gids` are whose
-        write access the file checks judge (the caller's by default)."""
+        write access the file checks judge (the caller's by default). `missed_after` is how
+        long after a fire a run may take to leave its trace (lane.missed-run's default grace
+        when None); `stale_claim_after` (seconds) makes a claim that old a finding even while
+        its runner lives (`[watch]` sets both)."""
         self.paths = paths
+        self.missed_after = missed_after
+        self.stale_claim_after = stale_claim_after
         self.config = config
         self.launchd = launchd
         self.now = now

@@ -116,22 +116,19 @@ PYTHON* variables and the user site. The job's own environment is untouched."""
 
 def program_arguments(lane: LaneSpec, *, interpreter: str, snapshot: Path) -> list[str]:
     """`[interpreter, -I, -c, ENTRYPOINT_CODE, run, LANE, --snapshot, SNAPSHOT]`: launchd
-    execs it directly; it means `lanekit run LANE --snapshot SNAPSHOT`."""
+    execs it directly; it means `lanekit run LANE --snapshot SNAPSHOT`. A lane with its own
+    `entrypoint` (the watchdog) runs those lanekit arguments instead, with the same interpreter."""
     if not Path(interpreter).is_absolute():
         raise EnvironmentUnusableError(
             f"the Python interpreter path {interpreter!r} is not absolute",
             "run lanekit with an absolute interpreter path (launchd resolves nothing)",
         )
-    return [
-        interpreter,
-        *INTERPRETER_FLAGS,
-        "-c",
-        ENTRYPOINT_CODE,
-        "run",
-        lane.name,
-        "--snapshot",
-        str(snapshot),
-    ]
+    command = (
+        list(lane.entrypoint)
+        if lane.entrypoint is not None
+        else ["run", lane.name, "--snapshot", str(snapshot)]
+    )
+    return [interpreter, *INTERPRETER_FLAGS, "-c", ENTRYPOINT_CODE, *command]
 
 
 def session_types(lane: LaneSpec) -> str | list[str]:

@@ -18,6 +18,10 @@ MISSED_RUN_GRACE = timedelta(minutes=10)
 """How long after a fire a run may take to show up in the lane log (launchd fires ~5 s late,
 a wake from sleep later still)."""
 
+_NOT_BEFORE_END = 221845392000.0
+"""9000-01-01T00:00:00Z: read_between's end for "everything after the fire" (four-digit years
+keep lane-log timestamps comparable as text)."""
+
 BURST_BACKLOG = 20
 """Queued jobs from which a Nice/low-priority lane is draining a burst, not a trickle."""
 
@@ -60,14 +64,16 @@ def classify_missed_run(facts: MissedRunFacts) -> MissedRunCause:
     return MissedRunCause.UNKNOWN
 
 
-def expected_fire(target: Target, now: datetime) -> datetime | None:
+def expected_fire(
+    target: Target, now: datetime, grace: timedelta = MISSED_RUN_GRACE
+) -> datetime | None:
     """The latest time the lane should already have run by (naive local), grace included."""
     from lanekit.schedule import previous_fire
 
     lane = target.lane
     if lane is None:
         return None
-    cutoff = now - MISSED_RUN_GRACE
+    cutoff = now - grace
     if lane.schedule.calendar:
         return previous_fire(lane.schedule.calendar, cutoff)
     if lane.schedule.interval is not None:
@@ -98,7 +104,7 @@ def _changed_since(target: Target, when: datetime) -> bool:
 def missed_run(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """Every run writes `start` to the lane log; a fire with nothing after it is a silence
     to explain, from what launchd says and which files changed."""
-    from lanekit.lanelog import read_events
+    from lanekit.lanelog import read_between
     from lanekit.timeline.events import RUN_KINDS, classify
 
     lane = target.lane
@@ -106,7 +112,7 @@ def missed_run(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
         return
     if is_paused(ctx.paths, lane.label):
         return  # a paused lane is silent on purpose (launchd.disabled says it is paused)
-    fire = expected_fire(target, ctx.now())
+    fire = expected_fire(target, ctx.now(), ctx.missed_after or MISSED_RUN_GRACE)
     if fire is None:
         return
     try:
@@ -117,7 +123,8 @@ def missed_run(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
         return  # launchd never replays a fire that passed before the job was loaded
     if any(
         classify(event.get("event", ""), event) in RUN_KINDS
-        for event in read_events(lane.log_path, since=fire, rotated=True)
+        # Only the part of a long log after the fire is read (a binary search on ts).
+        for event in read_between(lane.log_path, fire.timestamp(), _NOT_BEFORE_END)
     ):
         return  # a run wrote something (apply's reload lines are not runs)
     label = lane.label

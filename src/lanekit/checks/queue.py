@@ -158,7 +158,9 @@ def stale_claim(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     unknown_old = [
         v.info for v in views if v.state is ClaimState.UNKNOWN and v.info.age > stale_after
     ]
-    hung = [v.info for v in views if v.state is ClaimState.LIVE and v.info.age > stale_after]
+    # `[watch] stale_claim_after` may call a live claim stale sooner than the lanes' own limit.
+    hung_after = min(stale_after, ctx.stale_claim_after or stale_after)
+    hung = [v.info for v in views if v.state is ClaimState.LIVE and v.info.age > hung_after]
     stranded = dead + unknown_old
     if stranded:
         oldest = max(c.age for c in stranded)
@@ -176,7 +178,8 @@ def stale_claim(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
         yield Problem(
             Severity.WARNING,
             f"job {claim.job_id} has been running for {_age(claim.age)} (longer than "
-            f"stale_after) in live runner pid {claim.pid}: it may be hung.",
+            f"{'stale_after' if hung_after == stale_after else 'stale_claim_after'}) in live "
+            f"runner pid {claim.pid}: it may be hung.",
             f"if it is stuck: {cmdline('kill', str(claim.pid))}, then "
             f"`{cmdline('lanekit', 'recover', lane.name)}`",
         )

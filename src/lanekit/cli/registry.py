@@ -79,6 +79,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "launchd_cmds",
         "Per lane: state, pid, last exit, runs, schedule, next fire and queue counts.",
     ),
+    "watch": (
+        "watch_cmd",
+        "Run one watchdog pass: alert once on each silent failure, through [watch]'s channels.",
+    ),
     "doctor": (
         "doctor_cmds",
         "Explain why lanes (or any launchd job) stay silent: each finding names its fix.",

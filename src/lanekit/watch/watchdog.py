@@ -1,0 +1,427 @@
+"""One watchdog pass (`lanekit watch`, what launchd runs every `every`).
+
+1. Load lanes.toml (it must have `[watch]`) and take the watchdog lane's lane lock (waiting for
+   a pass that holds it: lanekit.watch.memory); log `start` to the watchdog's lane log.
+2. Look: doctor's own checks (ALERT_CHECKS, from its registry) on every lane and queue of
+   lanes.toml, with `[watch]`'s missed_after and stale_claim_after; their findings become
+   alerts (lanekit.watch.alerts). A queue with more jobs in failed/ than at the last pass gets
+   its failed-jobs alert again, naming how many are new.
+3. Diff against the memory: new -> sent once, open -> again after `repeat`, gone -> one
+   resolved notice. The daily digest is due once a day at `digest`.
+4. Deliver: notices a channel refused on an earlier pass first, then this pass's, each to every
+   channel; a channel that fails is logged (`channel-failed`) and keeps the notice for the next
+   pass, and never stops the other channels.
+5. Remember (atomically) and log `finish`.
+
+`--dry-run` does 1-3 without the lock and without sending, logging or remembering anything.
+`now` is the pass's clock (naive local time, like doctor's): the pass, its memory, its log
+lines and doctor's checks all read it, so a harness can drive the watchdog on emulated time.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lanekit.config import Config, LaneSpec, find_config, load_config
+from lanekit.doctor import (
+    DoctorContext,
+    Finding,
+    SubjectKind,
+    lane_target,
+    queue_targets,
+    registry,
+    run_checks,
+)
+from lanekit.errors import ExitCode, LanekitError, UsageError
+from lanekit.launchd import Launchd
+from lanekit.paths import Paths
+from lanekit.quoting import cmdline
+from lanekit.watch import memory as memory_store
+from lanekit.watch.alerts import Alert, Notice, Remembered, alerts_from, diff
+from lanekit.watch.channels import OSASCRIPT, Channel, ChannelError, channels_for
+from lanekit.watch.spec import WATCH_LANE, WatchSpec, memory_path
+
+if TYPE_CHECKING:
+    from lanekit.lanelog import LaneLog
+
+WATCH_SCHEMA = 1
+"""Version of the `lanekit watch --json` document (docs/json.md)."""
+
+ALERT_CHECKS = (
+    "launchd.not-loaded",
+    "launchd.disabled",
+    "plist.drift",
+    "program.missing",
+    "path.command-missing",
+    "lane.cannot-start",
+    "launchd.exit-78",
+    "launchd.exit-126",
+    "launchd.exit-127",
+    "launchd.killed",
+    "launchd.crash-loop",
+    "lane.missed-run",
+    "queue.stale-claim",
+    "queue.orphaned-job",
+    "queue.backlog",
+    "queue.failed-jobs",
+    "queue.duplicate-success",
+)
+"""What a pass alerts on (issue 9 item 4): doctor's checks, by id, in doctor's vocabulary."""
+FAILED_CHECK = "queue.failed-jobs"
+PASS_WAIT = 60.0
+"""Seconds a pass waits for another pass that holds the lock before it gives up."""
+
+
+@dataclass(frozen=True, slots=True)
+class WatchRequest:
+    """What `lanekit watch` was asked to do."""
+
+    config_path: Path | None = None
+    dry_run: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """One notice handed to one channel."""
+
+    channel: str
+    notice: Notice
+    error: str | None = None
+    """Why the channel did not take it (it is retried on the next pass); None: delivered."""
+    retry: bool = False
+    """The notice was kept from an earlier pass (this is its retry)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PassResult:
+    """What one pass saw and did."""
+
+    label: str
+    dry_run: bool
+    open: tuple[Alert, ...]
+    notices: tuple[Notice, ...]
+    """Issued by this pass (new, repeat, resolved, digest), in order."""
+    retried: tuple[Notice, ...] = ()
+    """Kept from earlier passes for channels that had refused them."""
+    deliveries: tuple[Delivery, ...] = ()
+    channels: tuple[str, ...] = ()
+    skipped: str | None = None
+    """Why the pass did nothing (another pass held the lock past PASS_WAIT)."""
+    notes: tuple[str, ...] = ()
+
+    @property
+    def failed_deliveries(self) -> tuple[Delivery, ...]:
+        """Deliveries a channel refused."""
+        return tuple(d for d in self.deliveries if d.error is not None)
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """1 when a channel refused a notice (it is kept for the next pass), else 0."""
+        return ExitCode.FAILURE if self.failed_deliveries else ExitCode.OK
+
+    def to_json(self) -> dict[str, Any]:
+        """The versioned `lanekit watch --json` document."""
+        return {
+            "schema": WATCH_SCHEMA,
+            "label": self.label,
+            "dry_run": self.dry_run,
+            "skipped": self.skipped,
+            "channels": list(self.channels),
+            "open": [_alert_json(alert) for alert in self.open],
+            "notices": [notice.to_json() for notice in self.notices],
+            "retried": [notice.to_json() for notice in self.retried],
+            "deliveries": [
+                {
+                    "channel": d.channel,
+                    "kind": str(d.notice.kind),
+                    "id": d.notice.check,
+                    "subject": d.notice.subject,
+                    "ok": d.error is None,
+                    "error": d.error,
+                    "retry": d.retry,
+                }
+                for d in self.deliveries
+            ],
+            "notes": list(self.notes),
+        }
+
+
+def _alert_json(alert: Alert) -> dict[str, Any]:
+    return {
+        "id": alert.check,
+        "severity": str(alert.severity),
+        "subject": alert.subject,
+        "subject_kind": str(alert.kind),
+        "lanes": list(alert.lanes),
+        "message": alert.message,
+        "fix": alert.fix,
+    }
+
+
+def watch_config(request: WatchRequest, paths: Paths, env: Mapping[str, str]) -> Config:
+    """lanes.toml with its `[watch]`; a UsageError when it has none."""
+    config = load_config(find_config(request.config_path, env, paths.cwd), paths)
+    if config.watch is None:
+        raise UsageError(
+            f"{config.path}: no [watch] table, so there is no watchdog to run",
+            'add [watch] (e.g. every = "5m", command = ["/path/to/notifier"]) and run '
+            "`lanekit apply`",
+        )
+    return config
+
+
+def pass_clock(paths: Paths, env: Mapping[str, str]) -> Callable[[], datetime]:
+    """The time a pass reads: the wall clock, or on the emulated domain its emulated time
+    (now, or later when `lanekit emulator tick` drove it past now), as `status` reads it."""
+    import sys
+
+    from lanekit.paths import backend_name
+
+    if backend_name(env, sys.platform) != "emulated":
+        return datetime.now
+    from lanekit.launchd.emuclock import emulated_now
+
+    return lambda: emulated_now(paths)
+
+
+def run_pass(
+    request: WatchRequest,
+    paths: Paths,
+    *,
+    env: Mapping[str, str] | None = None,
+    launchd: Launchd | None = None,
+    now: Callable[[], datetime] | None = None,
+    osascript: str = OSASCRIPT,
+    channels: Sequence[Channel] | None = None,
+    wait: float = PASS_WAIT,
+) -> PassResult:
+    """One pass (see the module docstring). `channels` replaces the ones `[watch]` turns on
+    (for harnesses); `osascript` is the macos channel's program; `now` defaults to
+    pass_clock."""
+    from lanekit.launchd import open_launchd
+
+    env = os.environ if env is None else env
+    now = pass_clock(paths, env) if now is None else now
+    config = watch_config(request, paths, env)
+    watch = config.watch
+    assert watch is not None  # watch_config refuses a config without it
+    lane = config.lanes[WATCH_LANE]
+    chosen = list(channels) if channels is not None else channels_for(watch, osascript=osascript)
+    names = tuple(channel.name for channel in chosen)
+    if launchd is None:
+        launchd = open_launchd(paths, env)
+    dog = _Watchdog(config, watch, lane, paths, launchd, now)
+    if request.dry_run:
+        memory = memory_store.load(dog.memory_file)
+        looked = dog.look(memory)
+        return PassResult(
+            lane.label,
+            True,
+            looked.open,
+            looked.notices,
+            retried=tuple(p.notice for p in memory.outbox),
+            channels=names,
+            notes=looked.notes,
+        )
+    from lanekit.lanelog import LaneLog
+    from lanekit.runner import lane_lock_path
+
+    lock = memory_store.PassLock(lane_lock_path(lane.queue.dir, lane.name), wait=wait)
+    log = LaneLog(lane.log_path, WATCH_LANE, clock=lambda: now().timestamp())
+    if not lock.acquire():
+        log.event("skipped", reason="lane-busy")
+        return PassResult(
+            lane.label, False, (), (), channels=names, skipped="another pass holds the lock"
+        )
+    try:
+        log.event("start", pid=os.getpid())
+        return dog.run(chosen, log)
+    finally:
+        lock.release()
+
+
+@dataclass(frozen=True, slots=True)
+class _Looked:
+    open: tuple[Alert, ...]
+    notices: tuple[Notice, ...]
+    remembered: Mapping[str, Remembered]
+    failed: Mapping[str, int]
+    digest_day: str | None
+    at: datetime
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class _Watchdog:
+    """One pass over one lanes.toml."""
+
+    config: Config
+    watch: WatchSpec
+    lane: LaneSpec
+    paths: Paths
+    launchd: Launchd
+    now: Callable[[], datetime]
+
+    @property
+    def memory_file(self) -> Path:
+        return memory_path(self.lane.queue.dir)
+
+    def run(self, channels: Sequence[Channel], log: LaneLog) -> PassResult:
+        """Steps 2-5 (the lock is held)."""
+        memory = memory_store.load(self.memory_file)
+        looked = self.look(memory)
+        deliveries: list[Delivery] = []
+        outbox: list[memory_store.Pending] = []
+        for pending in memory.outbox:
+            wanted = [c for c in channels if c.name in pending.channels]
+            refused = _deliver(pending.notice, wanted, deliveries, log, retry=True)
+            if refused:
+                outbox.append(memory_store.Pending(pending.notice, refused))
+        for notice in looked.notices:
+            refused = _deliver(notice, channels, deliveries, log, retry=False)
+            if refused:
+                outbox.append(memory_store.Pending(notice, refused))
+        memory_store.save(
+            self.memory_file,
+            memory_store.Memory(
+                alerts=looked.remembered,
+                outbox=tuple(outbox),
+                failed=looked.failed,
+                completed_at=self.now().timestamp(),
+                digest_day=looked.digest_day,
+                history=memory_store.record_history(memory.history, looked.notices, looked.at),
+            ),
+        )
+        failed = sum(1 for d in deliveries if d.error is not None)
+        log.event(
+            "finish",
+            exit=1 if failed else 0,
+            open=len(looked.open),
+            sent=len(looked.notices),
+            undelivered=failed or None,
+        )
+        return PassResult(
+            self.lane.label,
+            False,
+            looked.open,
+            looked.notices,
+            retried=tuple(p.notice for p in memory.outbox),
+            deliveries=tuple(deliveries),
+            channels=tuple(c.name for c in channels),
+            notes=looked.notes,
+        )
+
+    def look(self, memory: memory_store.Memory) -> _Looked:
+        """Steps 2 and 3: what is open, and what to send about it."""
+        from lanekit.watch.digest import digest_due, digest_notice
+
+        findings, notes, ctx = self.findings()
+        at = self.now()
+        alerts, failed = _renew_failed(alerts_from(findings), self.config, ctx, memory.failed)
+        result = diff(alerts, memory.alerts, now=at, repeat=self.watch.repeat)
+        notices = list(result.notices)
+        digest_day = memory.digest_day
+        if self.watch.digest is not None and digest_due(self.watch.digest, at, digest_day):
+            notices.append(digest_notice(self.config, memory.history, at, self.watch))
+            digest_day = f"{at:%Y-%m-%d}"
+        return _Looked(
+            open=tuple(alerts),
+            notices=tuple(notices),
+            remembered=result.remembered,
+            failed=failed,
+            digest_day=digest_day,
+            at=at,
+            notes=notes,
+        )
+
+    def findings(self) -> tuple[list[Finding], tuple[str, ...], DoctorContext]:
+        """Doctor's ALERT_CHECKS on every lane and queue of lanes.toml."""
+        checks = registry()
+        ctx = DoctorContext(
+            self.paths,
+            config=self.config,
+            launchd=self.launchd,
+            now=self.now,
+            missed_after=timedelta(seconds=self.watch.missed_after),
+            stale_claim_after=float(self.watch.stale_claim_after),
+        )
+        lanes = list(self.config.lanes.values())
+        targets = [lane_target(lane, self.paths) for lane in lanes]
+        drained = [lane for lane in lanes if lane.name != WATCH_LANE]
+        targets += queue_targets(drained, self.config)
+        report = run_checks(targets, ctx, [checks[check_id] for check_id in ALERT_CHECKS])
+        return list(report.findings), report.notes, ctx
+
+
+def _deliver(
+    notice: Notice,
+    channels: Sequence[Channel],
+    deliveries: list[Delivery],
+    log: LaneLog,
+    *,
+    retry: bool,
+) -> tuple[str, ...]:
+    """Hand `notice` to each channel; the names of those that refused it."""
+    refused: list[str] = []
+    for channel in channels:
+        try:
+            channel.send(notice)
+        except ChannelError as exc:
+            refused.append(channel.name)
+            deliveries.append(Delivery(channel.name, notice, exc.message, retry))
+            log.event(
+                "channel-failed",
+                channel=channel.name,
+                alert=notice.check,
+                subject=notice.subject,
+                error=exc.message,
+            )
+            continue
+        deliveries.append(Delivery(channel.name, notice, None, retry))
+    return tuple(refused)
+
+
+def _renew_failed(
+    alerts: Sequence[Alert],
+    config: Config,
+    ctx: DoctorContext,
+    before: Mapping[str, int],
+) -> tuple[list[Alert], dict[str, int]]:
+    """A queue whose failed/ grew since the last pass: its failed-jobs alert is sent again,
+    once for the pass, naming how many jobs are new."""
+    counts: dict[str, int] = {}
+    renewed: list[Alert] = []
+    first_lane: dict[str, LaneSpec] = {}
+    for lane in config.lanes.values():
+        first_lane.setdefault(lane.queue.name, lane)
+    for alert in alerts:
+        drainer = first_lane.get(alert.subject)
+        if alert.check != FAILED_CHECK or alert.kind is not SubjectKind.QUEUE or not drainer:
+            renewed.append(alert)
+            continue
+        try:
+            failed = ctx.queue(drainer).counts(now=ctx.now().timestamp()).failed
+        except LanekitError:
+            renewed.append(alert)
+            continue
+        counts[alert.subject] = failed
+        grew = failed - before.get(alert.subject, 0)
+        if grew <= 0 or alert.subject not in before:
+            renewed.append(alert)
+            continue
+        shown = cmdline("lanekit", "jobs", alert.lanes[0], "--state", "failed")
+        renewed.append(
+            replace(
+                alert,
+                message=f"{grew} more job{'s' if grew != 1 else ''} failed in queue "
+                f"{alert.subject} since the last pass ({failed} in failed/ now).",
+                fix=f"{shown}  (each job's .error says why)",
+                renewed=True,
+            )
+        )
+    return renewed, counts

@@ -1,0 +1,277 @@
+"""One watchdog pass, for real: problems are created on the emulated launchd domain with real
+processes, and every notice goes through a real `command` channel (tests/watch/watch_world)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import psutil
+import pytest
+from watch_world import WATCHED, WatchWorld
+
+from lanekit.queue import Queue
+from lanekit.watch.spec import WATCH_LANE
+
+THREE_QUEUES = WATCHED.replace(
+    "[watch]",
+    """[queues.slow]
+dir = "~/slow"
+
+[queues.other]
+dir = "~/other"
+
+[lanes.sleeper]
+queue = "slow"
+command = ["/bin/sleep", "60"]
+
+[lanes.broken]
+queue = "other"
+command = ["/bin/cat", "{job}"]
+
+[watch]""",
+)
+
+
+def wait_for(condition: Callable[[], bool], timeout: float = 30) -> None:
+    """Poll until `condition()` holds (fails the test after `timeout` seconds)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached"
+        time.sleep(0.05)
+
+
+def _sent_kinds(world: WatchWorld, since: int = 0) -> list[tuple[str, str, str]]:
+    return [(n["kind"], n["id"], n["subject"]) for n in world.sent()[since:]]
+
+
+def _exit_78(world: WatchWorld) -> None:
+    """The lane's log directory is gone: launchd cannot open StandardOutPath (exit 78)."""
+    lane = world.lane("broken")
+    shutil.rmtree(lane.stdout_path.parent)
+    world.domain.kickstart(lane.label)
+    assert world.domain.wait_idle(lane.label, 20)
+
+
+def _failed_job(world: WatchWorld) -> None:
+    """A job whose command exits 1, with one attempt: it goes to failed/."""
+    lane = world.lane("funnel")
+    Queue(lane.queue.dir).enqueue({"n": 1})
+    world.domain.kickstart(lane.label)
+    assert world.domain.wait_idle(lane.label, 30)
+    assert len(list((lane.queue.dir / "failed").glob("*.json"))) == 1
+
+
+def _stranded_claim(world: WatchWorld) -> None:
+    """`kill -9` of the runner and of its job (and the job's watcher) mid-job."""
+    lane = world.lane("sleeper")
+    Queue(lane.queue.dir).enqueue({"n": 1})
+    pid = world.domain.kickstart(lane.label)
+    assert pid is not None
+    wait_for(lambda: any((lane.queue.dir / "claimed").iterdir()))
+    wait_for(lambda: bool(psutil.Process(pid).children(recursive=True)))
+    wait_for(lambda: len(psutil.Process(pid).children(recursive=True)) >= 2)
+    children = psutil.Process(pid).children(recursive=True)
+    os.kill(pid, signal.SIGKILL)
+    for child in children:
+        child.kill()
+    assert world.domain.wait_idle(lane.label, 20)
+    psutil.wait_procs(children, timeout=10)
+
+
+@pytest.mark.slow
+def test_done_when(tmp_path: Path) -> None:
+    """Issue 9's acceptance: a lane that exits 78, a failed job and a claim stranded by kill -9
+    of runner and job each produce exactly one alert on the next pass (the killed runner is
+    an alert of its own: launchd.killed); a second pass sends nothing; fixing one produces
+    exactly one resolved notice."""
+    world = WatchWorld.make(tmp_path, THREE_QUEUES)
+    world.apply()
+    first = world.watch()
+    assert first.notices == (), [n.message for n in first.notices]
+    _exit_78(world)
+    _failed_job(world)
+    _stranded_claim(world)
+
+    second = world.watch()
+    assert second.failed_deliveries == ()
+    assert Counter(_sent_kinds(world)) == Counter(
+        [
+            ("new", "launchd.exit-78", "broken"),
+            ("new", "queue.failed-jobs", "notes"),
+            ("new", "queue.stale-claim", "slow"),
+            ("new", "launchd.killed", "sleeper"),
+        ]
+    )
+    assert world.watch().notices == ()
+    assert len(world.sent()) == 4
+
+    sleeper = world.lane("sleeper")
+    Queue(sleeper.queue.dir).recover(stale_after=3600, max_attempts=3)
+    fixed = world.watch()
+    assert [(n.kind, n.check, n.subject) for n in fixed.notices] == [
+        ("resolved", "queue.stale-claim", "slow")
+    ]
+    assert _sent_kinds(world, 4) == [("resolved", "queue.stale-claim", "slow")]
+
+
+def test_repeat_after_repeat_and_resolve_once(tmp_path: Path) -> None:
+    """An open alert is sent once, again only after `repeat` (on the pass's own clock), and
+    once as resolved when it clears; nothing else in between."""
+    world = WatchWorld.make(tmp_path)
+    world.apply()
+    _failed_job_only(world)
+    base = datetime.now()
+    for hours, expected in ((0, ["new"]), (1, []), (5, []), (6.1, ["repeat"]), (7, [])):
+        result = world.watch(now=_at(base + timedelta(hours=hours)))
+        assert [str(n.kind) for n in result.notices] == expected, hours
+    shutil.rmtree(world.lane("funnel").queue.dir / "failed")
+    (world.lane("funnel").queue.dir / "failed").mkdir()
+    cleared = world.watch(now=lambda: base + timedelta(hours=8))
+    assert [str(n.kind) for n in cleared.notices] == ["resolved"]
+    assert world.watch(now=lambda: base + timedelta(hours=9)).notices == ()
+    assert [n["kind"] for n in world.sent()] == ["new", "repeat", "resolved"]
+
+
+def _at(moment: datetime) -> Callable[[], datetime]:
+    """A frozen clock."""
+    return lambda: moment
+
+
+def _failed_job_only(world: WatchWorld) -> None:
+    lane = world.lane("funnel")
+    Queue(lane.queue.dir).enqueue({"n": 1})
+    world.domain.kickstart(lane.label)
+    assert world.domain.wait_idle(lane.label, 30)
+
+
+def test_more_failures_are_one_new_alert_naming_how_many(tmp_path: Path) -> None:
+    """Jobs that fail after the first alert make the queue's alert new again, once per pass,
+    saying how many failed since (not one alert per job)."""
+    world = WatchWorld.make(tmp_path)
+    world.apply()
+    _failed_job_only(world)
+    assert [n.kind for n in world.watch().notices] == ["new"]
+    lane = world.lane("funnel")
+    for n in range(3):
+        Queue(lane.queue.dir).enqueue({"n": n + 10})
+    world.domain.kickstart(lane.label)
+    assert world.domain.wait_idle(lane.label, 30)
+    [notice] = world.watch().notices
+    assert notice.kind == "new"
+    assert notice.message.startswith("3 more jobs failed in queue notes since the last pass")
+    assert world.watch().notices == ()
+
+
+def test_a_failing_channel_keeps_the_notice_and_recovers(tmp_path: Path) -> None:
+    """The channel fails (exit 3): the pass logs it, exits 1 and keeps the notice; the next
+    pass, with the channel back, delivers it once and nothing twice."""
+    world = WatchWorld.make(tmp_path)
+    world.apply()
+    _failed_job_only(world)
+    world.flag.touch()
+    down = world.watch()
+    assert int(down.exit_code) == 1
+    [delivery] = down.failed_deliveries
+    assert delivery.channel == "command"
+    assert "exited 3" in (delivery.error or "")
+    assert world.sent() == []
+    log = world.lane(WATCH_LANE).log_path.read_text()
+    assert "event=channel-failed channel=command" in log
+    still_down = world.watch()
+    assert [d.retry for d in still_down.failed_deliveries] == [True]
+    world.flag.unlink()
+    back = world.watch()
+    assert int(back.exit_code) == 0
+    assert [d.retry for d in back.deliveries] == [True]
+    assert [n["kind"] for n in world.sent()] == ["new"]
+    assert world.watch().deliveries == ()
+    assert len(world.sent()) == 1
+
+
+def test_a_broken_channel_never_stops_the_others(tmp_path: Path) -> None:
+    """A command that cannot even start is one refused delivery; the webhook-less, macos-less
+    world still has its other command delivered... here: a second command channel."""
+    world = WatchWorld.make(tmp_path)
+    world.apply()
+    _failed_job_only(world)
+    from lanekit.watch.channels import CommandChannel
+
+    good = CommandChannel(("/bin/sh", "-c", f"cat >> {world.sent_file}"))
+    missing = CommandChannel((str(tmp_path / "no-such-notifier"),))
+    from lanekit.watch.watchdog import WatchRequest, run_pass
+
+    result = run_pass(
+        WatchRequest(config_path=world.config_path),
+        world.paths,
+        env={},
+        launchd=world.domain,
+        channels=[missing, good],
+    )
+    assert [(d.channel, d.error is None) for d in result.deliveries] == [
+        ("command", False),
+        ("command", True),
+    ]
+    assert "cannot be started" in (result.deliveries[0].error or "")
+    assert len(world.sent()) == 1
+
+
+def test_dry_run_sends_and_remembers_nothing(tmp_path: Path) -> None:
+    """--dry-run shows what would be sent; the next real pass still sends it."""
+    world = WatchWorld.make(tmp_path)
+    world.apply()
+    _failed_job_only(world)
+    dry = world.watch(dry_run=True)
+    assert [n.check for n in dry.notices] == ["queue.failed-jobs"]
+    assert world.sent() == []
+    assert not (world.lane(WATCH_LANE).queue.dir / "alerts.json").exists()
+    assert [n.check for n in world.watch().notices] == ["queue.failed-jobs"]
+
+
+def test_two_passes_at_once_send_once(tmp_path: Path) -> None:
+    """Two passes started together (launchd's and a manual one): the lock makes them run one
+    after the other, and the second sends nothing the first sent."""
+    world = WatchWorld.make(tmp_path)
+    world.apply()
+    _failed_job_only(world)
+    world.write(
+        WATCHED.replace(
+            'command = ["/bin/sh", "-c", "NOTIFIER"',
+            'command = ["/bin/sh", "-c", "sleep 1; cat >> \\"$2\\"", "notifier", "FLAG", "SENT"]\n'
+            "#",
+        )
+    )
+    results = []
+
+    def one() -> None:
+        results.append(world.watch())
+
+    threads = [threading.Thread(target=one) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert sorted(len(r.notices) for r in results) == [0, 1]
+    assert [n["id"] for n in world.sent()] == ["queue.failed-jobs"]
+
+
+def test_a_pass_logs_start_and_finish_for_the_watchdog_lane(tmp_path: Path) -> None:
+    """Each pass leaves `start` and `finish` in the watchdog's lane log on the pass's clock,
+    the run evidence doctor's lane.missed-run and status read for it as for any lane."""
+    world = WatchWorld.make(tmp_path)
+    world.apply()
+    at = datetime(2031, 5, 4, 3, 2, 1)
+    world.watch(now=lambda: at)
+    lines = world.lane(WATCH_LANE).log_path.read_text().splitlines()
+    from lanekit.lanelog import format_ts
+
+    stamp = format_ts(at.timestamp())
+    assert any(line.startswith(f"ts={stamp} lane=watch event=start") for line in lines)
+    assert any(f"ts={stamp} lane=watch event=finish" in line for line in lines)
