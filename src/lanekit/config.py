@@ -65,6 +65,7 @@ MAX_INT = 2**31 - 1
 RESERVED_ENV = {
     "PATH": "set the lane's PATH with path = [...] instead",
     "LANEKIT_LANE": "lanekit sets it to the lane name to recognise its own plists",
+    "LANEKIT_CLOCK_OFFSET": "the emulated domain sets it for the jobs it starts (lanekit.clock)",
 }
 
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")

@@ -599,10 +599,14 @@ def diagnose(
     *,
     env: Mapping[str, str] | None = None,
     launchd: Launchd | None = None,
-    now: Callable[[], datetime] = datetime.now,
+    now: Callable[[], datetime] | None = None,
     uid: int | None = None,
 ) -> DoctorReport:
     """The core of `lanekit doctor`: load what is asked, run the checks, return the report.
+
+    `now` (naive local wall time) defaults to the clock of the launchd backend in use
+    (lanekit.clock: the emulated domain's time on the emulated one), so ages and missed runs
+    are judged by the time the runners logged by.
 
     lanes.toml is required when lanes are examined; with `--plist`/`--all` alone it is used
     when found (to recognise lanekit's own plists) and optional otherwise.
@@ -612,6 +616,10 @@ def diagnose(
     from lanekit.projects import find_configs
 
     env = os.environ if env is None else env
+    if now is None:
+        from lanekit.clock import clock_for
+
+        now = clock_for(paths, env).now
     checks = select_checks(request.checks)
     needs_config = bool(request.lanes) or not (request.plists or request.all_plists)
     configs: list[Config] = []

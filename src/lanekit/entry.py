@@ -32,6 +32,7 @@ import os
 import sys
 import time
 
+from lanekit.clock import epoch
 from lanekit.lanelog import LaneLog, rotate_if_needed
 from lanekit.owned import unsafe_reason
 from lanekit.quoting import printable
@@ -79,7 +80,7 @@ def empty_run(argv: Sequence[str], *, clock: Callable[[], float] = time.monotoni
         and _is_int(keep)
         and _is_int(keep_done)
         and nothing_queued(queue_dir)
-        and not purge_due(queue_dir, time.time(), keep_done)
+        and not purge_due(queue_dir, epoch(), keep_done)
     ):
         return None
     warn = log_warner(log_path)

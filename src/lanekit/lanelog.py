@@ -21,6 +21,7 @@ import os
 import stat
 import time
 
+from lanekit.clock import epoch
 from lanekit.owned import kind_of, make_private_dirs
 
 TYPE_CHECKING = False  # importing typing would cost the runner's start-up a few ms
@@ -90,11 +91,13 @@ class LaneLog:
         path: StrPath,
         lane: str,
         *,
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], float] = epoch,
         on_error: Callable[[OSError], None] | None = None,
     ) -> None:
-        """`on_error` receives a failed write instead of it being raised (the runner keeps
-        going when only its log is broken, and says so once on stderr)."""
+        """`clock` stamps each line (default: this process's clock, lanekit.clock, which is the
+        emulated domain's time in a job it started). `on_error` receives a failed write
+        instead of it being raised (the runner keeps going when only its log is broken, and
+        says so once on stderr)."""
         self.path = os.fspath(path)
         self.lane = lane
         self._clock = clock

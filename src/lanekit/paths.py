@@ -12,6 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from lanekit.backend import backend_name
+
+__all__ = ["Paths", "backend_name"]
+
 
 @dataclass(frozen=True, slots=True)
 class Paths:
@@ -93,11 +97,3 @@ class Paths:
             state=state.absolute(),
             cwd=Path.cwd(),
         )
-
-
-def backend_name(env: Mapping[str, str], platform: str) -> str:
-    """`launchctl` on macOS, `emulated` elsewhere; LANEKIT_LAUNCHD overrides."""
-    chosen = env.get("LANEKIT_LAUNCHD", "")
-    if chosen in {"emulated", "launchctl"}:
-        return chosen
-    return "launchctl" if platform == "darwin" else "emulated"

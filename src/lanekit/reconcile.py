@@ -60,6 +60,7 @@ from typing import Any
 
 from lanekit.applylock import OnWait, apply_lock
 from lanekit.atomic import write_atomic
+from lanekit.clock import clock_for
 from lanekit.config import Config, LaneSpec, run_spec, select_lanes
 from lanekit.drift import lane_drift
 from lanekit.errors import ExitCode, LanekitError, LaunchdError, NotStartedError, UsageError
@@ -924,7 +925,7 @@ def _carry_out(
                 label, specs, running=action.kind is ActionKind.SKIP_RUNNING, pid=action.pid
             )
             if not stop.stopped:
-                logged = _log_skip(lane, stop.pid)
+                logged = _log_skip(lane, stop.pid, clock_for(paths).time)
                 who = f"pid {stop.pid}" if stop.pid is not None else "lane lock held"
                 pending = action.pending or action.reason
                 return Outcome(
@@ -959,7 +960,7 @@ def _carry_out(
     }[action.kind]
     if action.paused and not action.bootstrap:
         done = "booted out and written" if action.bootout else "written"
-    _log_applied(lane, action.kind)
+    _log_applied(lane, action.kind, clock_for(paths).time)
     return Outcome(action, Result.DONE, "; ".join([done, *notes]))
 
 
@@ -972,24 +973,30 @@ def _prepare_dirs(lane: LaneSpec) -> None:
         make_private_dirs(path.parent)
 
 
-def _log_skip(lane: LaneSpec, pid: int | None) -> str:
-    """Record the skip in the lane log; returns where (or why not) for the outcome text."""
+def _log_skip(lane: LaneSpec, pid: int | None, clock: Callable[[], float]) -> str:
+    """Record the skip in the lane log (by the launchd backend's clock, like the runs it sits
+    between); returns where (or why not) for the outcome text."""
     from lanekit.lanelog import LaneLog
 
     try:
-        LaneLog(lane.log_path, lane.name).event("skipped", reason="running", pid=pid, by="apply")
+        LaneLog(lane.log_path, lane.name, clock=clock).event(
+            "skipped", reason="running", pid=pid, by="apply"
+        )
     except OSError as exc:
         return f"could not write the lane log {lane.log_path}: {exc.strerror or exc}"
     return f"logged to {lane.log_path}"
 
 
-def _log_applied(lane: LaneSpec, kind: ActionKind) -> None:
-    """Record the (re)load in the lane log, so `lanekit timeline` can mark it. Best effort:
-    the lane is loaded either way, and a log that cannot be written is doctor's finding."""
+def _log_applied(lane: LaneSpec, kind: ActionKind, clock: Callable[[], float]) -> None:
+    """Record the (re)load in the lane log (by the launchd backend's clock), so `lanekit
+    timeline` can mark it. Best effort: the lane is loaded either way, and a log that cannot
+    be written is doctor's finding."""
     from lanekit.lanelog import LaneLog
 
     try:
-        LaneLog(lane.log_path, lane.name).event("applied", action=str(kind), by="apply")
+        LaneLog(lane.log_path, lane.name, clock=clock).event(
+            "applied", action=str(kind), by="apply"
+        )
     except OSError:
         return
 

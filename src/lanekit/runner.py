@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lanekit import watcher
+from lanekit.clock import epoch
 from lanekit.entry import (
     lock_file,
     log_finish,
@@ -347,7 +348,7 @@ def run_lane(
     launcher: Launcher | None = None,
     env: Mapping[str, str] | None = None,
     clock: Callable[[], float] = time.monotonic,
-    log_clock: Callable[[], float] = time.time,
+    log_clock: Callable[[], float] = epoch,
     handle_signals: bool = True,
 ) -> RunResult:
     """Drain the lane's queue once. Raises LanekitError when the queue cannot be used (before
@@ -502,7 +503,7 @@ class _LaneRun:
         Retention never fails a run: a problem is logged and the next day tries again."""
         spec = self.spec
         queue_dir = str(spec.queue_dir)
-        now = time.time()
+        now = epoch()
         if not purge_due(queue_dir, now, spec.keep_done):
             return
         from lanekit.atomic import write_atomic  # once a day: off the fast path

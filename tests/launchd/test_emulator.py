@@ -204,14 +204,20 @@ def test_loaded_job_is_a_copy_of_the_plist(domain: EmulatedDomain, install: Inst
 def test_job_runs_with_the_default_path_only(
     domain: EmulatedDomain, install: Install, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A kickstarted job sees exactly PATH=/usr/bin:/bin:/usr/sbin:/sbin and XPC_SERVICE_NAME;
-    its exit is reaped into list() and print()."""
+    """A kickstarted job sees exactly PATH=/usr/bin:/bin:/usr/sbin:/sbin and XPC_SERVICE_NAME,
+    plus the domain's clock (LANEKIT_LAUNCHD, LANEKIT_CLOCK_OFFSET: the one thing the emulated
+    domain adds, lanekit.clock); its exit is reaped into list() and print()."""
     monkeypatch.setenv("LEAKED_FROM_CALLER", "1")
     out = tmp_path / "env.out"
     domain.bootstrap(install("env.job", ProgramArguments=["env"], StandardOutPath=str(out)))
     assert domain.kickstart("env.job") is not None
     assert domain.wait_idle("env.job", WAIT)
-    assert out.read_text().splitlines() == [f"PATH={DEFAULT_PATH}", "XPC_SERVICE_NAME=env.job"]
+    assert sorted(out.read_text().splitlines()) == [
+        "LANEKIT_CLOCK_OFFSET=0.000000",
+        "LANEKIT_LAUNCHD=emulated",
+        f"PATH={DEFAULT_PATH}",
+        "XPC_SERVICE_NAME=env.job",
+    ]
     assert domain.list() == [ListEntry(None, 0, "env.job")]
     assert domain.print("env.job").runs == 1
 

@@ -61,8 +61,9 @@ def tick(
     from datetime import datetime, timedelta
 
     from lanekit.cli.render import emulator as show
+    from lanekit.clock import clock_for
     from lanekit.errors import UsageError
-    from lanekit.launchd.emuclock import advance, emulated_now, parse_until
+    from lanekit.launchd.emuclock import advance, parse_until
     from lanekit.paths import Paths, backend_name
     from lanekit.schedule import ScheduleError, parse_duration
 
@@ -76,15 +77,16 @@ def tick(
         )
     paths = Paths.from_env()
     now = datetime.now()
+    emulated = now + timedelta(seconds=clock_for(paths).offset)
     if span is not None:
         try:
             seconds = parse_duration(span)
         except ScheduleError as exc:
             raise UsageError(f"--for {span}: {exc.message}", exc.hint) from None
-        target = emulated_now(paths, now) + timedelta(seconds=seconds)
+        target = emulated + timedelta(seconds=seconds)
     else:
         assert until is not None
-        target = parse_until(until, now)
+        target = parse_until(until, emulated)
     report = advance(paths.emulator, paths.launch_agents, target, asleep=asleep, now=now, wait=wait)
     show.ticked(report)
 

@@ -173,6 +173,7 @@ def status(
     """Per lane: state, pid, last exit, runs, schedule, next fire and queue counts. Without a
     lanes.toml here: every installed project's lanes, with the project shown."""
     from lanekit.cli.render import launchd as show
+    from lanekit.clock import clock_for
     from lanekit.launchd import open_launchd
     from lanekit.paths import Paths, backend_name
     from lanekit.projects import find_configs, lanes_named
@@ -182,11 +183,7 @@ def status(
     configs, anywhere = find_configs(config, paths, os.environ, project=project)
     launchd = open_launchd(paths)
     emulated = backend_name(os.environ, sys.platform) == "emulated"
-    now = None
-    if emulated:
-        from lanekit.launchd.emuclock import emulated_now
-
-        now = emulated_now(paths)
+    now = clock_for(paths).now()
     rows = status_of(lanes_named(configs, [lane] if lane else []), paths, launchd, now=now)
     show.status(
         rows,

@@ -78,19 +78,21 @@ def timeline_cmd(
     if open_page and html is None:
         raise UsageError("--open needs --html FILE", "e.g. lanekit timeline --html day.html --open")
     from lanekit.cli.render import timeline as view
+    from lanekit.clock import clock_for
     from lanekit.launchd import open_launchd
     from lanekit.paths import Paths
     from lanekit.timeline.build import TimelineRequest, parse_day, timeline
 
     paths = Paths.from_env()
+    now = clock_for(paths).now()
     request = TimelineRequest(
         lanes=tuple(lanes or ()),
-        day=None if day is None else parse_day(day, "--day"),
-        since=None if since is None else parse_day(since, "--since"),
+        day=None if day is None else parse_day(day, "--day", now.date()),
+        since=None if since is None else parse_day(since, "--since", now.date()),
         job=job,
         config_path=config,
     )
-    result = timeline(request, paths, open_launchd(paths))
+    result = timeline(request, paths, open_launchd(paths), now=now)
     if html is not None:
         from lanekit.timeline.html import save
 

@@ -2,8 +2,9 @@
 
 Off macOS nothing fires on a clock: the emulated domain has no daemon, so a calendar or
 interval lane runs only when something calls `tick`. `advance` moves the emulated time from
-where it stands (now, or where the last advance left it) to `until` and fires what launchd
-would fire in that span, with real processes:
+where it stands (the domain's clock, lanekit.clock: now plus the offset the last advance left)
+to `until` and fires what launchd would fire in that span, with real processes; the clock is
+moved to each fire before its jobs start, so they log and record that time:
 
 - awake (the default): every fire in order, calendar minutes and StartInterval boundaries; at
   each one the jobs due are started (a job still running misses the fire, and a start within
@@ -24,7 +25,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from lanekit.errors import UsageError
-from lanekit.launchd.emulator import EmulatedDomain, Timer
+from lanekit.launchd.emulator import EmulatedDomain, Timer, read_offset
 from lanekit.paths import Paths
 from lanekit.schedule import next_fires
 
@@ -93,11 +94,14 @@ def advance(
     now: datetime | None = None,
     wait: float = 60.0,
 ) -> TickReport:
-    """Move the emulated clock to `until` (naive local time) and fire what launchd would."""
+    """Move the emulated clock to `until` (naive local time) and fire what launchd would.
+
+    The span starts at the domain's time (lanekit.clock), or at `now` plus the domain's offset
+    when that is later."""
     domain = EmulatedDomain(state_dir, launch_agents=launch_agents)
-    real = datetime.now() if now is None else now
-    reached = domain.clock()
-    start = max(real, datetime.fromtimestamp(reached)) if reached is not None else real
+    offset = timedelta(seconds=domain.offset())
+    # The domain's time now; a `now` given (the real time, for tests) only ever moves it on.
+    start = max(datetime.now(), now or datetime.min) + offset
     if until <= start:
         raise UsageError(
             f"--until {until:%Y-%m-%d %H:%M:%S} is not after the emulated time"
@@ -108,12 +112,12 @@ def advance(
     calendar = {t.label: _calendar_fires(t, start, until) for t in timers}
     intervals = {t.label: _interval_fires(t, start, until) for t in timers}
     if asleep:
+        domain.set_clock(until.timestamp())
         woke = _at(domain, until).wake(
             until,
             [label for label, fires in calendar.items() if fires],
             {label: fires[-1] for label, fires in intervals.items() if fires},
         )
-        domain.set_clock(until.timestamp())
         fires = (Fire(until, tuple(woke)),) if woke else ()
         return TickReport(start, until, asleep, fires)
     moments = sorted(
@@ -130,8 +134,9 @@ def advance(
     done: list[Fire] = []
     running: set[str] = set()
     for moment in moments:
-        started = _at(domain, moment).tick(moment)
+        # The clock first: the jobs started at `moment` are handed the domain's time then.
         domain.set_clock(moment.timestamp())
+        started = _at(domain, moment).tick(moment)
         if started:
             done.append(Fire(moment, tuple(started)))
         running.update(started)
@@ -139,16 +144,17 @@ def advance(
         for label in sorted(running):
             if domain.wait_idle(label, max(deadline - time.monotonic(), 0.0)):
                 running.discard(label)
-    _at(domain, until).reap()  # a start postponed within the span happens by its end
     domain.set_clock(until.timestamp())
+    _at(domain, until).reap()  # a start postponed within the span happens by its end
     return TickReport(start, until, asleep, tuple(done), tuple(sorted(running)))
 
 
 def emulated_now(paths: Paths, real: datetime | None = None) -> datetime:
-    """The emulated domain's time: now, or later when `tick` has driven it past now."""
+    """The emulated domain's time, as lanekit.clock answers it: `real` (default: now) plus the
+    domain's offset. (`lanekit.clock.clock_for` is the one owner; this names it for callers
+    that hold a Paths and want a datetime.)"""
     real = datetime.now() if real is None else real
-    reached = EmulatedDomain(paths.emulator, launch_agents=paths.launch_agents).clock()
-    return max(real, datetime.fromtimestamp(reached)) if reached is not None else real
+    return real + timedelta(seconds=read_offset(paths.emulator))
 
 
 def _at(domain: EmulatedDomain, moment: datetime) -> EmulatedDomain:

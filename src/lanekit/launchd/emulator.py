@@ -32,6 +32,9 @@ sources leave room:
   running at its firing misses it. The minute in which a job is loaded never fires for it
   (launchd arms the timer for the next match, and does not replay a firing from before the
   load).
+- Its clock (lanekit.clock) is the real time plus an offset that `tick` moves on; every job it
+  starts gets LANEKIT_LAUNCHD=emulated and LANEKIT_CLOCK_OFFSET in its environment, beyond what
+  launchd would pass, so lanekit inside the job logs and records the domain's time.
 - A pid that vanished without an exit record (its watcher was killed, or the machine rebooted)
   gets no exit status: print shows `last exit reason = failed reap`, list shows no status.
 """
@@ -49,11 +52,13 @@ import stat
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import datetime
 from pathlib import Path
 
 from lanekit.atomic import write_atomic
+from lanekit.backend import BACKEND_VARIABLE
+from lanekit.clock import OFFSET_VARIABLE, format_offset
 from lanekit.errors import LaunchdError
 from lanekit.launchd import LaunchctlError, ListEntry, ServiceInfo
 from lanekit.launchd.definition import DEFAULT_THROTTLE_INTERVAL, calendar_facts, spawn_type
@@ -61,6 +66,7 @@ from lanekit.launchd.environ import (
     DEFAULT_PATH,
     EX_CONFIG,
     JobExit,
+    JobLaunch,
     JobSetupError,
     SpawnedJob,
     is_alive,
@@ -151,8 +157,9 @@ class _State:
     disabled: dict[str, bool]
     ended: list[str] = field(default_factory=list)
     """Labels whose run was reaped when this state was loaded (not persisted)."""
-    clock: float | None = None
-    """The emulated time `lanekit emulator tick` has driven the domain to (epoch seconds)."""
+    offset: float = 0.0
+    """Seconds the domain's clock is ahead of the real one (lanekit.clock): `lanekit emulator
+    tick` moves it on, and it never goes back."""
 
     def to_bytes(self) -> bytes:
         data: dict[str, object] = {
@@ -160,8 +167,8 @@ class _State:
             "jobs": {label: asdict(job) for label, job in sorted(self.jobs.items())},
             "disabled": dict(sorted(self.disabled.items())),
         }
-        if self.clock is not None:
-            data["clock"] = self.clock
+        if self.offset:
+            data["clock_offset"] = self.offset
         return (json.dumps(data, indent=2, sort_keys=True) + "\n").encode()
 
     @classmethod
@@ -173,18 +180,24 @@ class _State:
             for label, job in data.get("jobs", {}).items()
         }
         disabled = {str(k): bool(v) for k, v in data.get("disabled", {}).items()}
-        clock = data.get("clock")
-        return cls(jobs, disabled, clock=float(clock) if isinstance(clock, int | float) else None)
+        offset = data.get("clock_offset")
+        valid = isinstance(offset, int | float) and not isinstance(offset, bool) and offset > 0
+        return cls(jobs, disabled, offset=float(offset) if valid else 0.0)
 
 
 class EmulatedDomain:
     """The `Launchd` protocol over real processes, plus `tick`, `wait_idle` and `reap`."""
 
     def __init__(
-        self, state_dir: Path, *, launch_agents: Path, clock: Callable[[], float] = time.time
+        self,
+        state_dir: Path,
+        *,
+        launch_agents: Path,
+        clock: Callable[[], float] | None = None,
     ) -> None:
-        """`clock` (epoch seconds) drives load times, throttling and stop deadlines; tests may
-        pass their own. Calendar firing follows the `now` given to `tick`."""
+        """`clock` (epoch seconds) drives load times, throttling and stop deadlines; by default
+        the domain's own clock (lanekit.clock: real time plus the offset `tick` moved it on
+        by); tests may pass their own. Calendar firing follows the `now` given to `tick`."""
         self.state_dir = Path(state_dir)
         self.launch_agents = Path(launch_agents)
         """Where lanes install their plists for this domain (bootstrap takes any path)."""
@@ -192,7 +205,9 @@ class EmulatedDomain:
         self._lock_file = self.state_dir / "domain.lock"
         self._exits = self.state_dir / "exits"
         self._plists: dict[str, dict[str, object]] = {}
-        self._clock = clock
+        self._offset = 0.0
+        """The state's clock offset, as the current transaction read it."""
+        self._clock = self._domain_time if clock is None else clock
 
     @property
     def domain(self) -> str:
@@ -384,15 +399,17 @@ class EmulatedDomain:
                 )
             return found
 
-    def clock(self) -> float | None:
-        """The emulated time the last `lanekit emulator tick` reached, if any."""
+    def offset(self) -> float:
+        """Seconds the domain's clock is ahead of the real one (lanekit.clock)."""
         with self._transaction() as state:
-            return state.clock
+            return state.offset
 
     def set_clock(self, when: float) -> None:
-        """Record the emulated time reached (never moves back)."""
+        """Move the domain's clock to `when` (epoch seconds) if that is later than its time
+        now; it never moves back. Time flows on from there at the real rate."""
         with self._transaction() as state:
-            state.clock = when if state.clock is None else max(state.clock, when)
+            state.offset = max(state.offset, when - time.time())
+            self._offset = state.offset
 
     def wake(
         self, now: datetime, calendar: Iterable[str], intervals: Mapping[str, float]
@@ -446,6 +463,7 @@ class EmulatedDomain:
             fcntl.flock(fd, fcntl.LOCK_EX)
             before = self._read_state_bytes()
             state = self._parse_state(before)
+            self._offset = state.offset
             state.ended = self._refresh(state, self._clock())
             try:
                 yield state
@@ -457,6 +475,9 @@ class EmulatedDomain:
             with contextlib.suppress(OSError):
                 fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
+
+    def _domain_time(self) -> float:
+        return time.time() + self._offset
 
     def _read_state_bytes(self) -> bytes:
         try:
@@ -523,7 +544,7 @@ class EmulatedDomain:
         return self._spawn(job, now)
 
     def _spawn(self, job: _Job, now: float) -> int | None:
-        launch = launch_for(self._plist(job))
+        launch = _with_clock(launch_for(self._plist(job)), self._offset)
         status_file = self._exits / f"{uuid.uuid4().hex}.json"
         make_private_dirs(self._exits)
         try:
@@ -625,6 +646,27 @@ class EmulatedDomain:
             ),
             extra=extra,
         )
+
+
+def read_offset(state_dir: Path) -> float:
+    """The clock offset in the domain's state file, read without the domain lock (the file is
+    replaced atomically) and without reaping anything: 0 when there is no domain yet, or its
+    state cannot be read (the next domain operation reports that)."""
+    try:
+        raw = (Path(state_dir) / "domain.json").read_bytes()
+    except OSError:
+        return 0.0
+    try:
+        return _State.from_bytes(raw).offset if raw else 0.0
+    except (ValueError, TypeError, AttributeError):
+        return 0.0
+
+
+def _with_clock(launch: JobLaunch, offset: float) -> JobLaunch:
+    """The job's environment plus what a lanekit process needs to read the domain's clock
+    (lanekit.clock): the one thing the emulated domain adds to what launchd would pass."""
+    env = {**launch.env, BACKEND_VARIABLE: "emulated", OFFSET_VARIABLE: format_offset(offset)}
+    return replace(launch, env=env)
 
 
 def calendar_entries(value: object) -> tuple[CalendarEntry, ...]:

@@ -12,7 +12,6 @@ import contextlib
 import errno
 import fcntl
 import os
-import time
 from pathlib import Path
 
 from lanekit import fsops
@@ -219,10 +218,11 @@ class Claimer:
                 lock.release()
                 return self._pass_over(name, src, path, job_id)
             st = os.fstat(fd)
-            # The claim's age starts now (rename keeps the old mtime). Best effort: a file we
-            # may not touch keeps its mtime as the age.
+            # The claim's age starts now (rename keeps the old mtime), by the queue's clock, which
+            # claim ages are read against. Best effort: a file we may not touch keeps its mtime.
+            stamp = self.queue.clock()
             try:  # noqa: SIM105 - contextlib.suppress costs more than the rest of this line
-                os.utime(fd)
+                os.utime(fd, (stamp, stamp))
             except OSError:
                 pass
             return self._admit(
@@ -272,7 +272,7 @@ class Claimer:
         written: float,
     ) -> Claim | Dropped:
         queue = self.queue
-        now = time.time()
+        now = queue.clock()
         problem = id_problem(job_id)
         if problem is not None:
             detail = f"job id {job_id!r} {problem}"
@@ -404,7 +404,7 @@ class Claimer:
         the reason. Its record says failed unless it says succeeded (the guard stays) or cannot
         be read (kept for inspection); an invalid id has no record to write."""
         queue = self.queue
-        now = time.time()
+        now = queue.clock()
         if id_problem(job_id) is None:
             try:
                 prev = queue.store.read(job_id)

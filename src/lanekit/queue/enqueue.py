@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import time
 
 from lanekit import fsops
 from lanekit.errors import QueueError, UsageError
@@ -97,7 +96,7 @@ def enqueue(
     check(q)
     data = payload_bytes(payload)
     if job_id is None:
-        job_id = new_job_id()
+        job_id = new_job_id(round(q.clock() * 1e9))
     else:
         validate_job_id(job_id)
         refuse_existing(q, job_id)
@@ -108,7 +107,7 @@ def enqueue(
 
 def write_job(q: QueueState, job_id: str, data: bytes) -> None:
     """Stage the record, move the job into queue/, then create its record."""
-    stamp = iso_utc(time.time())
+    stamp = iso_utc(q.clock())
     job_tmp = q.tmp_name("job")
     fsops.write_new(job_tmp, data, durable=q.durable)
     tmp: str | None = job_tmp

@@ -7,7 +7,6 @@ age needs one), so it stays cheap at 100k jobs."""
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 from lanekit import fsops, procinfo
@@ -24,7 +23,7 @@ if TYPE_CHECKING:
 
 def counts(q: QueueState, now: float | None = None) -> QueueCounts:
     """How many jobs are in each directory, and the oldest queued job and claim."""
-    now = time.time() if now is None else now
+    now = q.clock() if now is None else now
     queued = job_names(q.queue_dir)
     oldest: float | None = None
     for name in queued:
@@ -57,7 +56,7 @@ def list_claims(
     running with the same start token, False when the owner is gone, None when the owner is
     on another host or unnamed (and when `check_owners` is False).
     """
-    now = time.time() if now is None else now
+    now = q.clock() if now is None else now
     here = procinfo.hosttag()
     result = []
     for name in job_names(q.claimed_dir):

@@ -40,7 +40,7 @@ def purge(
     the time the job failed (its .error's mtime). Nothing else is touched: queue/,
     delayed/ and claimed/ are live."""
     check(q)
-    now = time.time() if now is None else now
+    now = q.clock() if now is None else now
     done_cut = time.strftime("%Y-%m-%d", time.gmtime(now - keep_done))
     done: list[str] = []
     failed: list[str] = []

@@ -67,11 +67,13 @@ def recover(
     recoverers never both act. `dry_run` reports what would move and moves nothing.
     """
     check(q)
-    now = time.time() if now is None else now
+    now = q.clock() if now is None else now
     results = []
     with io_errors("recover claims"):
         if not dry_run:
-            sweep_tmp(q, now)
+            # By the real time: tmp/ files carry the kernel's mtimes, and an emulated clock
+            # days ahead would take a file being written right now for a leftover.
+            sweep_tmp(q, time.time())
             sweep_statuses(q)
         for name in listdir(q.claimed_dir):
             if not is_job_name(name):

@@ -5,8 +5,8 @@ goes first, then the move out of claimed/ by a no-replace rename (see settle_rec
 # (str paths and os.* on purpose: the claim path, see lanekit.queue)
 from __future__ import annotations
 
+import contextlib
 import os
-import time
 from pathlib import Path
 
 from lanekit import fsops
@@ -32,7 +32,7 @@ def complete(q: QueueState, claim: Claim) -> Path:
     `settle_record_first`)."""
     require_held(claim)
     try:
-        now = time.time()
+        now = q.clock()
         running = claim.record
         job_id = claim.job_id
         record = Record(
@@ -98,7 +98,7 @@ def release_claim(  # noqa: PLR0917 - release()'s own values, in its order
         return fail_claimed(q, claim, gave_up(error or "released", attempts))
     if not count_attempt:
         attempts = max(attempts - 1, 0)
-    now = time.time()
+    now = q.clock()
     wait = q.backoff(claim.record.attempts) if delay else 0.0
     record = Record(
         claim.job_id,
@@ -126,7 +126,7 @@ def release_claim(  # noqa: PLR0917 - release()'s own values, in its order
 def promote_due(q: QueueState, now: float | None = None) -> list[str]:
     """Move retries whose not-before time has come from delayed/ to queue/; their ids."""
     with io_errors("move due retries back to queue/"):
-        return promote_due_at(q, time.time() if now is None else now)
+        return promote_due_at(q, q.clock() if now is None else now)
 
 
 def promote_due_at(q: QueueState, now: float) -> list[str]:
@@ -184,12 +184,17 @@ def to_failed(q: QueueState, src: str, job_id: str, error: str) -> str:
     """Move into failed/ and write its .error (why)."""
     target = to_terminal(q, src, q.failed_dir, job_id)
     text = error.rstrip("\n") + "\n"
+    error_file = target[:-5] + ".error"
     fsops.replace_file(
-        target[:-5] + ".error",
+        error_file,
         text.encode("utf-8", "replace"),
         tmp=q.tmp_name("error"),
         durable=q.durable,
     )
+    # Its mtime is when the job failed (retention reads it), by the queue's clock.
+    stamp = q.clock()
+    with contextlib.suppress(OSError):
+        os.utime(error_file, (stamp, stamp), follow_symlinks=False)
     return target
 
 
@@ -204,7 +209,7 @@ def write_failed_record(
 
 def fail_claimed(q: QueueState, claim: Claim, error: str) -> str:
     """fail() without the lock handling: where the job went."""
-    stamp = iso_utc(time.time())
+    stamp = iso_utc(q.clock())
     record = Record(claim.job_id, JobState.FAILED, 0, stamp, stamp, error=error)
     return settle_record_first(
         q,

@@ -12,8 +12,10 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
+from lanekit.clock import epoch
 from lanekit.queue.fileio import listdir
 from lanekit.records import RecordStore, tmp_suffix
 
@@ -32,8 +34,13 @@ class QueueState:
         durable: bool = True,
         backoff_base: float = DEFAULT_BACKOFF_BASE,
         backoff_max: float = DEFAULT_BACKOFF_MAX,
+        clock: Callable[[], float] = epoch,
     ) -> None:
         self.dir = Path(os.path.abspath(dir))
+        self.clock = clock
+        """Epoch seconds for ids, records, claim ages, retries and retention: this process's
+        clock by default (lanekit.clock: the emulated domain's time in a job it started).
+        Only tmp/'s clean-up goes by the real time (lanekit.queue.recover.recover)."""
         self.durable = durable
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import time
 from pathlib import Path
 
 from lanekit import fsops
@@ -62,7 +61,7 @@ def retry(q: QueueState, job_id: str, *, dry_run: bool = False, now: float | Non
     moved = Moved(job_id, Path(src), Path(target), JobState.QUEUED)
     if dry_run:
         return moved
-    now = time.time() if now is None else now
+    now = q.clock() if now is None else now
     error_file = src[:-5] + ".error"
     reason = (prev.error if prev is not None else None) or read_text(error_file)
     stamp = iso_utc(now)
@@ -139,7 +138,7 @@ def cancel(q: QueueState, job_id: str, *, dry_run: bool = False, now: float | No
     moved = Moved(job_id, Path(src), Path(f"{q.failed_dir}/{job_id}.json"), JobState.FAILED)
     if dry_run:
         return moved
-    now = time.time() if now is None else now
+    now = q.clock() if now is None else now
     with io_errors("cancel the job"):
         try:
             target = to_failed(q, src, job_id, CANCELLED)

@@ -73,19 +73,21 @@ class TimelineResult:
     """What could not be read (launchd unavailable...), said under the chart."""
 
 
-def parse_day(text: str, option: str) -> date:
-    """`YYYY-MM-DD` (or `today`, `yesterday`) as a date; UsageError naming the option."""
+def parse_day(text: str, option: str, today: date | None = None) -> date:
+    """`YYYY-MM-DD` (or `today`, `yesterday`, counted from `today`, default the real date) as
+    a date; UsageError naming the option."""
     word = text.strip().lower()
+    today = date.today() if today is None else today
     if word == "today":
-        return date.today()
+        return today
     if word == "yesterday":
-        return date.today() - timedelta(days=1)
+        return today - timedelta(days=1)
     try:
         return date.fromisoformat(word)
     except ValueError:
         raise UsageError(
             f"{option} {text!r} is not a day",
-            f"write it as YYYY-MM-DD, e.g. {option} {date.today().isoformat()}",
+            f"write it as YYYY-MM-DD, e.g. {option} {today.isoformat()}",
         ) from None
 
 
@@ -167,11 +169,16 @@ def timeline(
     *,
     now: datetime | None = None,
 ) -> TimelineResult:
-    """The core of `lanekit timeline`: the lanes' day (or span) as a Timeline."""
+    """The core of `lanekit timeline`: the lanes' day (or span) as a Timeline, as of `now`
+    (default: the launchd backend's clock, lanekit.clock)."""
     if request.day is not None and request.since is not None:
         raise UsageError("--day and --since cannot be combined", "choose one of them")
     env = os.environ if env is None else env
     config = load_config(find_config(request.config_path, env, paths.cwd), paths)
+    if now is None:
+        from lanekit.clock import clock_for
+
+        now = clock_for(paths, env).now()
     return timeline_of(config, request, launchd, now=now)
 
 
