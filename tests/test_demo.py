@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from lanekit.cli import app
-from lanekit.demo import BACKLOG, BROKEN_LANE, LANES, DemoReport, run_demo
+from lanekit.demo import BACKLOG, BROKEN_LANE, FIRE_AT, LANES, DemoReport, run_demo
 from lanekit.reconcile import Result
 from lanekit.timeline.model import MarkerKind, Outcome
 
@@ -36,15 +36,22 @@ def test_demo_five_lanes_no_duplicates_no_losses(tmp_path: Path) -> None:
 
 
 def _check_timeline(report: DemoReport) -> None:
-    """The demo's timeline: the five lanes' burst with every claim, the reload skipped while
-    funnel ran, the sixth lane's run that could not start its command; its page outlives the
-    clean-up, in lanekit's state dir."""
+    """The demo's timeline: the five lanes' burst with every claim, drawn at the emulated 10:40
+    the demo fires them at (the domain's clock, lanekit.clock), on that day; the reload skipped
+    while funnel ran, the sixth lane's run that could not start its command; its page outlives
+    the clean-up, in lanekit's state dir."""
     assert report.timeline is not None and report.timeline_page is not None
     timeline = report.timeline.timeline
     bursts = [b for b in timeline.bursts if b.queue == "notes"]
     assert bursts and set(bursts[0].lanes) == set(LANES)
     assert sum(bursts[0].claims.values()) == BACKLOG
+    start = bursts[0].start.astimezone()
+    assert (start.hour, start.minute) == FIRE_AT
+    assert report.timeline.day == start.date()
     rows = {row.lane: row for row in timeline.rows}
+    fires = [f.astimezone() for f in rows["thumbs"].fires]
+    assert [(f.hour, f.minute) for f in fires] == [FIRE_AT]
+    assert all(run.start.astimezone() >= start for row in rows.values() for run in row.runs)
     assert MarkerKind.RELOAD_SKIPPED in {m.kind for m in rows["funnel"].markers}
     assert [r.outcome for r in rows[BROKEN_LANE].runs] == [Outcome.ERROR]
     page = report.timeline_page.read_text(encoding="utf-8")

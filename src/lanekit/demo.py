@@ -25,10 +25,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from lanekit.clock import clock_for
 from lanekit.config import Config, load_config
 from lanekit.doctor import DoctorRequest, Finding, diagnose
 from lanekit.errors import LanekitError
 from lanekit.launchd import Launchd, open_launchd
+from lanekit.launchd.emulator import EmulatedDomain
 from lanekit.paths import Paths, backend_name
 from lanekit.queue import Queue
 from lanekit.reconcile import ApplyResult, Outcome, Result, apply, remove
@@ -191,13 +193,16 @@ def _ledger(root: Path) -> list[tuple[str, str]]:
 def _fire_all(launchd: Launchd, config: Config) -> tuple[str, ...]:
     """Fire the five lanes at one moment: the emulated calendar minute, or kickstart on a Mac."""
     labels = {config.lanes[name].label: name for name in LANES}
-    tick = getattr(launchd, "tick", None)
-    if tick is not None:
+    if isinstance(launchd, EmulatedDomain):
         # The next 10:40 on the emulated clock: an outage ends, every lane's minute arrives.
+        # The domain's clock moves there first, so the runs log, record and show 10:40.
         (when,) = next_fires(
-            (CalendarEntry(hour=FIRE_AT[0], minute=FIRE_AT[1]),), datetime.now(), 1
+            (CalendarEntry(hour=FIRE_AT[0], minute=FIRE_AT[1]),),
+            datetime.fromtimestamp(time.time() + launchd.offset()),
+            1,
         )
-        fired = [labels[label] for label in tick(when) if label in labels]
+        launchd.set_clock(when.timestamp())
+        fired = [labels[label] for label in launchd.tick(when) if label in labels]
         return tuple(sorted(fired))
     for label in labels:
         launchd.kickstart(label)
@@ -303,16 +308,17 @@ def _kick_broken_lane(config: Config, launchd: Launchd, timeout: float = 15.0) -
 
 
 def _write_timeline(
-    config: Config, launchd: Launchd, env: Mapping[str, str]
+    config: Config, paths: Paths, launchd: Launchd, env: Mapping[str, str]
 ) -> tuple[TimelineResult, Path]:
-    """The day's timeline of every demo lane, and its page under lanekit's own state dir (so
-    it outlives the demo directory)."""
+    """The day's timeline of every demo lane as of the domain's clock (the emulated 10:40's
+    day), and its page under lanekit's own state dir (so it outlives the demo directory)."""
     from lanekit.timeline.html import page_name, save
 
-    result = timeline_of(config, TimelineRequest(), launchd)
+    now = clock_for(paths, env).now()
+    result = timeline_of(config, TimelineRequest(), launchd, now=now)
     folder = Paths.from_env(env).state / "timeline"
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    day = result.day or datetime.now().date()
+    day = result.day or now.date()
     return result, save(result, folder / f"demo-{page_name(day)}")
 
 
@@ -372,7 +378,7 @@ def run_demo(
             launchd=launchd,
         )
         findings = tuple(f for f in doctor.findings if f.id == "path.command-missing")
-        day, page = _write_timeline(load_config(root / "lanes.toml", paths), launchd, env)
+        day, page = _write_timeline(load_config(root / "lanes.toml", paths), paths, launchd, env)
     finally:
         if not keep:
             _clean_up(root, paths, launchd, config, remove_root=created)
