@@ -25,8 +25,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from lanekit.errors import UsageError
-from lanekit.launchd.emulator import EmulatedDomain, Timer, read_offset
-from lanekit.paths import Paths
+from lanekit.launchd.emulator import EmulatedDomain, Timer
 from lanekit.schedule import next_fires
 
 MAX_FIRES = 500
@@ -147,14 +146,6 @@ def advance(
     domain.set_clock(until.timestamp())
     _at(domain, until).reap()  # a start postponed within the span happens by its end
     return TickReport(start, until, asleep, tuple(done), tuple(sorted(running)))
-
-
-def emulated_now(paths: Paths, real: datetime | None = None) -> datetime:
-    """The emulated domain's time, as lanekit.clock answers it: `real` (default: now) plus the
-    domain's offset. (`lanekit.clock.clock_for` is the one owner; this names it for callers
-    that hold a Paths and want a datetime.)"""
-    real = datetime.now() if real is None else real
-    return real + timedelta(seconds=read_offset(paths.emulator))
 
 
 def _at(domain: EmulatedDomain, moment: datetime) -> EmulatedDomain:

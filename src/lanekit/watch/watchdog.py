@@ -176,17 +176,11 @@ def watch_config(request: WatchRequest, paths: Paths, env: Mapping[str, str]) ->
 
 
 def pass_clock(paths: Paths, env: Mapping[str, str]) -> Callable[[], datetime]:
-    """The time a pass reads: the wall clock, or on the emulated domain its emulated time
-    (now, or later when `lanekit emulator tick` drove it past now), as `status` reads it."""
-    import sys
+    """The time a pass reads: the launchd backend's clock (lanekit.clock: the wall clock, or
+    on the emulated domain its emulated time), as the runners, `status` and doctor read it."""
+    from lanekit.clock import clock_for
 
-    from lanekit.paths import backend_name
-
-    if backend_name(env, sys.platform) != "emulated":
-        return datetime.now
-    from lanekit.launchd.emuclock import emulated_now
-
-    return lambda: emulated_now(paths)
+    return clock_for(paths, env).now
 
 
 def run_pass(
