@@ -100,6 +100,9 @@ class LaneStatus:
     """`lanekit pause` holds the lane: no run claims a job until `lanekit resume`."""
     project: Path | None = None
     """The lanes.toml the lane comes from."""
+    watchdog: str | None = None
+    """For the watchdog lane (`[watch]`) when no pass completed for 3 × every: that, and why
+    as far as launchd says (lanekit.watch.deadman); None otherwise."""
 
 
 def status(
@@ -128,7 +131,7 @@ def status_of(
     listed = {entry.label: entry for entry in launchd.list()}
     disabled = _disabled_labels(launchd)
     paused = paused_labels(paths, [lane.label for lane in selected])
-    return [
+    rows = [
         replace(
             _lane_status(lane, listed.get(lane.label), disabled, launchd, now),
             paused=lane.label in paused,
@@ -136,6 +139,31 @@ def status_of(
         )
         for lane in selected
     ]
+    return [
+        _watchdog_overdue(row, lane, paths, now) for row, lane in zip(rows, selected, strict=True)
+    ]
+
+
+def _watchdog_overdue(row: LaneStatus, lane: LaneSpec, paths: Paths, now: datetime) -> LaneStatus:
+    """The row with its dead man's switch line, when `lane` is an overdue watchdog."""
+    from lanekit.watch.deadman import is_watchdog, watchdog_silence
+
+    if not is_watchdog(lane):
+        return row
+    try:
+        installed_at = paths.plist_for(lane.label).stat().st_mtime
+    except OSError:
+        return row
+    silence = watchdog_silence(lane, now, installed_at)
+    if silence is None:
+        return row
+    why = {
+        LaneState.NOT_LOADED: "it is not loaded in launchd (`lanekit apply` loads it)",
+        LaneState.DISABLED: "it is disabled in launchd",
+        LaneState.ERROR: f"its last run ended with {row.last_exit_text}",
+        LaneState.RUNNING: f"a pass is running (pid {row.pid}) and has not finished",
+    }.get(row.state, "launchd has it loaded and nothing says it failed (the Mac asleep or off?)")
+    return replace(row, watchdog=f"{silence.sentence()}: {why}; `lanekit doctor watch` explains")
 
 
 def _disabled_labels(launchd: Launchd) -> frozenset[str]:

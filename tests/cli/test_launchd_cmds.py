@@ -30,6 +30,7 @@ LANE_KEYS = {
     "state",
     "paused",
     "project",
+    "watchdog",
     "pid",
     "last_exit",
     "last_exit_text",

@@ -7,7 +7,7 @@ import os
 import plistlib
 from pathlib import Path
 
-from watch_world import WatchWorld
+from watch_world import WATCHED, WatchWorld
 
 from lanekit.config import watchdog_lane
 from lanekit.doctor import DoctorRequest, diagnose
@@ -92,3 +92,48 @@ def test_changing_every_reloads_the_watchdog(tmp_path: Path) -> None:
         plistlib.loads(world.paths.plist_for("test.watch.watch").read_bytes())["StartInterval"]
         == 600
     )
+
+
+def test_removing_watch_removes_the_watchdog(tmp_path: Path) -> None:
+    """Without [watch] any more, `plan` says the watchdog goes and `apply` boots it out and
+    deletes its plist and snapshot (other lanes gone from lanes.toml are only offered)."""
+    from lanekit.watch.lane import RETIRED, apply_with_watchdog
+
+    world = WatchWorld.make(tmp_path)
+    world.apply()
+    label = world.lane("watch").label
+    text = world.config_path.read_text()
+    world.write(text[: text.index("[watch]")])
+    planned = apply_with_watchdog(world.config(), world.paths, world.domain, dry_run=True)
+    [watch] = [o for o in planned.outcomes if o.action.lane == "watch"]
+    assert (watch.action.kind, watch.result, watch.detail) == (
+        ActionKind.REMOVE,
+        Result.PLANNED,
+        RETIRED,
+    )
+    assert world.paths.plist_for(label).exists()
+    done = apply_with_watchdog(world.config(), world.paths, world.domain)
+    [watch] = [o for o in done.outcomes if o.action.lane == "watch"]
+    assert watch.result is Result.DONE
+    assert watch.detail == "removed: booted out, plist and snapshot deleted"
+    assert not world.paths.plist_for(label).exists()
+    assert not world.paths.snapshot_for(label).exists()
+    assert label not in {e.label for e in world.domain.list()}
+    assert apply_with_watchdog(world.config(), world.paths, world.domain).nothing_to_do
+
+
+def test_a_users_own_lane_named_watch_is_only_offered(tmp_path: Path) -> None:
+    """A lane the user named `watch` (no [watch] table) that leaves lanes.toml is offered for
+    removal like any lane, never removed: it is not the watchdog."""
+    from lanekit.watch.lane import apply_with_watchdog
+
+    text = WATCHED[: WATCHED.index("[watch]")]
+    world = WatchWorld.make(
+        tmp_path, text + '[lanes.watch]\nqueue = "notes"\ncommand = ["/bin/cat"]\n'
+    )
+    world.apply()
+    world.write(text)
+    result = apply_with_watchdog(world.config(), world.paths, world.domain)
+    [watch] = [o for o in result.outcomes if o.action.lane == "watch"]
+    assert watch.result is Result.OFFERED
+    assert world.paths.plist_for("test.watch.watch").exists()

@@ -127,8 +127,22 @@ def missed_run(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
         for event in read_between(lane.log_path, fire.timestamp(), _NOT_BEFORE_END)
     ):
         return  # a run wrote something (apply's reload lines are not runs)
+    facts = silence_facts(target, ctx, fire)
+    cause = classify_missed_run(facts)
+    when = f"{fire:%Y-%m-%d %H:%M}"
+    head = f"lane {lane.name} should have run at {when} but its log shows nothing since"
+    severity = Severity.WARNING if cause is MissedRunCause.UNKNOWN else Severity.ERROR
+    text, fix = explain_silence(cause, facts, target, ctx)
+    yield Problem(severity, f"{head}: {cause.value}: {text}.", fix)
+
+
+def silence_facts(target: Target, ctx: DoctorContext, since: datetime) -> MissedRunFacts:
+    """What launchd and the lane's output files say about a lane silent since `since` (the
+    facts classify_missed_run judges; lane.missed-run and watch.not-running share them)."""
+    lane = target.lane
+    assert lane is not None  # both callers examine lanes only
     label = lane.label
-    facts = MissedRunFacts(loaded=None, output_since_fire=_changed_since(target, fire))
+    facts = MissedRunFacts(loaded=None, output_since_fire=_changed_since(target, since))
     if ctx.launchd_available:
         info = ctx.service(label)
         facts = MissedRunFacts(
@@ -138,10 +152,16 @@ def missed_run(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
             state=info.state if info is not None else None,
             output_since_fire=facts.output_since_fire,
         )
-    cause = classify_missed_run(facts)
-    when = f"{fire:%Y-%m-%d %H:%M}"
-    head = f"lane {lane.name} should have run at {when} but its log shows nothing since"
-    severity = Severity.WARNING if cause is MissedRunCause.UNKNOWN else Severity.ERROR
+    return facts
+
+
+def explain_silence(
+    cause: MissedRunCause, facts: MissedRunFacts, target: Target, ctx: DoctorContext
+) -> tuple[str, str]:
+    """(why, in words; the fix command) for a silent lane whose silence has `cause`."""
+    lane = target.lane
+    assert lane is not None
+    label = lane.label
     if cause is MissedRunCause.NOT_LOADED:
         text, fix = "it is not loaded in launchd", cmdline("lanekit", "apply", lane.name)
     elif cause is MissedRunCause.DISABLED:
@@ -176,7 +196,7 @@ def missed_run(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
             "(launchd runs a calendar fire once on wake) or off (the fire is skipped)"
         )
         fix = f"{cmdline('lanekit', 'kick', lane.name)}  (runs it now)"
-    yield Problem(severity, f"{head}: {cause.value}: {text}.", fix)
+    return text, fix
 
 
 @check(

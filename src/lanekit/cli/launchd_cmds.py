@@ -55,7 +55,7 @@ def plan(config: ConfigOption = None) -> None:
     from lanekit.cli.render import launchd as show
     from lanekit.launchd import open_launchd
     from lanekit.paths import Paths
-    from lanekit.reconcile import apply as reconcile
+    from lanekit.watch.lane import apply_with_watchdog as reconcile
 
     paths = Paths.from_env()
     show.plan(reconcile(_config(config, paths), paths, open_launchd(paths), dry_run=True))
@@ -91,7 +91,7 @@ def apply(
     from lanekit.cli.render import launchd as show
     from lanekit.launchd import open_launchd
     from lanekit.paths import Paths
-    from lanekit.reconcile import apply as reconcile
+    from lanekit.watch.lane import apply_with_watchdog as reconcile
 
     _check_wait_force(wait, force)
     paths = Paths.from_env()

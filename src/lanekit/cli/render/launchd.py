@@ -282,6 +282,8 @@ def status(
             detail += f"; project: {row.project}"
         if row.queue.error:
             detail += f"; queue: {row.queue.error}"
+        if row.watchdog:
+            detail += f"; {row.watchdog}"
         line(detail)
     line(f"launchd domain: {domain} ({reason})")
     if emulated:
@@ -365,6 +367,7 @@ def _lane_json(row: LaneStatus) -> dict[str, Any]:
         "state": str(row.state),
         "paused": row.paused,
         "project": None if row.project is None else str(row.project),
+        "watchdog": row.watchdog,
         "pid": row.pid,
         "last_exit": row.last_exit,
         "last_exit_text": row.last_exit_text,
