@@ -16,7 +16,9 @@
 (f) `lanekit timeline --day`: one day of a busy lane's log out of many vs reading it all;
 (g) `lanekit enqueue LANE --jsonl FILE` per job vs a loop of single `lanekit enqueue` calls;
 (h) `lanekit --version` vs `python -c "import typer"` (with `--help` and completion beside it);
-(i) `lanekit status` on 5 lanes vs `python -c "import typer"`.
+(i) `lanekit status` on 5 lanes vs `python -c "import typer"`;
+(j) one `lanekit watch` pass over 20 healthy lanes with 100,000 records and long lane logs vs
+    an empty `lanekit run` (a pass with nothing new since the last, and one after new runs).
 
 Timings only; nothing here is a test (tests never assert timings). Needs the `bench` extra
 (dirq, litequeue, persist-queue) for (b).
@@ -28,6 +30,7 @@ import argparse
 import collections
 import ctypes
 import fcntl
+import json
 import os
 import platform
 import shutil
@@ -52,6 +55,7 @@ DOCS = REPO / "docs" / "benchmarks.md"
 GROUPS = {
     "abcdef": ("<!-- bench:start -->", "<!-- bench:end -->", "Figures"),
     "ghi": ("<!-- bench-cli:start -->", "<!-- bench-cli:end -->", "Interactive commands"),
+    "j": ("<!-- bench-watch:start -->", "<!-- bench-watch:end -->", "The watchdog"),
 }
 """The figure groups and the block of docs/benchmarks.md each is written to: `--write-docs`
 rewrites the block of every group the run measured whole (queue figures, CLI figures)."""
@@ -728,6 +732,111 @@ def cli_world(root: Path, lanes: int) -> tuple[Path, dict[str, str]]:
     return config, env
 
 
+def watch_world(
+    root: Path, lanes: int, records: int, log_lines: int
+) -> tuple[Path, dict[str, str]]:
+    """(j)'s world: `lanes` healthy lanes (one queue each, hourly) holding `records` finished
+    jobs in all (a done/ file and a record each) and `log_lines` lines of lane log each, plus
+    `[watch]` with a command channel; applied in an emulated domain under `root`."""
+    where = fresh(root, "watch")
+    env = {
+        **os.environ,
+        "LANEKIT_STATE_DIR": str(where / "state"),
+        "LANEKIT_LAUNCH_AGENTS": str(where / "state" / "LaunchAgents"),
+        "LANEKIT_LAUNCHD": "emulated",
+        "NO_COLOR": "1",
+    }
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    now = time.time()
+    day = time.strftime("%Y-%m-%d", time.gmtime(now))
+    text = '[defaults]\nlabel_prefix = "local.benchwatch"\npath = ["/usr/bin", "/bin"]\n'
+    per = records // lanes
+    for n in range(lanes):
+        queue = where / f"q{n}"
+        text += (
+            f'\n[queues.q{n}]\ndir = "{queue}"\n\n[lanes.l{n}]\nqueue = "q{n}"\n'
+            f'command = ["/bin/true", "{{job}}"]\nevery = "1h"\n'
+        )
+        for sub in ("tmp", "queue", "claimed", "failed", "delayed", "records", "logs"):
+            (queue / sub).mkdir(parents=True, exist_ok=True)
+        (queue / "done" / day).mkdir(parents=True)
+        record = {
+            "attempts": 1,
+            "error": None,
+            "lane": f"l{n}",
+            "queued_at": "2026-11-30T10:00:00.000Z",
+            "schema": 1,
+            "state": "succeeded",
+            "updated_at": "2026-11-30T10:00:01.000Z",
+        }
+        ids = [f"{int((now - 86400 + i) * 1e9):020d}-{1000 + n:07d}-{i:08x}" for i in range(per)]
+        for job_id in ids:
+            (queue / "done" / day / f"{job_id}.json").write_bytes(b"{}")
+            (queue / "records" / f"{job_id}.json").write_text(
+                json.dumps({**record, "job_id": job_id})
+            )
+        start = now - 7 * 86400
+        with (queue / "logs" / f"l{n}.log").open("w", encoding="utf-8") as log:
+            for k in range(log_lines):
+                stamp = format_ts(start + k * (7 * 86400 - 7200) / log_lines)
+                event = "done" if k % 2 else "claimed"
+                log.write(format_line(stamp, f"l{n}", event, {"job": f"{ids[k % per]}-{k}"}))
+    sent = where / "sent.jsonl"
+    text += f'\n[watch]\nevery = "5m"\ncommand = ["/bin/sh", "-c", "cat >> {sent}"]\n'
+    config = where / "lanes.toml"
+    config.write_text(text, encoding="utf-8")
+    subprocess.run([*LANEKIT, "apply", "-c", str(config)], env=env, check=True, capture_output=True)
+    subprocess.run([PY, "-m", "compileall", "-q", str(REPO / "src" / "lanekit")], check=False)
+    return config, env
+
+
+def bench_watch(root: Path, records: int, log_lines: int, runs: int) -> Figure:
+    """(j): a `lanekit watch` pass (as launchd starts it) over 20 healthy lanes vs an empty
+    `lanekit run`, interleaved: passes with nothing new since the last one, and passes after
+    two lanes ran (a few lines more in their logs)."""
+    config, env = watch_world(root, 20, records, log_lines)
+    queue = Queue(fresh(root, "watch-empty"), durable=False)
+    queue.ensure()
+    snapshot = queue.dir / "snapshot.json"
+    lane_spec(queue.dir, ["/bin/true"], max_jobs=20).write(snapshot)
+    run_argv = [PY, *INTERPRETER_FLAGS, "-c", ENTRYPOINT_CODE, "run", LANE]
+    run_argv += ["--snapshot", str(snapshot)]
+    watch_argv = [PY, *INTERPRETER_FLAGS, "-c", ENTRYPOINT_CODE, "watch", "--config", str(config)]
+    run_cmd(watch_argv, env)  # the first pass: nothing remembered yet
+    empty, quiet, busy = [], [], []
+    logs = {n: config.parent / f"q{n}" / "logs" / f"l{n}.log" for n in (3, 11)}
+    for k in range(runs):
+        empty.append(run_cmd(run_argv))
+        quiet.append(run_cmd(watch_argv, env))
+        for n, log in logs.items():
+            with log.open("a", encoding="utf-8") as handle:
+                for i in range(10):
+                    fields: dict[str, object] = {"job": f"new-{k}-{i}"}
+                    handle.write(format_line(format_ts(time.time()), f"l{n}", "done", fields))
+        busy.append(run_cmd(watch_argv, env))
+    ratio = median(quiet) / median(empty)
+    after = median(busy) / median(empty)
+    return Figure(
+        key="j",
+        title="a `lanekit watch` pass over 20 healthy lanes vs an empty `lanekit run`",
+        ratio=max(ratio, after),
+        target="<= 3x",
+        met=max(ratio, after) <= 3,
+        detail=[
+            f"nothing new since the last pass: {median(quiet) * 1e3:.0f} ms = {ratio:.1f}x; "
+            f"after two lanes logged 10 jobs each: {median(busy) * 1e3:.0f} ms = {after:.1f}x; "
+            f"empty `lanekit run`: {median(empty) * 1e3:.1f} ms; {runs} runs each, interleaved, "
+            "median",
+            f"world: 20 lanes on 20 queues, {records:,} done jobs with their records, "
+            f"{log_lines:,} lines ({log_lines * 110 // 1_000_000} MB) of log per lane",
+        ],
+        limits="Not met: every pass runs doctor's checks from scratch, and "
+        "queue.duplicate-success and lane.cannot-start parse every lane's whole log and "
+        "queue.duplicate-success lists done/ (100,000 names). Keeping offsets (reading only "
+        "what is new) is not built yet.",
+    )
+
+
 def bench_enqueue(root: Path, singles: int, lines: int, runs: int) -> Figure:
     """(g): per job, one `lanekit enqueue --jsonl` of `lines` lines vs single enqueues."""
     config, env = cli_world(root, 1)
@@ -912,7 +1021,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes: a smoke run")
     parser.add_argument("--write-docs", action="store_true", help="rewrite docs/benchmarks.md")
     parser.add_argument("--dir", type=Path, default=None, help="work dir (default: temp dir)")
-    parser.add_argument("--only", default="abcdefghi", help="which figures, e.g. --only ce")
+    parser.add_argument("--only", default="abcdefghij", help="which figures, e.g. --only ce")
     parser.add_argument("--workers", type=int, default=8, help="processes for (b)")
     args = parser.parse_args(args_list)
     quick = args.quick
@@ -933,6 +1042,9 @@ def main(argv: list[str] | None = None) -> int:
         "jsonl": 200 if quick else 1_000,
         "jsonl_runs": 3 if quick else 5,
         "cli_runs": 5 if quick else 20,
+        "watch_records": 10_000 if quick else 100_000,
+        "watch_log_lines": 2_000 if quick else 20_000,
+        "watch_runs": 3 if quick else 5,
     }
     command = " ".join(["scripts/bench.py", *args_list])
     load_before = os.getloadavg()
@@ -973,6 +1085,13 @@ def main(argv: list[str] | None = None) -> int:
             say("(h, i) CLI start-up")
             version, status = bench_cli_startup(root, sizes["cli_runs"])
             figures += [fig for fig in (version, status) if fig.key in args.only]
+        if "j" in args.only:
+            say("(j) watch pass")
+            figures.append(
+                bench_watch(
+                    root, sizes["watch_records"], sizes["watch_log_lines"], sizes["watch_runs"]
+                )
+            )
         info = machine_info(root)
     load_after = os.getloadavg()
     info.append(

@@ -293,6 +293,7 @@ class DoctorContext:
         self._services: dict[str, ServiceInfo | None] = {}
         self._launchd_error: LanekitError | None = None
         self._findings: dict[tuple[str, str], list[Finding]] = {}
+        self._events: dict[tuple[Path, bool], list[dict[str, str]]] = {}
         """(check id, `kind:subject`) -> findings: a lane and a queue may share a name."""
 
     # launchd facts ------------------------------------------------------------------------
@@ -372,6 +373,16 @@ class DoctorContext:
         from lanekit.queue import Queue
 
         return Queue(lane.queue.dir, durable=lane.queue.durable)
+
+    def lane_events(self, lane: LaneSpec, *, rotated: bool = True) -> list[dict[str, str]]:
+        """The lane log's events (with its rotated files when `rotated`), parsed once per
+        context: several checks fold over the same log (lanekit.lanelog.read_events)."""
+        from lanekit.lanelog import read_events
+
+        key = (lane.log_path, rotated)
+        if key not in self._events:
+            self._events[key] = list(read_events(lane.log_path, rotated=rotated))
+        return self._events[key]
 
     def lanes(self) -> Sequence[LaneSpec]:
         """Every lane in lanes.toml (schedule collisions compare a lane with all the others)."""

@@ -209,13 +209,11 @@ def cannot_start(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """A command that cannot start is the lane's environment, not the job's fault, so the job
     goes back without spending an attempt (lanekit.preflight): without this finding the lane
     would spin run after run with every job at attempt 0 and nothing in failed/."""
-    from lanekit.lanelog import read_events
-
     lane = target.lane
     if lane is None:
         return
     last: dict[str, str] | None = None
-    for event in read_events(lane.log_path):
+    for event in ctx.lane_events(lane, rotated=False):
         if event.get("event") == "done":
             last = None
         elif event.get("event") == "requeued" and event.get("reason") == "cannot-start":

@@ -401,20 +401,18 @@ def record_mismatch(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
             )
 
 
-def _done_events(lane: LaneSpec) -> Counter[str]:
-    return _events(lane, "done")
+def _done_events(lane: LaneSpec, ctx: DoctorContext) -> Counter[str]:
+    return _events(lane, ctx, "done")
 
 
-def _skipped_events(lane: LaneSpec) -> Counter[str]:
+def _skipped_events(lane: LaneSpec, ctx: DoctorContext) -> Counter[str]:
     """Ids the guard skipped (re-submitted after they succeeded), from the lane log."""
-    return _events(lane, "skipped", reason="already-succeeded")
+    return _events(lane, ctx, "skipped", reason="already-succeeded")
 
 
-def _events(lane: LaneSpec, name: str, **match: str) -> Counter[str]:
-    from lanekit.lanelog import read_events
-
+def _events(lane: LaneSpec, ctx: DoctorContext, name: str, **match: str) -> Counter[str]:
     counts: Counter[str] = Counter()
-    for event in read_events(lane.log_path, rotated=True):
+    for event in ctx.lane_events(lane):
         if event.get("event") != name or not event.get("job"):
             continue
         if all(event.get(key) == value for key, value in match.items()):
@@ -453,16 +451,18 @@ class SuccessCounts:
         return max(self.done_events, self.done_files - self.skipped)
 
 
-def _success_counts(target: Target) -> tuple[dict[str, SuccessCounts], dict[str, list[str]]]:
+def _success_counts(
+    target: Target, ctx: DoctorContext
+) -> tuple[dict[str, SuccessCounts], dict[str, list[str]]]:
     """Per id: its success counts over the queue; and which lanes logged a `done` for it."""
     drainers = _drainers(target)
     events: Counter[str] = Counter()
     skipped: Counter[str] = Counter()
     by_lane: dict[str, list[str]] = {}
     for other in drainers:
-        done = _done_events(other)
+        done = _done_events(other, ctx)
         events.update(done)
-        skipped.update(_skipped_events(other))
+        skipped.update(_skipped_events(other, ctx))
         for job in done:
             by_lane.setdefault(job, []).append(other.name)
     files = _done_files(drainers[0]) if drainers else Counter()
@@ -488,7 +488,7 @@ def duplicate_success(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     lane = target.lane
     if lane is None:
         return
-    counts_by_job, lanes_by_job = _success_counts(target)
+    counts_by_job, lanes_by_job = _success_counts(target, ctx)
     for job, counts in sorted(counts_by_job.items()):
         by_log = counts.done_events > 1
         by_files = counts.done_files - counts.skipped > 1
@@ -527,14 +527,12 @@ def timeouts(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """A job that times out spends an attempt and holds the lane for the whole timeout: a
     lane where that keeps happening drains little and fails jobs for the limit, not for what
     they did. Counted from the lane log's last job outcomes (`reason=timeout`)."""
-    from lanekit.lanelog import read_events
-
     lane = target.lane
     if lane is None or lane.timeout is None:
         return
     recent = [
         event
-        for event in read_events(lane.log_path, rotated=True)
+        for event in ctx.lane_events(lane)
         if event.get("event") in _OUTCOMES and event.get("job")
     ][-TIMEOUT_WINDOW:]
     timed_out = [event for event in recent if event.get("reason") == "timeout"]
@@ -567,7 +565,7 @@ def resubmitted(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     lane = target.lane
     if lane is None:
         return
-    counts_by_job, _ = _success_counts(target)
+    counts_by_job, _ = _success_counts(target, ctx)
     for job, counts in sorted(counts_by_job.items()):
         if not counts.skipped or counts.successes > 1:
             continue
