@@ -830,10 +830,13 @@ def bench_watch(root: Path, records: int, log_lines: int, runs: int) -> Figure:
             f"world: 20 lanes on 20 queues, {records:,} done jobs with their records, "
             f"{log_lines:,} lines ({log_lines * 110 // 1_000_000} MB) of log per lane",
         ],
-        limits="Not met: every pass runs doctor's checks from scratch, and "
-        "queue.duplicate-success and lane.cannot-start parse every lane's whole log and "
-        "queue.duplicate-success lists done/ (100,000 names). Keeping offsets (reading only "
-        "what is new) is not built yet.",
+        limits="Not met. Every pass runs doctor's checks from scratch in the full CLI: "
+        "typer's parameter coercion (pydantic), the whole check registry, jinja2 to render "
+        "each lane's plist for plist.drift, one locked emulated-launchd transaction per "
+        "`print`; queue.duplicate-success and lane.cannot-start parse each lane's whole log "
+        "(once per pass since DoctorContext.lane_events) and queue.duplicate-success lists "
+        "done/. Not built yet: offsets (read only what is new) and a fast path that skips a "
+        "pass whose inputs did not change.",
     )
 
 
