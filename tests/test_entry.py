@@ -14,19 +14,15 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from lanekit import snapshot as snapshot_module
-from lanekit.entry import (
-    SNAPSHOT_KEYS,
-    SNAPSHOT_SCHEMA,
-    empty_run,
-    main,
-    parse_json,
-    read_snapshot,
-)
+from lanekit.entry import empty_run, main
+from lanekit.lanelock import LaneLock, lane_lock_path
 from lanekit.lanelog import read_events
 from lanekit.plist import ENTRYPOINT_CODE
 from lanekit.queue import Queue
-from lanekit.runner import LaneLock, lane_lock_path, run_lane
+from lanekit.runner import run_lane
 from lanekit.snapshot import RunSpec
+from lanekit.snapshot_fields import SNAPSHOT_KEYS, SNAPSHOT_SCHEMA
+from lanekit.snapshot_reader import parse_json, read_snapshot
 
 PY = sys.executable
 

@@ -356,8 +356,8 @@ def test_apply_json_matches_doc(sandbox: Path) -> None:
     """`apply --json`: a dry run, a first apply, and a change that waits for a running lane
     (exit 3, listed in `pending`) are as documented."""
     from lanekit.config import load_config
+    from lanekit.lanelock import LaneLock, lane_lock_path
     from lanekit.paths import Paths
-    from lanekit.runner import LaneLock, lane_lock_path
 
     # Every command resolvable: a missing one is refused by apply (lanekit.preflight).
     runnable = CONFIG.replace("lanekit-contract-missing-tool", "/bin/cat")

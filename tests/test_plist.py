@@ -19,7 +19,6 @@ from lanekit.paths import Paths
 from lanekit.plist import (
     ENTRYPOINT_CODE,
     LANE_TEMPLATE,
-    check_config,
     init_config,
     lane_plist,
     program_arguments,
@@ -29,6 +28,7 @@ from lanekit.plist import (
     write_plist,
 )
 from lanekit.schedule import Schedule
+from lanekit.validate import check_config
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = Path(__file__).resolve().parent / "golden"

@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from fakes import FakeLaunchd
-from lanekit import runner
+from lanekit import lanelock
 from lanekit.config import Config, load_config, run_spec
 from lanekit.errors import ExitCode, LaunchdError, UsageError
+from lanekit.lanelock import LaneLock, lane_lock_path
 from lanekit.lanelog import read_events
 from lanekit.launchd import LaunchctlError, ListEntry, ServiceInfo
 from lanekit.paths import Paths
@@ -33,7 +34,6 @@ from lanekit.reconcile import (
     plan,
     remove,
 )
-from lanekit.runner import LaneLock, lane_lock_path
 from lanekit.snapshot import RunSpec
 
 LABEL = "com.example.funnel"
@@ -560,7 +560,7 @@ def test_run_starting_after_the_plan_is_not_booted_out(
     lock = LaneLock(lane_lock_path(spec.queue_dir, spec.lane))
     assert lock.acquire()
     # The plan's probe ran a moment before the run took the lock: it saw the lane idle.
-    monkeypatch.setattr(runner, "lane_busy", lambda path: False)
+    monkeypatch.setattr(lanelock, "lane_busy", lambda path: False)
     try:
         out = _by_lane(apply(_config(paths, gen=2), paths, fake, lanes=["beta"]))
     finally:

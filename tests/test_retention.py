@@ -12,8 +12,9 @@ import pytest
 from typer.testing import CliRunner
 
 from lanekit.cli import app
-from lanekit.entry import empty_run, purge_stamp, utc_day
+from lanekit.entry import empty_run
 from lanekit.lanelog import read_events
+from lanekit.peek import purge_stamp, utc_day
 from lanekit.queue import Dropped, DropReason, JobExistsError, Queue
 from lanekit.runner import run_lane
 from lanekit.snapshot import RunSpec

@@ -19,16 +19,14 @@ import pytest
 
 from lanekit import runner
 from lanekit.errors import EnvironmentUnusableError, ExitCode, QueueError, UsageError
+from lanekit.lanelock import LaneLock, lane_busy, lane_lock_path
 from lanekit.lanelog import parse_line, read_events
 from lanekit.paths import Paths
 from lanekit.queue import Queue, RecordNotWrittenError
 from lanekit.records import JobState, Record, RecordStore, iso_utc
 from lanekit.runner import (
-    LaneLock,
     grace_seconds,
     job_argv,
-    lane_busy,
-    lane_lock_path,
     main,
     parse_args,
     run_lane,

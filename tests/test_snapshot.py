@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from lanekit.entry import read_snapshot
 from lanekit.errors import ExitCode, UnsafeStateError, UsageError
 from lanekit.snapshot import RunSpec
 from lanekit.snapshot_fields import FIELDS
+from lanekit.snapshot_reader import read_snapshot
 
 GOOD = RunSpec(
     lane="l",

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from lanekit.errors import ExitCode, LanekitError, UsageError
 from lanekit.owned import read_regular
-from lanekit.reconcile import MARKER
+from lanekit.ownership import MARKER
 
 if TYPE_CHECKING:
     from lanekit.config import Config, LaneSpec

@@ -19,10 +19,12 @@ import errno
 import fcntl
 import os
 import stat
+import sys
 import time
 
 from lanekit.clock import epoch
 from lanekit.owned import kind_of, make_private_dirs
+from lanekit.quoting import printable
 
 TYPE_CHECKING = False  # importing typing would cost the runner's start-up a few ms
 if TYPE_CHECKING:
@@ -130,6 +132,49 @@ class LaneLog:
                 raise OSError(f"short write to {self.path} ({written} of {len(data)} bytes)")
         finally:
             os.close(fd)
+
+
+def log_warner(log_path: StrPath) -> Callable[[OSError], None]:
+    """An on_error for LaneLog: the first failure becomes one warning on stderr (the run goes
+    on when only its log is broken), later ones are dropped."""
+    warned: list[OSError] = []
+
+    def warn(exc: OSError) -> None:
+        if not warned:
+            text = f"warning: cannot write lane log {os.fspath(log_path)}: {exc}"
+            sys.stderr.write(printable(text) + "\n")
+        warned.append(exc)
+
+    return warn
+
+
+def log_finish(
+    log: LaneLog,
+    *,
+    reason: str,
+    code: int,
+    duration: float,
+    claimed: int = 0,
+    done: int = 0,
+    failed: int = 0,
+    requeued: int = 0,
+    skipped: int = 0,
+    recovered: int = 0,
+) -> None:
+    """The run's last event: why it ended, its exit status and what it did (doctor's
+    missed-run check and `lanekit status` read it)."""
+    log.event(
+        "finish",
+        reason=reason,
+        exit=code,
+        claimed=claimed,
+        done=done,
+        failed=failed,
+        requeued=requeued,
+        skipped=skipped,
+        recovered=recovered,
+        duration=f"{duration:.3f}",
+    )
 
 
 _LOG_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC

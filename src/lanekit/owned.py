@@ -14,12 +14,13 @@ next run execute their command as the owner. So:
   without blocking (a FIFO named `x.plist` must not hang `apply`), and type-checked on the
   descriptor before a byte is read (`read_regular`).
 
-Builtin modules only (os, stat): lanekit.entry, the empty-run fast path, uses `unsafe_reason`.
+Builtin modules only (os, stat): the empty-run fast path (lanekit.snapshot_reader) uses
+`unsafe_reason`.
 The error classes are imported when an error is raised, not at import time, for the same reason.
 """
 
 # ruff: noqa: PTH100, PTH102, PTH116, PTH120
-# (os on str paths: lanekit.entry imports this module and must not import pathlib)
+# (os on str paths: the empty-run fast path imports this module and must not import pathlib)
 from __future__ import annotations
 
 import os

@@ -23,6 +23,9 @@ from pathlib import Path
 from lanekit.errors import UsageError
 from lanekit.snapshot import snapshot_project
 
+MARKER = "LANEKIT_LANE"
+"""EnvironmentVariables key that marks a plist as installed by lanekit (value: the lane name)."""
+
 _UNSAFE = re.compile(r"[^a-z0-9-]+")
 
 

@@ -58,6 +58,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from lanekit import lanelock
 from lanekit.applylock import OnWait, apply_lock
 from lanekit.atomic import write_atomic
 from lanekit.clock import clock_for
@@ -78,6 +79,7 @@ from lanekit.owned import (
     unsafe_error,
     unsafe_reason,
 )
+from lanekit.ownership import MARKER, ours, refuse_takeover
 from lanekit.paths import Paths
 from lanekit.preflight import preflight
 from lanekit.quoting import cmdline
@@ -86,9 +88,6 @@ from lanekit.starts import StartOutcome, classify_start, last_start, postponed_f
 
 APPLY_SCHEMA = 1
 """Version of the `lanekit apply --json` document (docs/json.md)."""
-
-MARKER = "LANEKIT_LANE"
-"""EnvironmentVariables key that marks a plist as installed by lanekit (value: the lane name)."""
 
 
 class ActionKind(StrEnum):
@@ -665,47 +664,11 @@ def _installed_spec(paths: Paths, label: str) -> RunSpec | None:
 
 def lock_held(spec: RunSpec) -> bool:
     """True when a run holds the lane lock (a shared, non-blocking flock probe)."""
-    from lanekit.runner import lane_busy
-
-    return lane_busy(_lock_path(spec))
+    return lanelock.lane_busy(_lock_path(spec))
 
 
 def _lock_path(spec: RunSpec) -> Path:
-    from lanekit.runner import lane_lock_path
-
-    return lane_lock_path(spec.queue_dir, spec.lane)
-
-
-class _LaneLocks:
-    """The runner's lane lock(s) of one lane, taken without blocking. A lane whose queue dir
-    changed has two lock paths (the running copy uses the old one): apply holds both."""
-
-    def __init__(self, specs: Sequence[RunSpec]) -> None:
-        from lanekit.runner import LaneLock
-
-        paths = dict.fromkeys(_lock_path(spec) for spec in specs)
-        self._locks = [LaneLock(path) for path in paths]
-
-    def acquire(self) -> bool:
-        """All locks, or none (False: a run holds one)."""
-        for lock in self._locks:
-            try:
-                got = lock.acquire()
-            except OSError:
-                # The lock file cannot be opened (its dir is gone or read-only): no run can
-                # hold it either, which is exactly what a shared probe tells us.
-                from lanekit.runner import lane_busy
-
-                got = not lane_busy(lock.path)
-            if not got:
-                self.release()
-                return False
-        return True
-
-    def release(self) -> None:
-        """Drop every lock this object holds."""
-        for lock in self._locks:
-            lock.release()
+    return lanelock.lane_lock_path(spec.queue_dir, spec.lane)
 
 
 def apply(
@@ -782,8 +745,6 @@ def _apply(
     specs = {lane.label: run_spec(lane) for lane in selected}
     seen = observe(paths, launchd, desired, specs)
     if not adopt:
-        from lanekit.ownership import refuse_takeover
-
         refuse_takeover(
             config.path,
             [(lane.name, lane.label) for lane in selected],
@@ -857,8 +818,6 @@ def _this_project_only(
 ) -> list[Action]:
     """Removal offers only for lanes this project applied (lanekit.ownership): another
     project's lanes are never "no longer in lanes.toml"."""
-    from lanekit.ownership import ours
-
     return [
         a
         for a in actions
@@ -1085,7 +1044,7 @@ class _Stopper:
         started = self.timing.clock()
         waited = running
         while True:
-            locks = _LaneLocks(specs)
+            locks = lanelock.LaneLocks(_lock_path(spec) for spec in specs)
             try:
                 if locks.acquire():
                     pid = self._settle(label, started)

@@ -1,11 +1,12 @@
 """The lane run: `lanekit run LANE --snapshot PATH` once lanekit.entry found work to do.
 
 lanekit.entry handles a run that finds nothing queued without importing this module; every
-other run, and every run that hits a problem, comes here. One run: rotate the lane log, take
-the lane lock (held -> exit 0, `skipped reason=lane-busy`), check the queue, move due retries
-back, recover dead claims, then claim and run jobs until the queue is empty, `max_jobs` ran or
-`max_seconds` passed. Every claimed job is settled in a `finally`: exit 0 -> done/, otherwise
-back to queue/ (with backoff) or to failed/.
+other run, and every run that hits a problem, comes here. This module never imports
+lanekit.entry: the pieces both use live in lanekit.lanelock, lanelog, peek and runargs. One
+run: rotate the lane log, take the lane lock (held -> exit 0, `skipped reason=lane-busy`),
+check the queue, move due retries back, recover dead claims, then claim and run jobs until the
+queue is empty, `max_jobs` ran or `max_seconds` passed. Every claimed job is settled in a
+`finally`: exit 0 -> done/, otherwise back to queue/ (with backoff) or to failed/.
 
 Each job is started through its watcher (lanekit.watcher), a fork of this process that holds
 the claim's flock for as long as anything of the job runs, even when the runner itself is
@@ -37,20 +38,12 @@ from pathlib import Path
 
 from lanekit import watcher
 from lanekit.clock import epoch
-from lanekit.entry import (
-    lock_file,
-    log_finish,
-    log_warner,
-    nothing_queued,
-    purge_due,
-    purge_stamp,
-    split_args,
-    try_lock,
-    utc_day,
-)
 from lanekit.errors import EnvironmentUnusableError, ExitCode, LanekitError, UsageError
-from lanekit.lanelog import LaneLog, rotate_if_needed
+from lanekit.lanelock import LaneLock, lane_lock_path
+from lanekit.lanelog import LaneLog, log_finish, log_warner, rotate_if_needed
+from lanekit.peek import nothing_queued, purge_due, purge_stamp, utc_day
 from lanekit.quoting import cmdline, printable
+from lanekit.runargs import USAGE, split_args
 from lanekit.snapshot import DEFAULT_EXIT_TIMEOUT, RunSpec
 
 TYPE_CHECKING = False  # typing itself costs start-up time; mypy still reads these imports
@@ -84,7 +77,6 @@ if TYPE_CHECKING:
     """Starts a job command (argv, env, descriptors the job keeps); tests pass fakes. Without
     one the runner starts each job through lanekit.watcher."""
 
-USAGE = "usage: lanekit run LANE [--snapshot PATH]"
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 MIN_GRACE = 0.5
 GRACE_MARGIN = 1.5
@@ -100,48 +92,6 @@ def grace_seconds(exit_timeout: int) -> float:
     is 5), so the job's grace ends early enough to put the job back in the queue first."""
     timeout = exit_timeout if exit_timeout > 0 else DEFAULT_EXIT_TIMEOUT
     return max(MIN_GRACE, timeout - GRACE_MARGIN)
-
-
-# --- the lane lock ------------------------------------------------------------------------
-
-
-def lane_lock_path(queue_dir: Path, lane: str) -> Path:
-    """The flock every run of `lane` holds for its whole life (and `apply` holds across a
-    reload). It lives in the queue's logs/ directory, next to the lane log."""
-    return Path(lock_file(str(queue_dir), lane))
-
-
-class LaneLock:
-    """A non-blocking flock on the lane lock file. The kernel drops it when the holder dies,
-    however it dies, so a stale lock file never blocks a lane."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._fd: int | None = None
-
-    def acquire(self) -> bool:
-        """Take the lock; False when another process holds it. Raises OSError when the lock
-        file cannot be opened (its directory is missing or unwritable)."""
-        self._fd = try_lock(str(self.path))
-        return self._fd is not None
-
-    def release(self) -> None:
-        """Drop the lock (closing the descriptor releases the flock)."""
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
-
-    @property
-    def held(self) -> bool:
-        """Whether this object holds the lock."""
-        return self._fd is not None
-
-
-def lane_busy(path: Path) -> bool:
-    """True when some process holds the lane lock at `path` (a run is in progress)."""
-    from lanekit.fsops import flock_held
-
-    return flock_held(path) is True
 
 
 # --- starting jobs ------------------------------------------------------------------------

@@ -24,12 +24,9 @@ import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from lanekit.errors import UsageError
-
-if TYPE_CHECKING:
-    from lanekit.config import LaneSpec
 
 PLIST_KEYS = ("Month", "Day", "Weekday", "Hour", "Minute")
 
@@ -1011,7 +1008,36 @@ def _first_common(a: Sequence[_Matcher], b: Sequence[_Matcher], start: datetime)
     return None
 
 
-def find_collisions(lanes: Sequence[LaneSpec], *, after: datetime | None = None) -> list[Collision]:
+class _NamedQueue(Protocol):
+    @property
+    def name(self) -> str:
+        """The queue's name in lanes.toml."""
+        ...
+
+
+class ScheduledLane(Protocol):
+    """What find_collisions reads of a lane (lanekit.config.LaneSpec is one): this module is
+    a model below config and never imports it."""
+
+    @property
+    def name(self) -> str:
+        """The lane's name in lanes.toml."""
+        ...
+
+    @property
+    def queue(self) -> _NamedQueue:
+        """The queue the lane drains."""
+        ...
+
+    @property
+    def schedule(self) -> Schedule:
+        """When launchd starts the lane."""
+        ...
+
+
+def find_collisions(
+    lanes: Sequence[ScheduledLane], *, after: datetime | None = None
+) -> list[Collision]:
     """Pairs of lanes that drain the same queue and whose calendars fire in a common minute.
 
     The overlap test is exact and analytic (entry pairs compared field by field, with the
@@ -1022,7 +1048,7 @@ def find_collisions(lanes: Sequence[LaneSpec], *, after: datetime | None = None)
     start = (_local_naive(after) if after is not None else datetime.now()).replace(
         second=0, microsecond=0
     ) + timedelta(minutes=1)
-    by_queue: dict[str, list[LaneSpec]] = {}
+    by_queue: dict[str, list[ScheduledLane]] = {}
     for lane in lanes:
         if lane.schedule.calendar:
             by_queue.setdefault(lane.queue.name, []).append(lane)

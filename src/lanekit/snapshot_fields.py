@@ -1,9 +1,10 @@
 """What a lane snapshot's JSON must hold: each key and the JSON type of its value.
 
-One table for both readers: lanekit.snapshot (the full run, `apply`, doctor) and lanekit.entry
-(the empty-run fast path, which must not import json or dataclasses). A snapshot that is not
-an object, lacks a key, has an unknown one or a value of the wrong type is refused before any
-value is used: `"max_jobs": "ten"` must not reach the runner. Builtin modules only.
+One table for both readers: lanekit.snapshot (the full run, `apply`, doctor) and
+lanekit.snapshot_reader (the empty-run fast path's, which must not import json or
+dataclasses). A snapshot that is not an object, lacks a key, has an unknown one or a value of
+the wrong type is refused before any value is used: `"max_jobs": "ten"` must not reach the
+runner. Builtin modules only.
 """
 
 from __future__ import annotations

@@ -354,7 +354,7 @@ def test_apply_with_a_pending_change_exits_3(tmp_path: Path, home: Path) -> None
     """A change to a lane that is running (its lane lock held) is pending: apply exits 3
     (PENDING) and `--json` lists the lane under `pending`; once idle, apply exits 0."""
     from lanekit.config import load_config
-    from lanekit.runner import LaneLock, lane_lock_path
+    from lanekit.lanelock import LaneLock, lane_lock_path
 
     config = _one_lane(tmp_path)
     c = str(config)

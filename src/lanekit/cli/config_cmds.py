@@ -57,7 +57,7 @@ def validate(
     from lanekit.cli.render import config as show
     from lanekit.config import find_config
     from lanekit.paths import Paths
-    from lanekit.plist import check_config
+    from lanekit.validate import check_config
 
     paths = Paths.from_env()
     path = find_config(config, os.environ, paths.cwd)

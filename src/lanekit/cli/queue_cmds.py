@@ -5,7 +5,6 @@ from __future__ import annotations
 import inspect
 import os
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -19,7 +18,7 @@ from lanekit.records import JobState  # the --state vocabulary
 if TYPE_CHECKING:
     from lanekit.config import Config, LaneSpec, QueueSpec
     from lanekit.paths import Paths
-    from lanekit.queue import Queue, Recovered
+    from lanekit.queue import Queue
 
 # The core and the renderer are imported inside each command (lanekit.cli.registry).
 
@@ -208,31 +207,6 @@ def run(
         raise typer.Exit(int(result.exit_code))
 
 
-@dataclass(frozen=True, slots=True)
-class RecoverRow:
-    """One claim recover gave back (or would give back), with the lane whose settings ruled."""
-
-    lane: str
-    queue: str
-    item: Recovered
-
-
-def recover_lanes(lanes: list[LaneSpec], *, dry_run: bool) -> list[RecoverRow]:
-    """Recover the dead claims of each lane's queue (once per queue, with the settings of the
-    first lane that uses it)."""
-    rows: list[RecoverRow] = []
-    seen: set[Path] = set()
-    for lane in lanes:
-        if lane.queue.dir in seen:
-            continue
-        seen.add(lane.queue.dir)
-        found = _open(lane.queue).recover(
-            stale_after=lane.stale_after, max_attempts=lane.max_attempts, dry_run=dry_run
-        )
-        rows.extend(RecoverRow(lane.name, lane.queue.name, item) for item in found)
-    return rows
-
-
 def recover(
     lane: Annotated[
         str | None,
@@ -251,6 +225,7 @@ def recover(
     from lanekit.cli.render import queue as show
     from lanekit.config import select_lanes
     from lanekit.paths import Paths
+    from lanekit.recovery import recover_lanes
 
     paths = Paths.from_env()
     lanes = select_lanes(_config(config, paths), [lane] if lane else [])

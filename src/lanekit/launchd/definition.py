@@ -37,8 +37,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lanekit.launchd import ServiceInfo
 from lanekit.launchd.environ import launch_for
+from lanekit.launchd.model import ServiceInfo
 
 DEFAULT_THROTTLE_INTERVAL = 10
 """launchd's ThrottleInterval default (`minimum runtime = 10` in print)."""

@@ -60,7 +60,6 @@ from lanekit.atomic import write_atomic
 from lanekit.backend import BACKEND_VARIABLE
 from lanekit.clock import OFFSET_VARIABLE, format_offset
 from lanekit.errors import LaunchdError
-from lanekit.launchd import LaunchctlError, ListEntry, ServiceInfo
 from lanekit.launchd.definition import DEFAULT_THROTTLE_INTERVAL, calendar_facts, spawn_type
 from lanekit.launchd.environ import (
     DEFAULT_PATH,
@@ -78,6 +77,7 @@ from lanekit.launchd.environ import (
     spawn,
 )
 from lanekit.launchd.launchctl import error_for
+from lanekit.launchd.model import LaunchctlError, ListEntry, ServiceInfo
 from lanekit.owned import PRIVATE_FILE, make_private_dirs
 from lanekit.quoting import cmdline
 from lanekit.schedule import CalendarEntry, ScheduleError, fires_at, parse_table

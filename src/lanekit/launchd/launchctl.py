@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lanekit.errors import UsageError
-from lanekit.launchd import LaunchctlError, ListEntry, ServiceInfo
 from lanekit.launchd.domain import Caller, DomainChoice, DomainReason, choose_domain
+from lanekit.launchd.model import LaunchctlError, ListEntry, ServiceInfo
 from lanekit.launchd.parse import (
     DARWIN_SIGNALS,
     SYSEXITS,

@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from lanekit.launchd import ListEntry, ServiceInfo
+from lanekit.launchd.model import ListEntry, ServiceInfo
 
 DARWIN_SIGNALS: Mapping[int, tuple[str, str]] = {
     1: ("SIGHUP", "Hangup"),

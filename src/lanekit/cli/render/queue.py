@@ -9,8 +9,8 @@ from lanekit.cli.render import error, json_out, line, note, warning
 
 if TYPE_CHECKING:
     from lanekit.batch import Batch
-    from lanekit.cli.queue_cmds import RecoverRow
     from lanekit.history import JobView, Page
+    from lanekit.recovery import RecoverRow
     from lanekit.runner import RunResult
 
 JSON_SCHEMA = 1
