@@ -70,6 +70,7 @@ from lanekit.interpreter import apply_notes as interpreter_notes
 from lanekit.interpreter import inspect as inspect_interpreter
 from lanekit.interpreter import install_rescue
 from lanekit.launchd import LaunchctlError, Launchd, ListEntry, ServiceInfo
+from lanekit.launchd.codes import NOT_LOADED, STILL_LOADED, LaunchctlCode
 from lanekit.launchd.domain import domain_notes
 from lanekit.owned import (
     PRIVATE_FILE,
@@ -501,10 +502,6 @@ class Timing:
     cannot take the lock and exits at once; anything still alive after this is a real run."""
 
 
-NOT_LOADED = frozenset({3, 113})
-"""launchctl codes for "that job is not loaded"."""
-STILL_LOADED = frozenset({5, 37})
-"""bootstrap codes seen while the previous instance of the label is still draining."""
 DRAIN_MARGIN = 5.0
 """Seconds beyond ExitTimeOut that apply waits for a booted-out label to leave launchd."""
 
@@ -1095,7 +1092,7 @@ class _Stopper:
         except LaunchctlError as exc:
             if exc.code in NOT_LOADED:
                 return
-            if exc.code != 36:  # 36: the job is already on its way out; wait for it below
+            if exc.code != LaunchctlCode.STILL_STOPPING:  # on its way out already: wait below
                 raise
         self._drain(label, exit_timeout)
 

@@ -17,8 +17,8 @@ from lanekit.config import Config, LaneSpec, select_lanes
 from lanekit.errors import LanekitError
 from lanekit.exits import describe_exit
 from lanekit.launchd import LaunchctlError, Launchd, ListEntry
+from lanekit.launchd.codes import NOT_LOADED
 from lanekit.paths import Paths
-from lanekit.reconcile import NOT_LOADED
 
 
 class LaneState(StrEnum):

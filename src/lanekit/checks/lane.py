@@ -11,6 +11,7 @@ from enum import StrEnum
 from lanekit.checks.launchd import LOOP_STATES
 from lanekit.doctor import DoctorContext, Problem, Severity, Target, check
 from lanekit.errors import LanekitError
+from lanekit.launchd.codes import EX_CONFIG
 from lanekit.pause import is_paused
 from lanekit.quoting import cmdline
 
@@ -55,7 +56,7 @@ def classify_missed_run(facts: MissedRunFacts) -> MissedRunCause:
         return MissedRunCause.DISABLED
     if facts.loaded is False:
         return MissedRunCause.NOT_LOADED
-    if facts.last_exit == 78:
+    if facts.last_exit == EX_CONFIG:
         return MissedRunCause.EXIT_78
     if facts.output_since_fire:
         return MissedRunCause.RAN_SILENT

@@ -7,6 +7,7 @@ import signal
 from collections.abc import Iterator, Sequence
 
 from lanekit.doctor import DoctorContext, Finding, Problem, Severity, Target, check
+from lanekit.launchd.codes import EX_CONFIG
 from lanekit.pause import is_paused
 from lanekit.quoting import cmdline
 
@@ -152,7 +153,7 @@ def disabled(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
 def exit_78(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """Modern launchd reports 78 (EX_CONFIG) when it cannot open a log path, chdir, or exec;
     the program never ran, so its own logs are empty. lanekit's runner never exits 78."""
-    if not _loaded(target, ctx) or ctx.last_exit(_label(target)) != 78:
+    if not _loaded(target, ctx) or ctx.last_exit(_label(target)) != EX_CONFIG:
         return
     yield _explained(
         target,

@@ -60,6 +60,7 @@ from lanekit.atomic import write_atomic
 from lanekit.backend import BACKEND_VARIABLE
 from lanekit.clock import OFFSET_VARIABLE, format_offset
 from lanekit.errors import LaunchdError
+from lanekit.launchd.codes import LaunchctlCode
 from lanekit.launchd.definition import DEFAULT_THROTTLE_INTERVAL, calendar_facts, spawn_type
 from lanekit.launchd.environ import (
     DEFAULT_PATH,
@@ -251,12 +252,16 @@ class EmulatedDomain:
         listed = [sessions] if isinstance(sessions, str) else sessions
         if not isinstance(listed, list) or EMULATED_SESSION not in listed:
             line = "Bootstrap failed: 134: Service cannot load in requested session"
-            raise self._fail(134, command, line, label, path)
+            raise self._fail(LaunchctlCode.WRONG_SESSION, command, line, label, path)
         with self._transaction() as state:
             if state.disabled.get(label):
-                raise self._fail(119, command, f"{path}: Service is disabled", label, path)
+                raise self._fail(
+                    LaunchctlCode.DISABLED, command, f"{path}: Service is disabled", label, path
+                )
             if label in state.jobs:
-                raise self._fail(5, command, f"{path}: service already loaded", label, path)
+                raise self._fail(
+                    LaunchctlCode.IO_ERROR, command, f"{path}: service already loaded", label, path
+                )
             now = self._clock()
             job = _Job(
                 label=label,
@@ -276,10 +281,18 @@ class EmulatedDomain:
         with self._transaction() as state:
             job = state.jobs.get(label)
             if job is None:
-                raise self._fail(3, command, "Boot-out failed: 3: No such process", label)
+                raise self._fail(
+                    LaunchctlCode.NO_SUCH_PROCESS,
+                    command,
+                    "Boot-out failed: 3: No such process",
+                    label,
+                )
             if job.booted_out:
                 raise self._fail(
-                    36, command, "Boot-out failed: 36: Operation now in progress", label
+                    LaunchctlCode.STILL_STOPPING,
+                    command,
+                    "Boot-out failed: 36: Operation now in progress",
+                    label,
                 )
             job.pending_at = None
             if not job.running:
@@ -300,7 +313,7 @@ class EmulatedDomain:
         with self._transaction() as state:
             job = self._job(state, label, command)
             if job.booted_out:
-                raise self._fail(36, command, _KICKSTART_STOPPING, label)
+                raise self._fail(LaunchctlCode.STILL_STOPPING, command, _KICKSTART_STOPPING, label)
             if job.running and not kill:
                 return job.pid
             if not job.running:
@@ -315,7 +328,9 @@ class EmulatedDomain:
                 if not job.running:
                     return self._start(job, self._clock())
                 if job.booted_out:
-                    raise self._fail(36, command, _KICKSTART_STOPPING, label)
+                    raise self._fail(
+                        LaunchctlCode.STILL_STOPPING, command, _KICKSTART_STOPPING, label
+                    )
             if time.monotonic() >= deadline:
                 raise LaunchdError(
                     f"{label}: the running instance (pid {job.pid}) did not exit when stopped",
@@ -571,7 +586,7 @@ class EmulatedDomain:
         job = state.jobs.get(label)
         if job is None:
             line = f'Could not find service "{label}" in domain for user gui: {os.getuid()}'
-            raise self._fail(113, command, line, label)
+            raise self._fail(LaunchctlCode.NO_SERVICE, command, line, label)
         return job
 
     def _fail(
@@ -721,21 +736,27 @@ def _read_plist(path: Path) -> dict[str, object]:
         owners = {os.geteuid(), 0}
         if not stat.S_ISREG(info.st_mode) or info.st_mode & 0o022 or info.st_uid not in owners:
             # Checked before reading: a FIFO named *.plist must be refused, not read (it blocks).
-            raise _RefusalError(5, f"{path}: Path had bad ownership/permissions")
+            raise _RefusalError(
+                LaunchctlCode.IO_ERROR, f"{path}: Path had bad ownership/permissions"
+            )
         raw = path.read_bytes()
     except FileNotFoundError:
-        raise _RefusalError(2, "Bootstrap failed: 2: No such file or directory") from None
+        raise _RefusalError(
+            LaunchctlCode.NO_SUCH_FILE, "Bootstrap failed: 2: No such file or directory"
+        ) from None
     except OSError as exc:
-        raise _RefusalError(5, f"{path}: {exc.strerror or exc}") from None
+        raise _RefusalError(LaunchctlCode.IO_ERROR, f"{path}: {exc.strerror or exc}") from None
     try:
         data = plistlib.loads(raw)
     except Exception:  # plistlib raises a zoo of types (expat, ValueError, binascii...)
         data = None
     if not isinstance(data, dict):
-        raise _RefusalError(5, f"{path}: Invalid property list")
+        raise _RefusalError(LaunchctlCode.IO_ERROR, f"{path}: Invalid property list")
     label = data.get("Label")
     if not isinstance(label, str) or not label or any(ord(c) < 32 or ord(c) == 127 for c in label):
-        raise _RefusalError(5, f"{path}: Label is missing, empty or not a plain string")
+        raise _RefusalError(
+            LaunchctlCode.IO_ERROR, f"{path}: Label is missing, empty or not a plain string"
+        )
     arguments = data.get("ProgramArguments")
     has_args = (
         isinstance(arguments, list)
@@ -743,11 +764,13 @@ def _read_plist(path: Path) -> dict[str, object]:
         and all(isinstance(a, str) for a in arguments)
     )
     if not has_args and not isinstance(data.get("Program"), str):
-        raise _RefusalError(5, f"{path}: Neither Program nor ProgramArguments was specified")
+        raise _RefusalError(
+            LaunchctlCode.IO_ERROR, f"{path}: Neither Program nor ProgramArguments was specified"
+        )
     try:
         plistlib.dumps(data)
     except (TypeError, OverflowError, ValueError):
-        raise _RefusalError(5, f"{path}: Invalid property list") from None
+        raise _RefusalError(LaunchctlCode.IO_ERROR, f"{path}: Invalid property list") from None
     return data
 
 

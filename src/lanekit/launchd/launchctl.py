@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lanekit.errors import UsageError
+from lanekit.launchd.codes import ABSENT, ABSENT_OR_GONE, LaunchctlCode
 from lanekit.launchd.domain import Caller, DomainChoice, DomainReason, choose_domain
 from lanekit.launchd.model import LaunchctlError, ListEntry, ServiceInfo
 from lanekit.launchd.parse import (
@@ -68,10 +69,10 @@ DEFAULT_LAUNCHCTL = "/bin/launchctl"
 DEFAULT_TIMEOUT = 15.0
 """Seconds any one launchctl call may take; bootout returns quickly, so this only catches hangs."""
 
-TIMEOUT_CODE = 60
-"""ETIMEDOUT: the code a LaunchctlError carries when launchctl itself did not answer in time."""
-UNRUNNABLE_CODE = 2
-"""ENOENT: the code a LaunchctlError carries when launchctl could not be executed at all."""
+TIMEOUT_CODE = LaunchctlCode.TIMED_OUT
+"""The code a LaunchctlError carries when launchctl itself did not answer in time."""
+UNRUNNABLE_CODE = LaunchctlCode.NO_SUCH_FILE
+"""The code a LaunchctlError carries when launchctl could not be executed at all."""
 
 ERROR_TEXT: Mapping[int, str] = {
     1: "Operation not permitted",
@@ -175,7 +176,7 @@ class _Situation:
 _SITUATIONS: tuple[_Situation, ...] = (
     _Situation(
         "sip",
-        150,
+        LaunchctlCode.SIP,
         ("System Integrity Protection",),
         "System Integrity Protection guards this job: launchctl may not load, unload or "
         "disable jobs that ship with macOS",
@@ -184,7 +185,7 @@ _SITUATIONS: tuple[_Situation, ...] = (
     ),
     _Situation(
         "root-with-agent",
-        5,
+        LaunchctlCode.IO_ERROR,
         ("Expecting a LaunchDaemons path",),
         "launchctl ran as root, so it targeted the system domain, but the plist is a per-user "
         "LaunchAgent",
@@ -193,7 +194,7 @@ _SITUATIONS: tuple[_Situation, ...] = (
     ),
     _Situation(
         "bad-permissions",
-        122,
+        LaunchctlCode.BAD_PERMISSIONS,
         ("bad ownership", "Dubious ownership", "Dubious permissions"),
         "launchd refuses a plist that group or others can write, or that is not owned by the "
         "loading user (root for /Library)",
@@ -202,7 +203,7 @@ _SITUATIONS: tuple[_Situation, ...] = (
     ),
     _Situation(
         "invalid-plist",
-        109,
+        LaunchctlCode.INVALID_PLIST,
         ("Invalid property list",),
         "the plist file is not a valid property list, so launchd cannot read the job",
         "`plutil -lint {path}` shows the error; for a lanekit lane run `lanekit validate`, "
@@ -210,7 +211,7 @@ _SITUATIONS: tuple[_Situation, ...] = (
     ),
     _Situation(
         "disabled",
-        119,
+        LaunchctlCode.DISABLED,
         ("Service is disabled",),
         "the job has a disabled override in launchd (it survives reboots and reinstalls), "
         "and a disabled job cannot be loaded",
@@ -218,7 +219,7 @@ _SITUATIONS: tuple[_Situation, ...] = (
     ),
     _Situation(
         "no-domain",
-        112,
+        LaunchctlCode.NO_DOMAIN,
         ("Could not find domain", "Could not find specified domain"),
         "the launchd domain does not exist: gui/<uid> exists only while the user is logged in "
         "at the Mac's screen, not over SSH",
@@ -227,7 +228,7 @@ _SITUATIONS: tuple[_Situation, ...] = (
     ),
     _Situation(
         "domain-unsupported",
-        125,
+        LaunchctlCode.DOMAIN_UNSUPPORTED,
         ("Domain does not support specified action",),
         "this domain cannot do that: usually gui/<uid> without a GUI login session (SSH, "
         "headless), or enable/disable aimed at the wrong domain",
@@ -236,7 +237,7 @@ _SITUATIONS: tuple[_Situation, ...] = (
     ),
     _Situation(
         "wrong-session",
-        134,
+        LaunchctlCode.WRONG_SESSION,
         ("Service cannot load in requested session",),
         "the plist's LimitLoadToSessionType does not list this domain's session (Aqua = "
         "gui/<uid>, Background = user/<uid>: SSH, headless)",
@@ -245,7 +246,7 @@ _SITUATIONS: tuple[_Situation, ...] = (
     ),
     _Situation(
         "not-loaded",
-        113,
+        LaunchctlCode.NO_SERVICE,
         (
             "Could not find service",
             "Could not find specified service",
@@ -259,7 +260,7 @@ _SITUATIONS: tuple[_Situation, ...] = (
     ),
     _Situation(
         "already-loaded",
-        37,
+        LaunchctlCode.ALREADY_IN_PROGRESS,
         ("Already loaded", "service already loaded", "Operation already in progress"),
         "a job with this label is already loaded, or is still being unloaded",
         "`launchctl bootout {target}`, wait until `launchctl print {target}` reports it "
@@ -267,7 +268,7 @@ _SITUATIONS: tuple[_Situation, ...] = (
     ),
     _Situation(
         "still-stopping",
-        36,
+        LaunchctlCode.STILL_STOPPING,
         ("Operation now in progress",),
         "the job was asked to stop and is still exiting: bootout is asynchronous, the job gets "
         "SIGTERM and then SIGKILL after its ExitTimeOut",
@@ -275,14 +276,14 @@ _SITUATIONS: tuple[_Situation, ...] = (
     ),
     _Situation(
         "no-such-process",
-        3,
+        LaunchctlCode.NO_SUCH_PROCESS,
         ("No such process",),
         "nothing to unload: the job is not loaded in this domain",
         "nothing to do; `launchctl print {target}` confirms it is gone",
     ),
     _Situation(
         "usage",
-        64,
+        LaunchctlCode.USAGE,
         ("Unrecognized target specifier", "Unrecognized subcommand", "Usage: launchctl"),
         "launchctl rejected the command line (a subcommand, option or target this launchctl "
         "does not know)",
@@ -291,14 +292,14 @@ _SITUATIONS: tuple[_Situation, ...] = (
     ),
     _Situation(
         "not-platform-binary",
-        154,
+        LaunchctlCode.NOT_PLATFORM_BINARY,
         ("not a platform binary",),
         "launchd accepts this request only from Apple-signed tools (seen on jailbroken iOS)",
         "use the system launchctl: unset LANEKIT_LAUNCHCTL or point it at /bin/launchctl",
     ),
     _Situation(
         "not-permitted",
-        1,
+        LaunchctlCode.NOT_PERMITTED,
         ("Operation not permitted",),
         "the caller may not change this domain (another user's domain, or the system domain "
         "without root)",
@@ -306,14 +307,14 @@ _SITUATIONS: tuple[_Situation, ...] = (
     ),
     _Situation(
         "missing-file",
-        2,
+        LaunchctlCode.NO_SUCH_FILE,
         ("No such file or directory",),
         "the plist path does not exist",
         "check the path; `lanekit apply` writes lane plists before loading them",
     ),
     _Situation(
         "io-error",
-        5,
+        LaunchctlCode.IO_ERROR,
         ("Input/output error",),
         "launchd refused without saying why; usually the label is already loaded or still "
         "unloading, the job is disabled, the plist is invalid or writable by others, or the "
@@ -335,7 +336,7 @@ _BY_CODE: dict[int, _Situation] = {}
 for _situation in _SITUATIONS:
     if _situation.failure:
         _BY_CODE.setdefault(_situation.code, _situation)
-_BY_CODE[17] = _BY_KEY["already-loaded"]  # 10.10-10.15: `Bootstrap failed: 17: File exists`
+_BY_CODE[LaunchctlCode.FILE_EXISTS] = _BY_KEY["already-loaded"]  # 10.10-10.15 (see codes.py)
 
 _SUMMARY = re.compile(r":\s(?P<code>-?\d+):\s(?P<text>\S.*)$")
 """`Bootstrap failed: 5: ...`, `Could not print domain: 1: ...`: launchctl's `<what>: N: <text>`."""
@@ -594,11 +595,6 @@ def _timeout_from(env: Mapping[str, str]) -> float:
 
 _KICKSTART_PID = re.compile(r"(\d+)\s*$")
 
-_ABSENT = frozenset({112, 113, 125})
-"""Codes meaning "not in this domain": no such service, or no such domain here (no GUI login)."""
-_ABSENT_OR_GONE = _ABSENT | {3}
-"""bootout also says 3 (No such process) for a label that is not loaded (errors-04, errors-06)."""
-
 
 class LaunchctlDomain:
     """One launchd domain driven through the real launchctl (the `Launchd` protocol)."""
@@ -714,7 +710,7 @@ class LaunchctlDomain:
             try:
                 rows = self._domain_rows(domain)
             except LaunchctlError as exc:
-                if domain == self._domain or exc.code not in _ABSENT:
+                if domain == self._domain or exc.code not in ABSENT:
                     raise
                 continue
             for entry in rows:
@@ -732,7 +728,7 @@ class LaunchctlDomain:
             try:
                 text = self._run("print", self._target(label, domain), label=label, domain=domain)
             except LaunchctlError as exc:
-                if exc.code not in _ABSENT:
+                if exc.code not in ABSENT:
                     raise
                 first = first or exc
                 continue
@@ -746,7 +742,7 @@ class LaunchctlDomain:
             try:
                 self._run("print", self._target(label, domain), label=label, domain=domain)
             except LaunchctlError as exc:
-                if exc.code not in _ABSENT:
+                if exc.code not in ABSENT:
                     raise
                 continue
             return domain
@@ -771,7 +767,7 @@ class LaunchctlDomain:
             try:
                 self._run("bootout", self._target(label, domain), label=label, domain=domain)
             except LaunchctlError as exc:
-                if exc.code not in _ABSENT_OR_GONE:
+                if exc.code not in ABSENT_OR_GONE:
                     raise
                 first = first or exc
                 continue
