@@ -15,6 +15,7 @@ from lanekit.errors import ExitCode, UsageError
 from lanekit.paths import Paths
 from lanekit.plist import render_lane
 from lanekit.queue import Queue
+from lanekit.runner import run_lane
 from lanekit.tryrun import TryRequest, decode_status, try_run
 
 LANES = """
@@ -175,6 +176,48 @@ def test_job_option_runs_the_command_once_without_the_queue(tmp_path: Path) -> N
     assert result.argv[:2] == ("/bin/sh", "-c")
     assert lane.stdout_path.read_text() == '{"hello": "world"}\nfunnel\n'
     assert (queue.queue / f"{queued}.json").exists()
+
+
+DUMP_ENV = """
+import json, os, sys, time
+from pathlib import Path
+seen = {k: v for k, v in os.environ.items() if k.startswith("LANEKIT_")}
+seen["payload"] = Path(sys.argv[1]).read_text()
+seen["job_file_is_argv"] = seen["LANEKIT_JOB_FILE"] == sys.argv[1]
+out = Path(__file__).parent / "seen"
+out.mkdir(exist_ok=True)
+(out / f"{time.time_ns()}.json").write_text(json.dumps(seen))
+"""
+
+
+def test_try_and_run_give_a_job_the_same_environment(tmp_path: Path) -> None:
+    """A job whose id has a dot (`2026-09-17.report`) sees the same LANEKIT_JOB_ID, LANE and
+    ATTEMPT from a real run of its lane as from `try LANE --job` on its file (try used to cut
+    the id at the first dot); LANEKIT_JOB_FILE is `{job}` in both. (The rest of the runner's
+    environment is its caller's here; under launchd both get the plist's.)"""
+    import json
+
+    script = tmp_path / "dump.py"
+    script.write_text(DUMP_ENV)
+    paths, config_path = lanes(tmp_path, f'["{sys.executable}", "{script}", "{{job}}"]')
+    lane = load_config(config_path, paths).lanes["funnel"]
+    payload = '{"n": 1}'
+    Queue(lane.queue.dir).enqueue(payload, "2026-09-17.report")
+    assert run_lane(run_spec(lane)).done == 1
+    job = tmp_path / "2026-09-17.report.json"
+    job.write_text(payload)
+    tried = try_run(TryRequest(lane="funnel", job=job, config_path=config_path), paths)
+    assert tried.ran and tried.exit_code == 0
+    ran, by_try = (json.loads(p.read_text()) for p in sorted((tmp_path / "seen").glob("*.json")))
+    identity = ("LANEKIT_JOB_ID", "LANEKIT_LANE", "LANEKIT_ATTEMPT", "payload", "job_file_is_argv")
+    assert {key: ran[key] for key in identity} == {
+        "LANEKIT_JOB_ID": "2026-09-17.report",
+        "LANEKIT_LANE": "funnel",
+        "LANEKIT_ATTEMPT": "1",
+        "payload": payload,
+        "job_file_is_argv": True,
+    }
+    assert {key: by_try[key] for key in identity} == {key: ran[key] for key in identity}
 
 
 def test_lane_not_installed_cannot_be_tried(tmp_path: Path) -> None:

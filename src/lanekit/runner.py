@@ -39,6 +39,7 @@ from pathlib import Path
 from lanekit import watcher
 from lanekit.clock import epoch
 from lanekit.errors import EnvironmentUnusableError, ExitCode, LanekitError, UsageError
+from lanekit.jobenv import job_env
 from lanekit.lanelock import LaneLock, lane_lock_path
 from lanekit.lanelog import LaneLog, log_finish, log_warner, rotate_if_needed
 from lanekit.peek import nothing_queued, purge_due, purge_stamp, utc_day
@@ -167,15 +168,11 @@ def job_argv(command: Sequence[str], job_file: Path) -> list[str]:
     return [part.replace("{job}", str(job_file)) for part in command]
 
 
-def job_env(base: Mapping[str, str], spec: RunSpec, claim: Claim) -> dict[str, str]:
-    """The runner's environment (under launchd: the plist's PATH and lane env) plus the
-    job's identity."""
-    env = dict(base)
-    env["LANEKIT_JOB_ID"] = claim.job_id
-    env["LANEKIT_JOB_FILE"] = str(claim.path)
-    env["LANEKIT_LANE"] = spec.lane
-    env["LANEKIT_ATTEMPT"] = str(claim.attempt)
-    return env
+def _claim_env(base: Mapping[str, str], spec: RunSpec, claim: Claim) -> dict[str, str]:
+    """The claimed job's environment (lanekit.jobenv, the one `lanekit try --job` uses)."""
+    return job_env(
+        base, lane=spec.lane, job_id=claim.job_id, job_file=claim.path, attempt=claim.attempt
+    )
 
 
 # --- signals ------------------------------------------------------------------------------
@@ -603,7 +600,7 @@ class _LaneRun:
                 if self.launcher is not None:
                     job: Job = self.launcher(
                         job_argv(spec.command, claim.path),
-                        job_env(self.env, spec, claim),
+                        _claim_env(self.env, spec, claim),
                         (claim.lock_fd,),
                     )
                 else:
@@ -613,7 +610,7 @@ class _LaneRun:
                         os.unlink(status)  # noqa: PTH108 - a str path on the claim path
                     job = watcher.start(
                         job_argv(spec.command, claim.path),
-                        job_env(self.env, spec, claim),
+                        _claim_env(self.env, spec, claim),
                         lock_fd=claim.lock_fd,
                         status=status,
                         tmp_dir=str(queue.tmp),

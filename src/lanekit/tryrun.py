@@ -119,24 +119,29 @@ class TryResult:
 
 def _job_plist(target: Target, job_file: Path) -> dict[str, Any]:
     """The lane's plist with its job command in place of the entrypoint (for `--job`)."""
+    from lanekit.jobenv import job_env
     from lanekit.runner import job_argv
 
     assert target.lane is not None and target.plist is not None
     lane = target.lane
     plist = dict(target.plist)
-    env = dict(plist.get("EnvironmentVariables") or {})
-    env.update(
-        {
-            "LANEKIT_JOB_ID": job_file.name.split(".", 1)[0],
-            "LANEKIT_JOB_FILE": str(job_file),
-            "LANEKIT_LANE": lane.name,
-            "LANEKIT_ATTEMPT": "1",
-        }
+    base = plist.get("EnvironmentVariables") or {}
+    plist["EnvironmentVariables"] = job_env(
+        base, lane=lane.name, job_id=_job_id(job_file), job_file=job_file, attempt=1
     )
-    plist["EnvironmentVariables"] = env
     plist["ProgramArguments"] = job_argv(lane.command, job_file)
     plist.pop("Program", None)
     return plist
+
+
+def _job_id(job_file: Path) -> str:
+    """The id the queue gives the job in `job_file`: `<id>.json` (queue/, done/, failed/) or
+    `<id>.<owner>.json` (claimed/). Ids may contain dots (`2026-09-17.report`); a file named
+    otherwise is its own id."""
+    from lanekit.queue import split_owned_name
+
+    owned = split_owned_name(job_file.name)
+    return owned[0] if owned is not None else job_file.name.removesuffix(".json")
 
 
 def _target(request: TryRequest, paths: Paths, env: Mapping[str, str]) -> Target:
