@@ -259,64 +259,85 @@ def bench_cycle(root: Path, count: int, rounds: int) -> Figure:
 # --- (b) 8 processes draining ------------------------------------------------------------
 
 
+def _lanekit_taker(where: str) -> Callable[[], list[str]]:
+    queue = Queue(Path(where), durable=False)
+    claimer = queue.claimer()
+
+    def take() -> list[str]:
+        got: list[str] = []
+        while (claim := claimer.claim()) is not None:
+            queue.complete(claim)
+            got.append(claim.job_id)
+        return got
+
+    return take
+
+
+def _dirq_taker(where: str) -> Callable[[], list[str]]:
+    from dirq.QueueSimple import QueueSimple
+
+    dq = QueueSimple(where)
+
+    def take() -> list[str]:
+        got: list[str] = []
+        while dq.count():
+            for name in dq:
+                if dq.lock(name):
+                    got.append(dq.get(name).decode())
+                    dq.remove(name)
+        return got
+
+    return take
+
+
+def _litequeue_taker(where: str) -> Callable[[], list[str]]:
+    from litequeue import LiteQueue
+
+    lq = LiteQueue(where, timeout=600)
+
+    def take() -> list[str]:
+        got: list[str] = []
+        while (message := lq.pop()) is not None:
+            got.append(message.data)
+            lq.done(message.message_id)
+        return got
+
+    return take
+
+
+def _persistqueue_taker(where: str) -> Callable[[], list[str]]:
+    import persistqueue
+
+    pq = persistqueue.SQLiteAckQueue(where, multithreading=True, auto_resume=False, timeout=600)
+
+    def take() -> list[str]:
+        got: list[str] = []
+        while True:
+            try:
+                item = pq.get(block=False)
+            except persistqueue.Empty:
+                return got
+            got.append(str(item))
+            pq.ack(item)
+
+    return take
+
+
+TAKERS: dict[str, Callable[[str], Callable[[], list[str]]]] = {
+    "lanekit": _lanekit_taker,
+    "dirq": _dirq_taker,
+    "litequeue": _litequeue_taker,
+    "persistqueue": _persistqueue_taker,
+}
+"""Per store kind: open the store at `where` and return its drain loop (ids taken)."""
+
+
 def worker_main(kind: str, where: str, out: str) -> int:
     """One draining process (run by the bench in a subprocess): waits for `go` on stdin,
     drains, writes the ids it took (one per line) to `out`, and its finish time."""
-    take: Callable[[], list[str]]
-    if kind == "lanekit":
-        queue = Queue(Path(where), durable=False)
-        claimer = queue.claimer()
-
-        def take() -> list[str]:
-            got: list[str] = []
-            while (claim := claimer.claim()) is not None:
-                queue.complete(claim)
-                got.append(claim.job_id)
-            return got
-
-    elif kind == "dirq":
-        from dirq.QueueSimple import QueueSimple
-
-        dq = QueueSimple(where)
-
-        def take() -> list[str]:
-            got: list[str] = []
-            while dq.count():
-                for name in dq:
-                    if dq.lock(name):
-                        got.append(dq.get(name).decode())
-                        dq.remove(name)
-            return got
-
-    elif kind == "litequeue":
-        from litequeue import LiteQueue
-
-        lq = LiteQueue(where, timeout=600)
-
-        def take() -> list[str]:
-            got: list[str] = []
-            while (message := lq.pop()) is not None:
-                got.append(message.data)
-                lq.done(message.message_id)
-            return got
-
-    elif kind == "persistqueue":
-        import persistqueue
-
-        pq = persistqueue.SQLiteAckQueue(where, multithreading=True, auto_resume=False, timeout=600)
-
-        def take() -> list[str]:
-            got: list[str] = []
-            while True:
-                try:
-                    item = pq.get(block=False)
-                except persistqueue.Empty:
-                    return got
-                got.append(str(item))
-                pq.ack(item)
-
-    else:
+    if kind not in TAKERS:
         raise SystemExit(f"unknown worker kind {kind}")
+    take = TAKERS[kind](where)
     sys.stdout.write("ready\n")
     sys.stdout.flush()
     sys.stdin.readline()

@@ -25,7 +25,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from lanekit.lanelog import read_events
@@ -151,6 +152,34 @@ def _queue_empty(queue: Queue) -> bool:
     return counts.queued == 0 and counts.claimed == 0 and counts.delayed == 0
 
 
+@dataclass
+class _Tally:
+    """What the lane logs say happened (counted per job where it matters)."""
+
+    done: collections.Counter[str] = field(default_factory=collections.Counter)
+    skipped: collections.Counter[str] = field(default_factory=collections.Counter)
+    """`skipped reason=already-succeeded`: a copy the re-execution guard refused to run."""
+    lanes_done: set[str] = field(default_factory=set)
+    recovered: int = 0
+    settled_by_status: int = 0
+    """Recoveries that settled a claim by its watcher's recorded exit status."""
+
+
+def _tally(events: Iterable[Mapping[str, str]]) -> _Tally:
+    tally = _Tally()
+    for event in events:
+        kind = event.get("event")
+        if kind == "done":
+            tally.done[event["job"]] += 1
+            tally.lanes_done.add(event.get("lane", ""))
+        elif kind == "skipped" and event.get("reason") == "already-succeeded":
+            tally.skipped[event["job"]] += 1
+        elif kind == "recovered":
+            tally.recovered += 1
+            tally.settled_by_status += "exit" in event
+    return tally
+
+
 def run_chaos(
     *,
     jobs: int,
@@ -235,21 +264,8 @@ def run_chaos(
     done = _done_ids(queue)
     failed = _failed_ids(queue)
     ledger_counts, overlapping = read_ledger(ledger.read_text())
-    done_events: collections.Counter[str] = collections.Counter()
-    skipped_events: collections.Counter[str] = collections.Counter()
-    recovered_events = settled_by_status = 0
-    lanes_done: set[str] = set()
-    events = (event for spec in specs for event in read_events(spec.log_path))
-    for event in events:
-        kind = event.get("event")
-        if kind == "done":
-            done_events[event["job"]] += 1
-            lanes_done.add(event.get("lane", ""))
-        elif kind == "skipped" and event.get("reason") == "already-succeeded":
-            skipped_events[event["job"]] += 1
-        elif kind == "recovered":
-            recovered_events += 1
-            settled_by_status += "exit" in event
+    tally = _tally(event for spec in specs for event in read_events(spec.log_path))
+    done_events, skipped_events, lanes_done = tally.done, tally.skipped, tally.lanes_done
     succeeded = RecordStore(queue.records).succeeded_ids()
     lost = [job for job in ids if job not in done and job not in failed]
     # A copy parked in done/ by the already-succeeded guard is not a second success.
@@ -274,10 +290,10 @@ def run_chaos(
         done_without_execution=len(unexecuted),
         executions=sum(ledger_counts.values()),
         executions_beyond_one=beyond,
-        recovered_events=recovered_events,
+        recovered_events=tally.recovered,
         lanes_that_finished_jobs=len(lanes_done),
         overlapping=len(overlapping),
-        settled_by_status=settled_by_status,
+        settled_by_status=tally.settled_by_status,
     )
 
 

@@ -320,13 +320,8 @@ def _too_many(count: int, what: str = "") -> ScheduleError:
     )
 
 
-def parse_cron(text: str) -> tuple[CalendarEntry, ...]:
-    """Five-field cron text (or an @macro) -> StartCalendarInterval entries.
-
-    Full ranges become wildcards (None); the result is deduplicated and sorted. Raises
-    ScheduleError for what launchd cannot express (@reboot, seconds), bad syntax, values out of
-    range, schedules that never fire and expansions over MAX_ENTRIES.
-    """
+def _cron_words(text: str) -> list[str]:
+    """The five fields of cron text, an @macro expanded; ScheduleError for anything else."""
     if not isinstance(text, str):
         raise ScheduleError(
             f"cron must be text, not {type(text).__name__}", 'write e.g. "40 10 * * *"'
@@ -357,34 +352,54 @@ def parse_cron(text: str) -> tuple[CalendarEntry, ...]:
             f"cron needs 5 fields (minute hour day month weekday), got {len(fields)}",
             'quote the whole expression, e.g. "40 10 * * *"',
         )
+    return fields
+
+
+def _wildcarded(values: frozenset[int], field: _Field) -> list[int | None]:
+    """The values of one field, sorted; [None] (launchd's wildcard) when they are all of them."""
+    top = 6 if field is _WEEKDAY else field.high
+    if values == frozenset(range(field.low, top + 1)):
+        return [None]
+    chosen: list[int | None] = [*sorted(values)]
+    return chosen
+
+
+def _day_pairs(
+    day_star: bool,
+    weekday_star: bool,
+    day_list: list[int | None],
+    weekday_list: list[int | None],
+) -> list[tuple[int | None, int | None]]:
+    """(Day, Weekday) pairs of the entries: cron matches either field when both are given."""
+    if day_star and weekday_star:
+        return [(None, None)]
+    if weekday_star:
+        return [(d, None) for d in day_list]
+    if day_star:
+        return [(None, w) for w in weekday_list]
+    if day_list == [None] or weekday_list == [None]:
+        # "either matches" with one side matching every day: every day.
+        return [(None, None)]
+    return _pad_zip(
+        [d for d in day_list if d is not None], [w for w in weekday_list if w is not None]
+    )
+
+
+def parse_cron(text: str) -> tuple[CalendarEntry, ...]:
+    """Five-field cron text (or an @macro) -> StartCalendarInterval entries.
+
+    Full ranges become wildcards (None); the result is deduplicated and sorted. Raises
+    ScheduleError for what launchd cannot express (@reboot, seconds), bad syntax, values out of
+    range, schedules that never fire and expansions over MAX_ENTRIES.
+    """
+    fields = _cron_words(text)
     minutes, hours, days, months, weekdays = (
         _cron_field(field, value) for field, value in zip(_CRON_FIELDS, fields, strict=True)
     )
-
-    def pick(values: frozenset[int], field: _Field) -> list[int | None]:
-        top = 6 if field is _WEEKDAY else field.high
-        if values == frozenset(range(field.low, top + 1)):
-            return [None]
-        chosen: list[int | None] = [*sorted(values)]
-        return chosen
-
-    day_star, weekday_star = fields[2] == "*", fields[4] == "*"
-    day_list, weekday_list = pick(days, _DAY), pick(weekdays, _WEEKDAY)
-    pairs: list[tuple[int | None, int | None]]
-    if day_star and weekday_star:
-        pairs = [(None, None)]
-    elif weekday_star:
-        pairs = [(d, None) for d in day_list]
-    elif day_star:
-        pairs = [(None, w) for w in weekday_list]
-    elif day_list == [None] or weekday_list == [None]:
-        # "either matches" with one side matching every day: every day.
-        pairs = [(None, None)]
-    else:
-        pairs = _pad_zip(
-            [d for d in day_list if d is not None], [w for w in weekday_list if w is not None]
-        )
-    month_list = pick(months, _MONTH)
+    pairs = _day_pairs(
+        fields[2] == "*", fields[4] == "*", _wildcarded(days, _DAY), _wildcarded(weekdays, _WEEKDAY)
+    )
+    month_list = _wildcarded(months, _MONTH)
     dates = [(m, d, w) for m in month_list for d, w in pairs if _possible(m, d, w)]
     if not dates:
         month, day = month_list[0], pairs[0][0]
@@ -392,7 +407,7 @@ def parse_cron(text: str) -> tuple[CalendarEntry, ...]:
             f"Day {day} never occurs in {MONTH_NAMES[(month or 1) - 1]}",
             "pick a day that exists in that month (February has at most 29 days)",
         )
-    hour_list, minute_list = pick(hours, _HOUR), pick(minutes, _MINUTE)
+    hour_list, minute_list = _wildcarded(hours, _HOUR), _wildcarded(minutes, _MINUTE)
     count = len(dates) * len(hour_list) * len(minute_list)
     if count > MAX_ENTRIES:
         raise _too_many(count)

@@ -234,73 +234,85 @@ def _fields(report: SelftestReport) -> dict[str, Any]:
 def _steps(
     run: _Run, config: Config, paths: Paths, launchd: Launchd, queue: Queue, *, timeout: float
 ) -> None:
-    lane = config.lanes["selftest"]
-    label = lane.label
+    _Steps(config, paths, launchd, queue, timeout).run(run)
 
-    def bootstrap() -> str:
-        result = apply(config, paths, launchd)
+
+class _Steps:
+    """The selftest's steps against one temporary lane, in order; each returns what it saw
+    or raises _StepFailedError."""
+
+    def __init__(
+        self, config: Config, paths: Paths, launchd: Launchd, queue: Queue, timeout: float
+    ) -> None:
+        self.config = config
+        self.paths = paths
+        self.launchd = launchd
+        self.queue = queue
+        self.timeout = timeout
+        self.lane = config.lanes["selftest"]
+        self.label = self.lane.label
+
+    def run(self, run: _Run) -> None:
+        """Every step; a failed bootstrap or kickstart leaves nothing for the later ones."""
+        if not run.step("bootstrap", self.bootstrap):
+            return
+        run.step("print", self.print_job)
+        run.step("claim rename", lambda: _rename_probe(self.lane.queue.dir))
+        run.step("durable enqueue", self.enqueue)
+        if not run.step("kickstart", self.kick):
+            return
+        run.step("throttled second kick", self.throttled)
+        run.step("bootout while running", self.bootout_running)
+
+    def bootstrap(self) -> str:
+        result = apply(self.config, self.paths, self.launchd)
         outcome = result.outcomes[0]
         if outcome.result is not Result.DONE:
             raise _StepFailedError(f"apply: {outcome.detail}")
-        return f"bootstrap {launchd.domain} {paths.plist_for(label)}"
+        return f"bootstrap {self.launchd.domain} {self.paths.plist_for(self.label)}"
 
-    if not run.step("bootstrap", bootstrap):
-        return
+    def print_job(self) -> str:
+        info = self.launchd.print(self.label)
+        return f"state {info.state or '?'}, loaded in {info.domain or self.launchd.domain}"
 
-    def print_job() -> str:
-        info = launchd.print(label)
-        return f"state {info.state or '?'}, loaded in {info.domain or launchd.domain}"
-
-    run.step("print", print_job)
-    run.step("claim rename", lambda: _rename_probe(lane.queue.dir))
-
-    def enqueue() -> str:
-        job_id = queue.enqueue({"seconds": 0})
+    def enqueue(self) -> str:
+        job_id = self.queue.enqueue({"seconds": 0})
         return f"{job_id} (durable: fsync + directory fsync)"
 
-    run.step("durable enqueue", enqueue)
-
-    def kick() -> str:
+    def kick(self) -> str:
         started = time.monotonic()
-        pid = launchd.kickstart(label)
-        if not _wait(lambda: queue.counts().done >= 1, timeout, launchd.list):
-            raise _StepFailedError(f"the job did not finish within {timeout:g} s (pid {pid})")
+        pid = self.launchd.kickstart(self.label)
+        if not self._wait_done(1):
+            raise _StepFailedError(f"the job did not finish within {self.timeout:g} s (pid {pid})")
         return f"pid {pid}; job done in {time.monotonic() - started:.1f} s"
 
-    if not run.step("kickstart", kick):
-        return
-
-    def idle() -> bool:
-        return all(e.pid is None for e in launchd.list() if e.label == label)
-
-    def throttled() -> str:
+    def throttled(self) -> str:
         # A kick while the first run is still exiting would only return its pid.
-        if not _wait(idle, timeout, lambda: None):
+        if not _wait(self._idle, self.timeout, lambda: None):
             raise _StepFailedError("the first run did not exit")
-        queue.enqueue({"seconds": 0})
+        self.queue.enqueue({"seconds": 0})
         started = time.monotonic()
-        pid = launchd.kickstart(label)
-        if not _wait(lambda: queue.counts().done >= 2, timeout, launchd.list):
-            raise _StepFailedError(f"the second run did not finish within {timeout:g} s")
+        pid = self.launchd.kickstart(self.label)
+        if not self._wait_done(2):
+            raise _StepFailedError(f"the second run did not finish within {self.timeout:g} s")
         waited = time.monotonic() - started
         how = "started at once" if pid is not None else "postponed by launchd"
         return f"{how}; done after {waited:.1f} s (ThrottleInterval {THROTTLE} s)"
 
-    run.step("throttled second kick", throttled)
-
-    def bootout_running() -> str:
-        if not _wait(idle, timeout, lambda: None):
+    def bootout_running(self) -> str:
+        launchd, label, timeout = self.launchd, self.label, self.timeout
+        if not _wait(self._idle, timeout, lambda: None):
             raise _StepFailedError("the previous run did not exit")
-        job_id = queue.enqueue({"seconds": LONG_JOB_SECONDS})
+        job_id = self.queue.enqueue({"seconds": LONG_JOB_SECONDS})
         launchd.kickstart(label)
-        if not _wait(lambda: queue.counts().claimed >= 1, timeout, launchd.list):
+        if not _wait(lambda: self.queue.counts().claimed >= 1, timeout, launchd.list):
             raise _StepFailedError("the long job was never claimed")
         launchd.bootout(label)
         gone = _wait(lambda: all(e.label != label for e in launchd.list()), timeout, lambda: None)
         if not gone:
             raise _StepFailedError(f"{label} was still loaded {timeout:g} s after bootout")
-        back = (lane.queue.dir / "queue" / f"{job_id}.json").exists()
-        counts = queue.counts()
+        back = (self.lane.queue.dir / "queue" / f"{job_id}.json").exists()
+        counts = self.queue.counts()
         if not back or counts.claimed:
             raise _StepFailedError(
                 f"after SIGTERM the job is not back in queue/ (queued {counts.queued}, "
@@ -308,7 +320,11 @@ def _steps(
             )
         return "SIGTERM reached the run; the job is back in queue/, nothing lost"
 
-    run.step("bootout while running", bootout_running)
+    def _idle(self) -> bool:
+        return all(e.pid is None for e in self.launchd.list() if e.label == self.label)
+
+    def _wait_done(self, count: int) -> bool:
+        return _wait(lambda: self.queue.counts().done >= count, self.timeout, self.launchd.list)
 
 
 def _clean_up(root: Path, paths: Paths, launchd: Launchd, config: Config, *, keep: bool) -> str:

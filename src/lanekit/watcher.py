@@ -416,11 +416,7 @@ def _follow(  # noqa: PLR0917 - private, called once by _watch with its own valu
     killed = False
     reading = True
     while True:
-        if watch.leader_code is None:
-            with contextlib.suppress(ChildProcessError):
-                done, wait_status = os.waitpid(job, os.WNOHANG)
-                if done:
-                    watch.leader_code = os.waitstatus_to_exitcode(wait_status)
+        _reap(watch)
         now = time.monotonic()
         alive = watch.leader_code is None or _group_alive(job)
         if not alive:
@@ -441,14 +437,9 @@ def _follow(  # noqa: PLR0917 - private, called once by _watch with its own valu
             # The leader exited; what it left in its group gets a short grace, then SIGKILL.
             _kill_group(job, signal.SIGTERM)
             term_sent_at, kill_after = now, min(LEFTOVER_GRACE, kill_grace)
-        deadlines = []
-        if term_sent_at is not None:
-            deadlines.append(term_sent_at + kill_after)
-        if watch.stop_at is not None:
-            deadlines.append(watch.stop_at + min(kill_grace, watch.stop_grace))
-        if timeout is not None and not timed_out:
-            deadlines.append(began + timeout)
-        due = min(deadlines) if deadlines else None
+        kill_at = None if term_sent_at is None else term_sent_at + kill_after
+        limit = None if timeout is None or timed_out else began + timeout
+        due = _next_due(watch, kill_at, kill_grace, limit)
         if due is not None and now >= due and not killed:
             _kill_group(job, signal.SIGKILL)
             killed = True
@@ -456,9 +447,7 @@ def _follow(  # noqa: PLR0917 - private, called once by _watch with its own valu
             # SIGKILL cannot be refused; an orphan's zombie (which a group probe still sees
             # until its new parent reaps it) holds nothing.
             break
-        wait = 0.05 if killed or due is None else max(0.0, min(due - now, 1.0))
-        if due is None and not killed:
-            wait = 1.0  # woken by SIGCHLD, stderr or a stop long before this
+        wait = _pause(due, now, killed=killed)
         fds = [watch.wake, err_r] if reading else [watch.wake]
         try:
             ready, _, _ = select.select(fds, [], [], wait)
@@ -489,6 +478,38 @@ def _follow(  # noqa: PLR0917 - private, called once by _watch with its own valu
         fsops.replace_file(status, data, tmp=f"{tmp_dir}/.status.{tmp_suffix()}", durable=False)
     with contextlib.suppress(OSError):  # a dead runner reads nothing (broken pipe)
         _write_all(report, data)
+
+
+def _reap(watch: _Watch) -> None:
+    """Record the leader's exit code once it has exited (never blocks)."""
+    if watch.leader_code is not None:
+        return
+    with contextlib.suppress(ChildProcessError):
+        done, wait_status = os.waitpid(watch.job, os.WNOHANG)
+        if done:
+            watch.leader_code = os.waitstatus_to_exitcode(wait_status)
+
+
+def _next_due(
+    watch: _Watch, kill_at: float | None, kill_grace: float, limit: float | None
+) -> float | None:
+    """The next moment the loop must act: SIGKILL after a SIGTERM's grace (`kill_at`) or a
+    stop's, or the job's timeout (`limit`); None when nothing is pending."""
+    deadlines = [] if kill_at is None else [kill_at]
+    if watch.stop_at is not None:
+        deadlines.append(watch.stop_at + min(kill_grace, watch.stop_grace))
+    if limit is not None:
+        deadlines.append(limit)
+    return min(deadlines) if deadlines else None
+
+
+def _pause(due: float | None, now: float, *, killed: bool) -> float:
+    """How long the loop may sleep in select before it looks again."""
+    if killed:
+        return 0.05
+    if due is None:
+        return 1.0  # woken by SIGCHLD, stderr or a stop long before this
+    return max(0.0, min(due - now, 1.0))
 
 
 def _copy(fd: int, kept: bytearray) -> bool:

@@ -424,28 +424,36 @@ def _context(
     if path is None and (found := _PLIST_PATH.search(text)):
         path = found.group("path")
     if label is None:
-        if named := re.search(r'Could not find service "(?P<label>[^"]+)"', text):
-            label = named.group("label")
-        elif target_in_text := _SERVICE_TARGET.search(text):
-            label = target_in_text.group("label")
-        elif legacy := re.search(
-            r"(?:Error unloading: (?P<unloading>\S+)|^(?P<loaded>[^\s/:]+): Already loaded)",
-            text,
-            re.MULTILINE,
-        ):
-            label = legacy.group("unloading") or legacy.group("loaded")
-        elif path:
-            label = Path(path).stem
+        label = _label_in(text, path)
     if domain is None:
-        if target_in_text := _SERVICE_TARGET.search(text):
-            domain = target_in_text.group("domain")
-        elif in_text := _DOMAIN.search(text):
-            domain = in_text.group("domain")
-        elif gui_uid := re.search(r"user gui: (\d+)", text):
-            domain = f"gui/{gui_uid.group(1)}"
-        elif path and "/LaunchDaemons/" in path:
-            domain = "system"
+        domain = _domain_in(text, path)
     return _Context(domain=domain, label=label, path=path)
+
+
+def _label_in(text: str, path: str | None) -> str | None:
+    """The label launchctl's words name, else the plist's file name."""
+    if named := re.search(r'Could not find service "(?P<label>[^"]+)"', text):
+        return named.group("label")
+    if target_in_text := _SERVICE_TARGET.search(text):
+        return target_in_text.group("label")
+    if legacy := re.search(
+        r"(?:Error unloading: (?P<unloading>\S+)|^(?P<loaded>[^\s/:]+): Already loaded)",
+        text,
+        re.MULTILINE,
+    ):
+        return legacy.group("unloading") or legacy.group("loaded")
+    return Path(path).stem if path else None
+
+
+def _domain_in(text: str, path: str | None) -> str | None:
+    """The domain launchctl's words name, else the system domain for a LaunchDaemons plist."""
+    if target_in_text := _SERVICE_TARGET.search(text):
+        return target_in_text.group("domain")
+    if in_text := _DOMAIN.search(text):
+        return in_text.group("domain")
+    if gui_uid := re.search(r"user gui: (\d+)", text):
+        return f"gui/{gui_uid.group(1)}"
+    return "system" if path and "/LaunchDaemons/" in path else None
 
 
 def _build(

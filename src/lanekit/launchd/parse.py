@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from lanekit.launchd.model import ListEntry, ServiceInfo
 
@@ -549,74 +549,34 @@ def parse_print(text: str, *, label: str | None = None) -> ServiceInfo:
       in `extra` with the key as printed.
     """
     header, entries = _main_block(_tree(text))
-    ints: dict[str, int | None] = {}
-    texts: dict[str, str | None] = {}
-    environment: dict[str, str] = {}
-    default_environment: dict[str, str] = {}
-    inherited_environment: dict[str, str] = {}
-    arguments: tuple[str, ...] = ()
-    properties: tuple[str, ...] = ()
-    calendar: tuple[dict[str, int], ...] | None = None
-    extra: dict[str, str] = {}
-    last_exit_code: int | None = None
-    last_signal: int | None = None
-    last_exit_reason: str | None = None
+    fields = _PrintFields()
     seen: set[str] = set()
     for entry in entries:
         if entry.key is None or entry.key.lower() in seen:
             continue
-        key = entry.key.lower()
-        seen.add(key)
+        seen.add(entry.key.lower())
         if entry.block is not None:
-            if key == "arguments":
-                arguments = tuple(item.raw for item in entry.block)
-            elif key == "environment":
-                environment = _environment(entry.block)
-            elif key == "default environment":
-                default_environment = _environment(entry.block)
-            elif key in {"inherited environment", "global environment"}:
-                inherited_environment.update(_environment(entry.block))
-            elif key == "properties":
-                properties = _properties(entry)
-            elif key == "event triggers":
-                calendar = _calendar_triggers(entry.block)
-            continue
-        value = (entry.value or "").strip()
-        if key in _INT_FIELDS:
-            ints[key] = _int(value)
-        elif key in _TEXT_FIELDS:
-            texts[key] = value or None
-        elif key == "domain":
-            texts[key] = _domain(value) or None
-        elif key == "properties":
-            properties = _properties(entry)
-        elif key == "last exit code":
-            last_exit_code = _int(value)
-            if last_exit_code is None and value and value != "(never exited)":
-                last_exit_reason = last_exit_reason or value.strip("()")
-        elif key == "last terminating signal":
-            last_signal = _signal_number(value)
-        elif key == "last exit reason":
-            last_exit_reason = value or None
+            fields.read_block(entry, entry.block)
         else:
-            extra[entry.key] = value
+            fields.read_value(entry)
     if header:
         name = label_from_target(header)
     else:
-        name = label or environment.get("XPC_SERVICE_NAME") or ""
+        name = label or fields.environment.get("XPC_SERVICE_NAME") or ""
+    ints, texts = fields.ints, fields.texts
     return ServiceInfo(
         label=name,
         state=texts.get("state"),
         pid=ints.get("pid"),
-        last_exit_code=last_exit_code,
-        last_signal=last_signal,
-        last_exit_reason=last_exit_reason,
+        last_exit_code=fields.last_exit_code,
+        last_signal=fields.last_signal,
+        last_exit_reason=fields.last_exit_reason,
         runs=ints.get("runs"),
         program=texts.get("program"),
-        arguments=arguments,
-        environment=environment,
-        default_environment=default_environment,
-        inherited_environment=inherited_environment,
+        arguments=fields.arguments,
+        environment=fields.environment,
+        default_environment=fields.default_environment,
+        inherited_environment=fields.inherited_environment,
         stdout_path=texts.get("stdout path"),
         stderr_path=texts.get("stderr path"),
         working_directory=texts.get("working directory"),
@@ -627,10 +587,67 @@ def parse_print(text: str, *, label: str | None = None) -> ServiceInfo:
         path=texts.get("path"),
         type=texts.get("type"),
         domain=texts.get("domain"),
-        properties=properties,
-        calendar=calendar,
-        extra=extra,
+        properties=fields.properties,
+        calendar=fields.calendar,
+        extra=fields.extra,
     )
+
+
+@dataclass
+class _PrintFields:
+    """What parse_print has read so far of the service's own top-level entries."""
+
+    ints: dict[str, int | None] = field(default_factory=dict)
+    texts: dict[str, str | None] = field(default_factory=dict)
+    environment: dict[str, str] = field(default_factory=dict)
+    default_environment: dict[str, str] = field(default_factory=dict)
+    inherited_environment: dict[str, str] = field(default_factory=dict)
+    arguments: tuple[str, ...] = ()
+    properties: tuple[str, ...] = ()
+    calendar: tuple[dict[str, int], ...] | None = None
+    extra: dict[str, str] = field(default_factory=dict)
+    last_exit_code: int | None = None
+    last_signal: int | None = None
+    last_exit_reason: str | None = None
+
+    def read_block(self, entry: _Entry, block: list[_Entry]) -> None:
+        """A `key = { ... }` entry; blocks parse_print does not know are skipped."""
+        key = (entry.key or "").lower()
+        if key == "arguments":
+            self.arguments = tuple(item.raw for item in block)
+        elif key == "environment":
+            self.environment = _environment(block)
+        elif key == "default environment":
+            self.default_environment = _environment(block)
+        elif key in {"inherited environment", "global environment"}:
+            self.inherited_environment.update(_environment(block))
+        elif key == "properties":
+            self.properties = _properties(entry)
+        elif key == "event triggers":
+            self.calendar = _calendar_triggers(block)
+
+    def read_value(self, entry: _Entry) -> None:
+        """A `key = value` entry; unknown keys go to `extra` as printed."""
+        key = (entry.key or "").lower()
+        value = (entry.value or "").strip()
+        if key in _INT_FIELDS:
+            self.ints[key] = _int(value)
+        elif key in _TEXT_FIELDS:
+            self.texts[key] = value or None
+        elif key == "domain":
+            self.texts[key] = _domain(value) or None
+        elif key == "properties":
+            self.properties = _properties(entry)
+        elif key == "last exit code":
+            self.last_exit_code = _int(value)
+            if self.last_exit_code is None and value and value != "(never exited)":
+                self.last_exit_reason = self.last_exit_reason or value.strip("()")
+        elif key == "last terminating signal":
+            self.last_signal = _signal_number(value)
+        elif key == "last exit reason":
+            self.last_exit_reason = value or None
+        else:
+            self.extra[entry.key or ""] = value
 
 
 _CALENDAR_STREAM = "com.apple.launchd.calendarinterval"
