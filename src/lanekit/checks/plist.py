@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import pwd
 from collections.abc import Iterator
-from pathlib import Path
 
 from lanekit.doctor import DoctorContext, Problem, Severity, Target, check, lane_interpreter
 from lanekit.errors import LanekitError
-from lanekit.owned import read_regular
 from lanekit.quoting import cmdline
 
 
@@ -114,10 +112,11 @@ def _user_name(uid: int) -> str:
 )
 def drift(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """lanes.toml changed (or someone edited or replaced the plist) and `apply` has not run
-    since. The comparison is `plan`'s own (lanekit.drift), so doctor and plan cannot disagree:
-    a file that differs in formatting only is no finding, a loaded job older than its file is."""
-    from lanekit.drift import lane_drift
-    from lanekit.reconcile import desired_lane
+    since. The answer is `plan`'s own (lanekit.reconcile.plan.plan_lane, on the files as apply
+    reads them), so doctor and plan cannot disagree: a file that differs in formatting only is
+    no warning, a loaded job older than its file is."""
+    from lanekit.reconcile.observe import desired_lane, installed_lane
+    from lanekit.reconcile.plan import plan_lane
 
     lane, path = target.lane, target.plist_path
     if lane is None or path is None or not target.installed or target.plist is None:
@@ -128,16 +127,15 @@ def drift(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
         interpreter=lane_interpreter(target.plist),
         templates=ctx.config.templates if ctx.config is not None else None,
     )
-    have_plist = _read(path, follow=True)
-    have_snapshot = _read(ctx.paths.snapshot_for(lane.label), follow=False)
+    try:
+        have = installed_lane(ctx.paths, lane.label)
+    except (OSError, LanekitError):
+        return  # unreadable or not ours: plist.permissions and the state checks say so
     loaded = ctx.service(lane.label) if ctx.launchd_available else None
-    found = lane_drift(
-        want_plist=want.plist,
-        want_snapshot=want.snapshot,
-        have_plist=have_plist,
-        have_snapshot=have_snapshot,
-        loaded=loaded,
+    action = plan_lane(
+        want, have, loaded={lane.label} if loaded is not None else set(), definition=loaded
     )
+    found = action.drift
     changed: list[str] = []
     if found.plist_meaning:
         changed.append(f"plist ({found.plist_change})")
@@ -164,12 +162,3 @@ def drift(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
             "still runs the job it loaded before.",
             f"{cmdline('lanekit', 'apply', lane.name)}  (reloads it)",
         )
-
-
-def _read(path: Path, *, follow: bool) -> bytes | None:
-    """A file's bytes, never blocking on a FIFO (None: missing, unreadable or not regular)."""
-    try:
-        read = read_regular(path, "file", follow=follow)
-    except (OSError, LanekitError):
-        return None
-    return None if read is None else read[0]

@@ -1,0 +1,403 @@
+"""`lanekit apply`: carry out the plan, lane by lane, under the domain's apply lock."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from lanekit.applylock import OnWait, apply_lock
+from lanekit.atomic import write_atomic
+from lanekit.clock import clock_for
+from lanekit.config import Config, LaneSpec, run_spec, select_lanes
+from lanekit.errors import ExitCode, LanekitError
+from lanekit.interpreter import apply_notes as interpreter_notes
+from lanekit.interpreter import inspect as inspect_interpreter
+from lanekit.interpreter import install_rescue
+from lanekit.launchd import Launchd
+from lanekit.launchd.domain import domain_notes
+from lanekit.owned import (
+    make_private_dirs,
+)
+from lanekit.ownership import ours, refuse_takeover
+from lanekit.paths import Paths
+from lanekit.preflight import preflight
+from lanekit.quoting import cmdline
+from lanekit.reconcile.observe import desired_lane, installed_spec, observe
+from lanekit.reconcile.plan import Action, ActionKind, Desired, Installed, plan
+from lanekit.reconcile.stopper import Progress, Stopper, Timing, exit_timeout
+from lanekit.snapshot import RunSpec
+
+APPLY_SCHEMA = 1
+"""Version of the `lanekit apply --json` document (docs/json.md)."""
+
+
+class Result(StrEnum):
+    """How `apply` ended for one lane."""
+
+    DONE = "done"
+    SKIPPED = "skipped"
+    FAILED = "failed"
+    UNCHANGED = "unchanged"
+    OFFERED = "offered"
+    """A removal offer: shown, never carried out by apply."""
+    PLANNED = "planned"
+    """--dry-run: what would have been done."""
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """One lane's action and what became of it."""
+
+    action: Action
+    result: Result
+    detail: str
+    pid: int | None = None
+    error: LanekitError | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ApplyResult:
+    """Everything `apply` did (or, with dry_run, would do), in plan order."""
+
+    outcomes: tuple[Outcome, ...]
+    dry_run: bool = False
+    notes: tuple[str, ...] = ()
+    """Things the user should know about where and how the lanes run (domain, interpreter)."""
+
+    @property
+    def nothing_to_do(self) -> bool:
+        """True when every lane was already up to date (removal offers do not count)."""
+        return all(o.result in {Result.UNCHANGED, Result.OFFERED} for o in self.outcomes)
+
+    def count(self, result: Result) -> int:
+        """How many lanes ended with `result`."""
+        return sum(1 for o in self.outcomes if o.result is result)
+
+    @property
+    def pending(self) -> tuple[str, ...]:
+        """Lanes whose change waits for their run to end (skipped: not reloaded)."""
+        return tuple(o.action.lane for o in self.outcomes if o.result is Result.SKIPPED)
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """1 when any lane failed, else 3 (PENDING) when a change waits for a running lane, so
+        scripts know that launchd does not run what lanes.toml says yet; else 0."""
+        if self.count(Result.FAILED):
+            return ExitCode.FAILURE
+        return ExitCode.PENDING if self.pending else ExitCode.OK
+
+    def to_json(self) -> dict[str, Any]:
+        """The `apply --json` document (docs/json.md)."""
+        return {
+            "schema": APPLY_SCHEMA,
+            "dry_run": self.dry_run,
+            "lanes": [
+                {
+                    "lane": o.action.lane,
+                    "label": o.action.label,
+                    "action": str(o.action.kind),
+                    "result": str(o.result),
+                    "reason": o.action.reason,
+                    "detail": o.detail,
+                    "pid": o.pid,
+                    "steps": list(o.action.steps),
+                }
+                for o in self.outcomes
+            ],
+            "pending": list(self.pending),
+            "summary": {str(result): self.count(result) for result in Result},
+        }
+
+
+def apply(
+    config: Config,
+    paths: Paths,
+    launchd: Launchd,
+    *,
+    lanes: Sequence[str] | None = None,
+    wait: float | None = None,
+    force: bool = False,
+    dry_run: bool = False,
+    adopt: bool = False,
+    install_anyway: bool = False,
+    timing: Timing | None = None,
+    interpreter: str | None = None,
+    on_wait: OnWait | None = None,
+    progress: Progress | None = None,
+) -> ApplyResult:
+    """Make launchd match lanes.toml (all lanes, or the named ones); see the module docstring.
+
+    `wait` is a total budget in seconds for running lanes to finish; lanes that need no
+    waiting are handled first. `force` boots out running lanes (their runner puts the jobs
+    back) and, like `install_anyway`, installs lanes whose job command cannot start
+    (lanekit.preflight; refused otherwise, as FAILED outcomes). Removal offers are listed only
+    when no lanes are named, and only for this project's lanes. A label applied from another
+    lanes.toml is refused (UsageError, nothing changed) unless `adopt` (lanekit.ownership).
+
+    Unless `dry_run`, the domain's apply lock (applylock) is held from observing to the last
+    step, so concurrent applies queue up; `on_wait` is told once who holds it.
+    """
+    run = functools.partial(
+        _apply,
+        config,
+        paths,
+        launchd,
+        lanes=lanes,
+        wait=wait,
+        force=force,
+        dry_run=dry_run,
+        adopt=adopt,
+        install_anyway=install_anyway,
+        timing=timing,
+        interpreter=interpreter,
+        progress=progress,
+    )
+    if dry_run:
+        return run()
+    with apply_lock(paths.state, on_wait):
+        return run()
+
+
+def _apply(
+    config: Config,
+    paths: Paths,
+    launchd: Launchd,
+    *,
+    lanes: Sequence[str] | None,
+    wait: float | None,
+    force: bool,
+    dry_run: bool,
+    adopt: bool,
+    install_anyway: bool,
+    timing: Timing | None,
+    interpreter: str | None,
+    progress: Progress | None,
+) -> ApplyResult:
+    timing = timing or Timing()
+    selected = select_lanes(config, lanes or ())
+    interpreter = interpreter or sys.executable
+    desired = [
+        desired_lane(lane, paths, interpreter=interpreter, templates=config.templates)
+        for lane in selected
+    ]
+    specs = {lane.label: run_spec(lane) for lane in selected}
+    seen = observe(paths, launchd, desired, specs)
+    if not adopt:
+        refuse_takeover(
+            config.path,
+            [(lane.name, lane.label) for lane in selected],
+            {label: item.snapshot for label, item in seen.installed.items()},
+        )
+    from lanekit.pause import paused_labels
+
+    paused = paused_labels(paths, [d.label for d in desired])
+    actions = plan(
+        desired,
+        seen.installed,
+        seen.loaded.keys(),
+        seen.running,
+        disabled=seen.disabled,
+        definitions=seen.definitions,
+        paused=paused,
+    )
+    if lanes:
+        actions = [a for a in actions if a.kind is not ActionKind.REMOVE]
+    actions = _this_project_only(actions, seen.installed, config.path)
+    lane_by_label = {lane.label: lane for lane in selected}
+    want_by_label = {d.label: d for d in desired}
+    refused = (
+        {}
+        if force or install_anyway
+        else _cannot_start(actions, lane_by_label, want_by_label, paths)
+    )
+    health = inspect_interpreter(interpreter)
+    notes = (*domain_notes(launchd.domain), *interpreter_notes(health))
+    if dry_run:
+        return ApplyResult(
+            tuple(refused.get(a.label) or _planned(a) for a in actions),
+            dry_run=True,
+            notes=notes,
+        )
+    if health.exists and any(a.kind is not ActionKind.REMOVE for a in actions):
+        # Written while the CLI surely works, for the day its interpreter is gone.
+        install_rescue(paths.state, health)
+
+    deadline = None if wait is None else timing.clock() + max(wait, 0.0)
+    stopper = Stopper(launchd, timing, deadline=deadline, force=force, progress=progress)
+    stopper.lanes.update({lane.label: lane.name for lane in selected})
+    outcomes: dict[int, Outcome] = {}
+    # Lanes that must wait for a run go last, so --wait never holds up the idle ones.
+    order = sorted(range(len(actions)), key=lambda i: actions[i].kind is ActionKind.SKIP_RUNNING)
+    for i in order:
+        action = actions[i]
+        if action.label in refused:
+            outcomes[i] = refused[action.label]
+        elif action.kind is ActionKind.UNCHANGED:
+            outcomes[i] = Outcome(action, Result.UNCHANGED, action.reason)
+        elif action.kind is ActionKind.REMOVE:
+            outcomes[i] = Outcome(action, Result.OFFERED, action.reason, action.pid)
+        else:
+            label = action.label
+            old_spec = installed_spec(paths, label)
+            lane_specs = [s for s in (old_spec, specs[label]) if s is not None]
+            outcomes[i] = _carry_out(
+                action,
+                lane_by_label[label],
+                want_by_label[label],
+                specs=lane_specs,
+                paths=paths,
+                stopper=stopper,
+            )
+    return ApplyResult(tuple(outcomes[i] for i in range(len(actions))), notes=notes)
+
+
+def _this_project_only(
+    actions: Sequence[Action], installed: Mapping[str, Installed], project: Path
+) -> list[Action]:
+    """Removal offers only for lanes this project applied (lanekit.ownership): another
+    project's lanes are never "no longer in lanes.toml"."""
+    return [
+        a
+        for a in actions
+        if a.kind is not ActionKind.REMOVE
+        or ours(installed[a.label].snapshot if a.label in installed else None, project)
+    ]
+
+
+def _cannot_start(
+    actions: Sequence[Action],
+    lanes: Mapping[str, LaneSpec],
+    wanted: Mapping[str, Desired],
+    paths: Paths,
+) -> dict[str, Outcome]:
+    """Lanes apply would install or reload although their job command cannot start
+    (lanekit.preflight): a FAILED outcome each, naming the command and the fix."""
+    from lanekit.preflight import cannot_start
+
+    refused = {}
+    for action in actions:
+        if not action.changes or action.label not in wanted:
+            continue
+        problems = cannot_start(lanes[action.label], wanted[action.label].plist, paths)
+        if problems:
+            anyway = cmdline("lanekit", "apply", "--force", action.lane)
+            error = LanekitError(
+                f"lane {action.lane}: {problems[0].message} Not installed (`{anyway}` "
+                "installs it anyway)",
+                f"{problems[0].fix}; or `lanekit apply --force` to install it anyway",
+            )
+            refused[action.label] = Outcome(action, Result.FAILED, error.message, error=error)
+    return refused
+
+
+def _planned(action: Action) -> Outcome:
+    if action.kind is ActionKind.UNCHANGED:
+        return Outcome(action, Result.UNCHANGED, action.reason)
+    if action.kind is ActionKind.REMOVE:
+        return Outcome(action, Result.OFFERED, action.reason, action.pid)
+    return Outcome(action, Result.PLANNED, action.reason, action.pid)
+
+
+def _carry_out(
+    action: Action,
+    lane: LaneSpec,
+    want: Desired,
+    *,
+    specs: Sequence[RunSpec],
+    paths: Paths,
+    stopper: Stopper,
+) -> Outcome:
+    label = action.label
+    try:
+        if action.kind is ActionKind.SNAPSHOT:
+            write_atomic(paths.snapshot_for(label), want.snapshot)
+            return Outcome(action, Result.DONE, "snapshot written; the next run reads it")
+        refusals = preflight(lane).refusals  # what validate reports, refused before any mkdir
+        if refusals:
+            raise refusals[0]
+        _prepare_dirs(lane)
+        notes: list[str] = []
+        if action.bootout:
+            stop = stopper.stop(
+                label, specs, running=action.kind is ActionKind.SKIP_RUNNING, pid=action.pid
+            )
+            if not stop.stopped:
+                logged = _log_skip(lane, stop.pid, clock_for(paths).time)
+                who = f"pid {stop.pid}" if stop.pid is not None else "lane lock held"
+                pending = action.pending or action.reason
+                return Outcome(
+                    action,
+                    Result.SKIPPED,
+                    f"running ({who}): not reloaded, {pending} is pending; {logged};"
+                    " rerun `lanekit apply` when it is idle, or use --wait SECONDS / --force",
+                    stop.pid,
+                )
+            notes.extend(stop.notes)
+        if action.write_plist:
+            from lanekit.plist import write_plist
+
+            write_plist(paths.plist_for(label), want.plist)
+        if action.write_snapshot:
+            write_atomic(paths.snapshot_for(label), want.snapshot)
+        if action.enable:
+            stopper.launchd.enable(label)
+            notes.append("it was disabled in launchd (not by `lanekit pause`): enabled it")
+        if action.bootstrap:
+            stopper.bootstrap(label, paths.plist_for(label), exit_timeout(specs))
+        elif action.paused:
+            notes.append(f"paused: not loaded until `{cmdline('lanekit', 'resume', action.lane)}`")
+    except LanekitError as exc:
+        return Outcome(action, Result.FAILED, exc.message, action.pid, exc)
+    done = {
+        ActionKind.CREATE: "installed and loaded",
+        ActionKind.UPDATE: "reloaded" if action.bootout else "written and loaded",
+        ActionKind.SKIP_RUNNING: "reloaded",
+        ActionKind.LOAD: "loaded",
+        ActionKind.REWRITE: "plist rewritten, no reload needed",
+    }[action.kind]
+    if action.paused and not action.bootstrap:
+        done = "booted out and written" if action.bootout else "written"
+    _log_applied(lane, action.kind, clock_for(paths).time)
+    return Outcome(action, Result.DONE, "; ".join([done, *notes]))
+
+
+def _prepare_dirs(lane: LaneSpec) -> None:
+    """Queue dirs and log dirs must exist before launchd starts the job (else exit 78)."""
+    from lanekit.queue import Queue
+
+    Queue(lane.queue.dir, durable=lane.queue.durable).ensure()
+    for path in (lane.stdout_path, lane.stderr_path, lane.log_path):
+        make_private_dirs(path.parent)
+
+
+def _log_skip(lane: LaneSpec, pid: int | None, clock: Callable[[], float]) -> str:
+    """Record the skip in the lane log (by the launchd backend's clock, like the runs it sits
+    between); returns where (or why not) for the outcome text."""
+    from lanekit.lanelog import LaneLog
+
+    try:
+        LaneLog(lane.log_path, lane.name, clock=clock).event(
+            "skipped", reason="running", pid=pid, by="apply"
+        )
+    except OSError as exc:
+        return f"could not write the lane log {lane.log_path}: {exc.strerror or exc}"
+    return f"logged to {lane.log_path}"
+
+
+def _log_applied(lane: LaneSpec, kind: ActionKind, clock: Callable[[], float]) -> None:
+    """Record the (re)load in the lane log (by the launchd backend's clock), so `lanekit
+    timeline` can mark it. Best effort: the lane is loaded either way, and a log that cannot
+    be written is doctor's finding."""
+    from lanekit.lanelog import LaneLog
+
+    try:
+        LaneLog(lane.log_path, lane.name, clock=clock).event(
+            "applied", action=str(kind), by="apply"
+        )
+    except OSError:
+        return

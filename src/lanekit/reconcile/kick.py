@@ -1,0 +1,123 @@
+"""`lanekit kick`: start a lane now, and say what launchd did with the start."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from lanekit.config import Config, select_lanes
+from lanekit.errors import ExitCode, LanekitError, LaunchdError, NotStartedError
+from lanekit.exits import describe_exit
+from lanekit.launchd import LaunchctlError, Launchd, ServiceInfo
+from lanekit.launchd.codes import NOT_LOADED
+from lanekit.owned import (
+    check_private,
+)
+from lanekit.paths import Paths
+from lanekit.quoting import cmdline
+from lanekit.reconcile.observe import check_state
+from lanekit.starts import StartOutcome, classify_start, last_start, postponed_for, throttle_of
+
+
+@dataclass(frozen=True, slots=True)
+class KickResult:
+    """A kicked lane: what became of the start, and the pid of its run (`kickstart -p`)."""
+
+    lane: str
+    label: str
+    pid: int | None
+    already_running: bool
+    outcome: StartOutcome = StartOutcome.STARTED
+    throttle: int | None = None
+    """For a postponed start: launchd's ThrottleInterval in seconds."""
+    starts_in: int | None = None
+    """For a postponed start: about how many seconds until launchd starts it."""
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """4 (POSTPONED) for a start launchd postponed, else 0."""
+        return ExitCode.POSTPONED if self.outcome is StartOutcome.POSTPONED else ExitCode.OK
+
+
+def kick(
+    config: Config,
+    paths: Paths,
+    launchd: Launchd,
+    name: str,
+    *,
+    clock: Callable[[], float] = time.time,
+) -> KickResult:
+    """Start lane `name` now and return at once; a running lane keeps its current run.
+    Refuses (UnsafeStateError) when the lane's plist, snapshot or lanekit's directories could
+    have been written by someone else: the run would execute what they say.
+
+    A start launchd postpones (ThrottleInterval) is reported with about when it happens; a
+    start launchd could not carry out (exit 78: the program never ran) is a NotStartedError."""
+    (lane,) = select_lanes(config, [name])
+    check_state(paths)
+    check_private(paths.plist_for(lane.label), "plist")
+    check_private(paths.snapshot_for(lane.label), "lane snapshot")
+    from lanekit.pause import is_paused
+
+    if is_paused(paths, lane.label):
+        raise LaunchdError(
+            f"lane {name!r} is paused (`lanekit pause`): not started",
+            cmdline("lanekit", "resume", name),
+        )
+    entry = next((e for e in launchd.list() if e.label == lane.label), None)
+    if entry is None:
+        raise LaunchdError(
+            f"lane {name!r} is not loaded ({launchd.domain}/{lane.label})",
+            "run `lanekit apply` to install and load it",
+        )
+    if entry.pid is not None:
+        return KickResult(
+            name, lane.label, entry.pid, already_running=True, outcome=StartOutcome.ALREADY_RUNNING
+        )
+    before = _service(launchd, lane.label)
+    asked = clock()
+    try:
+        pid = launchd.kickstart(lane.label)
+    except LaunchctlError as exc:
+        if exc.code in NOT_LOADED:
+            raise LaunchdError(
+                f"lane {name!r} is not loaded ({launchd.domain}/{lane.label})",
+                "run `lanekit apply` to install and load it",
+            ) from None
+        raise
+    after = _service(launchd, lane.label)
+    outcome = classify_start(pid, before, after)
+    if outcome is StartOutcome.NOT_STARTED:
+        code = after.last_exit_code if after is not None else None
+        # "exit 78 (EX_CONFIG: ...)": the words of every other exit status lanekit shows.
+        why = (
+            describe_exit(code, lanekit_runner=False).replace("exit code", "exit", 1)
+            if code is not None
+            else "it gave no reason"
+        )
+        raise NotStartedError(
+            f"lane {name!r}: launchd could not start it: {why}; the program never ran",
+            f"`lanekit doctor {name}` names the cause (a missing log or working directory, a bad"
+            f" interpreter); `launchctl print {launchd.domain}/{lane.label}` shows launchd's view",
+        )
+    if outcome is StartOutcome.POSTPONED:
+        throttle = throttle_of(after)
+        started = last_start(lane.log_path, since=asked - throttle - 60)
+        return KickResult(
+            name,
+            lane.label,
+            None,
+            already_running=False,
+            outcome=outcome,
+            throttle=throttle,
+            starts_in=postponed_for(throttle, started, clock()),
+        )
+    return KickResult(name, lane.label, pid, already_running=False, outcome=outcome)
+
+
+def _service(launchd: Launchd, label: str) -> ServiceInfo | None:
+    try:
+        return launchd.print(label)
+    except LanekitError:
+        return None

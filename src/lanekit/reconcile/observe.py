@@ -1,0 +1,212 @@
+"""What `plan` is fed: the lanes as lanes.toml wants them, and what is installed and loaded.
+
+Reads the LaunchAgents directory, the run snapshots, one `list()`, `print_disabled()`, one
+`print()` per loaded lane and the lane locks; refuses state someone else could have written.
+"""
+
+from __future__ import annotations
+
+import os
+import plistlib
+import stat
+from collections.abc import Mapping, Sequence, Set
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lanekit import lanelock
+from lanekit.config import LaneSpec, run_spec
+from lanekit.errors import LanekitError
+from lanekit.launchd import Launchd, ListEntry, ServiceInfo
+from lanekit.owned import (
+    check_private,
+    read_regular,
+    unsafe_error,
+    unsafe_reason,
+)
+from lanekit.ownership import MARKER
+from lanekit.paths import Paths
+from lanekit.reconcile.plan import Desired, Installed
+from lanekit.snapshot import RunSpec
+
+
+@dataclass(frozen=True, slots=True)
+class Observed:
+    """The facts `plan` needs: one list(), one print_disabled(), one print() per loaded lane."""
+
+    installed: Mapping[str, Installed]
+    loaded: Mapping[str, ListEntry]
+    running: Mapping[str, int | None]
+    disabled: frozenset[str]
+    definitions: Mapping[str, ServiceInfo] = field(default_factory=dict)
+    """label -> what launchd has loaded for it (its own copy, not the file)."""
+
+
+def desired_lane(
+    lane: LaneSpec, paths: Paths, *, interpreter: str, templates: Path | None = None
+) -> Desired:
+    """Render a lane's plist and snapshot bytes exactly as apply would write them."""
+    from lanekit.plist import render_lane  # jinja2: only when rendering, not for status
+
+    snapshot_path = paths.snapshot_for(lane.label)
+    plist = render_lane(lane, interpreter=interpreter, snapshot=snapshot_path, templates=templates)
+    snapshot = run_spec(lane).to_json().encode("utf-8")
+    return Desired(lane=lane.name, label=lane.label, plist=plist, snapshot=snapshot)
+
+
+def observe(
+    paths: Paths, launchd: Launchd, desired: Sequence[Desired], specs: Mapping[str, RunSpec]
+) -> Observed:
+    """Read the LaunchAgents dir, snapshots, ONE list(), print_disabled() and the lane locks.
+    Refuses (UnsafeStateError) state someone else could have written (check_state)."""
+    check_state(paths)
+    wanted = {d.label for d in desired}
+    installed = scan_installed(paths, wanted)
+    loaded = {entry.label: entry for entry in launchd.list()}
+    disabled = frozenset(k for k, v in launchd.print_disabled().items() if v)
+    running: dict[str, int | None] = {}
+    for label in wanted | {k for k, v in installed.items() if v.lane is not None}:
+        entry = loaded.get(label)
+        if entry is not None and entry.pid is not None:
+            running[label] = entry.pid
+            continue
+        # The installed snapshot names the lock a current run holds; the desired one the lock
+        # the next run will take (they differ when the queue dir changed).
+        candidates = (installed_spec(paths, label), specs.get(label))
+        if any(lock_held(spec) for spec in candidates if spec is not None):
+            running[label] = None
+    return Observed(
+        installed, loaded, running, disabled, loaded_definitions(launchd, wanted, loaded)
+    )
+
+
+def loaded_definitions(
+    launchd: Launchd, labels: Set[str], loaded: Mapping[str, ListEntry]
+) -> dict[str, ServiceInfo]:
+    """`print()` of each loaded label among `labels`; one that left meanwhile is skipped (the
+    plan then judges it on its files alone)."""
+    found: dict[str, ServiceInfo] = {}
+    for label in sorted(labels & loaded.keys()):
+        try:
+            found[label] = launchd.print(label)
+        except LanekitError:
+            continue
+    return found
+
+
+def check_state(paths: Paths) -> None:
+    """Refuse lanekit's directories (state, snapshots, emulated domain, LaunchAgents) when they
+    are not ours or others may write them: whoever can write there can make the owner's next
+    run execute their command."""
+    for directory in (paths.state, paths.snapshots, paths.emulator, paths.launch_agents):
+        check_private(directory, "state directory", directory=True)
+
+
+def scan_installed(paths: Paths, wanted: Set[str]) -> dict[str, Installed]:
+    """lanekit's plists (marker present) and any plist at a wanted label, keyed by label.
+
+    Files are read without blocking and only when regular (a FIFO named *.plist is refused,
+    naming it); a plist lanekit would manage that someone else owns is refused too. A plist
+    may be a symlink (users link agents in); the target is then what is judged."""
+    found: dict[str, Installed] = {}
+    directory = paths.launch_agents
+    files = sorted(directory.glob("*.plist")) if directory.is_dir() else []
+    for file in files:
+        try:
+            read = read_regular(file, "plist", follow=True)
+        except LanekitError:
+            raise
+        except OSError:
+            continue  # vanished or unreadable: not something apply may overwrite blindly
+        if read is None:
+            continue
+        data, info = read
+        label, lane = identify(data, fallback=file.stem)
+        if lane is None and label not in wanted:
+            continue
+        if file != paths.plist_for(label) and label in found:
+            continue  # the canonical file name wins over a stray copy
+        if info.st_uid != os.geteuid():
+            raise unsafe_error(file, unsafe_reason(info) or "is not yours", "plist", info)
+        snapshot, snapshot_mode = _read_snapshot(paths.snapshot_for(label))
+        found[label] = Installed(
+            label,
+            data,
+            snapshot,
+            lane=lane,
+            plist_mode=stat.S_IMODE(info.st_mode),
+            snapshot_mode=snapshot_mode,
+        )
+    for label in wanted - found.keys():
+        snapshot, snapshot_mode = _read_snapshot(paths.snapshot_for(label))
+        if snapshot is not None:
+            found[label] = Installed(label, None, snapshot, snapshot_mode=snapshot_mode)
+    return found
+
+
+def installed_lane(paths: Paths, label: str) -> Installed | None:
+    """What is installed for one label at its own plist path, read as `scan_installed` reads
+    it (None when neither plist nor snapshot exists). Raises UnsafeStateError for a file
+    that is not regular or, for the snapshot, not ours; OSError when one cannot be read."""
+    read = read_regular(paths.plist_for(label), "plist", follow=True)
+    snapshot, snapshot_mode = _read_snapshot(paths.snapshot_for(label))
+    if read is None:
+        if snapshot is None:
+            return None
+        return Installed(label, None, snapshot, snapshot_mode=snapshot_mode)
+    data, info = read
+    return Installed(
+        label,
+        data,
+        snapshot,
+        lane=identify(data, fallback=label)[1],
+        plist_mode=stat.S_IMODE(info.st_mode),
+        snapshot_mode=snapshot_mode,
+    )
+
+
+def _read_snapshot(path: Path) -> tuple[bytes | None, int | None]:
+    """A lane snapshot's bytes and mode; someone else's snapshot is refused, not replaced."""
+    read = read_regular(path, "lane snapshot")
+    if read is None:
+        return None, None
+    data, info = read
+    if info.st_uid != os.geteuid():
+        raise unsafe_error(path, unsafe_reason(info) or "is not yours", "lane snapshot", info)
+    return data, stat.S_IMODE(info.st_mode)
+
+
+def identify(data: bytes, *, fallback: str) -> tuple[str, str | None]:
+    try:
+        parsed = plistlib.loads(data)
+    except Exception:  # plistlib raises several unrelated types on bad input
+        return fallback, None
+    if not isinstance(parsed, dict):
+        return fallback, None
+    label = parsed.get("Label")
+    env = parsed.get("EnvironmentVariables")
+    lane = env.get(MARKER) if isinstance(env, dict) else None
+    return (
+        label if isinstance(label, str) and label else fallback,
+        lane if isinstance(lane, str) else None,
+    )
+
+
+def read_plist_file(path: Path) -> bytes | None:
+    read = read_regular(path, "plist")
+    return None if read is None else read[0]
+
+
+def installed_spec(paths: Paths, label: str) -> RunSpec | None:
+    try:
+        return RunSpec.load(paths.snapshot_for(label))
+    except LanekitError:
+        return None
+
+
+def lock_held(spec: RunSpec) -> bool:
+    """True when a run holds the lane lock (a shared, non-blocking flock probe)."""
+    return lanelock.lane_busy(lock_path(spec))
+
+
+def lock_path(spec: RunSpec) -> Path:
+    return lanelock.lane_lock_path(spec.queue_dir, spec.lane)
