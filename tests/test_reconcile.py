@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import plistlib
 import stat
 import sys
@@ -26,6 +27,7 @@ from lanekit.reconcile import (
     Desired,
     Installed,
     Outcome,
+    RemoveResult,
     Result,
     Timing,
     Waiting,
@@ -797,6 +799,85 @@ def test_remove_refuses_plists_lanekit_did_not_install(paths: Paths) -> None:
     assert paths.plist_for(A).exists()
     with pytest.raises(UsageError, match="no lane named"):
         remove(config, paths, fake, "nope")
+
+
+def _other_project(paths: Paths) -> Config:
+    """A second project in its own directory with the same label prefix and lane names."""
+    other = paths.cwd / "other"
+    other.mkdir()
+    text = (paths.cwd / "lanes.toml").read_text(encoding="utf-8")
+    (other / "lanes.toml").write_text(text, encoding="utf-8")
+    return load_config(other / "lanes.toml", paths)
+
+
+def test_remove_refuses_a_lane_another_project_installed(paths: Paths) -> None:
+    """From a second project with a lane of the same name (and label), `remove alpha` is
+    refused with one line naming both lanes.toml files, and nothing is booted out or deleted;
+    adopt=True removes it deliberately."""
+    fake = FakeLaunchd()
+    mine = _installed(paths, fake)
+    theirs = _other_project(paths)
+    with pytest.raises(UsageError) as refused:
+        remove(theirs, paths, fake, "alpha")
+    message = refused.value.message
+    assert "\n" not in message
+    assert str(mine.path.resolve()) in message
+    assert str(theirs.path.resolve()) in message
+    assert "--adopt" in refused.value.hint
+    assert fake.ops(A) == []
+    assert paths.plist_for(A).exists()
+    assert paths.snapshot_for(A).exists()
+    result = remove(theirs, paths, fake, "alpha", adopt=True)
+    assert result.booted_out
+    assert fake.ops(A) == ["bootout"]
+    assert not paths.plist_for(A).exists()
+
+
+def test_remove_from_its_own_project_or_from_nowhere_needs_no_adopt(paths: Paths) -> None:
+    """The project that installed a lane removes it; so does a remove without any lanes.toml
+    (no other project to protect it from); a lane whose lanes.toml is gone is anyone's."""
+    fake = FakeLaunchd()
+    mine = _installed(paths, fake)
+    assert remove(mine, paths, fake, "alpha").booted_out
+    assert remove(None, paths, fake, "beta").booted_out
+    theirs = _other_project(paths)
+    apply(mine, paths, fake)
+    mine.path.unlink()
+    assert remove(theirs, paths, fake, "alpha").booted_out
+
+
+def test_remove_waits_for_the_apply_lock(paths: Paths) -> None:
+    """While an apply holds the domain's apply lock, remove waits (told who holds it) and
+    touches nothing; it removes the lane once the lock is released."""
+    import threading
+
+    from lanekit.applylock import apply_lock
+
+    fake = FakeLaunchd()
+    config = _installed(paths, fake)
+    told: list[int | None] = []
+    waiting = threading.Event()
+    done: list[RemoveResult] = []
+
+    def on_wait(pid: int | None) -> None:
+        told.append(pid)
+        waiting.set()
+
+    def remove_beta() -> None:
+        done.append(remove(config, paths, fake, "beta", on_wait=on_wait))
+
+    with apply_lock(paths.state):
+        worker = threading.Thread(target=remove_beta)
+        worker.start()
+        assert waiting.wait(10)
+        assert told == [os.getpid()]
+        assert paths.plist_for(B).exists()
+        assert fake.ops(B) == []
+        assert done == []
+    worker.join(10)
+    assert not worker.is_alive()
+    assert done[0].booted_out
+    assert not paths.plist_for(B).exists()
 
 
 def test_kick_returns_the_pid_and_needs_a_loaded_lane(paths: Paths) -> None:

@@ -10,6 +10,10 @@ that one fact:
   is gone is taken over silently: nobody else can claim it.
 - `apply`'s "no longer in lanes.toml" offers list only this project's lanes (and those whose
   owner is unknown), never another project's.
+- `remove` run in a project refuses a lane installed from another lanes.toml that still
+  exists: one line naming both files; `--adopt` removes it deliberately, as apply's takes a
+  label over. Without a lanes.toml (from anywhere) there is no other project to protect it
+  from: the installed lane is found by its marker and removed.
 - `lanekit init` writes a label prefix unique to the user and the project directory
   (`com.<user>.<directory>`), so two projects do not start out on one prefix.
 """
@@ -21,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from lanekit.errors import UsageError
+from lanekit.quoting import cmdline
 from lanekit.snapshot import snapshot_project
 
 MARKER = "LANEKIT_LANE"
@@ -62,6 +67,20 @@ def refuse_takeover(
         f"{owner}{more}; not applied",
         "give this project its own [defaults] label_prefix (or the lane a `label`), "
         "or take the label over with `lanekit apply --adopt`",
+    )
+
+
+def refuse_removal(project: Path, lane: str, label: str, snapshot: bytes | None) -> None:
+    """UsageError naming both lanes.toml files when `label` was installed from another
+    project's lanes.toml that still exists (`snapshot`: its installed snapshot's bytes)."""
+    owner = foreign_owner(snapshot, project)
+    if owner is None:
+        return
+    raise UsageError(
+        f"lane {lane} ({label}) was installed from {owner}, not from {project.resolve()}; "
+        "not removed",
+        f"remove it from its project (`{cmdline('lanekit', 'remove', '-c', owner, lane)}`), "
+        f"or deliberately with `{cmdline('lanekit', 'remove', '--adopt', lane)}`",
     )
 
 

@@ -265,6 +265,27 @@ def test_remove_warns_when_the_lane_is_still_configured(example: Path) -> None:
     )
 
 
+def test_remove_from_another_project_is_refused_in_one_line(example: Path) -> None:
+    """Two projects in two directories with a lane `trickle` on one label: `remove trickle`
+    from the second exits 2 with one error line naming both lanes.toml files, the first's lane
+    stays loaded; `--adopt` removes it."""
+    _ok("apply", "-c", str(example))
+    other = example.parent / "other" / "lanes.toml"
+    other.parent.mkdir()
+    other.write_text(example.read_text(encoding="utf-8"), encoding="utf-8")
+    refused = _invoke("remove", "trickle", "-c", str(other))
+    assert refused.exit_code == 2, (refused.stdout, refused.stderr)
+    errors = [line for line in refused.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1
+    assert str(example.resolve()) in errors[0]
+    assert str(other.resolve()) in errors[0]
+    assert "Traceback" not in refused.stderr
+    assert f"{PREFIX}.trickle" in {e.label for e in _domain().list()}
+    removed = _ok("remove", "trickle", "--adopt", "-c", str(other))
+    assert removed.stdout.startswith(f"removed trickle ({PREFIX}.trickle): booted out")
+    assert f"{PREFIX}.trickle" not in {e.label for e in _domain().list()}
+
+
 def test_status_human_table(example: Path) -> None:
     """The human status is a header plus one row per lane, one detail line per lane, then the
     launchd domain and why it was chosen, then (emulated domain) the note that nothing fires

@@ -118,9 +118,18 @@ def remove(
     ],
     wait: WaitOption = None,
     force: ForceOption = False,
+    adopt: Annotated[
+        bool,
+        typer.Option(
+            "--adopt",
+            help="Remove a lane that another project's lanes.toml installed (refused "
+            "otherwise, naming both files).",
+        ),
+    ] = False,
     config: ConfigOption = None,
 ) -> None:
-    """Boot out a lane and delete its plist and snapshot. Its queue is left untouched."""
+    """Boot out a lane and delete its plist and snapshot. Its queue is left untouched. A lane
+    another project installed is never removed from this one without --adopt."""
     from lanekit.cli.render import launchd as show
     from lanekit.launchd import open_launchd
     from lanekit.paths import Paths
@@ -138,7 +147,15 @@ def remove(
         loaded = None
     with show.waiting() as progress:
         result = reconcile_remove(
-            loaded, paths, open_launchd(paths), lane, wait=wait, force=force, progress=progress
+            loaded,
+            paths,
+            open_launchd(paths),
+            lane,
+            wait=wait,
+            force=force,
+            adopt=adopt,
+            on_wait=show.waiting_for_remove,
+            progress=progress,
         )
     show.removed(result)
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from lanekit.applylock import OnWait, apply_lock
 from lanekit.config import Config, run_spec
 from lanekit.errors import LaunchdError, UsageError
 from lanekit.launchd import Launchd
-from lanekit.ownership import MARKER
+from lanekit.owned import read_regular
+from lanekit.ownership import MARKER, refuse_removal
 from lanekit.paths import Paths
 from lanekit.quoting import cmdline
 from lanekit.reconcile.observe import identify, installed_spec, read_plist_file, scan_installed
@@ -38,13 +40,43 @@ def remove(
     *,
     wait: float | None = None,
     force: bool = False,
+    adopt: bool = False,
     timing: Timing | None = None,
+    on_wait: OnWait | None = None,
     progress: Progress | None = None,
 ) -> RemoveResult:
     """Boot out lane `name` (a lane in lanes.toml, or an installed lane/label) and delete its
     plist and snapshot; the queue is never touched. Refuses a running lane unless wait/force,
-    and plists that lanekit did not install."""
-    timing = timing or Timing()
+    plists that lanekit did not install, and (given this project's `config`) a lane another
+    project's lanes.toml installed, unless `adopt` (lanekit.ownership). Holds the domain's
+    apply lock (applylock) throughout, as apply does, so a concurrent apply never reinstalls
+    what is half removed; `on_wait` is told once who holds it."""
+    with apply_lock(paths.state, on_wait):
+        return _remove(
+            config,
+            paths,
+            launchd,
+            name,
+            wait=wait,
+            force=force,
+            adopt=adopt,
+            timing=timing or Timing(),
+            progress=progress,
+        )
+
+
+def _remove(
+    config: Config | None,
+    paths: Paths,
+    launchd: Launchd,
+    name: str,
+    *,
+    wait: float | None,
+    force: bool,
+    adopt: bool,
+    timing: Timing,
+    progress: Progress | None,
+) -> RemoveResult:
     lane, label = _resolve_installed(config, paths, name)
     plist = paths.plist_for(label)
     data = read_plist_file(plist)
@@ -54,8 +86,11 @@ def remove(
             f"if you mean it: {cmdline('launchctl', 'bootout', f'{launchd.domain}/{label}')}"
             f" && {cmdline('rm', plist)}",
         )
-    entries = {e.label: e for e in launchd.list()}
     snapshot = paths.snapshot_for(label)
+    if config is not None and not adopt:
+        installed = read_regular(snapshot, "lane snapshot")
+        refuse_removal(config.path, lane, label, None if installed is None else installed[0])
+    entries = {e.label: e for e in launchd.list()}
     if data is None and label not in entries and not snapshot.exists():
         raise UsageError(
             f"lane {name!r} is not installed ({label})", "`lanekit status` lists the lanes"

@@ -124,6 +124,13 @@ def waiting_for_apply(pid: int | None) -> None:
     sys.stderr.flush()
 
 
+def waiting_for_remove(pid: int | None) -> None:
+    """The one line a remove prints when an apply (or another remove) holds the domain's lock."""
+    who = f"pid {pid}" if pid is not None else "another process"
+    note(f"remove: waiting for another `lanekit apply` or `remove` ({who}) to finish")
+    sys.stderr.flush()
+
+
 def _failure(outcome: Outcome) -> None:
     if outcome.result is Result.FAILED and outcome.error is not None:
         exc = outcome.error
