@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from lanekit.errors import ConfigError, UsageError
+from lanekit.ownership import MARKER
 from lanekit.paths import Paths
 from lanekit.quoting import printable
 from lanekit.schedule import (
@@ -64,7 +65,7 @@ MAX_INT = 2**31 - 1
 # Env keys lanekit writes itself: PATH comes from `path`, LANEKIT_LANE marks lanekit's plists.
 RESERVED_ENV = {
     "PATH": "set the lane's PATH with path = [...] instead",
-    "LANEKIT_LANE": "lanekit sets it to the lane name to recognise its own plists",
+    MARKER: "lanekit sets it to the lane name to recognise its own plists",
     "LANEKIT_CLOCK_OFFSET": "the emulated domain sets it for the jobs it starts (lanekit.clock)",
 }
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from lanekit.checks import jobfacts
 from lanekit.doctor import DoctorContext, Problem, Severity, Target, check
 from lanekit.interpreter import inspect as inspect_interpreter
+from lanekit.ownership import MARKER
 from lanekit.quoting import cmdline
 
 
@@ -55,9 +56,7 @@ def _programs(target: Target) -> Iterator[tuple[str, str, Path]]:
 def _is_lanekit(target: Target) -> bool:
     """A lanekit lane's plist (its program is lanekit's interpreter)."""
     job = target.plist
-    return target.lane is not None or (
-        job is not None and "LANEKIT_LANE" in jobfacts.environment(job)
-    )
+    return target.lane is not None or (job is not None and MARKER in jobfacts.environment(job))
 
 
 def _edit_where(target: Target) -> str:
