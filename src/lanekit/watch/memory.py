@@ -187,7 +187,7 @@ class PassLock:
     def __init__(
         self, path: Path, *, wait: float, sleep: Callable[[float], None] = time.sleep
     ) -> None:
-        from lanekit.runner import LaneLock
+        from lanekit.lanelock import LaneLock
 
         self._lock = LaneLock(path)
         self._wait = wait

@@ -222,8 +222,8 @@ def run_pass(
             channels=names,
             notes=looked.notes,
         )
+    from lanekit.lanelock import lane_lock_path
     from lanekit.lanelog import LaneLog
-    from lanekit.runner import lane_lock_path
 
     lock = memory_store.PassLock(lane_lock_path(lane.queue.dir, lane.name), wait=wait)
     log = LaneLog(lane.log_path, WATCH_LANE, clock=lambda: now().timestamp())
