@@ -135,13 +135,13 @@ def _job_plist(target: Target, job_file: Path) -> dict[str, Any]:
 
 
 def _job_id(job_file: Path) -> str:
-    """The id the queue gives the job in `job_file`: `<id>.json` (queue/, done/, failed/) or
-    `<id>.<owner>.json` (claimed/). Ids may contain dots (`2026-09-17.report`); a file named
+    """The id the queue gives the job in `job_file` (its layout's grammar: `<id>.json`, or
+    `<id>.<owner>.json` in claimed/; ids may contain dots, `2026-09-17.report`); a file named
     otherwise is its own id."""
-    from lanekit.queue import split_owned_name
+    from lanekit.queue.layout import is_job_name, owned_id
 
-    owned = split_owned_name(job_file.name)
-    return owned[0] if owned is not None else job_file.name.removesuffix(".json")
+    name = job_file.name
+    return owned_id(name) if is_job_name(name) else name
 
 
 def _target(request: TryRequest, paths: Paths, env: Mapping[str, str]) -> Target:
