@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from lanekit.clock import REAL, Clock, clock_for, job_clock, parse_offset
+from lanekit.clock import REAL, Clock, job_clock, parse_offset
 from lanekit.config import Config, load_config
 from lanekit.doctor import DoctorRequest, diagnose
 from lanekit.lanelog import read_events
+from lanekit.launchd import clock_for
 from lanekit.launchd.emuclock import advance
 from lanekit.launchd.emulator import EmulatedDomain
 from lanekit.paths import Paths

@@ -11,7 +11,8 @@ How a process learns the offset:
 - one the emulated domain started (a lane's runner, the watchdog lane) finds it in its
   environment, LANEKIT_CLOCK_OFFSET, which the domain sets at spawn along with
   LANEKIT_LAUNCHD=emulated (`job_clock`, `epoch`);
-- a command the user runs reads the domain's state file (`clock_for`).
+- a command the user runs reads the domain's state file (`lanekit.launchd.clock_for`: the
+  launchd package owns the domain, so this module never imports it back).
 The offset only grows (the emulated clock never moves back), so the larger of the two is the
 fresher. Neither is read on the launchctl backend: there a stray LANEKIT_CLOCK_OFFSET, or a
 state file the emulator left behind, changes nothing. lanes.toml cannot set the variable
@@ -34,8 +35,6 @@ TYPE_CHECKING = False  # importing typing would cost the runner's start-up a few
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from datetime import datetime
-
-    from lanekit.paths import Paths
 
 OFFSET_VARIABLE = "LANEKIT_CLOCK_OFFSET"
 """Seconds the emulated domain's clock is ahead of the real one, handed to the jobs it starts."""
@@ -120,18 +119,3 @@ def epoch() -> float:
     if not _process_offset:
         _process_offset.append(job_offset())
     return time.time() + _process_offset[0]
-
-
-def clock_for(
-    paths: Paths, env: Mapping[str, str] | None = None, platform: str | None = None
-) -> Clock:
-    """The clock of a lanekit command: real on the launchctl backend; on the emulated one the
-    domain's clock (its state file, or the offset this process was started with if larger)."""
-    env = os.environ if env is None else env
-    platform = sys.platform if platform is None else platform
-    if backend_name(env, platform) != "emulated":
-        return REAL
-    from lanekit.launchd.emulator import read_offset
-
-    offset = max(read_offset(paths.emulator), job_offset(env, platform))
-    return REAL if offset == 0 else Clock(offset)

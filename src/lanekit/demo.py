@@ -25,11 +25,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from lanekit.clock import clock_for
 from lanekit.config import Config, load_config
 from lanekit.doctor import DoctorRequest, Finding, diagnose
 from lanekit.errors import LanekitError
-from lanekit.launchd import Launchd, open_launchd
+from lanekit.launchd import Launchd, clock_for, open_launchd
 from lanekit.launchd.emulator import EmulatedDomain
 from lanekit.paths import Paths, backend_name
 from lanekit.queue import Queue

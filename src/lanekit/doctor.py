@@ -628,7 +628,7 @@ def diagnose(
 
     env = os.environ if env is None else env
     if now is None:
-        from lanekit.clock import clock_for
+        from lanekit.launchd import clock_for
 
         now = clock_for(paths, env).now
     checks = select_checks(request.checks)

@@ -61,8 +61,8 @@ def tick(
     from datetime import datetime, timedelta
 
     from lanekit.cli.render import emulator as show
-    from lanekit.clock import clock_for
     from lanekit.errors import UsageError
+    from lanekit.launchd import clock_for
     from lanekit.launchd.emuclock import advance, parse_until
     from lanekit.paths import Paths, backend_name
     from lanekit.schedule import ScheduleError, parse_duration

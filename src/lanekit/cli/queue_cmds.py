@@ -45,7 +45,7 @@ def _lane(option: Path | None, name: str, project: Path | None = None) -> LaneSp
 def _open(spec: QueueSpec) -> Queue:
     """The queue, on the launchd backend's clock (lanekit.clock): what it records is judged by
     the time the lanes run by."""
-    from lanekit.clock import clock_for
+    from lanekit.launchd import clock_for
     from lanekit.paths import Paths
     from lanekit.queue import Queue
 

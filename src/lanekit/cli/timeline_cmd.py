@@ -78,8 +78,7 @@ def timeline_cmd(
     if open_page and html is None:
         raise UsageError("--open needs --html FILE", "e.g. lanekit timeline --html day.html --open")
     from lanekit.cli.render import timeline as view
-    from lanekit.clock import clock_for
-    from lanekit.launchd import open_launchd
+    from lanekit.launchd import clock_for, open_launchd
     from lanekit.paths import Paths
     from lanekit.timeline.build import TimelineRequest, parse_day, timeline
 

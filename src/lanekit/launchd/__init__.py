@@ -12,10 +12,11 @@ import os
 import sys
 from collections.abc import Mapping
 
+from lanekit.clock import REAL, Clock, job_offset
 from lanekit.launchd.model import LaunchctlError, Launchd, ListEntry, ServiceInfo
 from lanekit.paths import Paths, backend_name
 
-__all__ = ["LaunchctlError", "Launchd", "ListEntry", "ServiceInfo", "open_launchd"]
+__all__ = ["LaunchctlError", "Launchd", "ListEntry", "ServiceInfo", "clock_for", "open_launchd"]
 
 
 def open_launchd(paths: Paths, env: Mapping[str, str] | None = None) -> Launchd:
@@ -28,3 +29,19 @@ def open_launchd(paths: Paths, env: Mapping[str, str] | None = None) -> Launchd:
     from lanekit.launchd.emulator import EmulatedDomain
 
     return EmulatedDomain(paths.emulator, launch_agents=paths.launch_agents)
+
+
+def clock_for(
+    paths: Paths, env: Mapping[str, str] | None = None, platform: str | None = None
+) -> Clock:
+    """The clock of a lanekit command (lanekit.clock): real on the launchctl backend; on the
+    emulated one the domain's clock (its state file, or the offset this process was started
+    with if larger). Here, beside open_launchd, because only the backend knows its time."""
+    env = os.environ if env is None else env
+    platform = sys.platform if platform is None else platform
+    if backend_name(env, platform) != "emulated":
+        return REAL
+    from lanekit.launchd.emulator import read_offset
+
+    offset = max(read_offset(paths.emulator), job_offset(env, platform))
+    return REAL if offset == 0 else Clock(offset)

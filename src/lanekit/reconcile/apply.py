@@ -12,13 +12,12 @@ from typing import Any
 
 from lanekit.applylock import OnWait, apply_lock
 from lanekit.atomic import write_atomic
-from lanekit.clock import clock_for
 from lanekit.config import Config, LaneSpec, run_spec, select_lanes
 from lanekit.errors import ExitCode, LanekitError
 from lanekit.interpreter import apply_notes as interpreter_notes
 from lanekit.interpreter import inspect as inspect_interpreter
 from lanekit.interpreter import install_rescue
-from lanekit.launchd import Launchd
+from lanekit.launchd import Launchd, clock_for
 from lanekit.launchd.domain import domain_notes
 from lanekit.owned import (
     make_private_dirs,

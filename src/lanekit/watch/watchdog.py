@@ -178,7 +178,7 @@ def watch_config(request: WatchRequest, paths: Paths, env: Mapping[str, str]) ->
 def pass_clock(paths: Paths, env: Mapping[str, str]) -> Callable[[], datetime]:
     """The time a pass reads: the launchd backend's clock (lanekit.clock: the wall clock, or
     on the emulated domain its emulated time), as the runners, `status` and doctor read it."""
-    from lanekit.clock import clock_for
+    from lanekit.launchd import clock_for
 
     return clock_for(paths, env).now
 
