@@ -147,3 +147,115 @@ def test_the_cycle_finder_finds_cycles() -> None:
     assert "lanekit.lanelock" in graph["lanekit.reconcile.observe"]
     made_up = {"a": {"b"}, "b": {"a"}, "c": {"d"}, "d": {"e"}, "e": {"c"}, "f": {"a"}}
     assert sorted(_cycles(made_up)) == [["a", "b"], ["c", "d", "e"]]
+
+
+QUEUE_BACKEND = SRC / "queue"
+QUEUE_PUBLIC = {"lanekit.queue", "lanekit.queue.protocol", "lanekit.queue.model"}
+"""What code outside the directory backend may import of it: the façade, the JobQueue seam
+and its values. Everything else in lanekit/queue/ is the backend's own."""
+QUEUE_DIRS = frozenset({"tmp", "queue", "claimed", "done", "failed", "delayed", "records"})
+"""The backend's directories (logs/ is the lanes', not the queue's)."""
+LAYOUT_EXEMPT = {
+    "entry.py": "the empty-run fast path peeks at queue/, delayed/, claimed/ and done/ without "
+    "importing the queue (its start-up is benchmark (c))",
+    "selftest.py": "it proves that this Mac's volume does the directory backend's no-replace "
+    "rename (a probe in tmp/), and names its own temporary queue's root",
+}
+
+
+def _layout_uses(source: str) -> list[str]:
+    """Where `source` builds a path into a queue directory: `x / "claimed"`, an f-string with
+    `/claimed/` in it, a tuple of queue directory names, or a literal "queue/<...>" path."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if (
+            isinstance(node, ast.BinOp)
+            and isinstance(node.op, ast.Div)
+            and isinstance(node.right, ast.Constant)
+            and node.right.value in QUEUE_DIRS
+        ):
+            found.append(f"line {node.lineno}: / {node.right.value!r}")
+        elif isinstance(node, ast.JoinedStr):
+            for part in node.values:
+                if isinstance(part, ast.Constant) and isinstance(part.value, str):
+                    text = part.value
+                    if any(f"/{name}/" in text or text == f"/{name}" for name in QUEUE_DIRS):
+                        found.append(f"line {node.lineno}: f-string {text!r}")
+        elif isinstance(node, ast.Tuple | ast.List | ast.Set) and len(node.elts) > 1:
+            names = [e.value for e in node.elts if isinstance(e, ast.Constant)]
+            if len(names) == len(node.elts) and set(names) <= QUEUE_DIRS:
+                found.append(f"line {node.lineno}: directory names {names}")
+    return found
+
+
+def test_only_the_directory_backend_imports_its_modules() -> None:
+    """Outside lanekit/queue/, the queue is the façade, the JobQueue protocol and its values:
+    nobody imports the layout, the claim path or any other module of the backend."""
+    offenders = []
+    for path in sorted(SRC.rglob("*.py")):
+        if QUEUE_BACKEND in path.parents:
+            continue
+        for name in _imports(path):
+            if name.startswith("lanekit.queue") and name not in QUEUE_PUBLIC:
+                offenders.append(f"{path.relative_to(SRC)} imports {name}")
+    assert offenders == []
+
+
+def test_only_the_directory_backend_knows_the_layout() -> None:
+    """No module outside lanekit/queue/ builds a path into the queue's directories: runner,
+    history, status, doctor and the CLI ask the JobQueue."""
+    offenders = {}
+    for path in sorted(SRC.rglob("*.py")):
+        relative = str(path.relative_to(SRC))
+        if QUEUE_BACKEND in path.parents or relative in LAYOUT_EXEMPT:
+            continue
+        uses = _layout_uses(path.read_text(encoding="utf-8"))
+        if uses:
+            offenders[relative] = uses
+    assert offenders == {}
+
+
+def test_the_layout_scan_catches_each_form() -> None:
+    """Each way of spelling a queue path is detected, so the layout test can fail."""
+    for snippet in (
+        "p = root / 'claimed'",
+        "p = f'{root}/failed/{name}'",
+        "for name in ('queue', 'delayed'): pass",
+    ):
+        assert _layout_uses(snippet), snippet
+    assert _layout_uses("p = root / 'logs'\nx = ('queue', 'lane')") == []
+
+
+def test_no_import_cycle_in_the_queue_package() -> None:
+    """The backend's modules import one way: none imports a module that imports it back
+    (imports under TYPE_CHECKING are for mypy only and do not count)."""
+    graph: dict[str, set[str]] = {}
+    for path in sorted(QUEUE_BACKEND.glob("*.py")):
+        name = "lanekit.queue" if path.stem == "__init__" else f"lanekit.queue.{path.stem}"
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        runtime = [
+            node
+            for node in tree.body
+            if not (isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test))
+        ]
+        deps: set[str] = set()
+        for top in runtime:
+            for node in ast.walk(top):
+                if isinstance(node, ast.ImportFrom) and node.module:
+                    if node.module == "lanekit.queue":
+                        deps.update(f"lanekit.queue.{alias.name}" for alias in node.names)
+                    elif node.module.startswith("lanekit.queue."):
+                        deps.add(node.module)
+        graph[name] = deps - {name}
+    assert len(graph) > 10, "the scan reads the package"
+
+    def reaches(start: str, goal: str, seen: set[str]) -> bool:
+        for dep in graph.get(start, set()):
+            if dep == goal or (dep not in seen and reaches(dep, goal, seen | {dep})):
+                return True
+        return False
+
+    cycles = sorted(
+        name for name in graph if name != "lanekit.queue" and reaches(name, name, set())
+    )
+    assert cycles == []

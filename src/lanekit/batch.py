@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, BinaryIO
 from lanekit.errors import ExitCode, LanekitError, UsageError
 
 if TYPE_CHECKING:
-    from lanekit.queue import Queue
+    from lanekit.queue import JobQueue
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +54,7 @@ class Batch:
 
 
 def enqueue_jsonl(
-    queue: Queue, source: str, *, id_field: str | None = None, stdin: BinaryIO | None = None
+    queue: JobQueue, source: str, *, id_field: str | None = None, stdin: BinaryIO | None = None
 ) -> Batch:
     """Enqueue every line of FILE (or stdin for `-`). UsageError (exit 2, nothing enqueued)
     when the input cannot be opened."""
@@ -74,7 +74,7 @@ def enqueue_jsonl(
 
 
 def enqueue_lines(
-    queue: Queue, lines: Iterable[bytes], *, source: str, id_field: str | None = None
+    queue: JobQueue, lines: Iterable[bytes], *, source: str, id_field: str | None = None
 ) -> Batch:
     """Enqueue each non-blank line (one JSON object each)."""
     enqueued: list[tuple[int, str]] = []

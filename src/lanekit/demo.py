@@ -33,6 +33,7 @@ from lanekit.launchd.emulator import EmulatedDomain
 from lanekit.paths import Paths, backend_name
 from lanekit.queue import Queue
 from lanekit.reconcile import ApplyResult, Outcome, Result, apply, remove
+from lanekit.records import JobState
 from lanekit.schedule import CalendarEntry, next_fires
 from lanekit.timeline.build import TimelineRequest, TimelineResult, timeline_of
 
@@ -243,8 +244,8 @@ def _drain(
     seconds = time.monotonic() - started
     ledger = _ledger(root)
     runs = Counter(job_id for job_id, _ in ledger)
-    done = {p.stem for p in (root / "notes" / "done").rglob("*.json")}
-    still_queued = {p.stem for p in (root / "notes" / "queue").glob("*.json")}
+    done = {record.job_id for record in queue.page(1, 0, JobState.SUCCEEDED).items}
+    still_queued = {record.job_id for record in queue.page(1, 0, JobState.QUEUED).items}
     return DrainReport(
         jobs=len(ids),
         processed=len(ids & done),

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from lanekit.config import Config, LaneSpec
     from lanekit.launchd import Launchd, ListEntry, ServiceInfo
     from lanekit.paths import Paths
-    from lanekit.queue import Queue
+    from lanekit.queue import JobQueue
 
 DOCTOR_SCHEMA = 2
 """Version of the `lanekit doctor --json` document (docs/json.md).
@@ -368,11 +368,11 @@ class DoctorContext:
 
     # lanekit facts ------------------------------------------------------------------------
 
-    def queue(self, lane: LaneSpec) -> Queue:
+    def queue(self, lane: LaneSpec) -> JobQueue:
         """The lane's queue (not created or checked: checks look, they never change)."""
-        from lanekit.queue import Queue
+        from lanekit.queue import open_queue
 
-        return Queue(lane.queue.dir, durable=lane.queue.durable)
+        return open_queue(lane.queue.dir, durable=lane.queue.durable)
 
     def lane_events(self, lane: LaneSpec, *, rotated: bool = True) -> list[dict[str, str]]:
         """The lane log's events (with its rotated files when `rotated`), parsed once per

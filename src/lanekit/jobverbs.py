@@ -14,7 +14,7 @@ from enum import StrEnum
 
 from lanekit.config import LaneSpec
 from lanekit.errors import UsageError
-from lanekit.queue import Moved, Queue
+from lanekit.queue import JobQueue, Moved, open_queue
 
 
 class Verb(StrEnum):
@@ -49,7 +49,7 @@ class VerbResult:
 class _QueueOf:
     name: str
     lanes: tuple[str, ...]
-    queue: Queue
+    queue: JobQueue
 
 
 def _queues(lanes: Sequence[LaneSpec]) -> list[_QueueOf]:
@@ -61,13 +61,19 @@ def _queues(lanes: Sequence[LaneSpec]) -> list[_QueueOf]:
             found[key] = (lane, [])
         found[key][1].append(lane.name)
     return [
-        _QueueOf(lane.queue.name, tuple(names), Queue(lane.queue.dir, durable=lane.queue.durable))
+        _QueueOf(
+            lane.queue.name,
+            tuple(names),
+            open_queue(lane.queue.dir, durable=lane.queue.durable),
+        )
         for lane, names in found.values()
     ]
 
 
 def _locate(queues: Sequence[_QueueOf], job_id: str) -> _QueueOf:
-    holders = [q for q in queues if q.queue.dir.is_dir() and q.queue.locate(job_id) is not None]
+    holders = [
+        q for q in queues if q.queue.missing() is None and q.queue.locate(job_id) is not None
+    ]
     if not holders:
         where = ", ".join(q.name for q in queues) or "(none)"
         raise UsageError(
@@ -86,7 +92,7 @@ def _locate(queues: Sequence[_QueueOf], job_id: str) -> _QueueOf:
 def _move_all(
     verb: Verb,
     targets: Sequence[tuple[_QueueOf, str]],
-    move: Callable[[Queue, str, bool], Moved],
+    move: Callable[[JobQueue, str, bool], Moved],
     dry_run: bool,
 ) -> VerbResult:
     # Every move is tried dry first: it raises, naming the job, before anything moved.
@@ -120,7 +126,7 @@ def retry(
 def retry_failed(lane: LaneSpec, *, dry_run: bool = False) -> VerbResult:
     """Every job in failed/ of the lane's queue (shared queues: whichever lane failed it)."""
     (where,) = _queues([lane])
-    ids = where.queue.failed_ids() if where.queue.failed.is_dir() else []
+    ids = where.queue.failed_ids() if where.queue.missing() is None else []
     return _move_all(
         Verb.RETRY,
         [(where, job_id) for job_id in ids],

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lanekit.config import LaneSpec
-from lanekit.queue import Purged, Queue
+from lanekit.queue import Purged, open_queue
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,9 +37,9 @@ def purge(
         spec = group[0].queue
         keep_done = spec.keep_done if older_than is None else older_than
         keep_failed = spec.keep_failed if older_than is None else older_than
-        queue = Queue(spec.dir, durable=spec.durable)
-        if not queue.dir.is_dir():
+        if not spec.dir.is_dir():
             continue  # never applied: nothing to purge
+        queue = open_queue(spec.dir, durable=spec.durable)
         purged = queue.purge(keep_done=keep_done, keep_failed=keep_failed, dry_run=dry_run)
         rows.append(
             PurgeRow(spec.name, tuple(lane.name for lane in group), keep_done, keep_failed, purged)

@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from types import FrameType
     from typing import Any, Protocol, TypeAlias
 
-    from lanekit.queue import Claim, Dropped, Queue
+    from lanekit.queue import Claim, Dropped, JobQueue
     from lanekit.watcher import Outcome
 
     class Job(Protocol):
@@ -342,7 +342,7 @@ def run_lane(
         lock.release()
 
 
-def open_queue(spec: RunSpec) -> Queue:
+def open_queue(spec: RunSpec) -> JobQueue:
     """The lane's queue. Imported here, not at the top: a run that finds nothing queued never
     loads the queue machinery (start-up on an empty queue is a benchmark figure)."""
     from lanekit.queue import Queue
@@ -492,21 +492,17 @@ class _LaneRun:
             self.failed += 1
             self.log.event("failed", job=item.job_id, reason=str(item.reason), error=item.detail)
 
-    def _give_back(self, queue: Queue, claim: Claim, error: str = "") -> None:
+    def _give_back(self, queue: JobQueue, claim: Claim, error: str = "") -> None:
         """Back to queue/ at once, spending no attempt: the job did not fail. `error` goes
         into the job's record, so `lanekit job` says why it is queued again."""
-        queue.release(
-            claim,
-            max_attempts=self.spec.max_attempts,
-            error=error,
-            count_attempt=False,
-            delay=False,
-        )
+        from lanekit.queue import Verdict
+
+        queue.settle(claim, Verdict.stopped(error))
         self.requeued += 1
 
     def _settle(  # noqa: PLR0917 - private; the one caller passes what it just learned
         self,
-        queue: Queue,
+        queue: JobQueue,
         claim: Claim,
         code: int,
         stopped: bool,
@@ -516,7 +512,7 @@ class _LaneRun:
         """Settle a job that ran, by its exit code first: 0 -> done/; stopped by a signal ->
         back to queue/ unspent; any other failure -> retry with backoff or failed/. The
         watcher's `outcome` words the failure (timeout, stderr tail)."""
-        from lanekit.queue import RecordNotWrittenError
+        from lanekit.queue import RecordNotWrittenError, Verdict
         from lanekit.records import JobState
 
         log = self.log
@@ -532,7 +528,7 @@ class _LaneRun:
         why = "timeout" if outcome is not None and outcome.timed_out else None
         try:
             if code == 0:
-                queue.complete(claim)
+                queue.settle(claim, Verdict.succeeded())
                 self.done += 1
                 log.event("done", job=claim.job_id, exit=0, duration=duration)
             elif stopped:
@@ -541,9 +537,10 @@ class _LaneRun:
                     "requeued", job=claim.job_id, reason="signal", exit=code, duration=duration
                 )
             else:
-                where = queue.release(claim, max_attempts=self.spec.max_attempts, error=error)
+                verdict = Verdict.failed(error, self.spec.max_attempts)
+                settled = queue.settle(claim, verdict)
                 first_line = error.partition("\n")[0]
-                if where.parent == queue.failed:
+                if settled.state is JobState.FAILED:
                     self.failed += 1
                     log.event(
                         "failed",
@@ -584,11 +581,11 @@ class _LaneRun:
                 )
             raise
 
-    def _run_one(self, queue: Queue, claim: Claim) -> None:
+    def _run_one(self, queue: JobQueue, claim: Claim) -> None:
         """Run one claimed job and settle it, whatever happens (the `finally` below)."""
         spec, log, stop = self.spec, self.log, self.stop
         log.event("claimed", job=claim.job_id, attempt=claim.attempt)
-        status = watcher.status_path(claim.file or str(claim.path))
+        status, tmp_dir = queue.watch_files(claim)
         try:
             if stop.stopping():
                 # The stop arrived while this job was being claimed: do not start it.
@@ -613,7 +610,7 @@ class _LaneRun:
                         _claim_env(self.env, spec, claim),
                         lock_fd=claim.lock_fd,
                         status=status,
-                        tmp_dir=str(queue.tmp),
+                        tmp_dir=tmp_dir,
                         timeout=spec.timeout,
                         kill_grace=spec.kill_grace,
                         stop_grace=stop.grace,

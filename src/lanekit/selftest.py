@@ -35,6 +35,7 @@ from lanekit.launchd import Launchd, open_launchd
 from lanekit.paths import Paths, backend_name
 from lanekit.queue import Queue
 from lanekit.reconcile import Result, apply, remove
+from lanekit.records import JobState
 
 SELFTEST_SCHEMA = 1
 """Version of the selftest JSON report (docs/json.md)."""
@@ -311,7 +312,8 @@ class _Steps:
         gone = _wait(lambda: all(e.label != label for e in launchd.list()), timeout, lambda: None)
         if not gone:
             raise _StepFailedError(f"{label} was still loaded {timeout:g} s after bootout")
-        back = (self.lane.queue.dir / "queue" / f"{job_id}.json").exists()
+        location = self.queue.locate(job_id)
+        back = location is not None and location.state is JobState.QUEUED
         counts = self.queue.counts()
         if not back or counts.claimed:
             raise _StepFailedError(

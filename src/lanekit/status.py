@@ -220,16 +220,16 @@ def _lane_status(
 
 
 def _queue_summary(lane: LaneSpec) -> QueueSummary:
-    from lanekit.queue import Queue
+    from lanekit.queue import open_queue
 
-    queue = Queue(lane.queue.dir, durable=lane.queue.durable)
-    if not queue.queue.is_dir():
-        # counts() would say 0 everywhere; a queue that does not exist yet must say so.
-        return QueueSummary(error=f"{queue.queue}: no such directory (`lanekit apply` creates it)")
+    queue = open_queue(lane.queue.dir, durable=lane.queue.durable)
+    missing = queue.missing()
+    if missing is not None:
+        return QueueSummary(error=missing)
     try:
         counts = queue.counts()
     except (LanekitError, OSError) as exc:
-        message = exc.message if isinstance(exc, LanekitError) else f"{queue.dir}: {exc}"
+        message = exc.message if isinstance(exc, LanekitError) else f"{queue.where}: {exc}"
         return QueueSummary(error=message)
     return QueueSummary(
         queued=counts.queued,

@@ -21,11 +21,11 @@ import psutil
 import pytest
 from doctor_world import HEALTHY, World
 
-from lanekit.checks.queue import ClaimState, claim_locked, classify_claim
 from lanekit.doctor import Severity, SubjectKind
 from lanekit.lanelog import LaneLog
 from lanekit.procinfo import Liveness
-from lanekit.queue import Queue, RecordNotWrittenError
+from lanekit.queue import ClaimState, Queue, RecordNotWrittenError
+from lanekit.queue.liveness import claim_locked, classify_claim
 from lanekit.records import Record
 
 SLEEPER = HEALTHY.replace('["true", "{job}"]', '["sleep", "30"]')

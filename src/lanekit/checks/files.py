@@ -205,9 +205,7 @@ def logs_large(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
 def _queue_dirs(target: Target, ctx: DoctorContext) -> list[Path]:
     if target.lane is None:
         return []
-    queue = ctx.queue(target.lane)
-    names = ("tmp", "queue", "claimed", "done", "failed", "delayed", "records", "logs")
-    return [queue.dir] + [getattr(queue, name) for name in names if hasattr(queue, name)]
+    return ctx.queue(target.lane).places()
 
 
 @check(

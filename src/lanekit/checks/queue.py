@@ -14,20 +14,17 @@ import itertools
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
-from enum import StrEnum
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lanekit import procinfo
 from lanekit.config import LaneSpec
 from lanekit.doctor import DoctorContext, Problem, Scope, Severity, Target, check
 from lanekit.errors import LanekitError
-from lanekit.fsops import flock_held
+from lanekit.queue import ClaimState, ClaimView
 from lanekit.quoting import cmdline
 from lanekit.records import JobState
 
 if TYPE_CHECKING:
-    from lanekit.queue import ClaimInfo, JobLocation, Queue
+    from lanekit.queue import JobLocation
     from lanekit.records import Record
 
 BACKLOG_PERIODS = 2
@@ -74,68 +71,15 @@ def _stale_after(target: Target) -> float:
 # -- claims -----------------------------------------------------------------------------------
 
 
-class ClaimState(StrEnum):
-    """What a claim in claimed/ amounts to, from its runner's liveness and its flock."""
-
-    LIVE = "live"
-    """Its runner is running (or the OS will not say: never judged dead on a guess)."""
-    ORPHANED = "orphaned"
-    """Its runner is dead but the job it started still holds the claim's lock: not stale,
-    recover() leaves it alone until the job exits."""
-    STRANDED = "stranded"
-    """Its runner is dead and nobody holds the lock: recover() gives it back."""
-    UNKNOWN = "unknown"
-    """Its owner is on another host, or unnamed: only its age can tell."""
-
-
-def classify_claim(runner: procinfo.Liveness | None, locked: bool) -> ClaimState:
-    """The claim's state; `runner` is None when the owner cannot be checked from here."""
-    if runner is None:
-        return ClaimState.UNKNOWN
-    if runner in {procinfo.Liveness.ALIVE, procinfo.Liveness.UNKNOWN}:
-        return ClaimState.LIVE
-    return ClaimState.ORPHANED if locked else ClaimState.STRANDED
-
-
-def claim_locked(path: Path) -> bool | None:
-    """True while some process holds the claim's flock (its runner, or the job that inherited
-    it), False when none does, None when the file is gone (settled meanwhile)."""
-    try:
-        return flock_held(path)
-    except OSError:
-        return False
-
-
-@dataclass(frozen=True, slots=True)
-class ClaimView:
-    """One claim and what it amounts to."""
-
-    info: ClaimInfo
-    state: ClaimState
-
-
 def _claims(lane: LaneSpec, ctx: DoctorContext) -> list[ClaimView]:
-    """The claims of the lane's queue, each classified (empty when the queue cannot be read).
-
-    list_claims' own `owner_alive` counts a held lock as a live owner, which cannot tell a
-    runner from a job that outlived it; the runner's liveness is asked here instead."""
-    if not lane.queue.dir.is_dir():
+    """The claims of the lane's queue, each classified (empty when the queue cannot be read)."""
+    queue = ctx.queue(lane)
+    if queue.missing() is not None:
         return []
     try:
-        claims = ctx.queue(lane).list_claims(now=ctx.now().timestamp(), check_owners=False)
+        return queue.claims(now=ctx.now().timestamp())
     except LanekitError:
         return []
-    here = procinfo.hosttag()
-    views = []
-    for info in claims:
-        runner = None
-        if info.host == here and info.pid is not None and info.token is not None:
-            runner = procinfo.liveness(info.pid, info.token)
-        locked = claim_locked(info.path)
-        if locked is None:
-            continue
-        views.append(ClaimView(info, classify_claim(runner, locked)))
-    return views
 
 
 @check(
@@ -169,7 +113,8 @@ def stale_claim(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
         yield Problem(
             Severity.ERROR,
             f"{len(stranded)} claimed job{'s' if len(stranded) != 1 else ''} in "
-            f"{lane.queue.dir / 'claimed'} belong{'s' if len(stranded) == 1 else ''} to no live "
+            f"{ctx.queue(lane).holding(JobState.RUNNING)} "
+            f"belong{'s' if len(stranded) == 1 else ''} to no live "
             f"runner{whose}, oldest {_age(oldest)}: nobody will finish "
             f"{'them' if len(stranded) != 1 else 'it'} until recovered.",
             cmdline("lanekit", "recover", lane.name),
@@ -226,7 +171,7 @@ def backlog(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """Jobs that wait longer than two runs should have taken mean the lane does not run, or
     drains fewer jobs per run than arrive."""
     lane = target.lane
-    if lane is None or not lane.queue.dir.is_dir():
+    if lane is None or ctx.queue(lane).missing() is not None:
         return
     periods = [p for p in (schedule_period(other, ctx) for other in _drainers(target)) if p]
     if not periods:
@@ -260,7 +205,7 @@ def backlog(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
 def failed_jobs(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """failed/ is where jobs go to be looked at; nothing retries them by itself."""
     lane = target.lane
-    if lane is None or not lane.queue.dir.is_dir():
+    if lane is None or ctx.queue(lane).missing() is not None:
         return
     try:
         counts = ctx.queue(lane).counts(now=ctx.now().timestamp())
@@ -271,7 +216,7 @@ def failed_jobs(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     yield Problem(
         Severity.WARNING,
         f"{counts.failed} job{'s' if counts.failed != 1 else ''} in "
-        f"{lane.queue.dir / 'failed'} ran out of attempts and will not run again by "
+        f"{ctx.queue(lane).holding(JobState.FAILED)} ran out of attempts and will not run again by "
         f"{'itself' if counts.failed == 1 else 'themselves'}.",
         f"{cmdline('lanekit', 'jobs', lane.name, '--state', 'failed')}  (each job's .error "
         "says why), then enqueue "
@@ -279,56 +224,10 @@ def failed_jobs(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     )
 
 
-def _contradicts(record: Record, *, in_claimed: bool, found: JobState | None) -> bool:
-    """Whether a record disagrees with the files: `running` with no file of the id in
-    claimed/, or `succeeded` with its file (`found` is where) in queue/ or delayed/."""
-    if record.state is JobState.RUNNING:
-        return not in_claimed
-    return record.state is JobState.SUCCEEDED and found is JobState.QUEUED
-
-
-def record_mismatches(queue: Queue) -> list[tuple[Record, JobLocation | None]]:
-    """Records that contradict where their job is, with where the job's file is (or None).
-
-    Two contradictions: `running` while no file of the id is in claimed/ (a settle whose record
-    could not be written moved the file all the same), and `succeeded` while the file waits in
-    queue/ or delayed/ (the guard will skip it). A suspect is confirmed by a second look (a
-    fresh listing of claimed/, `locate`, and the record read again, unchanged), so a job that
-    was claimed, settled or given back while the first pass ran is not reported.
-    """
-    files = queue.listing()
-    suspects = []
-    for job_id in sorted(queue.store.ids()):
-        try:
-            record = queue.store.read(job_id)
-        except (LanekitError, OSError):
-            continue  # an unreadable record contradicts nothing; the claimer refuses its job
-        if record is None:
-            continue
-        entry = files.get(job_id)
-        state = None if entry is None else entry[0]
-        if _contradicts(record, in_claimed=state is JobState.RUNNING, found=state):
-            suspects.append(record)
-    if not suspects:
-        return []
-    running = queue.listing(JobState.RUNNING)
-    confirmed: list[tuple[Record, JobLocation | None]] = []
-    for record in suspects:
-        try:
-            location = queue.locate(record.job_id)
-            again = queue.store.read(record.job_id)
-        except (LanekitError, OSError):
-            continue
-        in_claimed = record.job_id in running
-        where = None if location is None else location.state
-        if again == record and _contradicts(record, in_claimed=in_claimed, found=where):
-            confirmed.append((record, location))
-    return confirmed
-
-
-def _stale_running(lane: LaneSpec, record: Record, location: JobLocation | None) -> Problem:
-    """The finding for a `running` record whose job is not in claimed/."""
-    claimed = lane.queue.dir / "claimed"
+def _stale_running(
+    lane: LaneSpec, claimed: str, record: Record, location: JobLocation | None
+) -> Problem:
+    """The finding for a `running` record whose job is not in claimed/ (`claimed`)."""
     inspect = cmdline("lanekit", "job", lane.name, record.job_id)
     if location is None:
         return Problem(
@@ -375,11 +274,11 @@ def record_mismatch(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     the file, leaving `running` behind; a succeeded id dropped into queue/ by a producer that
     bypassed `enqueue` will be skipped, not run."""
     lane = target.lane
-    if lane is None or not lane.queue.dir.is_dir():
+    if lane is None or ctx.queue(lane).missing() is not None:
         return
     queue = ctx.queue(lane)
     try:
-        mismatches = record_mismatches(queue)
+        mismatches = queue.contradictions()
     except LanekitError:
         return
     ran = {other.name: other for other in _drainers(target)}
@@ -388,7 +287,7 @@ def record_mismatch(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
         # The fix names the lane that ran the job, when its record says which.
         lane = ran.get(record.lane or "", first)
         if record.state is JobState.RUNNING:
-            yield _stale_running(lane, record, location)
+            yield _stale_running(lane, queue.holding(JobState.RUNNING), record, location)
         elif location is not None:
             yield Problem(
                 Severity.WARNING,
@@ -420,17 +319,11 @@ def _events(lane: LaneSpec, ctx: DoctorContext, name: str, **match: str) -> Coun
     return counts
 
 
-def _done_files(lane: LaneSpec) -> Counter[str]:
-    """Job ids in done/ (bucketed by day, so one id can sit in two buckets)."""
-    done = lane.queue.dir / "done"
-    counts: Counter[str] = Counter()
-    if not done.is_dir():
-        return counts
-    from lanekit.queue.layout import owned_id
-
-    for path in done.rglob("*.json"):
-        counts[owned_id(path.name)] += 1
-    return counts
+def _done_files(lane: LaneSpec, ctx: DoctorContext) -> Counter[str]:
+    """Per id, the finished copies its queue keeps (done/ is bucketed by day, so one id can sit
+    in two buckets)."""
+    queue = ctx.queue(lane)
+    return Counter() if queue.missing() is not None else queue.success_copies()
 
 
 @dataclass(frozen=True, slots=True)
@@ -465,7 +358,7 @@ def _success_counts(
         skipped.update(_skipped_events(other, ctx))
         for job in done:
             by_lane.setdefault(job, []).append(other.name)
-    files = _done_files(drainers[0]) if drainers else Counter()
+    files = _done_files(drainers[0], ctx) if drainers else Counter()
     counts = {
         job: SuccessCounts(events[job], files[job], skipped[job])
         for job in set(events) | set(files) | set(skipped)
@@ -499,7 +392,9 @@ def duplicate_success(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
             who = ", ".join(dict.fromkeys(lanes_by_job.get(job, [])))
             how.append(f"{counts.done_events} `done` events in the logs of lane {who}")
         if by_files:
-            how.append(f"{counts.done_files} files in {lane.queue.dir / 'done'}")
+            how.append(
+                f"{counts.done_files} files in {ctx.queue(lane).holding(JobState.SUCCEEDED)}"
+            )
         first = lanes_by_job.get(job, [lane.name])[0]
         yield Problem(
             Severity.ERROR,

@@ -18,7 +18,7 @@ from lanekit.records import JobState  # the --state vocabulary
 if TYPE_CHECKING:
     from lanekit.config import Config, LaneSpec, QueueSpec
     from lanekit.paths import Paths
-    from lanekit.queue import Queue
+    from lanekit.queue import JobQueue
 
 # The core and the renderer are imported inside each command (lanekit.cli.registry).
 
@@ -42,14 +42,14 @@ def _lane(option: Path | None, name: str, project: Path | None = None) -> LaneSp
     return lanes_named(configs, [name])[0]
 
 
-def _open(spec: QueueSpec) -> Queue:
+def _open(spec: QueueSpec) -> JobQueue:
     """The queue, on the launchd backend's clock (lanekit.clock): what it records is judged by
     the time the lanes run by."""
     from lanekit.launchd import clock_for
     from lanekit.paths import Paths
-    from lanekit.queue import Queue
+    from lanekit.queue import open_queue
 
-    return Queue(spec.dir, durable=spec.durable, clock=clock_for(Paths.from_env()).time)
+    return open_queue(spec.dir, durable=spec.durable, clock=clock_for(Paths.from_env()).time)
 
 
 def _queue_named(config: Config, name: str) -> QueueSpec:

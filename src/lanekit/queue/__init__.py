@@ -21,12 +21,18 @@ queue/<id>.json. The claimer creates the record of such a job when it claims it.
 
 The package: `layout` (ids, owners, the one file-name grammar), `state` (what the parts share),
 `safety` (setup and refusals), `enqueue`, `claim`, `settle`, `recover`, `observe`, `verbs`,
-`purge`, and `Queue` below, the façade that scripts, benchmarks and the runner use.
+`purge`, `pages` (history), `liveness` (the one claim-state answer), `protocol` (the JobQueue
+seam every backend implements), and `Queue` below: the directory backend's façade, which
+scripts, benchmarks and the runner use.
 """
 
 from __future__ import annotations
 
-from lanekit.queue import claim, enqueue, observe, purge, recover, safety, settle, verbs
+import os
+
+from lanekit import watcher
+from lanekit.clock import epoch
+from lanekit.queue import claim, enqueue, observe, pages, purge, recover, safety, settle, verbs
 from lanekit.queue.claim import _FIRST_WINDOW, Claimer
 from lanekit.queue.enqueue import payload_problem
 from lanekit.queue.layout import (
@@ -42,6 +48,8 @@ from lanekit.queue.model import (
     Claim,
     ClaimInfo,
     ClaimLock,
+    ClaimState,
+    ClaimView,
     Dropped,
     DropReason,
     JobExistsError,
@@ -52,18 +60,25 @@ from lanekit.queue.model import (
     RecordNotWrittenError,
     Recovered,
     RecoverReason,
+    Settled,
+    Verdict,
+    VerdictKind,
 )
+from lanekit.queue.protocol import JobClaimer, JobQueue
 from lanekit.queue.safety import location_error
 from lanekit.queue.state import DEFAULT_BACKOFF_BASE, DEFAULT_BACKOFF_MAX, QueueState
 from lanekit.queue.verbs import CANCELLED
+from lanekit.records import JobState
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections import Counter
     from collections.abc import Callable, Mapping
     from pathlib import Path
     from typing import Any
 
-    from lanekit.records import JobState
+    from lanekit.history import JobView, Page
+    from lanekit.records import Record
 
 __all__ = [
     "CANCELLED",
@@ -75,11 +90,15 @@ __all__ = [
     "Claim",
     "ClaimInfo",
     "ClaimLock",
+    "ClaimState",
+    "ClaimView",
     "Claimer",
     "DropReason",
     "Dropped",
+    "JobClaimer",
     "JobExistsError",
     "JobLocation",
+    "JobQueue",
     "Moved",
     "Owner",
     "Purged",
@@ -88,13 +107,24 @@ __all__ = [
     "RecordNotWrittenError",
     "RecoverReason",
     "Recovered",
+    "Settled",
+    "Verdict",
+    "VerdictKind",
     "location_error",
     "new_job_id",
+    "open_queue",
     "own_owner",
     "payload_problem",
     "split_owned_name",
     "validate_job_id",
 ]
+
+
+def open_queue(dir: Path, *, durable: bool = True, clock: Callable[[], float] = epoch) -> JobQueue:
+    """The queue at `dir` (a lane's `queue.dir`), as the JobQueue every caller outside the
+    backend uses: the one place a backend is chosen (today the directory queue). `clock` is
+    the epoch seconds it records by (lanekit.clock)."""
+    return Queue(dir, durable=durable, clock=clock)
 
 
 class Queue(QueueState):
@@ -104,6 +134,18 @@ class Queue(QueueState):
     crash never does). Retries wait `backoff_base * 2**(attempt-1)` seconds in delayed/, capped
     at `backoff_max`; a base of 0 sends them straight back to queue/.
     """
+
+    @property
+    def where(self) -> str:
+        """The queue directory (JobQueue.where)."""
+        return self.root
+
+    def missing(self) -> str | None:
+        """Why the queue cannot be read yet: its queue/ directory does not exist (None: it
+        does). counts() would say 0 everywhere; a queue that does not exist yet says so."""
+        if os.path.isdir(self.queue_dir):  # noqa: PTH112 - a str path, like the claim path
+            return None
+        return f"{self.queue}: no such directory (`lanekit apply` creates it)"
 
     def ensure(self) -> None:
         """Create the directories that are missing (0700, parents included), then check()."""
@@ -151,6 +193,19 @@ class Queue(QueueState):
             delay=delay,
         )
 
+    def settle(self, claim: Claim, verdict: Verdict) -> Settled:
+        """Finish a claim the way `verdict` says; where the job went, as a state."""
+        return settle.settle(self, claim, verdict)
+
+    def watch_files(self, claim: Claim) -> tuple[str, str]:
+        """claimed/.<claim name>.status and tmp/: the watcher writes the job's exit status next
+        to the claim (lanekit.watcher), which recover() settles by."""
+        return watcher.status_path(claim.file or str(claim.path)), self.tmp_dir
+
+    def succeeded(self, job_id: str) -> bool:
+        """The re-execution guard: the record says succeeded, or the purge index lists it."""
+        return self.store.succeeded(job_id, self.store.read(job_id))
+
     def promote_due(self, now: float | None = None) -> list[str]:
         """Move retries whose not-before time has come from delayed/ to queue/; their ids."""
         return settle.promote_due(self, now)
@@ -177,6 +232,39 @@ class Queue(QueueState):
     ) -> list[ClaimInfo]:
         """Every claim with its owner and age, oldest first."""
         return observe.list_claims(self, now, check_owners=check_owners)
+
+    def claims(self, now: float | None = None) -> list[ClaimView]:
+        """Every claim, oldest first, classified (lanekit.queue.liveness)."""
+        return observe.claims(self, now)
+
+    def page(self, page: int = 1, per_page: int = 20, state: JobState | None = None) -> Page:
+        """Page `page` of the jobs (all, or those in `state`), newest first."""
+        return pages.page_jobs(self, page, per_page, state)
+
+    def job(self, job_id: str) -> JobView | None:
+        """Everything known about one job, or None when there is no trace of it."""
+        return pages.find_job(self, job_id)
+
+    def contradictions(self) -> list[tuple[Record, JobLocation | None]]:
+        """Records that contradict where their job's file is."""
+        return observe.contradictions(self)
+
+    def success_copies(self) -> Counter[str]:
+        """Per id, its files in done/."""
+        return observe.success_copies(self)
+
+    def holding(self, state: JobState) -> str:
+        """The directory of the jobs in `state` (queued: queue/; delayed/ holds them too)."""
+        return {
+            JobState.QUEUED: self.queue_dir,
+            JobState.RUNNING: self.claimed_dir,
+            JobState.SUCCEEDED: self.done_root,
+            JobState.FAILED: self.failed_dir,
+        }[state]
+
+    def places(self) -> list[Path]:
+        """The queue directory and each of its directories."""
+        return [self.dir, *(self.dir / name for name in SUBDIRS)]
 
     def listing(self, state: JobState | None = None) -> dict[str, tuple[JobState, str, str | None]]:
         """Every job file as id -> (state, directory, file name or None for `<id>.json`)."""

@@ -217,3 +217,89 @@ class Purged:
     guard_expired: tuple[str, ...]
     """Guard index files (records/.guard/<day>.ids) that expired."""
     dry_run: bool = False
+
+
+class VerdictKind(StrEnum):
+    """How a claim ends (see Verdict)."""
+
+    SUCCEEDED = "succeeded"
+    """The job succeeded: recorded once, never run again."""
+    FAILED = "failed"
+    """This attempt failed: a retry after the backoff, or failed for good when the attempts
+    are spent."""
+    STOPPED = "stopped"
+    """The run stopped before the job failed (a signal, a command that cannot start): back in
+    the queue at once, spending no attempt."""
+    GAVE_UP = "gave-up"
+    """Failed for good whatever the attempts left."""
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What the runner learned about a claim; the backend decides where the job goes."""
+
+    kind: VerdictKind
+    error: str = ""
+    """Why (the record's `error`), empty for a success."""
+    max_attempts: int = 1
+    """The lane's max_attempts (FAILED gives up once the claim's attempt reached it)."""
+
+    @classmethod
+    def succeeded(cls) -> Verdict:
+        """The job succeeded."""
+        return _SUCCEEDED
+
+    @classmethod
+    def failed(cls, error: str, max_attempts: int) -> Verdict:
+        """This attempt failed with `error`."""
+        return cls(VerdictKind.FAILED, error, max_attempts)
+
+    @classmethod
+    def stopped(cls, error: str = "") -> Verdict:
+        """Back at once, no attempt spent (`error` says why, when there is a why)."""
+        return cls(VerdictKind.STOPPED, error)
+
+    @classmethod
+    def gave_up(cls, error: str) -> Verdict:
+        """Failed for good with `error`."""
+        return cls(VerdictKind.GAVE_UP, error)
+
+
+_SUCCEEDED = Verdict(VerdictKind.SUCCEEDED)
+
+
+@dataclass(frozen=True, slots=True)
+class Settled:
+    """Where a settled job went, as a state: callers never compare paths."""
+
+    job_id: str
+    state: JobState
+    """SUCCEEDED (done), QUEUED (to run again, now or after `not_before`) or FAILED."""
+    destination: Path
+    """The file that stands for the job now (the directory backend's done/, queue/,
+    delayed/ or failed/ file)."""
+    not_before: float | None = None
+    """For a retry waiting out its backoff: when it is due (epoch seconds)."""
+
+
+class ClaimState(StrEnum):
+    """What a claim amounts to, from its owner's liveness and its lock (one answer: recover()
+    acts on it, doctor reports it)."""
+
+    LIVE = "live"
+    """Its runner is running (or the OS will not say: never judged dead on a guess)."""
+    ORPHANED = "orphaned"
+    """Its runner is dead but the job it started still holds the claim's lock: not stale,
+    recover() leaves it alone until the job exits."""
+    STRANDED = "stranded"
+    """Its runner is dead and nobody holds the lock: recover() gives it back."""
+    UNKNOWN = "unknown"
+    """Its owner is on another host, or unnamed: only its age can tell."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimView:
+    """One claim and what it amounts to."""
+
+    info: ClaimInfo
+    state: ClaimState

@@ -7,18 +7,28 @@ age needs one), so it stays cheap at 100k jobs."""
 from __future__ import annotations
 
 import os
+from collections import Counter
 from pathlib import Path
 
 from lanekit import fsops, procinfo
+from lanekit.errors import LanekitError
 from lanekit.queue.fileio import job_names, listdir, read_all
-from lanekit.queue.layout import has_id, id_time, split_owned_name, stem_id, validate_job_id
-from lanekit.queue.model import ClaimInfo, JobLocation, QueueCounts
-from lanekit.queue.recover import owner_alive
+from lanekit.queue.layout import (
+    has_id,
+    id_time,
+    owned_id,
+    split_owned_name,
+    stem_id,
+    validate_job_id,
+)
+from lanekit.queue.liveness import claim_locked, classify_claim, owner_alive
+from lanekit.queue.model import ClaimInfo, ClaimView, JobLocation, QueueCounts
 from lanekit.records import JobState, RecordError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from lanekit.queue.state import QueueState
+    from lanekit.records import Record
 
 
 def counts(q: QueueState, now: float | None = None) -> QueueCounts:
@@ -185,3 +195,77 @@ def done_file(q: QueueState, job_id: str) -> str | None:
         if os.path.lexists(path):
             return path
     return None
+
+
+def claims(q: QueueState, now: float | None = None) -> list[ClaimView]:
+    """Every claim, oldest first, classified by its runner's liveness and its lock.
+
+    list_claims' own `owner_alive` counts a held lock as a live owner, which cannot tell a
+    runner from a job that outlived it; the runner's liveness is asked here instead."""
+    here = procinfo.hosttag()
+    views = []
+    for info in list_claims(q, now=now, check_owners=False):
+        runner = None
+        if info.host == here and info.pid is not None and info.token is not None:
+            runner = procinfo.liveness(info.pid, info.token)
+        locked = claim_locked(info.path)
+        if locked is None:
+            continue
+        views.append(ClaimView(info, classify_claim(runner, locked)))
+    return views
+
+
+def _contradicts(record: Record, *, in_claimed: bool, found: JobState | None) -> bool:
+    """Whether a record disagrees with the files: `running` with no file of the id in
+    claimed/, or `succeeded` with its file (`found` is where) in queue/ or delayed/."""
+    if record.state is JobState.RUNNING:
+        return not in_claimed
+    return record.state is JobState.SUCCEEDED and found is JobState.QUEUED
+
+
+def contradictions(queue: QueueState) -> list[tuple[Record, JobLocation | None]]:
+    """Records that contradict where their job is, with where the job's file is (or None).
+
+    Two contradictions: `running` while no file of the id is in claimed/ (a settle whose record
+    could not be written moved the file all the same), and `succeeded` while the file waits in
+    queue/ or delayed/ (the guard will skip it). A suspect is confirmed by a second look (a
+    fresh listing of claimed/, `locate`, and the record read again, unchanged), so a job that
+    was claimed, settled or given back while the first pass ran is not reported.
+    """
+    files = listing(queue)
+    suspects = []
+    for job_id in sorted(queue.store.ids()):
+        try:
+            record = queue.store.read(job_id)
+        except (LanekitError, OSError):
+            continue  # an unreadable record contradicts nothing; the claimer refuses its job
+        if record is None:
+            continue
+        entry = files.get(job_id)
+        state = None if entry is None else entry[0]
+        if _contradicts(record, in_claimed=state is JobState.RUNNING, found=state):
+            suspects.append(record)
+    if not suspects:
+        return []
+    running = listing(queue, JobState.RUNNING)
+    confirmed: list[tuple[Record, JobLocation | None]] = []
+    for record in suspects:
+        try:
+            location = locate(queue, record.job_id)
+            again = queue.store.read(record.job_id)
+        except (LanekitError, OSError):
+            continue
+        in_claimed = record.job_id in running
+        where = None if location is None else location.state
+        if again == record and _contradicts(record, in_claimed=in_claimed, found=where):
+            confirmed.append((record, location))
+    return confirmed
+
+
+def success_copies(q: QueueState) -> Counter[str]:
+    """Per id, its files in done/ (bucketed by day, so one id can sit in two buckets; a copy
+    the guard skipped is kept there too, under its claimed name)."""
+    counts: Counter[str] = Counter()
+    for day in q.done_days():
+        counts.update(owned_id(name) for name in job_names(f"{q.done_root}/{day}"))
+    return counts

@@ -1,5 +1,4 @@
-"""Recovering claims whose owner is gone, and the one answer to "is this claim's owner still
-there?" (owner_alive, local_owner_gone) that recover, observe and doctor share.
+"""Recovering claims whose owner is gone (by the one claim-state answer, queue.liveness).
 
 A claim is taken back only when nobody holds its flock and its owner on this host is dead
 (or its pid reused), or, for owners elsewhere, once it is older than `stale_after`. A job
@@ -25,6 +24,7 @@ from lanekit.queue.layout import (
     queued_name,
     split_owned_name,
 )
+from lanekit.queue.liveness import local_owner_gone
 from lanekit.queue.model import Recovered, RecoverReason
 from lanekit.queue.safety import check
 from lanekit.queue.settle import (
@@ -342,38 +342,3 @@ def sweep_statuses(q: QueueState) -> None:
         if not os.path.lexists(claim):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(f"{q.claimed_dir}/{name}")
-
-
-def owner_alive(path: str, owner: Owner) -> bool | None:
-    """Whether the claim at `path` has a live owner: its flock is held, or its owner on this
-    host still runs (None: the file is gone)."""
-    try:
-        fd = fsops.open_regular(path)
-    except FileNotFoundError:
-        return None
-    except (fsops.NotRegularFileError, PermissionError):
-        # Nothing can lock such a file: only the owner's process says whether it is alive.
-        return procinfo.liveness(owner.pid, owner.token) in {
-            procinfo.Liveness.ALIVE,
-            procinfo.Liveness.UNKNOWN,
-        }
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        return procinfo.liveness(owner.pid, owner.token) in {
-            procinfo.Liveness.ALIVE,
-            procinfo.Liveness.UNKNOWN,
-        }
-    finally:
-        os.close(fd)
-
-
-def local_owner_gone(owner: Owner) -> RecoverReason | None:
-    """Why a claim's owner on this host is gone (dead, or its pid reused), or None while it may
-    still be alive (alive, or not knowable: never recover on a guess)."""
-    alive = procinfo.liveness(owner.pid, owner.token)
-    if alive in {procinfo.Liveness.ALIVE, procinfo.Liveness.UNKNOWN}:
-        return None
-    return RecoverReason.OWNER_DEAD if alive is procinfo.Liveness.DEAD else RecoverReason.PID_REUSED

@@ -13,15 +13,38 @@ from lanekit import fsops
 from lanekit.errors import QueueError
 from lanekit.queue.fileio import io_errors, listdir, queue_error, rename_into
 from lanekit.queue.layout import delayed_name, delayed_until, queued_name
-from lanekit.queue.model import RecordNotWrittenError
+from lanekit.queue.model import RecordNotWrittenError, Settled, VerdictKind
 from lanekit.records import JobState, Record, iso_utc
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from lanekit.queue.model import Claim
+    from lanekit.queue.model import Claim, Verdict
     from lanekit.queue.state import QueueState
+
+
+def settle(q: QueueState, claim: Claim, verdict: Verdict) -> Settled:
+    """Finish `claim` the way `verdict` says (see VerdictKind); where the job went."""
+    kind = verdict.kind
+    if kind is VerdictKind.SUCCEEDED:
+        return Settled(claim.job_id, JobState.SUCCEEDED, complete(q, claim))
+    if kind is VerdictKind.GAVE_UP:
+        return Settled(claim.job_id, JobState.FAILED, fail(q, claim, verdict.error))
+    spent = kind is VerdictKind.FAILED
+    where = release(
+        q,
+        claim,
+        max_attempts=verdict.max_attempts,
+        error=verdict.error,
+        count_attempt=spent,
+        delay=spent,
+    )
+    target = str(where)
+    if target.startswith(q.failed_dir + "/"):
+        return Settled(claim.job_id, JobState.FAILED, where)
+    due = delayed_until(where.name) if target.startswith(q.delayed_dir + "/") else None
+    return Settled(claim.job_id, JobState.QUEUED, where, None if due is None else float(due[1]))
 
 
 def complete(q: QueueState, claim: Claim) -> Path:

@@ -19,7 +19,7 @@ from lanekit.history import JobView, find_job
 from lanekit.lanelog import read_between, read_events
 from lanekit.launchd import Launchd, ListEntry
 from lanekit.paths import Paths
-from lanekit.queue import Queue
+from lanekit.queue import open_queue
 from lanekit.schedule import Schedule, next_fires
 from lanekit.timeline.events import Event, parse_ts, to_event
 from lanekit.timeline.model import (
@@ -144,7 +144,7 @@ def _listed(launchd: Launchd) -> tuple[Mapping[str, ListEntry], tuple[str, ...]]
 def _job_life(job_id: str, lanes: Sequence[LaneSpec], events: Sequence[Event]) -> JobLife:
     view: JobView | None = None
     for queue_dir in dict.fromkeys(lane.queue.dir for lane in lanes):
-        view = find_job(Queue(queue_dir), job_id)
+        view = find_job(open_queue(queue_dir), job_id)
         if view is not None:
             break
     return JobLife(job_id, view, tuple(e for e in events if e.job == job_id))
@@ -153,7 +153,7 @@ def _job_life(job_id: str, lanes: Sequence[LaneSpec], events: Sequence[Event]) -
 def _job_start(job_id: str, lanes: Sequence[LaneSpec]) -> date | None:
     """The local day a job was first queued, from its record."""
     for queue_dir in dict.fromkeys(lane.queue.dir for lane in lanes):
-        view = find_job(Queue(queue_dir), job_id)
+        view = find_job(open_queue(queue_dir), job_id)
         if view is not None and view.record is not None:
             when = parse_ts(view.record.queued_at)
             if when is not None:

@@ -1,0 +1,167 @@
+"""The JobQueue seam (design.md section 11): what runner, history, status, doctor, watch and
+the CLI may ask of a queue, whatever stores it.
+
+The directory queue (lanekit.queue.Queue) is today's one backend; the next is PostgreSQL, so
+that several Macs can drain one queue (rename is not atomic across machines). Nothing here
+names a directory: a backend hands a job to its command as a file path (`Claim.path`, the
+`{job}` of a lane's command): the directory backend's claimed file, a materialized payload for
+another backend. tests/queue/test_contract.py is what every backend must pass.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from collections import Counter
+    from collections.abc import Callable, Mapping
+    from pathlib import Path
+    from typing import Any
+
+    from lanekit.history import JobView, Page
+    from lanekit.queue.model import (
+        Claim,
+        ClaimView,
+        Dropped,
+        JobLocation,
+        Moved,
+        Purged,
+        QueueCounts,
+        Recovered,
+        Settled,
+        Verdict,
+    )
+    from lanekit.records import JobState, Record
+
+
+class JobClaimer(Protocol):
+    """Hands out claims for one process, one at a time."""
+
+    def claim(self) -> Claim | None:
+        """The next job this process owns, or None when nothing is left to claim."""
+        ...
+
+
+class JobQueue(Protocol):
+    """One queue, as everything outside its backend sees it.
+
+    The promise (lanekit.PROMISE) is the backend's to keep: a claim is exclusive, a success is
+    recorded exactly once, a succeeded id never runs again (the guard), attempts are counted
+    at claim, a claim whose owner is gone is recovered (and settled by its recorded exit
+    status when its job finished), and nothing is ever overwritten.
+    """
+
+    @property
+    def where(self) -> str:
+        """Where the queue lives, for messages (a directory; a database and name)."""
+        ...
+
+    def missing(self) -> str | None:
+        """Why the queue cannot be read yet (not created), or None when it exists."""
+        ...
+
+    def ensure(self) -> None:
+        """Create what is missing, then check()."""
+        ...
+
+    def check(self) -> None:
+        """Refuse (QueueError) a queue that could break the promise."""
+        ...
+
+    def enqueue(self, payload: Mapping[str, Any] | bytes | str, job_id: str | None = None) -> str:
+        """Add a job (a JSON object); its id. JobExistsError for an id already there."""
+        ...
+
+    def claimer(
+        self, *, lane: str | None = None, on_drop: Callable[[Dropped], None] | None = None
+    ) -> JobClaimer:
+        """A claimer for this process; jobs that cannot run go to `on_drop`."""
+        ...
+
+    def settle(self, claim: Claim, verdict: Verdict) -> Settled:
+        """Finish a claim the way `verdict` says; where the job went, as a state."""
+        ...
+
+    def recover(
+        self,
+        *,
+        stale_after: float,
+        max_attempts: int,
+        dry_run: bool = False,
+        now: float | None = None,
+    ) -> list[Recovered]:
+        """Give back the claims whose owner is gone; safe from many processes at once."""
+        ...
+
+    def watch_files(self, claim: Claim) -> tuple[str, str]:
+        """(status file, temp dir) for the claim's watcher: where it records the job's exit
+        status so that recover() settles a job that finished after its runner died."""
+        ...
+
+    def succeeded(self, job_id: str) -> bool:
+        """The re-execution guard: True once `job_id` succeeded (also after a purge)."""
+        ...
+
+    def counts(self, now: float | None = None) -> QueueCounts:
+        """How many jobs are in each state, and the oldest queued job and claim."""
+        ...
+
+    def claims(self, now: float | None = None) -> list[ClaimView]:
+        """Every claim, oldest first, with what it amounts to (live, orphaned, stranded)."""
+        ...
+
+    def page(self, page: int = 1, per_page: int = 20, state: JobState | None = None) -> Page:
+        """Page `page` of the jobs (all, or those in `state`), newest first."""
+        ...
+
+    def job(self, job_id: str) -> JobView | None:
+        """Everything known about one job, or None when there is no trace of it."""
+        ...
+
+    def locate(self, job_id: str) -> JobLocation | None:
+        """Where the job is now (its state and the file that stands for it)."""
+        ...
+
+    def contradictions(self) -> list[tuple[Record, JobLocation | None]]:
+        """Records that contradict where their job is (see queue.record-mismatch)."""
+        ...
+
+    def success_copies(self) -> Counter[str]:
+        """Per id, how many finished copies the queue keeps (more than one: look closer)."""
+        ...
+
+    def holding(self, state: JobState) -> str:
+        """Where the jobs in `state` are, for messages (the directory backend: a directory)."""
+        ...
+
+    def places(self) -> list[Path]:
+        """The directories the queue keeps on this machine (for volume and mode checks);
+        empty for a backend that keeps nothing here."""
+        ...
+
+    def failed_ids(self) -> list[str]:
+        """Ids of the jobs that failed for good, oldest first."""
+        ...
+
+    def retry(self, job_id: str, *, dry_run: bool = False, now: float | None = None) -> Moved:
+        """A failed job back into the queue with all its attempts again."""
+        ...
+
+    def requeue(self, job_id: str, *, dry_run: bool = False) -> Moved:
+        """A retry waiting out its backoff: queued now."""
+        ...
+
+    def cancel(self, job_id: str, *, dry_run: bool = False, now: float | None = None) -> Moved:
+        """A queued or waiting job to failed, reason `cancelled`; never a running one."""
+        ...
+
+    def purge(
+        self,
+        *,
+        keep_done: float,
+        keep_failed: float,
+        dry_run: bool = False,
+        now: float | None = None,
+    ) -> Purged:
+        """Remove finished and failed jobs past retention; the guard outlives them."""
+        ...

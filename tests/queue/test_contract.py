@@ -1,0 +1,267 @@
+"""The JobQueue contract (lanekit.queue.protocol): what every queue backend must do, asked only
+through the protocol. Parametrized over the backends (today the directory queue); the next
+backend (PostgreSQL) is added to BACKENDS and must pass unchanged.
+
+Crashes are real: a forked process claims and dies without settling (os._exit), so its owner
+is dead by the same test the runner's recovery uses.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from lanekit.errors import QueueError, UsageError
+from lanekit.queue import (
+    Claim,
+    ClaimState,
+    JobExistsError,
+    JobQueue,
+    Queue,
+    Verdict,
+    open_queue,
+)
+from lanekit.records import JobState
+from lanekit.watcher import Outcome
+
+Backend = Callable[[Path], JobQueue]
+
+
+def _directory(root: Path) -> JobQueue:
+    """The directory queue, no fsyncs, retries straight back (no backoff wait)."""
+    queue: JobQueue = Queue(root / "q", durable=False, backoff_base=0)
+    return queue
+
+
+BACKENDS: dict[str, Backend] = {"directory": _directory}
+
+
+@pytest.fixture(params=sorted(BACKENDS))
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> JobQueue:
+    """A fresh, ensured queue of each backend."""
+    queue = BACKENDS[request.param](tmp_path)
+    queue.ensure()
+    return queue
+
+
+def claim_one(queue: JobQueue, lane: str | None = None) -> Claim:
+    """The next claim (the test fails if there is none)."""
+    claim = queue.claimer(lane=lane).claim()
+    assert claim is not None
+    return claim
+
+
+def claim_in_dead_process(queue: JobQueue, outcome: Outcome | None = None) -> str:
+    """Fork a process that claims one job and dies without settling it (as under SIGKILL: no
+    cleanup runs); with `outcome`, its watcher had recorded that exit status first. Returns
+    the claimed id once the process is reaped."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            claim = queue.claimer().claim()
+            if claim is not None and outcome is not None:
+                status, _ = queue.watch_files(claim)
+                Path(status).write_bytes(outcome.to_bytes())
+            os.write(write, b"" if claim is None else claim.job_id.encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        taken = pipe.read().decode()
+    os.waitpid(pid, 0)
+    assert taken, "the child claimed nothing"
+    return taken
+
+
+def test_the_directory_queue_is_a_job_queue(tmp_path: Path) -> None:
+    """open_queue hands out a JobQueue (mypy checks the assignment; this checks it runs)."""
+    queue: JobQueue = open_queue(tmp_path / "q")
+    assert queue.missing() is not None
+    queue.ensure()
+    assert queue.missing() is None
+    assert str(tmp_path / "q") in queue.where
+
+
+def test_a_claim_hands_the_job_to_its_command_as_a_file(backend: JobQueue) -> None:
+    """The claim carries the id, attempt 1, and a file holding the payload ({job})."""
+    job_id = backend.enqueue({"file": "a.txt"})
+    claim = claim_one(backend, lane="work")
+    assert (claim.job_id, claim.attempt) == (job_id, 1)
+    assert json.loads(claim.path.read_bytes()) == {"file": "a.txt"}
+    assert backend.claimer().claim() is None
+
+
+def test_every_job_is_claimed_exactly_once(backend: JobQueue) -> None:
+    """Two claimers interleaved take every job once between them."""
+    ids = {backend.enqueue({"n": n}) for n in range(30)}
+    first, second = backend.claimer(), backend.claimer()
+    taken: list[str] = []
+    while True:
+        got = [c for c in (first.claim(), second.claim()) if c is not None]
+        if not got:
+            break
+        for claim in got:
+            taken.append(claim.job_id)
+            backend.settle(claim, Verdict.succeeded())
+    assert sorted(taken) == sorted(ids)
+
+
+def test_success_is_recorded_once_and_guards_the_id(backend: JobQueue) -> None:
+    """A success says SUCCEEDED, counts as done, and the id can never be enqueued again."""
+    backend.enqueue({}, job_id="report-7")
+    settled = backend.settle(claim_one(backend), Verdict.succeeded())
+    assert (settled.job_id, settled.state) == ("report-7", JobState.SUCCEEDED)
+    assert backend.succeeded("report-7")
+    assert backend.counts().done == 1
+    with pytest.raises(JobExistsError, match="already succeeded"):
+        backend.enqueue({}, job_id="report-7")
+    view = backend.job("report-7")
+    assert view is not None and view.state is JobState.SUCCEEDED
+
+
+def test_a_failed_attempt_retries_until_the_attempts_are_spent(backend: JobQueue) -> None:
+    """FAILED goes back to run again, then fails for good at max_attempts; attempts count
+    every start; retry gives all attempts back."""
+    backend.enqueue({}, job_id="flaky")
+    first = claim_one(backend)
+    again = backend.settle(first, Verdict.failed("exit 1", max_attempts=2))
+    assert again.state is JobState.QUEUED
+    second = claim_one(backend)
+    assert second.attempt == 2
+    final = backend.settle(second, Verdict.failed("exit 1", max_attempts=2))
+    assert final.state is JobState.FAILED
+    assert backend.failed_ids() == ["flaky"]
+    assert not backend.succeeded("flaky")
+    backend.retry("flaky")
+    assert claim_one(backend).attempt == 1
+
+
+def test_a_stopped_run_spends_no_attempt(backend: JobQueue) -> None:
+    """STOPPED puts the job back at once and the next claim is the same attempt number."""
+    backend.enqueue({}, job_id="stopped")
+    settled = backend.settle(claim_one(backend), Verdict.stopped("signal"))
+    assert settled.state is JobState.QUEUED
+    assert claim_one(backend).attempt == 1
+
+
+def test_gave_up_fails_for_good(backend: JobQueue) -> None:
+    """GAVE_UP fails the job whatever attempts are left."""
+    backend.enqueue({}, job_id="hopeless")
+    settled = backend.settle(claim_one(backend), Verdict.gave_up("no such file"))
+    assert settled.state is JobState.FAILED
+    assert backend.counts().failed == 1
+
+
+def test_a_claim_is_settled_once(backend: JobQueue) -> None:
+    """Settling a settled claim is refused, and changes nothing."""
+    backend.enqueue({})
+    claim = claim_one(backend)
+    backend.settle(claim, Verdict.succeeded())
+    with pytest.raises(QueueError, match="already settled"):
+        backend.settle(claim, Verdict.failed("late", max_attempts=3))
+    assert backend.counts().done == 1
+
+
+def test_a_live_claim_is_left_alone_and_reported_live(backend: JobQueue) -> None:
+    """A claim this process holds is LIVE and recover() does not take it."""
+    backend.enqueue({})
+    claim = claim_one(backend)
+    assert [view.state for view in backend.claims()] == [ClaimState.LIVE]
+    assert backend.recover(stale_after=0, max_attempts=3) == []
+    backend.settle(claim, Verdict.succeeded())
+    assert backend.claims() == []
+
+
+def test_a_dead_owners_claim_is_recovered_with_its_attempt_counted(backend: JobQueue) -> None:
+    """A process that dies holding a claim: the claim is STRANDED, recover() gives the job
+    back (to queue), and the next claim is attempt 2 (a crash counts)."""
+    backend.enqueue({}, job_id="crashy")
+    assert claim_in_dead_process(backend) == "crashy"
+    assert [view.state for view in backend.claims()] == [ClaimState.STRANDED]
+    [item] = backend.recover(stale_after=3600, max_attempts=3)
+    assert (item.job_id, item.state) == ("crashy", JobState.QUEUED)
+    assert claim_one(backend).attempt == 2
+
+
+def test_a_crash_out_of_attempts_fails_the_job(backend: JobQueue) -> None:
+    """Recovered at its last attempt, the job fails for good instead of running again."""
+    backend.enqueue({}, job_id="last")
+    claim_in_dead_process(backend)
+    [item] = backend.recover(stale_after=3600, max_attempts=1)
+    assert item.state is JobState.FAILED
+    assert backend.failed_ids() == ["last"]
+
+
+def test_a_job_that_finished_after_its_owner_died_is_not_run_again(backend: JobQueue) -> None:
+    """The watcher recorded exit 0 before the owner died: recover() settles the job as
+    succeeded by that status (the guard then holds), never back into the queue."""
+    backend.enqueue({}, job_id="finished")
+    claim_in_dead_process(backend, Outcome(exit=0))
+    [item] = backend.recover(stale_after=3600, max_attempts=3)
+    assert (item.state, item.exit) == (JobState.SUCCEEDED, 0)
+    assert backend.succeeded("finished")
+    assert backend.claimer().claim() is None
+
+
+def test_recover_dry_run_moves_nothing(backend: JobQueue) -> None:
+    """dry_run reports the claim it would give back and leaves it stranded."""
+    backend.enqueue({})
+    claim_in_dead_process(backend)
+    assert len(backend.recover(stale_after=3600, max_attempts=3, dry_run=True)) == 1
+    assert [view.state for view in backend.claims()] == [ClaimState.STRANDED]
+
+
+def test_counts_pages_and_jobs_agree(backend: JobQueue) -> None:
+    """counts, page and job tell one story: newest first, each job once, in its state."""
+    ids = [backend.enqueue({"n": n}) for n in range(5)]
+    backend.settle(claim_one(backend), Verdict.succeeded())
+    counts = backend.counts()
+    assert (counts.queued, counts.done, counts.claimed) == (4, 1, 0)
+    page = backend.page(1, 3)
+    assert page.meta.total == 5
+    assert [record.job_id for record in page.items] == ids[::-1][:3]
+    queued = backend.page(1, 0, JobState.QUEUED)
+    assert {record.job_id for record in queued.items} == set(ids[1:])
+    view = backend.job(ids[1])
+    assert view is not None and view.state is JobState.QUEUED
+    assert backend.job("no-such-job") is None
+
+
+def test_cancel_takes_a_waiting_job_never_a_running_one(backend: JobQueue) -> None:
+    """cancel fails a queued job with reason `cancelled`; a running one is refused."""
+    backend.enqueue({}, job_id="wait")
+    backend.enqueue({}, job_id="run")
+    moved = backend.cancel("wait")
+    assert moved.state is JobState.FAILED
+    claim = claim_one(backend)
+    assert claim.job_id == "run"
+    with pytest.raises(UsageError, match="running"):
+        backend.cancel("run")
+    backend.settle(claim, Verdict.succeeded())
+
+
+def test_a_consistent_queue_has_no_contradictions(backend: JobQueue) -> None:
+    """After ordinary work, no record contradicts where its job is, and each success is one
+    finished copy."""
+    for n in range(3):
+        backend.enqueue({"n": n}, job_id=f"j{n}")
+    backend.settle(claim_one(backend), Verdict.succeeded())
+    backend.settle(claim_one(backend), Verdict.failed("x", max_attempts=1))
+    assert backend.contradictions() == []
+    assert sorted(backend.success_copies().values()) == [1]
+
+
+def test_purge_keeps_the_guard(backend: JobQueue) -> None:
+    """Purging a finished job removes it, and its id still cannot run again."""
+    backend.enqueue({}, job_id="old")
+    backend.settle(claim_one(backend), Verdict.succeeded())
+    purged = backend.purge(keep_done=0, keep_failed=0, now=4_000_000_000)
+    assert purged.done == ("old",)
+    assert backend.succeeded("old")
+    with pytest.raises(JobExistsError):
+        backend.enqueue({}, job_id="old")
