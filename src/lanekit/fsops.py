@@ -5,7 +5,8 @@
   renameat2(RENAME_NOREPLACE), macOS renameatx_np(RENAME_EXCL), both through ctypes; where the
   kernel or the filesystem lacks them (ENOSYS, EINVAL, ENOTSUP) it falls back to link + unlink,
   which is equally exclusive because link(2) never replaces.
-- `fsync_fd` / `fsync_dir` / `full_fsync`: a plain fsync for what comes before a commit point,
+- `fsync_fd` / `sync_dir` / `fsync_dir` / `full_fsync`: a plain fsync (of a file, of a
+  directory's entries) for what comes before a commit point,
   and one full flush at the commit point (the directory fsync after the rename): F_FULLFSYNC on
   macOS, where fsync stops at the drive's cache. fcntl(2): F_FULLFSYNC flushes the drive's whole
   cache, so it persists everything fsync'd before it as well; each further full flush would cost
@@ -191,6 +192,16 @@ def full_fsync(fd: int) -> None:
         except OSError:
             pass  # filesystems without F_FULLFSYNC (some network or FAT volumes): plain fsync
     os.fsync(fd)
+
+
+def sync_dir(path: str) -> None:
+    """Move a directory's new entries to the drive (plain fsync, no full flush): durable once
+    the commit point's full flush (fsync_dir of another directory) follows."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def fsync_dir(path: str) -> None:
@@ -436,6 +447,13 @@ _OPEN_REGULAR = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 def open_regular(path: str) -> int:
     """Open `path` for reading only if it is a regular file; its descriptor (close-on-exec).
+    See open_regular_stat."""
+    return open_regular_stat(path)[0]
+
+
+def open_regular_stat(path: str) -> tuple[int, os.stat_result]:
+    """Open `path` for reading only if it is a regular file; its descriptor (close-on-exec)
+    and the fstat that proved it (callers reuse its size and times: no second fstat).
 
     O_NOFOLLOW: a symlink is refused, never followed to someone else's file. O_NONBLOCK: a
     FIFO opens at once instead of waiting forever for a writer (it is then refused by type).
@@ -449,14 +467,14 @@ def open_regular(path: str) -> int:
             raise NotRegularFileError(path, "a symlink") from None
         raise
     try:
-        mode = os.fstat(fd).st_mode
+        st = os.fstat(fd)
     except BaseException:
         os.close(fd)
         raise
-    if (mode & 0o170000) != 0o100000:  # not S_IFREG (stat not imported on the claim path)
+    if (st.st_mode & 0o170000) != 0o100000:  # not S_IFREG (stat not imported on the claim path)
         os.close(fd)
-        raise NotRegularFileError(path, file_kind(mode))
-    return fd
+        raise NotRegularFileError(path, file_kind(st.st_mode))
+    return fd, st
 
 
 def flock_held(path: str | os.PathLike[str]) -> bool | None:

@@ -324,12 +324,35 @@ class Record:
 
 
 _tmp_serial = itertools.count()
+_pid = os.getpid()
+_rng = int.from_bytes(os.urandom(8), "little") | 1
+
+
+def _after_fork() -> None:
+    """A forked child is another process: its own pid, and random names apart from its
+    parent's (the serial may go on: the pid tells the two apart)."""
+    global _pid, _rng  # noqa: PLW0603 - per-process constants, renewed in a fork's child
+    _pid = os.getpid()
+    _rng = int.from_bytes(os.urandom(8), "little") | 1
+
+
+os.register_at_fork(after_in_child=_after_fork)
 
 
 def tmp_suffix() -> str:
     """`<pid>.<serial>.<random>`: unique among this process's temp files, and unlike the names
-    a SIGKILLed process with the same pid left behind (its serials also started at 0)."""
-    return f"{os.getpid()}.{next(_tmp_serial)}.{os.urandom(4).hex()}"
+    a SIGKILLed process with the same pid left behind (its serials also started at 0).
+
+    No syscall per name (a claim and its settle make two): the pid is known since start (or
+    the fork), the random part is a xorshift64 seeded from os.urandom once per process. The
+    names need not be secret: tmp/ is 0700 and every temp file is created O_EXCL."""
+    global _rng  # noqa: PLW0603 - see _after_fork
+    x = _rng
+    x ^= (x << 13) & 0xFFFFFFFFFFFFFFFF
+    x ^= x >> 7
+    x ^= (x << 17) & 0xFFFFFFFFFFFFFFFF
+    _rng = x
+    return f"{_pid}.{next(_tmp_serial)}.{x & 0xFFFFFFFF:08x}"
 
 
 class RecordStore:
@@ -349,6 +372,11 @@ class RecordStore:
         self._dir = str(self.dir)
         self._tmp = str(tmp_dir) if tmp_dir is not None else self._dir
 
+    @property
+    def dir_path(self) -> str:
+        """The records directory as a str (what fsops takes)."""
+        return self._dir
+
     def path(self, job_id: str) -> Path:
         """Where the record of `job_id` lives."""
         return self.dir / f"{job_id}.json"
@@ -357,7 +385,7 @@ class RecordStore:
         """The record of `job_id`, or None if there is none. RecordError if it is unreadable."""
         path = f"{self._dir}/{job_id}.json"
         try:
-            fd = fsops.open_regular(path)
+            fd, st = fsops.open_regular_stat(path)
         except FileNotFoundError:
             return None
         except fsops.NotRegularFileError as exc:
@@ -371,9 +399,14 @@ class RecordStore:
                 "check the permissions of the queue's records/ directory",
             ) from None
         try:
-            chunks = []
-            while chunk := os.read(fd, 65536):
-                chunks.append(chunk)
+            # One read: a regular file's read comes back short of the size+1 asked for only
+            # at its end. Longer means it grew since the fstat: read on to the end.
+            data = os.read(fd, st.st_size + 1)
+            if len(data) > st.st_size:
+                chunks = [data]
+                while chunk := os.read(fd, 65536):
+                    chunks.append(chunk)
+                data = b"".join(chunks)
         except OSError as exc:
             raise RecordError(
                 f"{path}: cannot read the record ({exc.strerror})",
@@ -381,7 +414,7 @@ class RecordStore:
             ) from None
         finally:
             os.close(fd)
-        record = Record.from_bytes(b"".join(chunks), path)
+        record = Record.from_bytes(data, path)
         if record.job_id != job_id and record.job_id.casefold() == job_id.casefold():
             # A case-insensitive volume (the default APFS) opened the other id's file.
             raise IdCaseCollisionError(
