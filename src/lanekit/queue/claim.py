@@ -198,7 +198,8 @@ class Claimer:
         try:
             # Regular files only, checked on the descriptor before anything else: a symlink is
             # never followed, a FIFO never waited on (see fsops.open_regular).
-            fd = fsops.open_regular(path)
+            # Its fstat serves below as well: the file is ours since the rename, nobody writes it.
+            fd, st = fsops.open_regular_stat(path)
         except (fsops.NotRegularFileError, PermissionError) as exc:
             return self._refuse_file(job_id, path, f"job file {exc.strerror}")
         except OSError as exc:
@@ -217,7 +218,6 @@ class Claimer:
             except BlockingIOError:
                 lock.release()
                 return self._pass_over(name, src, path, job_id)
-            st = os.fstat(fd)
             # The claim's age starts now (rename keeps the old mtime), by the queue's clock, which
             # claim ages are read against. Best effort: a file we may not touch keeps its mtime.
             stamp = self.queue.clock()

@@ -111,16 +111,25 @@ class Owner:
         return cls(host, int(pid), token)
 
 
-_own: tuple[int, str] | None = None
+_own: str | None = None
+
+
+def _forget_owner() -> None:
+    global _own  # noqa: PLW0603 - see own_owner
+    _own = None
+
+
+os.register_at_fork(after_in_child=_forget_owner)
 
 
 def own_owner() -> str:
-    """This process's owner tag (recomputed after fork: the child is a different owner)."""
+    """This process's owner tag, computed once (and again in a forked child, which is a
+    different owner: no getpid per claim)."""
     global _own  # noqa: PLW0603 - a per-process constant, computed lazily
-    pid = os.getpid()
-    if _own is None or _own[0] != pid:
-        _own = (pid, f"{procinfo.hosttag()}-{pid}-{procinfo.self_token()}")
-    return _own[1]
+    if _own is None:
+        pid = os.getpid()
+        _own = f"{procinfo.hosttag()}-{pid}-{procinfo.self_token()}"
+    return _own
 
 
 def split_owned_name(name: str) -> tuple[str, Owner] | None:
