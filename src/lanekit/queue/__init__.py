@@ -32,7 +32,7 @@ import os
 
 from lanekit import watcher
 from lanekit.clock import epoch
-from lanekit.queue import claim, enqueue, observe, pages, purge, recover, safety, settle, verbs
+from lanekit.queue import claim, enqueue, observe, recover, safety, settle
 from lanekit.queue.claim import _FIRST_WINDOW, Claimer
 from lanekit.queue.enqueue import payload_problem
 from lanekit.queue.layout import (
@@ -45,6 +45,7 @@ from lanekit.queue.layout import (
     validate_job_id,
 )
 from lanekit.queue.model import (
+    CANCELLED,
     Claim,
     ClaimInfo,
     ClaimLock,
@@ -67,7 +68,6 @@ from lanekit.queue.model import (
 from lanekit.queue.protocol import JobClaimer, JobQueue
 from lanekit.queue.safety import location_error
 from lanekit.queue.state import DEFAULT_BACKOFF_BASE, DEFAULT_BACKOFF_MAX, QueueState
-from lanekit.queue.verbs import CANCELLED
 from lanekit.records import JobState
 
 TYPE_CHECKING = False
@@ -239,10 +239,14 @@ class Queue(QueueState):
 
     def page(self, page: int = 1, per_page: int = 20, state: JobState | None = None) -> Page:
         """Page `page` of the jobs (all, or those in `state`), newest first."""
+        from lanekit.queue import pages  # history and the verbs load only when asked
+
         return pages.page_jobs(self, page, per_page, state)
 
     def job(self, job_id: str) -> JobView | None:
         """Everything known about one job, or None when there is no trace of it."""
+        from lanekit.queue import pages
+
         return pages.find_job(self, job_id)
 
     def contradictions(self) -> list[tuple[Record, JobLocation | None]]:
@@ -284,14 +288,20 @@ class Queue(QueueState):
 
     def retry(self, job_id: str, *, dry_run: bool = False, now: float | None = None) -> Moved:
         """A failed job back into queue/ with all its attempts again (`lanekit retry`)."""
+        from lanekit.queue import verbs
+
         return verbs.retry(self, job_id, dry_run=dry_run, now=now)
 
     def requeue(self, job_id: str, *, dry_run: bool = False) -> Moved:
         """A job waiting out its backoff in delayed/: into queue/ now (`lanekit requeue`)."""
+        from lanekit.queue import verbs
+
         return verbs.requeue(self, job_id, dry_run=dry_run)
 
     def cancel(self, job_id: str, *, dry_run: bool = False, now: float | None = None) -> Moved:
         """A queued or delayed job to failed/ with reason `cancelled` (`lanekit cancel`)."""
+        from lanekit.queue import verbs
+
         return verbs.cancel(self, job_id, dry_run=dry_run, now=now)
 
     def purge(
@@ -303,6 +313,8 @@ class Queue(QueueState):
         now: float | None = None,
     ) -> Purged:
         """Remove finished and failed jobs past their retention (`lanekit purge`)."""
+        from lanekit.queue import purge
+
         return purge.purge(
             self, keep_done=keep_done, keep_failed=keep_failed, dry_run=dry_run, now=now
         )

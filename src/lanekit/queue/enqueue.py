@@ -111,8 +111,9 @@ def write_job(q: QueueState, job_id: str, data: bytes) -> None:
 
     Durably, the job file and the staged record are fsync'd (plain), the record's directory
     entry is fsync'd (plain) once it is in place, and the commit point is the full flush of
-    queue/ (F_FULLFSYNC on macOS). fcntl(2): F_FULLFSYNC asks the drive to flush all buffered
-    data, so it persists everything fsync'd before it, in records/ as well; a second full
+    queue/ (F_FULLFSYNC on macOS). fcntl(2) (xnu bsd/man/man2/fcntl.2): F_FULLFSYNC "does the
+    same thing as fsync(2) then asks the drive to flush all buffered data to the permanent
+    storage device", so it persists everything fsync'd before it, in records/ too; a second full
     flush (one per directory, as before) costs ~20 ms on an Apple SSD and buys nothing. A
     power cut before the commit point loses the enqueue (it had not returned): the job
     without its record (its first claim writes one), or a `queued` record without its job

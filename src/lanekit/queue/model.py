@@ -11,6 +11,9 @@ from enum import StrEnum
 from lanekit.errors import QueueError, UsageError
 from lanekit.records import JobState
 
+CANCELLED = "cancelled"
+"""The reason `lanekit cancel` records (the record's error and the job's .error)."""
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path

@@ -13,8 +13,8 @@ from pathlib import Path
 from lanekit import fsops
 from lanekit.errors import UsageError
 from lanekit.queue.fileio import io_errors, job_names
-from lanekit.queue.layout import validate_job_id
-from lanekit.queue.model import JobExistsError, Moved
+from lanekit.queue.layout import has_id, validate_job_id
+from lanekit.queue.model import CANCELLED, JobExistsError, Moved
 from lanekit.queue.observe import locate
 from lanekit.queue.safety import check
 from lanekit.queue.settle import to_failed, write_failed_record
@@ -24,7 +24,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from lanekit.queue.state import QueueState
 
-CANCELLED = "cancelled"
 _VERB_HINT = "`lanekit job` shows where the job is now"
 
 
@@ -157,8 +156,9 @@ def cancel(q: QueueState, job_id: str, *, dry_run: bool = False, now: float | No
 
 
 def delayed_file(q: QueueState, job_id: str) -> str | None:
+    """The job's file in delayed/, or None."""
     for name in job_names(q.delayed_dir):
-        if name[:-5].rpartition(".")[0] == job_id:
+        if has_id(name, job_id):
             return f"{q.delayed_dir}/{name}"
     return None
 
