@@ -128,7 +128,8 @@ def open_queue(dir: Path, *, durable: bool = True, clock: Callable[[], float] = 
 
 
 class Queue(QueueState):
-    """A directory queue (see the module docstring).
+    """A directory queue (see the module docstring): the directory backend of JobQueue, plus
+    the directory-only views (listing, list_claims, counts by directory) tests and tools use.
 
     `durable=False` skips fsyncs (a power loss may then lose recent jobs and records; a process
     crash never does). Retries wait `backoff_base * 2**(attempt-1)` seconds in delayed/, capped
