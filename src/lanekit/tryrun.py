@@ -138,10 +138,9 @@ def _job_id(job_file: Path) -> str:
     """The id the queue gives the job in `job_file` (its layout's grammar: `<id>.json`, or
     `<id>.<owner>.json` in claimed/; ids may contain dots, `2026-09-17.report`); a file named
     otherwise is its own id."""
-    from lanekit.queue.layout import is_job_name, owned_id
+    from lanekit.queue import job_id_of
 
-    name = job_file.name
-    return owned_id(name) if is_job_name(name) else name
+    return job_id_of(job_file.name)
 
 
 def _target(request: TryRequest, paths: Paths, env: Mapping[str, str]) -> Target:

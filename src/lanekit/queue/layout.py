@@ -152,6 +152,12 @@ def owned_id(name: str) -> str:
     return name[:-5] if parsed is None else parsed[0]
 
 
+def job_id_of(name: str) -> str:
+    """The id of the job in a file named `name`: `<id>.json`, or `<id>.<owner>.json` (ids may
+    contain dots, `2026-09-17.report`); a file named otherwise is its own id."""
+    return owned_id(name) if is_job_name(name) else name
+
+
 def queued_name(job_id: str) -> str:
     """queue/<id>.json (also the name in failed/ and a done/ bucket)."""
     return f"{job_id}.json"
