@@ -156,6 +156,8 @@ and its values. Everything else in lanekit/queue/ is the backend's own."""
 QUEUE_DIRS = frozenset({"tmp", "queue", "claimed", "done", "failed", "delayed", "records"})
 """The backend's directories (logs/ is the lanes', not the queue's)."""
 LAYOUT_EXEMPT = {
+    "peek.py": "the empty-run fast path's directory peeks (queue/, delayed/, claimed/, done/, "
+    "failed/) run before the queue is imported (start-up on an empty queue is benchmark (c))",
     "entry.py": "the empty-run fast path peeks at queue/, delayed/, claimed/ and done/ without "
     "importing the queue (its start-up is benchmark (c))",
     "selftest.py": "it proves that this Mac's volume does the directory backend's no-replace "

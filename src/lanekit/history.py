@@ -1,27 +1,23 @@
-"""Newest-first paging of a queue's jobs (`lanekit jobs`), reading only the page's records.
+"""Newest-first paging of a queue's jobs (`lanekit jobs`) and one job's story (`lanekit job`):
+the page's shape and its rules, whatever backend fills it (the directory backend's is
+lanekit.queue.pages, which reads only the page's records).
 
-The list of jobs comes from the directory listings (a job's directory is its state, so
-`--state` needs no record either); it is ordered newest first by the time in the id (generated
-ids start with it), falling back to the job file's mtime for custom ids (one stat each, only for
-those). Only the records of the requested page are then opened. PageMeta follows the shape of
-seed 003's paging: pages are 1-based, out-of-range pages clamp to the last page, per_page <= 0
-returns everything, and from/to are adjusted to the items actually read. Records that cannot be
-read are listed in `Page.unreadable`, never silently dropped.
+PageMeta follows the shape of seed 003's paging: pages are 1-based, out-of-range pages clamp to
+the last page, per_page <= 0 returns everything, and from/to are adjusted to the items actually
+read. Records that cannot be read are listed in `Page.unreadable`, never silently dropped.
 """
 
-# (os.stat and os.listdir on str and bytes paths: listings of 100k names are the cost here)
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Protocol
 
 from lanekit.records import JobState, Record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
-
-    from lanekit.queue.protocol import JobQueue
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,14 +141,27 @@ class JobView:
     """For a retry waiting in delayed/, when it is due (ISO 8601 UTC); None otherwise."""
 
 
+class JobSource(Protocol):
+    """What history needs of a queue (lanekit.queue.JobQueue has it): its pages and its jobs.
+    Declared here so that history and the JobQueue protocol do not import each other."""
+
+    def page(self, page: int = 1, per_page: int = 20, state: JobState | None = None) -> Page:
+        """Page `page` of the jobs, newest first."""
+        ...
+
+    def job(self, job_id: str) -> JobView | None:
+        """Everything known about one job."""
+        ...
+
+
 def page_jobs(
-    queue: JobQueue, page: int = 1, per_page: int = 20, state: JobState | None = None
+    queue: JobSource, page: int = 1, per_page: int = 20, state: JobState | None = None
 ) -> Page:
     """Page `page` of the queue's jobs (all, or those in `state`), newest first."""
     return queue.page(page, per_page, state)
 
 
-def find_job(queue: JobQueue, job_id: str) -> JobView | None:
+def find_job(queue: JobSource, job_id: str) -> JobView | None:
     """The job with this id, or None if neither its file nor its record exists.
 
     UsageError for an id that is not a valid job id; RecordError if its record is unreadable.
