@@ -277,37 +277,73 @@ def test_background_items_unreadable_says_nothing(
 # ------------------------------------------------------------------ login after reboot
 
 
+def _boot_tools(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, filevault: str | None, auto_login: str | None
+) -> None:
+    """fdesetup and defaults as on a Mac: `filevault` names the fdesetup capture printed (None:
+    the tool is missing), `auto_login` the user defaults prints (None: unset, exit 1)."""
+    from lanekit.launchd import probes
+
+    samples = Path(__file__).resolve().parents[1] / "launchd" / "samples" / "macos-tools"
+    fdesetup = tmp_path / "fdesetup"
+    if filevault is not None:
+        text = (samples / f"{filevault}.txt").read_text().partition("# ---\n")[2]
+        (tmp_path / "fdesetup.out").write_text(text)
+        fdesetup.write_text(f"#!/bin/sh\ncat {tmp_path / 'fdesetup.out'}\n")
+        fdesetup.chmod(0o755)
+    defaults = tmp_path / "defaults"
+    defaults.write_text(
+        f"#!/bin/sh\necho {auto_login}\n"
+        if auto_login
+        else "#!/bin/sh\necho 'The domain/default pair of (/Library/Preferences/"
+        "com.apple.loginwindow, autoLoginUser) does not exist' >&2\nexit 1\n"
+    )
+    defaults.chmod(0o755)
+    monkeypatch.setattr(probes, "MACOS", True)
+    monkeypatch.setattr(probes, "FDESETUP", str(fdesetup))
+    monkeypatch.setattr(probes, "DEFAULTS", str(defaults))
+
+
 @pytest.mark.parametrize(
-    ("domain", "auto_login", "fires"),
-    [("user/501", None, True), ("user/501", "me", False), ("gui/501", None, False)],
+    ("domain", "filevault", "auto_login", "fires"),
+    [
+        ("user/501", "fdesetup-status-02", None, "automatic login is off"),
+        ("user/501", "fdesetup-status-02", "me", None),
+        ("user/501", "fdesetup-status-01", "me", "FileVault is on"),
+        ("user/501", "fdesetup-status-04", None, "FileVault is on"),
+        ("user/501", "fdesetup-status-03", "me", "FileVault turns on at the next restart"),
+        ("user/501", None, "me", None),  # fdesetup unreadable: automatic login decides
+        ("gui/501", "fdesetup-status-01", None, None),
+    ],
 )
 def test_no_login_after_reboot(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     domain: str,
+    filevault: str | None,
     auto_login: str | None,
-    fires: bool,
+    fires: str | None,
 ) -> None:
-    """Lanes in user/<uid> with automatic login off: once per doctor run, a warning that
-    after a reboot they run only after a login; quiet with automatic login for this user, or
-    in gui/<uid>."""
-    import plistlib
+    """Lanes in user/<uid>: with FileVault on (or on from the next restart) a warning that
+    the boot stops at the unlock screen, whatever automatic login says; with FileVault off and
+    automatic login off, that they run only after a login; quiet with automatic login for this
+    user, or in gui/<uid>. Once per doctor run; fdesetup and defaults print real captures."""
     import pwd
 
-    from lanekit.checks import macos
-
     me = pwd.getpwuid(os.getuid()).pw_name
-    loginwindow = tmp_path / "com.apple.loginwindow.plist"
-    loginwindow.write_bytes(plistlib.dumps({"autoLoginUser": me} if auto_login else {}))
-    monkeypatch.setattr(macos, "LOGINWINDOW", loginwindow)
+    _boot_tools(tmp_path, monkeypatch, filevault, me if auto_login == "me" else auto_login)
     monkeypatch.setenv("FAKE_LAUNCHCTL_SCRIPT", str(tmp_path / "script.json"))
     world = World.make(tmp_path)
     world.install()
     launchd = _fake_domain(tmp_path, domain, {})
     ctx = world.context(launchd=launchd)
     findings = ctx.findings("launchd.no-login-after-reboot", world.target())
-    assert bool(findings) is fires
+    assert len(findings) == (0 if fires is None else 1)
     assert ctx.findings("launchd.no-login-after-reboot", world.target()) in ([], findings)
-    if fires:
-        assert "automatic login is off" in findings[0].message
+    if fires is not None:
+        assert fires in findings[0].message
+    if fires == "automatic login is off":
         assert me in findings[0].fix
+    elif fires is not None:
+        assert "unlock screen" in findings[0].message
+        assert "fdesetup authrestart" in findings[0].fix

@@ -301,36 +301,23 @@ def _btm_items(ctx: DoctorContext) -> list[BtmItem]:
     return _BTM[ctx]
 
 
-LOGINWINDOW = Path("/Library/Preferences/com.apple.loginwindow.plist")
-"""World-readable; `autoLoginUser` is set when the Mac logs a user in at boot (FileVault
-turns automatic login off)."""
-
-
 _LOGIN_REPORTED: weakref.WeakSet[DoctorContext] = weakref.WeakSet()
-
-
-def auto_login_user(path: Path = LOGINWINDOW) -> str | None:
-    """The user macOS logs in at boot, None when automatic login is off or unreadable."""
-    import plistlib
-
-    try:
-        with path.open("rb") as handle:
-            value = plistlib.load(handle).get("autoLoginUser")
-    except (OSError, ValueError, plistlib.InvalidFileException, AttributeError):
-        return None
-    return value if isinstance(value, str) and value else None
 
 
 @check(
     "launchd.no-login-after-reboot",
-    summary="lanes in user/<uid> stop at a reboot until someone logs in (no automatic login)",
+    summary="lanes in user/<uid> stop at a reboot until someone logs in (FileVault, no "
+    "automatic login)",
     needs_launchd=True,
 )
 def no_login_after_reboot(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """launchd loads a user's agents only once that user logs in; on a headless Mac or one used
-    over SSH (lanes in user/<uid>) nobody may log in after a reboot."""
+    over SSH (lanes in user/<uid>) nobody may log in after a reboot. FileVault makes it certain:
+    the boot stops at its unlock screen and automatic login is impossible (`fdesetup status`,
+    no root). Both facts come through lanekit.launchd.probes; unreadable ones say nothing."""
     import pwd
 
+    from lanekit.launchd import boot, probes
     from lanekit.launchd.launchctl import LaunchctlDomain
 
     launchd = ctx.launchd
@@ -343,7 +330,21 @@ def no_login_after_reboot(target: Target, ctx: DoctorContext) -> Iterator[Proble
         me = pwd.getpwuid(ctx.uid).pw_name
     except KeyError:
         return
-    if auto_login_user(LOGINWINDOW) == me:
+    filevault = boot.parse_fdesetup_status(probes.fdesetup_status())
+    if filevault.blocks_auto_login:
+        when = "is on" if filevault is boot.FileVault.ON else "turns on at the next restart"
+        yield Problem(
+            Severity.WARNING,
+            f"lanes are in {launchd.domain} and FileVault {when}: after a reboot the Mac waits "
+            "at the FileVault unlock screen and cannot log anyone in automatically, so launchd "
+            "loads no lane until you log in (at the screen or over SSH) and scheduled runs are "
+            "missed until then.",
+            "log in after each reboot (before a planned restart, `sudo fdesetup authrestart` "
+            "unlocks the next boot once); automatic login needs FileVault off (System "
+            "Settings > Privacy & Security > FileVault)",
+        )
+        return
+    if boot.parse_auto_login_user(probes.auto_login_user()) == me:
         return
     yield Problem(
         Severity.WARNING,
