@@ -122,3 +122,66 @@ def test_no_lanes_toml_and_nothing_installed_is_the_usual_error(
     code, _, err = invoke("status")
     assert code == 2
     assert "lanekit init" in err
+
+
+def test_logs_from_an_unrelated_directory(elsewhere: Path) -> None:
+    """logs finds the lane among the installed projects: alpha's event log after a run, beta's
+    own (never run) log; --project narrows, and a lane of another project is then unknown."""
+    Queue(elsewhere / "one" / "q").enqueue({"n": 1})
+    code, _, err = invoke("run", "alpha")
+    assert code == 0, err
+    code, out, err = invoke("logs", "alpha")
+    assert code == 0, err
+    assert "event=done" in out
+    code, out, err = invoke("logs", "beta")
+    assert code == 0, err
+    assert "event=done" not in out  # beta's own log (apply's lines), not alpha's
+    code, out, err = invoke("logs", "alpha", "--project", str(elsewhere / "one"))
+    assert code == 0, err
+    assert "event=done" in out
+    code, _, err = invoke("logs", "alpha", "--project", str(elsewhere / "two"))
+    assert code == 2
+    assert "no lane named 'alpha'" in err
+
+
+def test_try_from_an_unrelated_directory(elsewhere: Path) -> None:
+    """try runs a lane of an installed project from anywhere: alpha's job command on a file
+    (--job), alpha's installed entrypoint, and beta's missing command is reported before
+    anything runs; --project says which project."""
+    job = elsewhere / "unrelated" / "job.json"
+    job.write_text('{"hello": "from anywhere"}\n')
+    code, out, err = invoke("try", "alpha", "--job", str(job), "--here")
+    assert code == 0, out + err
+    assert (elsewhere / "one" / "q").is_dir()
+    code, out, err = invoke("try", "alpha", "--here")
+    assert code == 0, out + err
+    code, out, err = invoke("try", "beta", "--here", "--project", str(elsewhere / "two"))
+    assert code == 1
+    assert "lanekit-projects-missing-tool" in out + err
+
+
+def test_logs_and_try_name_the_projects_of_an_ambiguous_lane(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two projects with a lane of the same name: logs and try from elsewhere refuse to guess
+    (exit 2, naming both lanes.toml) and --project picks one."""
+    first = project(tmp_path / "a", "a", "same")
+    second = project(tmp_path / "b", "b", "same")
+    (tmp_path / "unrelated").mkdir()
+    monkeypatch.chdir(tmp_path / "unrelated")
+    for command in (["logs", "same"], ["try", "same", "--here"]):
+        code, _, err = invoke(*command)
+        assert code == 2, err
+        assert "is in several projects" in err
+        assert str(first.resolve()) in err
+        assert str(second.resolve()) in err
+        assert "--project" in err
+    Queue(tmp_path / "b" / "q").enqueue({"n": 2})
+    code, out, err = invoke("try", "same", "--here", "--project", str(tmp_path / "b"))
+    assert code == 0, out + err
+    code, out, err = invoke("logs", "same", "--project", str(tmp_path / "b"))
+    assert code == 0, err
+    assert "event=done" in out
+    code, out, err = invoke("logs", "same", "--project", str(tmp_path / "a"))
+    assert code == 0, err
+    assert "event=done" not in out  # a's lane never ran: only b's log has the run

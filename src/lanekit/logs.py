@@ -173,6 +173,9 @@ class LogsRequest:
     lines: int = 20
     follow: bool = False
     config_path: Path | None = None
+    project: Path | None = None
+    """`--project PATH`; without it and without a lanes.toml here, the installed projects
+    (lanekit.projects)."""
 
 
 def lane_logs(
@@ -184,16 +187,13 @@ def lane_logs(
     sleep: Callable[[float], None] = time.sleep,
 ) -> Iterator[str]:
     """The core of `lanekit logs`: lines of the chosen log of a lane, followed when asked."""
-    from lanekit.config import find_config, load_config
+    from lanekit.projects import find_configs, lanes_named
 
     if request.lines < 0:
         raise UsageError(f"-n {request.lines}: must be 0 or more", "e.g. -n 50")
     env = os.environ if env is None else env
-    config = load_config(find_config(request.config_path, env, paths.cwd), paths)
-    lane = config.lanes.get(request.lane)
-    if lane is None:
-        known = ", ".join(sorted(config.lanes)) or "none"
-        raise UsageError(f"no lane named {request.lane!r}", f"lanes in lanes.toml: {known}")
+    configs, _ = find_configs(request.config_path, paths, env, project=request.project)
+    (lane,) = lanes_named(configs, [request.lane])
     path = log_path(lane, request.stream)
     if request.follow:
         return follow(path, lines=request.lines, stop=stop, sleep=sleep)

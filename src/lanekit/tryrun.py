@@ -70,6 +70,9 @@ class TryRequest:
     job: Path | None = None
     """Run the lane's job command once on this file, without the queue."""
     config_path: Path | None = None
+    project: Path | None = None
+    """`--project PATH`; without it and without a lanes.toml here, the installed projects
+    (lanekit.projects)."""
     timeout: float | None = None
     here: bool = False
     """Run in this process's session (today's mode) even where a launchd job is possible."""
@@ -146,12 +149,16 @@ def _job_id(job_file: Path) -> str:
 def _target(request: TryRequest, paths: Paths, env: Mapping[str, str]) -> Target:
     from lanekit.config import find_config, load_config
     from lanekit.errors import ConfigError
+    from lanekit.projects import find_configs, lanes_named, project_config
 
     if (request.lane is None) == (request.plist is None):
         raise UsageError("give a LANE or --plist FILE (one of them)", "e.g. `lanekit try funnel`")
     if request.plist is not None:
         if request.job is not None:
             raise UsageError("--job needs a LANE, not --plist", "e.g. `lanekit try LANE --job F`")
+        if request.project is not None:
+            found = project_config(request.project, paths)
+            return plist_target(request.plist, load_config(found, paths))
         try:
             config = load_config(find_config(request.config_path, env, paths.cwd), paths)
         except ConfigError:
@@ -159,12 +166,9 @@ def _target(request: TryRequest, paths: Paths, env: Mapping[str, str]) -> Target
                 raise
             config = None
         return plist_target(request.plist, config)
-    config = load_config(find_config(request.config_path, env, paths.cwd), paths)
     assert request.lane is not None
-    lane = config.lanes.get(request.lane)
-    if lane is None:
-        known = ", ".join(sorted(config.lanes)) or "none"
-        raise UsageError(f"no lane named {request.lane!r}", f"lanes in lanes.toml: {known}")
+    configs, _ = find_configs(request.config_path, paths, env, project=request.project)
+    (lane,) = lanes_named(configs, [request.lane])
     target = lane_target(lane, paths)
     if request.job is not None:
         job_file = request.job.absolute()

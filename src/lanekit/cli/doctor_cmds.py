@@ -129,6 +129,7 @@ def try_(
         ),
     ] = False,
     config: ConfigOption = None,
+    project: ProjectOption = None,
 ) -> None:
     """Run a job once in the foreground exactly as launchd would start it.
 
@@ -139,6 +140,7 @@ def try_(
     queue; use --job FILE to run the job command on one file without the queue. On a Mac it
     runs as a one-shot launchd job (a temporary label, booted out afterwards), so privacy
     (TCC) and session limits apply as they will to the lane; --here runs it in this terminal.
+    From any directory, a LANE is looked up in the installed projects (`--project PATH`).
     """
     from lanekit.cli.render import doctor as show
     from lanekit.paths import Paths
@@ -150,6 +152,7 @@ def try_(
         plist=None if plist is None else paths.cwd / plist,
         job=None if job is None else paths.cwd / job,
         config_path=config,
+        project=project,
         timeout=timeout,
         here=here,
     )
@@ -175,8 +178,11 @@ def logs(
         typer.Option("-f", "--follow", help="Keep printing new lines, across rotation (Ctrl-C)."),
     ] = False,
     config: ConfigOption = None,
+    project: ProjectOption = None,
 ) -> None:
-    """Show a lane's event log (default), or launchd's stdout/stderr files of its job."""
+    """Show a lane's event log (default), or launchd's stdout/stderr files of its job. From
+    any directory: without a lanes.toml here, the lane is looked up in the installed projects
+    (`--project PATH` to say which)."""
     from lanekit.cli.render import doctor as show
     from lanekit.logs import LogsRequest, LogStream, lane_logs
     from lanekit.paths import Paths
@@ -184,7 +190,14 @@ def logs(
     if err and out:
         raise UsageError("--err and --out: choose one log", "e.g. `lanekit logs LANE --err`")
     stream = LogStream.ERR if err else LogStream.OUT if out else LogStream.EVENTS
-    request = LogsRequest(lane=lane, stream=stream, lines=lines, follow=follow, config_path=config)
+    request = LogsRequest(
+        lane=lane,
+        stream=stream,
+        lines=lines,
+        follow=follow,
+        config_path=config,
+        project=project,
+    )
     try:
         show.log_lines(lane_logs(request, Paths.from_env(), os.environ))
     except KeyboardInterrupt:
