@@ -2,9 +2,9 @@
 
 Every installed snapshot records the lanes.toml it was applied from (lanekit.ownership). When
 no lanes.toml is given or found (`--config`, `$LANEKIT_CONFIG`, `./lanes.toml`), `status`,
-`jobs`, `job`, `doctor`, `retry`, `pause` ... use those projects instead: each lanes.toml that
-still exists, loaded, with only the lanes installed from it. `--project PATH` (a project
-directory or its lanes.toml) names one project explicitly, from anywhere.
+`jobs`, `job`, `doctor`, `logs`, `try`, `retry`, `pause` ... use those projects instead: each
+lanes.toml that still exists, loaded, with only the lanes installed from it. `--project PATH`
+(a project directory or its lanes.toml) names one project explicitly, from anywhere.
 """
 
 from __future__ import annotations
