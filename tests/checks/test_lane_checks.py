@@ -36,6 +36,10 @@ from lanekit.queue import Queue
         (MissedRunFacts(loaded=True), MissedRunCause.UNKNOWN),
         (MissedRunFacts(loaded=None), MissedRunCause.UNKNOWN),
         (MissedRunFacts(loaded=None, output_since_fire=True), MissedRunCause.RAN_SILENT),
+        (MissedRunFacts(loaded=True, asleep=True), MissedRunCause.ASLEEP),
+        (MissedRunFacts(loaded=None, asleep=True), MissedRunCause.ASLEEP),
+        (MissedRunFacts(loaded=True, last_exit=1, asleep=True), MissedRunCause.THROTTLED),
+        (MissedRunFacts(loaded=False, asleep=True), MissedRunCause.NOT_LOADED),
     ],
 )
 def test_missed_run_classification(facts: MissedRunFacts, cause: MissedRunCause) -> None:
@@ -282,3 +286,66 @@ def test_missed_leap_day_run_is_not_skipped(tmp_path: Path) -> None:
     world = installed(tmp_path, text)
     [finding] = world.run("lane.missed-run", world.target(), now=datetime(2029, 6, 1, 12, 0))
     assert "should have run at 2028-02-29 00:00" in finding.message
+
+
+def _capture(name: str) -> str:
+    samples = Path(__file__).resolve().parents[1] / "launchd" / "samples" / "macos-tools"
+    return (samples / f"{name}.txt").read_text(encoding="utf-8").partition("# ---\n")[2]
+
+
+@pytest.mark.parametrize("every", [False, True])
+def test_missed_run_during_a_sleep_says_when_the_mac_slept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, every: bool
+) -> None:
+    """A fire that fell in a sleep of the real `pmset -g log` capture (about 15 h, 2020-08-29):
+    the missed run is explained as "the Mac was asleep from A to B" (local times), a calendar
+    lane's fire runs on wake, an interval lane's is missed; pmset is read once per doctor run,
+    through the probes seam."""
+    from lanekit.launchd import power, probes
+
+    text = _capture("pmset-log-02")
+    [span] = power.sleep_spans(power.parse_pmset_log(text))
+    start = span.start.astimezone().replace(tzinfo=None)
+    end = span.end.astimezone().replace(tzinfo=None)
+    fire = (start + timedelta(hours=2)).replace(second=0, microsecond=0)
+    schedule = "every = 3600" if every else f'schedule = ["{fire.minute} {fire.hour} * * *"]'
+    world = World.make(tmp_path, HEALTHY.replace('schedule = ["40 10 * * *"]', schedule))
+    plist = world.install()
+    os.utime(plist, (start.timestamp() - 86400, start.timestamp() - 86400))
+    calls: list[int] = []
+
+    def pmset_log() -> str:
+        calls.append(1)
+        return text
+
+    monkeypatch.setattr(probes, "pmset_log", pmset_log)
+    now = end + timedelta(hours=1) if not every else fire + timedelta(hours=1, minutes=10)
+    ctx = world.context(now=now)
+    [finding] = ctx.findings("lane.missed-run", world.target())
+    assert finding.severity is Severity.WARNING
+    assert f"{MissedRunCause.ASLEEP}:" in finding.message
+    assert f"the Mac was asleep from {start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M}" in (
+        finding.message
+    )
+    assert "Clamshell Sleep" in finding.message
+    if every:
+        assert "missed, not run on wake" in finding.message
+    else:
+        assert "once on wake" in finding.message
+    assert finding.fix == "lanekit kick funnel  (runs it now)"
+    ctx.findings("lane.missed-run", world.target())
+    assert calls == [1]
+
+
+def test_missed_run_outside_any_sleep_stays_unknown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fire the power log shows the Mac awake for (the capture's sleeps are of 2020) is not
+    blamed on sleep: asleep or powered off (unknown), as without pmset."""
+    from lanekit.launchd import probes
+
+    monkeypatch.setattr(probes, "pmset_log", lambda: _capture("pmset-log-02"))
+    world = installed(tmp_path)
+    [finding] = world.run("lane.missed-run", world.target(), now=two_hours_after_a_fire())
+    assert "asleep or powered off (unknown)" in finding.message
+    assert "the Mac was asleep from" not in finding.message

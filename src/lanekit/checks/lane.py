@@ -3,10 +3,12 @@ set to run in the background while a burst waits for it."""
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from lanekit.checks.launchd import LOOP_STATES
 from lanekit.doctor import DoctorContext, Problem, Severity, Target, check
@@ -14,6 +16,9 @@ from lanekit.errors import LanekitError
 from lanekit.launchd.codes import EX_CONFIG
 from lanekit.pause import is_paused
 from lanekit.quoting import cmdline
+
+if TYPE_CHECKING:
+    from lanekit.launchd.power import SleepSpan
 
 MISSED_RUN_GRACE = timedelta(minutes=10)
 """How long after a fire a run may take to show up in the lane log (launchd fires ~5 s late,
@@ -35,6 +40,7 @@ class MissedRunCause(StrEnum):
     EXIT_78 = "exit 78"
     THROTTLED = "throttled"
     RAN_SILENT = "ran but logged nothing"
+    ASLEEP = "asleep"
     UNKNOWN = "asleep or powered off (unknown)"
 
 
@@ -48,6 +54,9 @@ class MissedRunFacts:
     state: str | None = None
     output_since_fire: bool = False
     """StandardOutPath/StandardErrorPath changed after the fire: something ran."""
+    asleep: bool = False
+    """`pmset -g log` shows the Mac asleep at the fire (read only when nothing else explains
+    the silence: it runs a tool)."""
 
 
 def classify_missed_run(facts: MissedRunFacts) -> MissedRunCause:
@@ -62,7 +71,28 @@ def classify_missed_run(facts: MissedRunFacts) -> MissedRunCause:
         return MissedRunCause.RAN_SILENT
     if facts.loaded and (facts.last_exit not in (None, 0) or (facts.state or "") in LOOP_STATES):
         return MissedRunCause.THROTTLED
+    if facts.asleep:
+        return MissedRunCause.ASLEEP
     return MissedRunCause.UNKNOWN
+
+
+_SLEEPS: weakref.WeakKeyDictionary[DoctorContext, list[SleepSpan]] = weakref.WeakKeyDictionary()
+"""One `pmset -g log` per doctor run, shared by every lane."""
+
+
+def sleep_at(ctx: DoctorContext, fire: datetime) -> SleepSpan | None:
+    """The sleep (from `pmset -g log`, macOS only: lanekit.launchd.probes) that the fire, a
+    naive local time, fell in; None when it did not or the log cannot be read."""
+    from lanekit.launchd import power, probes
+
+    if ctx not in _SLEEPS:
+        text = probes.pmset_log()
+        _SLEEPS[ctx] = [] if text is None else power.sleep_spans(power.parse_pmset_log(text))
+    return power.asleep_at(_SLEEPS[ctx], fire.astimezone())
+
+
+def _local(when: datetime) -> str:
+    return f"{when.astimezone().replace(tzinfo=None):%Y-%m-%d %H:%M}"
 
 
 def expected_fire(
@@ -130,10 +160,15 @@ def missed_run(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
         return  # a run wrote something (apply's reload lines are not runs)
     facts = silence_facts(target, ctx, fire)
     cause = classify_missed_run(facts)
+    asleep = sleep_at(ctx, fire) if cause is MissedRunCause.UNKNOWN else None
+    if asleep is not None:
+        facts = replace(facts, asleep=True)
+        cause = classify_missed_run(facts)
     when = f"{fire:%Y-%m-%d %H:%M}"
     head = f"lane {lane.name} should have run at {when} but its log shows nothing since"
-    severity = Severity.WARNING if cause is MissedRunCause.UNKNOWN else Severity.ERROR
-    text, fix = explain_silence(cause, facts, target, ctx)
+    quiet = {MissedRunCause.UNKNOWN, MissedRunCause.ASLEEP}
+    severity = Severity.WARNING if cause in quiet else Severity.ERROR
+    text, fix = explain_silence(cause, facts, target, ctx, asleep=asleep)
     yield Problem(severity, f"{head}: {cause.value}: {text}.", fix)
 
 
@@ -157,9 +192,15 @@ def silence_facts(target: Target, ctx: DoctorContext, since: datetime) -> Missed
 
 
 def explain_silence(
-    cause: MissedRunCause, facts: MissedRunFacts, target: Target, ctx: DoctorContext
+    cause: MissedRunCause,
+    facts: MissedRunFacts,
+    target: Target,
+    ctx: DoctorContext,
+    *,
+    asleep: SleepSpan | None = None,
 ) -> tuple[str, str]:
-    """(why, in words; the fix command) for a silent lane whose silence has `cause`."""
+    """(why, in words; the fix command) for a silent lane whose silence has `cause`; `asleep`
+    is the sleep (pmset -g log) a missed fire fell in, when one did."""
     lane = target.lane
     assert lane is not None
     label = lane.label
@@ -183,6 +224,19 @@ def explain_silence(
             "failing job, so the fire was skipped"
         )
         fix = cmdline("lanekit", "logs", lane.name, "--err")
+    elif asleep is not None:
+        slept = (
+            f"the Mac was asleep from {_local(asleep.start)} to {_local(asleep.end)} "
+            f"({asleep.reason}, pmset -g log)"
+        )
+        if lane.schedule.interval is not None and not lane.schedule.calendar:
+            text = f"{slept}: an interval lane's fires during sleep are missed, not run on wake"
+        else:
+            text = (
+                f"{slept}: launchd runs a calendar fire missed in sleep once on wake "
+                "(launchd.plist(5))"
+            )
+        fix = f"{cmdline('lanekit', 'kick', lane.name)}  (runs it now)"
     elif lane.schedule.interval is not None and not lane.schedule.calendar:
         # launchd.plist(5): a StartInterval fire during sleep is missed, not run on wake.
         text = (
