@@ -41,5 +41,15 @@ def test_dumpbtm_allowed_agent() -> None:
 
 
 def test_every_tool_capture_is_tested() -> None:
-    """Each capture in macos-tools/ is used by a test here."""
-    assert sorted(p.stem for p in TOOLS.glob("*.txt")) == ["dumpbtm-01", "dumpbtm-02"]
+    """Each capture in macos-tools/ is used by a test: sfltool's here, fdesetup's and
+    defaults' in test_boot.py, pmset's in test_power.py."""
+    tests = {
+        "dumpbtm": Path(__file__),
+        "fdesetup-status": Path(__file__).with_name("test_boot.py"),
+        "defaults-autologin": Path(__file__).with_name("test_boot.py"),
+        "pmset-log": Path(__file__).with_name("test_power.py"),
+    }
+    for capture_file in sorted(TOOLS.glob("*.txt")):
+        tool = capture_file.stem.rpartition("-")[0]
+        assert tool in tests, f"{capture_file.name}: no test module reads this tool's captures"
+        assert f'"{capture_file.stem}"' in tests[tool].read_text(), capture_file.name
