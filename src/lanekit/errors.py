@@ -11,7 +11,7 @@ class ExitCode(IntEnum):
     OK = 0
     FAILURE = 1  # the command ran and found or caused failures (validate errors, failed jobs)
     USAGE = 2  # bad command line or bad input (lanes.toml, job payload, id)
-    PENDING = 3  # apply: a change waits because the lane is running (rerun, --wait or --force)
+    PENDING = 3  # apply: a change waits for a running lane; cancel --stop: the job still ends
     POSTPONED = 4  # kick: launchd postponed the start (ThrottleInterval); it runs by itself soon
     NOT_STARTED = 5  # kick: launchd could not start the job (e.g. exit 78); see lanekit doctor
     UNAVAILABLE = 69  # EX_UNAVAILABLE: environment unusable (dirs missing, cross-device, launchd)
@@ -55,6 +55,12 @@ class UnsafeStateError(EnvironmentUnusableError):
 
 class QueueError(EnvironmentUnusableError):
     """The queue's directories cannot be used safely (cross-device, network folder, symlink...)."""
+
+
+class StopPendingError(LanekitError):
+    """`cancel --stop`: the job was asked to stop but has not ended yet (exit 3)."""
+
+    exit_code = ExitCode.PENDING
 
 
 class LaunchdError(LanekitError):

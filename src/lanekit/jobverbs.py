@@ -1,20 +1,33 @@
 """`lanekit retry|requeue|cancel`: find each job's queue among the lanes and move the job.
 
-The moves themselves are lanekit.queue's (`Queue.retry`, `requeue`, `cancel`): it is the one
-owner of the queue layout. This module only finds which queue holds a job id and makes a
-command all-or-nothing: every job is checked (a dry run of its move) before any moves, so a
-typo in the third id of three changes nothing.
+The moves themselves are lanekit.queue's (`Queue.retry`, `requeue`, `cancel`,
+`request_cancel`): it is the one owner of the queue layout. This module only finds which queue
+holds a job id and makes a command all-or-nothing: every job is checked (a dry run of its move)
+before any moves, so a typo in the third id of three changes nothing.
+
+`cancel --stop` of a running job leaves a cancel request for the job's watcher (which holds the
+claim's lock and knows the job's process group) and waits for the job to be settled to failed/
+with reason `cancelled`: by the runner, or, when the runner is gone, by recovering the claim
+here (the watcher recorded how the job ended, so it is settled by that, never run again).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from pathlib import Path
 
 from lanekit.config import LaneSpec
-from lanekit.errors import UsageError
-from lanekit.queue import JobQueue, Moved, open_queue
+from lanekit.errors import LanekitError, StopPendingError, UsageError
+from lanekit.queue import ClaimState, JobQueue, Moved, open_queue
+from lanekit.records import JobState
+
+STOP_MARGIN = 5.0
+"""Seconds a stop may take beyond the watcher's look (CANCEL_POLL) and the lane's kill_grace:
+the leftovers' grace, the settle, a loaded machine."""
+STOP_POLL = 0.1
 
 
 class Verb(StrEnum):
@@ -50,23 +63,23 @@ class _QueueOf:
     name: str
     lanes: tuple[str, ...]
     queue: JobQueue
+    specs: tuple[LaneSpec, ...] = ()
+    """The lanes that drain it (their kill_grace bounds a stop's wait)."""
 
 
 def _queues(lanes: Sequence[LaneSpec]) -> list[_QueueOf]:
     """Each queue of `lanes` once, with the lanes that drain it."""
-    found: dict[str, tuple[LaneSpec, list[str]]] = {}
+    found: dict[str, list[LaneSpec]] = {}
     for lane in lanes:
-        key = str(lane.queue.dir)
-        if key not in found:
-            found[key] = (lane, [])
-        found[key][1].append(lane.name)
+        found.setdefault(str(lane.queue.dir), []).append(lane)
     return [
         _QueueOf(
-            lane.queue.name,
-            tuple(names),
-            open_queue(lane.queue.dir, durable=lane.queue.durable),
+            specs[0].queue.name,
+            tuple(spec.name for spec in specs),
+            open_queue(specs[0].queue.dir, durable=specs[0].queue.durable),
+            tuple(specs),
         )
-        for lane, names in found.values()
+        for specs in found.values()
     ]
 
 
@@ -95,13 +108,20 @@ def _move_all(
     move: Callable[[JobQueue, str, bool], Moved],
     dry_run: bool,
 ) -> VerbResult:
+    return _move_each(verb, targets, lambda w, j, dry: move(w.queue, j, dry), dry_run)
+
+
+def _move_each(
+    verb: Verb,
+    targets: Sequence[tuple[_QueueOf, str]],
+    move: Callable[[_QueueOf, str, bool], Moved],
+    dry_run: bool,
+) -> VerbResult:
     # Every move is tried dry first: it raises, naming the job, before anything moved.
-    planned = tuple(MovedJob(w.name, w.lanes, move(w.queue, j, True)) for w, j in targets)
+    planned = tuple(MovedJob(w.name, w.lanes, move(w, j, True)) for w, j in targets)
     if dry_run:
         return VerbResult(verb, planned, dry_run=True)
-    return VerbResult(
-        verb, tuple(MovedJob(w.name, w.lanes, move(w.queue, j, False)) for w, j in targets)
-    )
+    return VerbResult(verb, tuple(MovedJob(w.name, w.lanes, move(w, j, False)) for w, j in targets))
 
 
 def _by_id(lanes: Sequence[LaneSpec], job_ids: Sequence[str]) -> list[tuple[_QueueOf, str]]:
@@ -148,12 +168,80 @@ def requeue(
 
 
 def cancel(
-    lanes: Sequence[LaneSpec], job_ids: Sequence[str], *, dry_run: bool = False
+    lanes: Sequence[LaneSpec],
+    job_ids: Sequence[str],
+    *,
+    dry_run: bool = False,
+    stop: bool = False,
 ) -> VerbResult:
-    """Queued or delayed jobs to failed/ with reason `cancelled` (Queue.cancel)."""
-    return _move_all(
-        Verb.CANCEL,
-        _by_id(lanes, job_ids),
-        lambda q, j, dry: q.cancel(j, dry_run=dry),
-        dry_run,
-    )
+    """Queued or delayed jobs to failed/ with reason `cancelled` (Queue.cancel); with `stop`,
+    running ones too: stopped through their watcher, then failed/ `cancelled` (see the module
+    docstring). Without `stop` a running job is refused (UsageError) and nothing moves."""
+
+    def move(where: _QueueOf, job_id: str, dry: bool) -> Moved:
+        location = where.queue.locate(job_id) if stop else None
+        if location is None or location.state is not JobState.RUNNING:
+            return where.queue.cancel(job_id, dry_run=dry)
+        if dry:
+            return where.queue.request_cancel(job_id, dry_run=True)
+        return stop_and_cancel(where.queue, job_id, where.specs)
+
+    return _move_each(Verb.CANCEL, _by_id(lanes, job_ids), move, dry_run)
+
+
+def stop_and_cancel(queue: JobQueue, job_id: str, specs: Sequence[LaneSpec]) -> Moved:
+    """Stop a running job through its watcher and wait until it is in failed/ as cancelled.
+
+    StopPendingError (exit 3) when it has not ended within the lanes' kill_grace and a margin
+    (the request stays: the watcher still acts on it); LanekitError (exit 1) when the job
+    finished successfully before the stop reached it (nothing is cancelled then)."""
+    from lanekit import watcher
+
+    claim = queue.request_cancel(job_id).source
+    grace = max((float(spec.kill_grace) for spec in specs), default=5.0)
+    deadline = time.monotonic() + watcher.CANCEL_POLL + grace + STOP_MARGIN
+    while True:
+        location = queue.locate(job_id)
+        state = None if location is None else location.state
+        if location is not None and state is JobState.FAILED:
+            return Moved(job_id, claim, location.path, JobState.FAILED)
+        if location is not None and state is JobState.QUEUED:
+            # Settled as not finished (a bootout stopped the run first): cancel it there. A
+            # runner may claim it again meanwhile; then it is running, and asked again.
+            try:
+                return queue.cancel(job_id)
+            except UsageError:
+                claim = queue.request_cancel(job_id).source
+                continue
+        if state is JobState.SUCCEEDED:
+            raise LanekitError(
+                f"job {job_id} finished successfully before the stop reached it: not cancelled",
+                "`lanekit job` shows its record",
+            )
+        if location is None:
+            raise LanekitError(
+                f"job {job_id} left its queue while it was being stopped: not cancelled",
+                "`lanekit job` shows where it is",
+            )
+        if _owner_gone(queue, location.path, specs):
+            continue  # recovered: settled by the status its watcher wrote (or given back)
+        if time.monotonic() >= deadline:
+            raise StopPendingError(
+                f"job {job_id} was asked to stop but is still running ({location.path}) after "
+                f"{grace:g} s of kill_grace: its watcher stops it and it goes to failed/ as "
+                "cancelled when it ends",
+                f"`lanekit job {job_id}` shows when it has",
+            )
+        time.sleep(STOP_POLL)
+
+
+def _owner_gone(queue: JobQueue, claim: Path, specs: Sequence[LaneSpec]) -> bool:
+    """When the claim's runner and watcher are both gone (its lock is free), settle it here
+    (recover, which any process may run); True if something was recovered."""
+    for view in queue.claims():
+        if view.info.path == claim and view.state is ClaimState.STRANDED:
+            spec = specs[0]
+            return bool(
+                queue.recover(stale_after=float(spec.stale_after), max_attempts=spec.max_attempts)
+            )
+    return False

@@ -509,15 +509,17 @@ class _LaneRun:
         began: float,
         outcome: Outcome | None = None,
     ) -> None:
-        """Settle a job that ran, by its exit code first: 0 -> done/; stopped by a signal ->
-        back to queue/ unspent; any other failure -> retry with backoff or failed/. The
-        watcher's `outcome` words the failure (timeout, stderr tail)."""
+        """Settle a job that ran: cancelled while running (`lanekit cancel --stop`) -> failed/
+        with reason `cancelled`, whatever it exited with; else by its exit code: 0 -> done/;
+        stopped by a signal -> back to queue/ unspent; any other failure -> retry with backoff
+        or failed/. The watcher's `outcome` words the failure (timeout, stderr tail)."""
         from lanekit.queue import RecordNotWrittenError, Verdict
         from lanekit.records import JobState
 
         log = self.log
         duration = f"{self.clock() - began:.3f}"
-        if code == 0:
+        cancelled = outcome is not None and outcome.cancelled
+        if code == 0 and not cancelled:
             error = ""
         elif outcome is not None:
             from lanekit.watcher import describe
@@ -527,7 +529,18 @@ class _LaneRun:
             error = f"exit {code}" if code > 0 else f"killed by signal {-code}"
         why = "timeout" if outcome is not None and outcome.timed_out else None
         try:
-            if code == 0:
+            if cancelled:
+                queue.settle(claim, Verdict.gave_up(error))
+                self.failed += 1
+                log.event(
+                    "failed",
+                    job=claim.job_id,
+                    exit=code,
+                    duration=duration,
+                    reason="cancelled",
+                    error=error.partition("\n")[0],
+                )
+            elif code == 0:
                 queue.settle(claim, Verdict.succeeded())
                 self.done += 1
                 log.event("done", job=claim.job_id, exit=0, duration=duration)
@@ -648,9 +661,11 @@ class _LaneRun:
                 self._give_back(queue, claim)
                 log.event("requeued", job=claim.job_id, reason="runner-error")
             if self.launcher is None:
-                # Settled: the status has done its work (a leftover one is swept by recover).
-                with contextlib.suppress(OSError):
-                    os.unlink(status)  # noqa: PTH108 - a str path on the claim path
+                # Settled: the status and any cancel request have done their work (leftovers
+                # are swept by recover).
+                for done_with in (status, watcher.cancel_path(claim.file or str(claim.path))):
+                    with contextlib.suppress(OSError):
+                        os.unlink(done_with)  # noqa: PTH108 - a str path on the claim path
 
 
 # --- command line -------------------------------------------------------------------------

@@ -10,7 +10,10 @@ of the runner's group) leaves it running; it outlives every process of the job's
 It starts the job in a new process group with stderr through a pipe (copied on to the
 runner's stderr as it comes, the last lines kept), enforces the lane's `timeout` (SIGTERM to
 the job's group, SIGKILL `kill_grace` later), forwards a stop from the runner (SIGTERM /
-SIGINT / SIGHUP; SIGUSR1 means SIGKILL now), ends what the job left in its group once the
+SIGINT / SIGHUP; SIGUSR1 means SIGKILL now), stops the job the same way as a timeout when
+`lanekit cancel --stop` leaves a cancel request next to the claim (claimed/.<claim name>.cancel,
+looked for every CANCEL_POLL seconds: no pid has to be found or trusted, and a request made
+before the job started is seen at its start), ends what the job left in its group once the
 leader exited, then writes the job's outcome atomically next to the claim
 (claimed/.<claim name>.status) and only then exits, dropping the lock. The same outcome also
 goes to the runner through a pipe, so a live runner knows how its job ended even when the
@@ -42,13 +45,18 @@ if TYPE_CHECKING:
     from types import FrameType
 
 STATUS_VERSION = 1
-"""Version history: 1 - first version (v, exit, stopped, timed_out, duration, stderr)."""
+"""Version history: 1 - first version (v, exit, stopped, timed_out, duration, stderr, limit);
+`cancelled` added later within 1 (absent: false, so an older watcher's status still reads)."""
 TAIL_BYTES = 4096
 TAIL_LINES = 20
 """The stderr tail kept for the record and the .error: at most 20 lines and 4 KiB."""
 LEFTOVER_GRACE = 1.0
 """Seconds what a job left in its group gets between SIGTERM and SIGKILL once the leader
 exited (less when a stop's or a timeout's kill comes sooner)."""
+CANCEL_POLL = 0.25
+"""Seconds between the watcher's looks for a cancel request (one stat each)."""
+CANCELLED = "cancelled"
+"""The reason a job stopped by `lanekit cancel --stop` is failed with (as lanekit.queue's)."""
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 KILL_NOW = signal.SIGUSR1
 """What the runner sends the watcher for "SIGKILL the job's group now" (a SIGKILL to the
@@ -60,6 +68,17 @@ def status_path(claim_file: str) -> str:
     every listing of jobs (and from the empty-queue fast path's look at claimed/)."""
     head, _, name = claim_file.rpartition("/")
     return f"{head}/.{name[:-5]}.status"
+
+
+def cancel_path(claim_file: str) -> str:
+    """claimed/.<claim name>.cancel: the request `lanekit cancel --stop` leaves for the watcher
+    of claimed/<claim name> (hidden like the status)."""
+    head, _, name = claim_file.rpartition("/")
+    return f"{head}/.{name[:-5]}.cancel"
+
+
+def _cancel_of(status: str) -> str:
+    return status[: -len(".status")] + ".cancel"
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +96,8 @@ class Outcome:
     """The last lines of its stderr (TAIL_LINES / TAIL_BYTES at most)."""
     limit: float | None = None
     """The lane's timeout the job ran under (None: no limit)."""
+    cancelled: bool = False
+    """A cancel request (`lanekit cancel --stop`) reached the leader while it was alive."""
 
     def to_bytes(self) -> bytes:
         """One line of JSON (the status file)."""
@@ -92,6 +113,7 @@ class Outcome:
                     "duration": round(self.duration, 3),
                     "stderr": self.stderr,
                     "limit": self.limit,
+                    "cancelled": self.cancelled,
                 }
             ).encode("utf-8")
             + b"\n"
@@ -111,7 +133,11 @@ class Outcome:
             return None
         code, stderr = value.get("exit"), value.get("stderr", "")
         duration, limit = value.get("duration", 0.0), value.get("limit")
-        flags = (value.get("stopped", False), value.get("timed_out", False))
+        flags = (
+            value.get("stopped", False),
+            value.get("timed_out", False),
+            value.get("cancelled", False),
+        )
         if type(code) is not int or not isinstance(stderr, str):
             return None
         if not all(isinstance(flag, bool) for flag in flags):
@@ -128,6 +154,7 @@ class Outcome:
             float(duration or 0.0),
             stderr,
             None if limit is None else float(limit),
+            flags[2],
         )
 
 
@@ -148,10 +175,12 @@ def read_outcome(path: str) -> Outcome | None:
 
 def describe(outcome: Outcome) -> str:
     """The failure's reason for the record and the .error: `exit 3`, `killed by signal 9`,
-    `timed out after 30m`, with the stderr tail on the lines after it."""
+    `timed out after 30m`, `cancelled`, with the stderr tail on the lines after it."""
     from lanekit.schedule import format_duration
 
-    if outcome.timed_out and outcome.limit is not None:
+    if outcome.cancelled:
+        head = CANCELLED
+    elif outcome.timed_out and outcome.limit is not None:
         head = f"timed out after {format_duration(outcome.limit)}"
     elif outcome.exit >= 0:
         head = f"exit {outcome.exit}"
@@ -410,6 +439,7 @@ def _follow(  # noqa: PLR0917 - private, called once by _watch with its own valu
     os.set_blocking(err_r, False)
     kept = bytearray()
     timed_out = False
+    look = _CancelLook(_cancel_of(status), began)
     term_sent_at: float | None = None
     """When SIGTERM went to the group for a timeout or for leftovers (kill deadline base)."""
     kill_after = kill_grace
@@ -433,6 +463,7 @@ def _follow(  # noqa: PLR0917 - private, called once by _watch with its own valu
             timed_out = True
             _kill_group(job, signal.SIGTERM)
             term_sent_at, kill_after = now, kill_grace
+        term_sent_at, kill_after = look.act(watch, now, (term_sent_at, kill_after), kill_grace)
         if watch.leader_code is not None and term_sent_at is None and watch.stop_at is None:
             # The leader exited; what it left in its group gets a short grace, then SIGKILL.
             _kill_group(job, signal.SIGTERM)
@@ -447,7 +478,7 @@ def _follow(  # noqa: PLR0917 - private, called once by _watch with its own valu
             # SIGKILL cannot be refused; an orphan's zombie (which a group probe still sees
             # until its new parent reaps it) holds nothing.
             break
-        wait = _pause(due, now, killed=killed)
+        wait = look.pause(watch, _pause(due, now, killed=killed), now)
         fds = [watch.wake, err_r] if reading else [watch.wake]
         try:
             ready, _, _ = select.select(fds, [], [], wait)
@@ -467,6 +498,7 @@ def _follow(  # noqa: PLR0917 - private, called once by _watch with its own valu
         duration=time.monotonic() - began,
         stderr=tail(bytes(kept)),
         limit=timeout,
+        cancelled=look.seen,
     )
     from lanekit import fsops
     from lanekit.records import tmp_suffix
@@ -478,6 +510,40 @@ def _follow(  # noqa: PLR0917 - private, called once by _watch with its own valu
         fsops.replace_file(status, data, tmp=f"{tmp_dir}/.status.{tmp_suffix()}", durable=False)
     with contextlib.suppress(OSError):  # a dead runner reads nothing (broken pipe)
         _write_all(report, data)
+
+
+class _CancelLook:
+    """`lanekit cancel --stop`'s request next to the claim, looked for every CANCEL_POLL
+    seconds (one stat) while the leader lives."""
+
+    def __init__(self, path: str, began: float) -> None:
+        self.path = path
+        self.next = began
+        self.seen = False
+
+    def act(
+        self,
+        watch: _Watch,
+        now: float,
+        term: tuple[float | None, float],
+        kill_grace: float,
+    ) -> tuple[float | None, float]:
+        """On the request: SIGTERM to the job's group, SIGKILL kill_grace later (as for a
+        timeout); `term` is the loop's (SIGTERM sent at, SIGKILL after), returned updated."""
+        if self.seen or watch.leader_code is not None or now < self.next:
+            return term
+        self.next = now + CANCEL_POLL
+        self.seen = os.path.lexists(self.path)
+        if not self.seen:
+            return term
+        _kill_group(watch.job, signal.SIGTERM)
+        return (now, kill_grace) if term[0] is None else term
+
+    def pause(self, watch: _Watch, wait: float, now: float) -> float:
+        """`wait`, cut short so that the next look is on time."""
+        if self.seen or watch.leader_code is not None:
+            return wait
+        return max(0.0, min(wait, self.next - now))
 
 
 def _reap(watch: _Watch) -> None:

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -231,3 +237,152 @@ def test_doctor_calls_a_paused_lane_paused_not_a_missed_run(config: Path) -> Non
     assert [f["severity"] for f in disabled] == ["info"]
     assert disabled[0]["fix"] == "lanekit resume work"
     assert not [f for f in findings if f["id"] == "lane.missed-run"]
+
+
+STOP_CONFIG = """
+[defaults]
+path = ["/usr/bin", "/bin"]
+label_prefix = "test.stop"
+
+[queues.inbox]
+dir = "{queue}"
+
+# Records each execution; a job whose payload says "slow" sleeps first.
+[lanes.work]
+queue = "inbox"
+command = [
+    "/bin/sh", "-c", "echo \\"$0\\" >> {runs}; if grep -q slow \\"$0\\"; then sleep 60; fi",
+    "{{job}}",
+]
+schedule = "@daily"
+kill_grace = "2s"
+"""
+
+
+def _stop_world(tmp_path: Path) -> tuple[Path, Queue, Path]:
+    """A lane whose `slow` jobs sleep 60 s: (lanes.toml, its queue, the file of executions)."""
+    runs = tmp_path / "runs.txt"
+    config = tmp_path / "lanes.toml"
+    config.write_text(STOP_CONFIG.format(queue=tmp_path / "inbox", runs=runs))
+    queue = Queue(tmp_path / "inbox")
+    queue.ensure()
+    return config, queue, runs
+
+
+def _start_run(config: Path) -> subprocess.Popen[bytes]:
+    """`lanekit run work` as launchd would start it: a process of its own."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "lanekit", "run", "-c", str(config), "work"],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def _wait_running(queue: Queue, job_id: str, runs: Path) -> None:
+    """Until the job is claimed and its command has started."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        location = queue.locate(job_id)
+        running = location is not None and location.state is JobState.RUNNING
+        if running and runs.exists() and job_id in runs.read_text():
+            return
+        time.sleep(0.05)
+    pytest.fail(f"job {job_id} never started")
+
+
+def _sleepers(job_file_part: str) -> list[int]:
+    """Pids of live `sleep 60` processes started for a job (by its claimed file's path)."""
+    import psutil
+
+    found = []
+    for proc in psutil.process_iter(["cmdline", "status"]):
+        with contextlib.suppress(psutil.Error):
+            cmd = " ".join(proc.info["cmdline"] or [])
+            if proc.info["status"] != psutil.STATUS_ZOMBIE and job_file_part in cmd:
+                found.append(proc.pid)
+    return found
+
+
+def test_cancel_stop_ends_a_running_job_in_failed_and_the_lane_goes_on(tmp_path: Path) -> None:
+    """cancel --stop of a running job: refused without --stop, a dry run changes nothing; with
+    --stop its process group is stopped, the job is in failed/ with reason `cancelled` (the
+    .error and the record say so), the same run goes on to the next job, and the lane's next
+    run does not run the cancelled job again."""
+    config, queue, runs = _stop_world(tmp_path)
+    queue.enqueue({"x": "slow"}, "s1")
+    runner = _start_run(config)
+    try:
+        _wait_running(queue, "s1", runs)
+        queue.enqueue({"x": "quick"}, "q1")
+        code, _, err = invoke("cancel", "s1", "-c", str(config))
+        assert code == 2
+        assert "--stop" in err
+        code, out, err = invoke("cancel", "s1", "--stop", "--dry-run", "--json", "-c", str(config))
+        assert code == 0, err
+        doc = json.loads(out)
+        assert doc["dry_run"] is True
+        assert doc["jobs"][0]["to"] == str(queue.failed / "s1.json")
+        location = queue.locate("s1")
+        assert location is not None
+        assert location.state is JobState.RUNNING
+        assert not [n for n in os.listdir(queue.claimed) if n.endswith(".cancel")]
+
+        began = time.monotonic()
+        code, out, err = invoke("cancel", "s1", "--stop", "--json", "-c", str(config))
+        assert code == 0, err
+        assert time.monotonic() - began < 30  # stopped, not waited out (the job sleeps 60 s)
+        doc = json.loads(out)
+        assert doc["jobs"][0]["from"].startswith(str(queue.claimed))
+        assert doc["jobs"][0]["to"] == str(queue.failed / "s1.json")
+        assert doc["jobs"][0]["state"] == "failed"
+        assert (queue.failed / "s1.error").read_text().partition("\n")[0] == "cancelled"
+        record = queue.store.read("s1")
+        assert record is not None
+        assert record.state is JobState.FAILED
+        assert (record.error or "").startswith("cancelled")
+        assert _sleepers(str(queue.claimed / "s1.")) == []
+        assert runner.wait(timeout=60) == 1  # the run went on, and reports a job failed
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+            runner.wait()
+    events = list(read_events(tmp_path / "inbox" / "logs" / "work.log"))
+    assert any(e.get("event") == "done" and e.get("job") == "q1" for e in events)
+    assert any(
+        e.get("event") == "failed" and e.get("job") == "s1" and e.get("reason") == "cancelled"
+        for e in events
+    )
+    assert not [n for n in os.listdir(queue.claimed) if n.startswith(".")]
+    code, _, err = invoke("run", "-c", str(config), "work")
+    assert code == 0, err
+    assert runs.read_text().count("s1") == 1
+
+
+def test_cancel_stop_settles_a_job_whose_runner_was_killed(tmp_path: Path) -> None:
+    """The runner SIGKILLed mid-job leaves the job under its watcher: cancel --stop reaches the
+    watcher all the same, and with nobody left to settle the claim it recovers it itself, by
+    the status the watcher wrote: failed/ as cancelled, never run again."""
+    config, queue, runs = _stop_world(tmp_path)
+    queue.enqueue({"x": "slow"}, "k1")
+    runner = _start_run(config)
+    try:
+        _wait_running(queue, "k1", runs)
+        runner.send_signal(signal.SIGKILL)
+        runner.wait()
+        code, _, err = invoke("cancel", "k1", "--stop", "-c", str(config))
+        assert code == 0, err
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+            runner.wait()
+    location = queue.locate("k1")
+    assert location is not None
+    assert location.state is JobState.FAILED
+    assert (queue.failed / "k1.error").read_text().partition("\n")[0] == "cancelled"
+    assert _sleepers(str(queue.claimed / "k1.")) == []
+    code, _, err = invoke("run", "-c", str(config), "work")
+    assert code == 0, err
+    assert runs.read_text().count("k1") == 1

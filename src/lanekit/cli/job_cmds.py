@@ -108,19 +108,33 @@ def cancel(
     jobs: JobsArgument = None,
     *,
     lane: LaneOption = None,
+    stop: Annotated[
+        bool,
+        typer.Option(
+            "--stop",
+            help="Also stop running jobs: SIGTERM to the job's process group, SIGKILL after the "
+            "lane's kill_grace; each then goes to failed/ as cancelled.",
+        ),
+    ] = False,
     dry_run: DryRunOption = False,
     as_json: JsonOption = False,
     config: ConfigOption = None,
     project: ProjectOption = None,
 ) -> None:
     """Move queued or delayed jobs to failed/ with the reason `cancelled`. A running job is
-    refused (let it finish). All or nothing (exit 2); `lanekit retry` undoes it."""
+    refused unless `--stop`: its watcher then stops it (SIGTERM, SIGKILL after kill_grace) and
+    it goes to failed/ as cancelled, never to run again; the lane's next run goes on. All or
+    nothing (exit 2); exit 3 if a stopped job has not ended in time; `lanekit retry` undoes
+    it."""
     from lanekit import jobverbs
     from lanekit.cli.render import verbs as show
 
     show.moved(
         jobverbs.cancel(
-            _lanes(config, [lane] if lane else [], project), jobs or [], dry_run=dry_run
+            _lanes(config, [lane] if lane else [], project),
+            jobs or [],
+            dry_run=dry_run,
+            stop=stop,
         ),
         as_json=as_json,
     )

@@ -307,6 +307,12 @@ class Queue(QueueState):
 
         return verbs.cancel(self, job_id, dry_run=dry_run, now=now)
 
+    def request_cancel(self, job_id: str, *, dry_run: bool = False) -> Moved:
+        """Ask a running job's watcher to stop it, to be failed as cancelled (`cancel --stop`)."""
+        from lanekit.queue import verbs
+
+        return verbs.request_cancel(self, job_id, dry_run=dry_run)
+
     def purge(
         self,
         *,

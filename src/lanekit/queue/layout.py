@@ -26,7 +26,7 @@ _ID_HINT = (
     "ids become file names: use letters, digits, '.', '_' and '-' (at most 128), "
     "not starting with '.' and not ending in '.<8 hex>-<digits>-<digits>'"
 )
-TMP_PREFIXES = (".probe-", ".rec.", ".job.", ".error.")
+TMP_PREFIXES = (".probe-", ".rec.", ".job.", ".error.", ".cancel.")
 """Names lanekit gives its temp files in tmp/ (see QueueState.tmp_name, RecordStore.write,
 check)."""
 

@@ -155,6 +155,11 @@ class JobQueue(Protocol):
         """A queued or waiting job to failed, reason `cancelled`; never a running one."""
         ...
 
+    def request_cancel(self, job_id: str, *, dry_run: bool = False) -> Moved:
+        """Ask a running job's watcher to stop it; its settler fails it as `cancelled`
+        (`lanekit cancel --stop`). The Moved is where it is and where it will be."""
+        ...
+
     def purge(
         self,
         *,

@@ -277,14 +277,17 @@ def settle_finished(
     now: float,
 ) -> Recovered | None:
     """A claim whose job finished after its owner died: settle it by the exit status its
-    watcher recorded, exactly as the owner would have (0 -> done/; stopped -> queue/
-    unspent; another failure -> retry with backoff, or failed/ when out of attempts),
+    watcher recorded, exactly as the owner would have (cancelled -> failed/; 0 -> done/;
+    stopped -> queue/ unspent; another failure -> retry with backoff, or failed/ when out
+    of attempts),
     never run it again. The record is written before the move (see `_settle`), the status
     removed after it."""
     attempts = 0 if prev is None else prev.attempts
     stamp = iso_utc(now)
     error = watcher.describe(outcome)
-    if outcome.exit == 0:
+    if outcome.cancelled:
+        state, destination = JobState.FAILED, f"{q.failed_dir}/{queued_name(job_id)}"
+    elif outcome.exit == 0:
         state, destination = JobState.SUCCEEDED, f"{q.day_path(now)}/{queued_name(job_id)}"
     elif outcome.stopped:
         state, destination = JobState.QUEUED, f"{q.queue_dir}/{queued_name(job_id)}"
@@ -308,7 +311,7 @@ def settle_finished(
             if unwritten is not None:
                 raise not_recorded(q, record, unwritten, destination) from unwritten
         elif state is JobState.FAILED:
-            error = gave_up(error, attempts)
+            error = error if outcome.cancelled else gave_up(error, attempts)
             failed = Record(job_id, JobState.FAILED, 0, stamp, stamp, error=error)
             unwritten = record_outcome(q, failed.carry_over(prev))
             destination = to_failed(q, path, job_id, error)
@@ -326,17 +329,19 @@ def settle_finished(
                 state = JobState.FAILED
     except FileNotFoundError:
         return None  # another recoverer moved it first
-    with contextlib.suppress(OSError):
-        os.unlink(watcher.status_path(path))
+    for done_with in (watcher.status_path(path), watcher.cancel_path(path)):
+        with contextlib.suppress(OSError):
+            os.unlink(done_with)
     return Recovered(job_id, reason, Path(destination), state, owner_text, attempts, outcome.exit)
 
 
 def sweep_statuses(q: QueueState) -> None:
-    """Remove status files whose claim is gone (a settle cut short between moving the job
-    and removing its status). A watcher writes its status while its claim is in place, and
-    a claim never comes back under the same name once moved, so this cannot race one."""
+    """Remove status files and cancel requests whose claim is gone (a settle cut short
+    between moving the job and removing them, or a request that came too late). A watcher
+    writes its status while its claim is in place, and a claim never comes back under the
+    same name once moved, so this cannot race one."""
     for name in listdir(q.claimed_dir):
-        if name[0] != "." or not name.endswith(".status"):
+        if name[0] != "." or not name.endswith((".status", ".cancel")):
             continue
         claim = f"{q.claimed_dir}/{name[1:-7]}.json"
         if not os.path.lexists(claim):

@@ -175,5 +175,30 @@ def not_there(q: QueueState, job_id: str, where: str, why: str) -> UsageError:
 def running_error(q: QueueState, job_id: str, path: Path) -> UsageError:
     return UsageError(
         f"job {job_id} is running ({path}): not cancelled",
-        "let the run finish (a failed job can then be retried or left in failed/)",
+        "`lanekit cancel --stop JOB` stops it and cancels it, or let the run finish",
     )
+
+
+def request_cancel(q: QueueState, job_id: str, *, dry_run: bool = False) -> Moved:
+    """Ask the watcher of a running job to stop it (`lanekit cancel --stop`): a cancel request
+    next to its claim (claimed/.<claim name>.cancel, written atomically); the claim's path. The
+    watcher stops the job's group (SIGTERM, SIGKILL after kill_grace) and its settler, the
+    runner or a recoverer, moves it to failed/ with reason `cancelled` (the Moved says from
+    where to where). A job that is not running is a UsageError and nothing is written."""
+    from lanekit import watcher
+
+    validate_job_id(job_id)
+    check(q)
+    location = locate(q, job_id)
+    if location is None or location.state is not JobState.RUNNING:
+        raise not_there(q, job_id, "running", "only a running job can be stopped")
+    if not dry_run:
+        with io_errors("ask the job's watcher to stop it"):
+            fsops.replace_file(
+                watcher.cancel_path(str(location.path)),
+                f"{CANCELLED} {iso_utc(q.clock())} by pid {os.getpid()}\n".encode(),
+                tmp=q.tmp_name("cancel"),
+                durable=False,
+            )
+    failed = Path(f"{q.failed_dir}/{job_id}.json")
+    return Moved(job_id, location.path, failed, JobState.FAILED)
