@@ -91,3 +91,24 @@ def test_a_pass_sends_the_digest_once_a_day(tmp_path: Path) -> None:
         result = world.watch(now=_frozen(at))
         assert [str(n.kind) for n in result.notices] == expected, at
     assert [n["kind"] for n in world.sent()] == ["digest", "digest"]
+
+
+def test_the_digest_links_the_days_timeline_page(tmp_path: Path) -> None:
+    """The digest writes yesterday's `lanekit timeline` page under the state dir (0600, no
+    network references) and links it: a file:// URI in the message, the path in details; a
+    dry run writes no page and links none."""
+    world = WatchWorld.make(tmp_path, WATCHED.replace("[watch]", '[watch]\ndigest = "08:00"'))
+    world.apply()
+    dry = world.watch(now=_frozen(TODAY), dry_run=True)
+    assert [n.details.get("page") for n in dry.notices] == [None]
+    assert not (world.paths.state / "timeline").exists()
+    (notice,) = world.watch(now=_frozen(TODAY)).notices
+    page = Path(notice.details["page"])
+    yesterday = (TODAY - timedelta(days=1)).date()
+    assert page == world.paths.state / "timeline" / f"timeline-{yesterday.isoformat()}.html"
+    assert page.as_uri() in notice.message
+    text = page.read_text()
+    assert "<svg" in text
+    assert "http:" not in text and "https:" not in text
+    assert page.stat().st_mode & 0o777 == 0o600
+    assert world.sent()[0]["details"]["page"] == str(page)

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, time, timedelta
+from datetime import date, datetime, time, timedelta
+from pathlib import Path
 from typing import Any
 
 from lanekit.config import Config, LaneSpec
 from lanekit.doctor import Severity
+from lanekit.launchd import Launchd
+from lanekit.paths import Paths
 from lanekit.watch.alerts import Notice, NoticeKind
 from lanekit.watch.memory import Happened
 from lanekit.watch.spec import WATCH_LANE, WatchSpec
@@ -102,13 +105,31 @@ def _epoch(ts: str) -> float | None:
     return None if when is None else when.timestamp()
 
 
+def write_day_page(
+    config: Config, launchd: Launchd, paths: Paths, day: date, now: datetime
+) -> Path:
+    """The day's `lanekit timeline` page, written under the state dir (`timeline/`, 0700) for
+    the digest to link; the same page `lanekit timeline --day DAY --html` writes."""
+    from lanekit.owned import make_private_dirs
+    from lanekit.timeline.build import TimelineRequest, timeline_of
+    from lanekit.timeline.html import page_name, save
+
+    lanes = tuple(name for name in config.lanes if name != WATCH_LANE)
+    result = timeline_of(config, TimelineRequest(lanes=lanes, day=day), launchd, now=now)
+    folder = paths.state / "timeline"
+    make_private_dirs(folder)
+    return save(result, folder / page_name(day))
+
+
 def digest_notice(
     config: Config,
     history: Sequence[Happened],
     now: datetime,
     watch: WatchSpec,
+    page: Path | None = None,
 ) -> Notice:
-    """The digest of the local day before `now`'s."""
+    """The digest of the local day before `now`'s; `page` is that day's timeline page, linked
+    from the message and in `details.page`."""
     today = datetime.combine(now.date(), time())
     start = today - timedelta(days=1)
     lanes = [lane for lane in config.lanes.values() if lane.name != WATCH_LANE]
@@ -126,12 +147,14 @@ def digest_notice(
         + ("; ".join(parts) if parts else "no lanes")
         # Alerts of lanes and of queues alike, so the totals are not the sum of the lanes'.
         + f". Alerts: {opened} opened, {resolved} resolved."
+        + ("" if page is None else f" The day: {page.absolute().as_uri()}")
     )
     details: Mapping[str, Any] = {
         "day": f"{start:%Y-%m-%d}",
         "lanes": [d.to_json(name) for name, d in days.items()],
         "alerts_opened": opened,
         "alerts_resolved": resolved,
+        "page": None if page is None else str(page.absolute()),
     }
     return Notice(
         kind=NoticeKind.DIGEST,

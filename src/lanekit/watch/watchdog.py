@@ -212,7 +212,7 @@ def run_pass(
     dog = _Watchdog(config, watch, lane, paths, launchd, now)
     if request.dry_run:
         memory = memory_store.load(dog.memory_file)
-        looked = dog.look(memory)
+        looked = dog.look(memory, write_page=False)
         return PassResult(
             lane.label,
             True,
@@ -268,7 +268,7 @@ class _Watchdog:
     def run(self, channels: Sequence[Channel], log: LaneLog) -> PassResult:
         """Steps 2-5 (the lock is held)."""
         memory = memory_store.load(self.memory_file)
-        looked = self.look(memory)
+        looked = self.look(memory, write_page=True)
         deliveries: list[Delivery] = []
         outbox: list[memory_store.Pending] = []
         for pending in memory.outbox:
@@ -310,9 +310,10 @@ class _Watchdog:
             notes=looked.notes,
         )
 
-    def look(self, memory: memory_store.Memory) -> _Looked:
-        """Steps 2 and 3: what is open, and what to send about it."""
-        from lanekit.watch.digest import digest_due, digest_notice
+    def look(self, memory: memory_store.Memory, *, write_page: bool) -> _Looked:
+        """Steps 2 and 3: what is open, and what to send about it; a due digest links the
+        day's timeline page when `write_page` (not in a dry run, which writes nothing)."""
+        from lanekit.watch.digest import digest_due, digest_notice, write_day_page
 
         findings, notes, ctx = self.findings()
         at = self.now()
@@ -321,7 +322,11 @@ class _Watchdog:
         notices = list(result.notices)
         digest_day = memory.digest_day
         if self.watch.digest is not None and digest_due(self.watch.digest, at, digest_day):
-            notices.append(digest_notice(self.config, memory.history, at, self.watch))
+            page = None
+            if write_page:
+                day = at.date() - timedelta(days=1)
+                page = write_day_page(self.config, self.launchd, self.paths, day, at)
+            notices.append(digest_notice(self.config, memory.history, at, self.watch, page))
             digest_day = f"{at:%Y-%m-%d}"
         return _Looked(
             open=tuple(alerts),
