@@ -112,3 +112,15 @@ def test_the_digest_links_the_days_timeline_page(tmp_path: Path) -> None:
     assert "http:" not in text and "https:" not in text
     assert page.stat().st_mode & 0o777 == 0o600
     assert world.sent()[0]["details"]["page"] == str(page)
+
+
+def test_a_digest_whose_page_cannot_be_written_still_goes_out(tmp_path: Path) -> None:
+    """A state dir where the page cannot go (a file named `timeline`) costs the link, not the
+    digest: the notice is sent without `page`, and the pass says why in a note."""
+    world = WatchWorld.make(tmp_path, WATCHED.replace("[watch]", '[watch]\ndigest = "08:00"'))
+    world.apply()
+    (world.paths.state / "timeline").write_text("not a directory")
+    result = world.watch(now=_frozen(TODAY))
+    assert [n.details.get("page") for n in result.notices] == [None]
+    assert [n["kind"] for n in world.sent()] == ["digest"]
+    assert any("timeline page was not written" in note for note in result.notes)

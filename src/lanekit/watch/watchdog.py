@@ -325,7 +325,12 @@ class _Watchdog:
             page = None
             if write_page:
                 day = at.date() - timedelta(days=1)
-                page = write_day_page(self.config, self.launchd, self.paths, day, at)
+                try:
+                    page = write_day_page(self.config, self.launchd, self.paths, day, at)
+                except (LanekitError, OSError) as exc:
+                    # The digest still goes out, without its link: a page is a convenience.
+                    reason = exc.message if isinstance(exc, LanekitError) else str(exc)
+                    notes = (*notes, f"the digest's timeline page was not written: {reason}")
             notices.append(digest_notice(self.config, memory.history, at, self.watch, page))
             digest_day = f"{at:%Y-%m-%d}"
         return _Looked(
