@@ -19,15 +19,22 @@ from lanekit.cli.registry import COMMANDS, module_commands
 PY = sys.executable
 ALWAYS = {"lanekit", "lanekit.__main__", "lanekit.cli", "lanekit.cli.registry"}
 """The lanekit modules every CLI call imports."""
-ROOT_ONLY = ALWAYS | {"lanekit.cli.render", "lanekit.errors", "lanekit.quoting"}
+ROOT_ONLY = ALWAYS | {
+    "lanekit.cli.render",
+    "lanekit.cli.coercion",
+    "lanekit.errors",
+    "lanekit.quoting",
+}
 """All that `--version`, `--help` and completing a command name may import of lanekit (every
-line render prints goes through lanekit.quoting.printable, which imports only os)."""
+line render prints goes through lanekit.quoting.printable, which imports only os; the root's
+flags are coerced by lanekit.cli.coercion, which imports only typer)."""
 VOCABULARIES = {"lanekit.cli.options", "lanekit.errors", "lanekit.records", "lanekit.fsops"}
 """What a command module may import at module level besides typer: the shared options, the
 error types and the vocabularies its options offer (JobState for `jobs --state`)."""
 HEAVY = ("rich", "jinja2", "psutil", "tomllib")
 """What commands need and a root call must not pay for (pydantic comes with typer itself:
-typer 0.29 coerces parameter values through it)."""
+typer 0.29 coerces parameter values through it, except the flags, str and Path ones that
+lanekit.cli.coercion takes over)."""
 
 
 def _cli_modules() -> set[str]:
@@ -147,3 +154,25 @@ def test_a_mistyped_command_is_still_suggested() -> None:
     result = CliRunner().invoke(app, ["stauts"])
     assert result.exit_code == 2
     assert "'status'" in result.output
+
+
+def test_status_imports_neither_pydantic_nor_rich_nor_reconcile(tmp_path: Path) -> None:
+    """`lanekit status` on installed lanes, output to a pipe: its options are coerced without
+    pydantic, its table is written without rich, and plan/apply's reconcile is not imported
+    (docs/benchmarks.md figure (i))."""
+    config = tmp_path / "lanes.toml"
+    config.write_text(
+        f'[defaults]\nlabel_prefix = "test.fast"\n\n[queues.q]\ndir = "{tmp_path / "q"}"\n\n'
+        '[lanes.l0]\nqueue = "q"\ncommand = ["/bin/true", "{job}"]\nschedule = "0 3 * * *"\n'
+    )
+    applied = subprocess.run(
+        [PY, "-m", "lanekit", "apply", "-c", str(config)],
+        capture_output=True,
+        check=False,
+        timeout=120,
+    )
+    assert applied.returncode == 0, applied.stderr
+    modules = _imported(["status", "l0", "-c", str(config)], tmp_path)
+    assert "lanekit.cli.render.status" in modules
+    assert sorted(m for m in modules if m.split(".")[0] in {"pydantic", "rich", "jinja2"}) == []
+    assert "lanekit.reconcile" not in modules

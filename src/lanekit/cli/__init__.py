@@ -16,6 +16,7 @@ from typer.core import TyperGroup
 
 from lanekit import PROMISE, __version__
 from lanekit.cli import render
+from lanekit.cli.coercion import plain_params
 from lanekit.cli.registry import COMMANDS, LazyCommands
 from lanekit.errors import ExitCode, LanekitError
 
@@ -28,6 +29,21 @@ class LanekitGroup(TyperGroup):
         super().__init__(**attrs)
         self.lazy = LazyCommands(COMMANDS)
         self.commands = self.lazy
+
+    def parse_args(self, ctx: _click.Context, args: list[str]) -> list[str]:
+        """The root's flags (`--debug`, `--help`, completion) coerced without pydantic."""
+        plain_params(self.get_params(ctx))
+        return super().parse_args(ctx, args)
+
+    def resolve_command(
+        self, ctx: _click.Context, args: list[str]
+    ) -> tuple[str | None, _click.Command | None, list[str]]:
+        """The command, its `--help` included, coerced without pydantic (lanekit.cli.coercion;
+        its other parameters were seen to when lanekit.cli.registry built it)."""
+        name, command, rest = super().resolve_command(ctx, args)
+        if command is not None:
+            plain_params(command.get_params(ctx))
+        return name, command, rest
 
     def list_commands(self, ctx: _click.Context) -> list[str]:
         """Every command name, without importing any command module."""

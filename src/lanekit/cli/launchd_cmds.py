@@ -189,7 +189,7 @@ def status(
 ) -> None:
     """Per lane: state, pid, last exit, runs, schedule, next fire and queue counts. Without a
     lanes.toml here: every installed project's lanes, with the project shown."""
-    from lanekit.cli.render import launchd as show
+    from lanekit.cli.render import status as show
     from lanekit.launchd import clock_for, open_launchd
     from lanekit.paths import Paths, backend_name
     from lanekit.projects import find_configs, lanes_named

@@ -116,10 +116,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 def module_commands(module_name: str) -> dict[str, _click.Command]:
     """Import lanekit.cli.MODULE and build the click commands its `register(app)` adds."""
+    from lanekit.cli.coercion import plain
+
     module = importlib.import_module(f"lanekit.cli.{module_name}")
     holder = typer.Typer(rich_markup_mode=None, pretty_exceptions_enable=False)
     module.register(holder)
     group = typer.main.get_group(holder)
+    for command in group.commands.values():
+        plain(command)  # str and Path options without pydantic (lanekit.cli.coercion)
     return dict(group.commands)
 
 

@@ -77,7 +77,6 @@ from lanekit.launchd.environ import (
     signal_process,
     spawn,
 )
-from lanekit.launchd.launchctl import error_for
 from lanekit.launchd.model import LaunchctlError, ListEntry, ServiceInfo
 from lanekit.owned import PRIVATE_FILE, make_private_dirs
 from lanekit.quoting import cmdline
@@ -598,6 +597,9 @@ class EmulatedDomain:
         path: Path | None = None,
     ) -> LaunchctlError:
         """The error the real adapter raises for the same failure: same code, same words."""
+        # The real adapter's module (and its parsers) only when there is an error to word.
+        from lanekit.launchd.launchctl import error_for
+
         return error_for(
             code,
             f"{cmdline('launchctl', *command)}: {line}",

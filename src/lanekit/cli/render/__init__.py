@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -101,6 +102,29 @@ def show(text: Text) -> None:
         stdout().print(text)
     else:
         sys.stdout.write(text.plain + "\n")
+
+
+def show_parts(*parts: str | tuple[str, str]) -> None:
+    """`show(styled(*parts))` that needs rich only on a terminal: off one (a pipe, a file, a
+    script) the line is the parts' escaped text, and rich is never imported."""
+    if sys.stdout.isatty():
+        show(styled(*parts))
+    else:
+        sys.stdout.write(
+            "".join(printable(p if isinstance(p, str) else p[0]) for p in parts) + "\n"
+        )
+
+
+def table_row(cells: Sequence[tuple[str, str]], widths: Sequence[int]) -> None:
+    """One table row of (value, style) cells padded to `widths`, two spaces apart; styles show
+    only on a terminal (show_parts)."""
+    parts: list[str | tuple[str, str]] = []
+    last = len(cells) - 1
+    for i, ((value, style), width) in enumerate(zip(cells, widths, strict=True)):
+        parts.append((value if i == last else value.ljust(width), style))
+        if i != last:
+            parts.append("  ")
+    show_parts(*parts)
 
 
 def json_out(data: Any) -> None:
