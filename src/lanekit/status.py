@@ -131,9 +131,15 @@ def status_of(
     listed = {entry.label: entry for entry in launchd.list()}
     disabled = _disabled_labels(launchd)
     paused = paused_labels(paths, [lane.label for lane in selected])
+    queues: dict[Path, QueueSummary] = {}
+    for lane in selected:  # lanes sharing a queue share one count of it
+        if lane.queue.dir not in queues:
+            queues[lane.queue.dir] = _queue_summary(lane)
     rows = [
         replace(
-            _lane_status(lane, listed.get(lane.label), disabled, launchd, now),
+            _lane_status(
+                lane, listed.get(lane.label), disabled, launchd, now, queue=queues[lane.queue.dir]
+            ),
             paused=lane.label in paused,
             project=lane.project,
         )
@@ -176,6 +182,8 @@ def _lane_status(
     disabled: Iterable[str],
     launchd: Launchd,
     now: datetime,
+    *,
+    queue: QueueSummary,
 ) -> LaneStatus:
     from lanekit.schedule import describe_schedule, schedule_next_fires
 
@@ -214,7 +222,7 @@ def _lane_status(
         runs=runs,
         schedule=describe_schedule(lane.schedule),
         next_fire=fires[0] if fires else None,
-        queue=_queue_summary(lane),
+        queue=queue,
         interval=lane.schedule.interval if entry is not None else None,
     )
 

@@ -114,13 +114,17 @@ COMMANDS: dict[str, tuple[str, str]] = {
 `lanekit --help` lists them."""
 
 
-def module_commands(module_name: str) -> dict[str, _click.Command]:
-    """Import lanekit.cli.MODULE and build the click commands its `register(app)` adds."""
+def module_commands(module_name: str, only: str | None = None) -> dict[str, _click.Command]:
+    """Import lanekit.cli.MODULE and build the click commands its `register(app)` adds (with
+    `only`, that one command alone: building a command reads its signature, which costs)."""
     from lanekit.cli.coercion import plain
 
     module = importlib.import_module(f"lanekit.cli.{module_name}")
     holder = typer.Typer(rich_markup_mode=None, pretty_exceptions_enable=False)
     module.register(holder)
+    if only is not None:
+        holder.registered_commands = [c for c in holder.registered_commands if c.name == only]
+        holder.registered_groups = [g for g in holder.registered_groups if g.name == only]
     group = typer.main.get_group(holder)
     for command in group.commands.values():
         plain(command)  # str and Path options without pydantic (lanekit.cli.coercion)
@@ -140,7 +144,7 @@ class LazyCommands(MutableMapping[str, _click.Command]):
         if name not in self._loaded:
             if name not in self._table:
                 raise KeyError(name)
-            self._loaded.update(module_commands(self._table[name][0]))
+            self._loaded.update(module_commands(self._table[name][0], only=name))
             if name not in self._loaded:
                 raise KeyError(name)
         return self._loaded[name]

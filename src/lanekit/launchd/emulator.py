@@ -52,7 +52,7 @@ import stat
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -151,6 +151,9 @@ class _Job:
         return -self.last_signal if self.last_signal is not None else self.last_exit_code
 
 
+_JOB_FIELDS = tuple(f.name for f in fields(_Job))
+
+
 @dataclass(slots=True)
 class _State:
     jobs: dict[str, _Job]
@@ -164,7 +167,12 @@ class _State:
     def to_bytes(self) -> bytes:
         data: dict[str, object] = {
             "schema": STATE_SCHEMA,
-            "jobs": {label: asdict(job) for label, job in sorted(self.jobs.items())},
+            # Every field is a plain value: a shallow dict is asdict's, without its deep copies
+            # (this runs on every call into the domain, reads included).
+            "jobs": {
+                label: {name: getattr(job, name) for name in _JOB_FIELDS}
+                for label, job in sorted(self.jobs.items())
+            },
             "disabled": dict(sorted(self.disabled.items())),
         }
         if self.offset:
