@@ -37,6 +37,10 @@ sources leave room:
   launchd would pass, so lanekit inside the job logs and records the domain's time.
 - A pid that vanished without an exit record (its watcher was killed, or the machine rebooted)
   gets no exit status: print shows `last exit reason = failed reap`, list shows no status.
+
+Starting, stopping and reaping jobs (lanekit.launchd.environ, .definition) and reading plists
+(plistlib) are imported by the methods that do them: a read of an idle domain, which is what
+`lanekit status` makes, loads none of them (docs/benchmarks.md, figure (i)).
 """
 
 from __future__ import annotations
@@ -46,7 +50,6 @@ import contextlib
 import fcntl
 import json
 import os
-import plistlib
 import signal
 import stat
 import time
@@ -55,33 +58,21 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lanekit.atomic import write_atomic
 from lanekit.backend import BACKEND_VARIABLE
 from lanekit.clock import OFFSET_VARIABLE, format_offset
 from lanekit.errors import LaunchdError
 from lanekit.launchd.codes import LaunchctlCode
-from lanekit.launchd.definition import DEFAULT_THROTTLE_INTERVAL, calendar_facts, spawn_type
-from lanekit.launchd.environ import (
-    DEFAULT_PATH,
-    EX_CONFIG,
-    JobExit,
-    JobLaunch,
-    JobSetupError,
-    SpawnedJob,
-    is_alive,
-    launch_environment,
-    launch_for,
-    read_exit,
-    request_stop,
-    signal_process,
-    spawn,
-)
 from lanekit.launchd.model import LaunchctlError, ListEntry, ServiceInfo
 from lanekit.owned import PRIVATE_FILE, make_private_dirs
 from lanekit.quoting import cmdline
 from lanekit.schedule import CalendarEntry, ScheduleError, fires_at, parse_table
 from lanekit.snapshot import DEFAULT_EXIT_TIMEOUT
+
+if TYPE_CHECKING:
+    from lanekit.launchd.environ import JobExit, JobLaunch, SpawnedJob
 
 STATE_SCHEMA = 1
 EMULATED_SESSION = "Aqua"
@@ -129,6 +120,8 @@ class _Job:
         return self.pid is not None
 
     def spawned(self) -> SpawnedJob:
+        from lanekit.launchd.environ import SpawnedJob
+
         assert self.pid is not None
         return SpawnedJob(
             self.pid, self.token or "", self.watcher_pid or 0, self.watcher_token or ""
@@ -163,6 +156,14 @@ class _State:
     offset: float = 0.0
     """Seconds the domain's clock is ahead of the real one (lanekit.clock): `lanekit emulator
     tick` moves it on, and it never goes back."""
+
+    def same_as(self, other: _State) -> bool:
+        """Whether both would be written as the same file (`ended` is not persisted)."""
+        return (
+            self.jobs == other.jobs
+            and self.disabled == other.disabled
+            and self.offset == other.offset
+        )
 
     def to_bytes(self) -> bytes:
         data: dict[str, object] = {
@@ -248,6 +249,8 @@ class EmulatedDomain:
 
     def bootstrap(self, plist: Path) -> None:
         """Load a plist, refusing what launchd refuses; RunAtLoad starts the job."""
+        import plistlib
+
         path = Path(plist).absolute()
         command = ("bootstrap", self.domain, str(path))
         try:
@@ -490,9 +493,13 @@ class EmulatedDomain:
             try:
                 yield state
             finally:
-                after = state.to_bytes()
-                if after != before:
-                    write_atomic(self._state_file, after)
+                # Reads (list, print, print_disabled) change nothing: comparing with the state
+                # as read (json.loads is C; dumps with indent is pure Python) spares them the
+                # encoding, which was most of what a read of the domain cost.
+                if not before or not state.same_as(self._parse_state(before)):
+                    after = state.to_bytes()
+                    if after != before:
+                        write_atomic(self._state_file, after)
         finally:
             with contextlib.suppress(OSError):
                 fcntl.flock(fd, fcntl.LOCK_UN)
@@ -535,6 +542,8 @@ class EmulatedDomain:
 
     def _reap(self, job: _Job, now: float) -> bool:
         """True when the job's run has ended (its exit is recorded)."""
+        from lanekit.launchd.environ import is_alive, read_exit, signal_process
+
         status_file = Path(job.status_file) if job.status_file else None
         ended = read_exit(status_file) if status_file else None
         if ended is None:
@@ -566,6 +575,8 @@ class EmulatedDomain:
         return self._spawn(job, now)
 
     def _spawn(self, job: _Job, now: float) -> int | None:
+        from lanekit.launchd.environ import EX_CONFIG, JobSetupError, launch_for, spawn
+
         launch = _with_clock(launch_for(self._plist(job)), self._offset)
         status_file = self._exits / f"{uuid.uuid4().hex}.json"
         make_private_dirs(self._exits)
@@ -584,6 +595,8 @@ class EmulatedDomain:
         return spawned.pid
 
     def _request_stop(self, job: _Job, now: float) -> None:
+        from lanekit.launchd.environ import request_stop
+
         timeout = _exit_timeout(self._plist(job))
         job.stopping = True
         job.kill_at = now + timeout if timeout > 0 else None
@@ -617,6 +630,8 @@ class EmulatedDomain:
         )
 
     def _plist(self, job: _Job) -> dict[str, object]:
+        import plistlib
+
         cached = self._plists.get(job.plist_xml)
         if cached is None:
             loaded = plistlib.loads(job.plist_xml.encode())
@@ -625,6 +640,9 @@ class EmulatedDomain:
         return cached
 
     def _info(self, job: _Job) -> ServiceInfo:
+        from lanekit.launchd.definition import calendar_facts, spawn_type
+        from lanekit.launchd.environ import DEFAULT_PATH, launch_environment, launch_for
+
         plist = self._plist(job)
         launch = launch_for(plist)
         if job.running:
@@ -741,6 +759,8 @@ class _RefusalError(Exception):
 
 def _read_plist(path: Path) -> dict[str, object]:
     """The checks launchd makes before it loads a plist, with launchctl's words for each."""
+    import plistlib
+
     try:
         info = path.stat()
         owners = {os.geteuid(), 0}
@@ -795,6 +815,8 @@ def _positive_int(value: object) -> int | None:
 
 
 def _throttle(plist: Mapping[str, object]) -> int:
+    from lanekit.launchd.definition import DEFAULT_THROTTLE_INTERVAL
+
     value = plist.get("ThrottleInterval")
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return value
@@ -802,6 +824,8 @@ def _throttle(plist: Mapping[str, object]) -> int:
 
 
 def _exit_timeout(plist: Mapping[str, object]) -> int:
+    from lanekit.launchd.environ import launch_for
+
     return launch_for(plist).exit_timeout
 
 

@@ -24,7 +24,6 @@ from lanekit.launchd.domain import Caller, DomainChoice, DomainReason, choose_do
 from lanekit.launchd.model import LaunchctlError, ListEntry, ServiceInfo
 from lanekit.launchd.parse import (
     DARWIN_SIGNALS,
-    SYSEXITS,
     LaunchdLogEvent,
     decode_wait_status,
     find_entry,
@@ -45,7 +44,6 @@ __all__ = [
     "DEFAULT_LAUNCHCTL",
     "DEFAULT_TIMEOUT",
     "ERROR_TEXT",
-    "SYSEXITS",
     "LaunchctlDomain",
     "LaunchdLogEvent",
     "decode_wait_status",

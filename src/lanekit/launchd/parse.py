@@ -57,25 +57,6 @@ on macOS, 7 on Linux), so launchd's numbers are decoded with this table, not the
 _SIGNAL_BY_TEXT = {text.lower(): number for number, (_, text) in DARWIN_SIGNALS.items()}
 _SIGNAL_BY_NAME = {name.lower(): number for number, (name, _) in DARWIN_SIGNALS.items()}
 
-SYSEXITS: Mapping[int, str] = {
-    64: "EX_USAGE",
-    65: "EX_DATAERR",
-    66: "EX_NOINPUT",
-    67: "EX_NOUSER",
-    68: "EX_NOHOST",
-    69: "EX_UNAVAILABLE",
-    70: "EX_SOFTWARE",
-    71: "EX_OSERR",
-    72: "EX_OSFILE",
-    73: "EX_CANTCREAT",
-    74: "EX_IOERR",
-    75: "EX_TEMPFAIL",
-    76: "EX_PROTOCOL",
-    77: "EX_NOPERM",
-    78: "EX_CONFIG",
-}
-"""The sysexits(3) names `launchctl print` appends to exit codes 64-78 (`78: EX_CONFIG`)."""
-
 
 def signal_name(number: int) -> str:
     """`SIGTERM` for 15 (macOS numbering); `signal N` for numbers outside the table."""
