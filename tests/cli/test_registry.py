@@ -158,8 +158,9 @@ def test_a_mistyped_command_is_still_suggested() -> None:
 
 def test_status_imports_neither_pydantic_nor_rich_nor_reconcile(tmp_path: Path) -> None:
     """`lanekit status` on installed lanes, output to a pipe: its options are coerced without
-    pydantic, its table is written without rich, and plan/apply's reconcile is not imported
-    (docs/benchmarks.md figure (i))."""
+    pydantic, its table is written without rich, plan/apply's reconcile is not imported, and
+    neither are the launchctl adapter's parsers, which the emulated domain and describing an
+    exit do not need (docs/benchmarks.md figure (i))."""
     config = tmp_path / "lanes.toml"
     config.write_text(
         f'[defaults]\nlabel_prefix = "test.fast"\n\n[queues.q]\ndir = "{tmp_path / "q"}"\n\n'
@@ -176,3 +177,5 @@ def test_status_imports_neither_pydantic_nor_rich_nor_reconcile(tmp_path: Path) 
     assert "lanekit.cli.render.status" in modules
     assert sorted(m for m in modules if m.split(".")[0] in {"pydantic", "rich", "jinja2"}) == []
     assert "lanekit.reconcile" not in modules
+    assert sorted(m for m in modules if m.startswith("lanekit.launchd.launchctl")) == []
+    assert "lanekit.launchd.parse" not in modules
