@@ -21,8 +21,15 @@ def _lanekit(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.Comp
 
 
 def test_install_completion_writes_a_bash_script(tmp_path: Path) -> None:
-    """The script lands under the (test) home and is sourced from .bashrc."""
-    env = {**os.environ, "HOME": str(tmp_path), "SHELL": "/bin/bash"}
+    """The script lands under the (test) home and is sourced from .bashrc. The shell is named,
+    not detected: typer detects it from the parent processes, and a suite started without a
+    shell among its ancestors (nohup, setsid, a service) has none to find."""
+    env = {
+        **os.environ,
+        "HOME": str(tmp_path),
+        "SHELL": "/bin/bash",
+        "_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1",
+    }
     result = _lanekit(["--install-completion", "bash"], env, tmp_path)
     assert result.returncode == 0, result.stderr
     script = tmp_path / ".bash_completions" / "lanekit.sh"

@@ -166,6 +166,26 @@ def test_enqueue_into_missing_queue_is_exit_69(tmp_path: Path, config: Path) -> 
     assert "gone" in err
 
 
+def test_enqueue_into_the_watchdog_is_refused(config: Path, tmp_path: Path) -> None:
+    """Lane `watch` is lanekit's watchdog (it runs `lanekit watch`, never a job): enqueueing
+    into it is exit 2 naming the lanes that run jobs, and nothing reaches its queue; its queue
+    is no queue of lanes.toml's either (`--queue watch` is unknown)."""
+    from lanekit.config import load_config
+    from lanekit.paths import Paths
+
+    with_watch = tmp_path / "watched.toml"
+    with_watch.write_text(config.read_text() + '\n[watch]\ncommand = ["/bin/cat"]\n')
+    code, out, err = invoke("enqueue", "watch", "-c", str(with_watch), input="{}")
+    assert (code, out) == (2, "")
+    assert "lane watch in watched.toml is lanekit's watchdog: it runs no jobs" in err
+    assert "a lane that runs jobs: work, other" in err
+    code, _, err = invoke("enqueue", "--queue", "watch", "-c", str(with_watch), input="{}")
+    assert code == 2
+    assert "no queue named 'watch'" in err
+    watchdog = load_config(with_watch, Paths.from_env()).lanes["watch"].queue.dir
+    assert not (watchdog / "queue").exists() or not any((watchdog / "queue").iterdir())
+
+
 # --- run ----------------------------------------------------------------------------------
 
 

@@ -60,6 +60,19 @@ def _queue_named(config: Config, name: str) -> QueueSpec:
     return found
 
 
+def _refuse_watchdog_queue(config: Config, spec: QueueSpec) -> None:
+    """The watchdog's lane runs `lanekit watch`, never a job: a job put in its queue would wait
+    there for ever (and show up as a backlog)."""
+    drainers = [lane.name for lane in config.lanes.values() if lane.entrypoint is None]
+    for lane in config.lanes.values():
+        if lane.entrypoint is not None and lane.queue.dir == spec.dir:
+            raise UsageError(
+                f"lane {lane.name} in {config.path.name} is lanekit's watchdog: it runs no jobs, "
+                "so nothing would ever take this one",
+                f"enqueue into a lane that runs jobs: {', '.join(drainers) or '(none yet)'}",
+            )
+
+
 def _read_payload(source: str) -> bytes:
     """The job payload from FILE, or from stdin for `-`."""
     if source == "-":
@@ -151,6 +164,7 @@ def enqueue(
         )
     else:
         spec = select_lanes(loaded, [target])[0].queue
+    _refuse_watchdog_queue(loaded, spec)
     if jsonl is not None:
         from lanekit.batch import enqueue_jsonl
 
