@@ -282,11 +282,18 @@ def test_logs_follow_exits_0_on_ctrl_c(tmp_path: Path, home: Paths) -> None:
     log = home.home / "notes" / "logs" / "funnel.log"
     log.parent.mkdir(parents=True)
     log.write_text("before\n")
-    follower = subprocess.Popen(
-        [sys.executable, "-m", "lanekit", "logs", "funnel", "-f", "-c", str(config_path)],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    # A suite started in the background (`cmd &` in a script) inherits SIGINT ignored, and so
+    # would the follower, which a user's Ctrl-C reaches with SIGINT at its default: give it
+    # that default (a handler in this process is reset to it across exec; an ignore is not).
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        follower = subprocess.Popen(
+            [sys.executable, "-m", "lanekit", "logs", "funnel", "-f", "-c", str(config_path)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+    finally:
+        signal.signal(signal.SIGINT, previous)
     try:
         assert follower.stdout is not None
         assert follower.stdout.readline() == "before\n"
