@@ -172,6 +172,54 @@ def missed_run(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     yield Problem(severity, f"{head}: {cause.value}: {text}.", fix)
 
 
+def missed_run_expiry(target: Target, ctx: DoctorContext) -> float | None:
+    """lane.missed-run's incremental form: until when (epoch seconds) a healthy result found
+    now stands, whatever else the lane logs meanwhile; None when it only holds for now (the
+    check has something to say, or nothing bounds it).
+
+    The result is healthy while the latest fire the lane should have run by lies before the
+    install or at/before the latest run evidence; later evidence only moves that on, so the
+    bound holds until the first fire after both plus the grace (1 s early, never late). Its
+    other inputs (the plist's mtime, the pause marker, launchd's facts) are fingerprinted by
+    the caller (lanekit.watch.cache)."""
+    from lanekit.lanelog import read_between
+    from lanekit.schedule import next_fires
+    from lanekit.timeline.events import RUN_KINDS, classify, parse_ts
+
+    lane = target.lane
+    forever = float("inf")
+    if lane is None or not target.installed or target.plist_path is None:
+        return forever
+    if is_paused(ctx.paths, lane.label):
+        return forever
+    grace = ctx.missed_after or MISSED_RUN_GRACE
+    fire = expected_fire(target, ctx.now(), grace)
+    if fire is None:
+        return forever
+    try:
+        reference = target.plist_path.stat().st_mtime
+    except OSError:
+        return None
+    if reference <= fire.timestamp():
+        seen = [
+            parse_ts(event.get("ts", ""))
+            for event in read_between(lane.log_path, fire.timestamp(), _NOT_BEFORE_END)
+            if classify(event.get("event", ""), event) in RUN_KINDS
+        ]
+        stamps = [moment.timestamp() for moment in seen if moment is not None]
+        if not stamps:
+            return None  # the check reports a missed run: look again on every pass
+        reference = max(stamps)
+    if lane.schedule.calendar:
+        after = next_fires(lane.schedule.calendar, datetime.fromtimestamp(reference), 1)
+        if not after:
+            return forever
+        return after[0].timestamp() + grace.total_seconds() - 1
+    if lane.schedule.interval is not None:
+        return reference + lane.schedule.interval + grace.total_seconds() - 1
+    return forever
+
+
 def silence_facts(target: Target, ctx: DoctorContext, since: datetime) -> MissedRunFacts:
     """What launchd and the lane's output files say about a lane silent since `since` (the
     facts classify_missed_run judges; lane.missed-run and watch.not-running share them)."""

@@ -1,0 +1,331 @@
+"""The pass cache: each (check, subject) result of the last full pass, with what it depended
+on, so the next pass (lanekit.watch.entry) can reuse it without running a check.
+
+A full pass (lanekit.watch.watchdog) takes a `Snapshot` of its inputs BEFORE it looks, then
+runs doctor's checks, then `write_cache` records, for every unit (one alert check on one lane
+or queue):
+
+- `deps`: named sets of paths whose stat fingerprints (lanekit.watch.fingerprint) it read:
+  `config` (lanes.toml, and which interpreter ran the pass), `files:LANE` (its plist,
+  snapshot, stdout/stderr files and their directories, pause marker, log directory), `cmd:LANE`
+  (each directory of the job's PATH and of the caller's, the command and interpreter files),
+  `queue:QUEUE` (the queue's directories, JobQueue.places, and each day bucket of where its
+  succeeded jobs are held);
+- `launchd`: the labels whose launchd facts it read (their entry in the emulated domain);
+- `logs`: the lanes whose logs it read, folded incrementally (lanekit.watch.logfold) from the
+  offsets recorded here; queue.duplicate-success also keeps its queue's Seen filter;
+- `found`: whether it had findings, and `until`: the epoch time until which it holds when
+  nothing moves (lane.missed-run: lanekit.checks.lane.missed_run_expiry; claims, a backlog
+  and a running job: only this pass, as their verdicts move with time or with processes
+  that leave no trace in a file).
+
+Taking the snapshot first means an input that changes while the pass looks is seen as changed
+by the next pass (which then looks again): a cached result is never newer than its inputs.
+
+The cache also keeps what the lean pass needs to record a pass as the full one does: the
+watchdog's lock, lane log and memory file, the number of open alerts, and the time a repeat
+or the digest is due. A pass that had notes (launchd could not be asked), an undelivered
+notice, or no `--config` writes no cache (the next pass is a full one).
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lanekit.atomic import write_atomic
+from lanekit.errors import LanekitError
+from lanekit.watch import fingerprint
+from lanekit.watch.entry import absolute, cache_header, cache_path
+from lanekit.watch.logfold import DUPLICATE_SUCCESS, LOG_CHECKS, MISSED_RUN, Seen, fold_files
+from lanekit.watch.spec import WATCH_LANE
+
+if TYPE_CHECKING:
+    from lanekit.config import Config, LaneSpec
+    from lanekit.doctor import DoctorContext, Finding, Target
+    from lanekit.paths import Paths
+    from lanekit.watch.memory import Memory
+    from lanekit.watch.spec import WatchSpec
+
+VOLATILE_QUEUE_CHECKS = ("queue.stale-claim", "queue.orphaned-job", "queue.backlog")
+"""Their verdict moves with time or with a runner's death while their directories are not
+empty: reused only while the queue holds no queued, delayed or claimed job."""
+
+
+@dataclass(frozen=True, slots=True)
+class LogRead:
+    """One lane log as the snapshot read it."""
+
+    path: str
+    inode: int | None
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """What a full pass looked at, fingerprinted before it looked."""
+
+    sets: Mapping[str, tuple[str, ...]]
+    prints: Mapping[str, list[fingerprint.Print]]
+    labels: Mapping[str, Any]
+    domain: fingerprint.Print
+    """The emulated domain's state file, fingerprinted before it was parsed."""
+    offset: float
+    logs: Mapping[str, LogRead]
+    seen: Mapping[str, Seen]
+    busy_queues: frozenset[str]
+
+
+def snapshot(config: Config, paths: Paths, env: Mapping[str, str]) -> Snapshot | None:
+    """Fingerprint every input of a pass over `config`; None off the emulated domain (the
+    lean pass reuses results there only: launchctl's facts are not fingerprinted yet)."""
+    from lanekit.backend import backend_name
+
+    if backend_name(env, sys.platform) != "emulated":
+        return None
+    sets = _path_sets(config, paths)
+    domain = fingerprint.stat_print(str(paths.emulator / "domain.json"))
+    state = fingerprint.emulated_state(str(paths.emulator))
+    offset = fingerprint.emulated_offset(state)
+    labels = {
+        lane.label: fingerprint.label_print(state, lane.label, os.getpid())
+        for lane in config.lanes.values()
+    }
+    logs: dict[str, LogRead] = {}
+    seen: dict[str, Seen] = {}
+    ids: dict[str, list[str]] = {}
+    for lane in config.lanes.values():
+        logs[lane.name], done = _read_log(lane)
+        ids.setdefault(lane.queue.name, []).extend(done)
+    for queue, done in ids.items():
+        bloom = Seen(2 * len(done))
+        for job in done:
+            bloom.add(job)
+        seen[queue] = bloom
+    busy = frozenset(
+        lane.queue.name
+        for lane in config.lanes.values()
+        if lane.name != WATCH_LANE and _busy(lane, offset)
+    )
+    return Snapshot(
+        sets=sets,
+        prints={key: fingerprint.stat_prints(group) for key, group in sets.items()},
+        labels=labels,
+        domain=domain,
+        offset=offset,
+        logs=logs,
+        seen=seen,
+        busy_queues=busy,
+    )
+
+
+def _busy(lane: LaneSpec, offset: float) -> bool:
+    """Jobs queued, delayed or claimed: the verdicts on claims and backlog move with time."""
+    import time
+
+    from lanekit.queue import open_queue
+
+    queue = open_queue(lane.queue.dir, durable=lane.queue.durable)
+    if queue.missing() is not None:
+        return False
+    try:
+        counts = queue.counts(now=time.time() + offset)
+    except LanekitError:
+        return True  # unreadable: never call it quiet
+    return bool(counts.queued or counts.delayed or counts.claimed)
+
+
+def _read_log(lane: LaneSpec) -> tuple[LogRead, list[str]]:
+    """The lane log up to its current size (rotated copies too, for the done ids)."""
+    from lanekit.lanelog import log_files
+
+    path = str(lane.log_path)
+    try:
+        info = lane.log_path.stat()
+    except OSError:
+        return LogRead(path, None, 0), []
+    files = [str(name) for name in log_files(lane.log_path, rotated=True)]
+    whole, end = fold_files(files, path, info.st_size)
+    return LogRead(path, info.st_ino, end), whole.done
+
+
+def _path_sets(config: Config, paths: Paths) -> dict[str, tuple[str, ...]]:
+    from lanekit.queue import open_queue
+    from lanekit.records import JobState
+
+    sets: dict[str, tuple[str, ...]] = {"config": (str(config.path),)}
+    for lane in config.lanes.values():
+        label = lane.label
+        sets[f"files:{lane.name}"] = tuple(
+            str(p)
+            for p in (
+                paths.plist_for(label),
+                paths.snapshot_for(label),
+                lane.stdout_path,
+                lane.stderr_path,
+                lane.stdout_path.parent,
+                lane.stderr_path.parent,
+                paths.pause_marker_for(label),
+                lane.log_path.parent,
+            )
+        )
+        sets[f"cmd:{lane.name}"] = _command_paths(lane, paths)
+    for lane in config.lanes.values():
+        key = f"queue:{lane.queue.name}"
+        if key in sets or lane.name == WATCH_LANE:
+            continue  # not a queue target (its directory holds the memory, rewritten each pass)
+        queue = open_queue(lane.queue.dir, durable=lane.queue.durable)
+        done = Path(queue.holding(JobState.SUCCEEDED))
+        try:
+            days = sorted(str(day) for day in done.iterdir())
+        except OSError:
+            days = []
+        sets[key] = (*(str(place) for place in queue.places()), *days)
+    return sets
+
+
+def _command_paths(lane: LaneSpec, paths: Paths) -> tuple[str, ...]:
+    """Where the command checks look: each PATH directory (the job's and the caller's, which
+    words a fix), and each command as found there or given."""
+    from lanekit.checks import jobfacts
+    from lanekit.doctor import lane_target
+
+    job = lane_target(lane, paths).plist or {}
+    cwd = Path(jobfacts.cwd(job) if job else "/")
+    names = [lane.command[0]] if lane.command else []
+    if job:
+        program = jobfacts.program(job)
+        inline = jobfacts.shell_command(jobfacts.arguments(job))
+        names += [name for name in (program, inline) if name]
+    # The caller's PATH is where jobfacts.caller_has (shutil.which) looks, to word a fix.
+    caller = os.environ.get("PATH", os.defpath)
+    dirs = [*jobfacts.job_path(job).split(":"), *caller.split(":")]
+    found: list[str] = []
+    for directory in dict.fromkeys(part for part in dirs if part):
+        where = cwd / directory
+        found.append(str(where))
+        found += [str(where / name) for name in names if "/" not in name]
+    found += [str(cwd / name) for name in names if "/" in name]
+    return tuple(dict.fromkeys(found))
+
+
+def _units(
+    targets: Sequence[Target],
+    findings: Iterable[Finding],
+    checks: Sequence[str],
+    ctx: DoctorContext,
+    shot: Snapshot,
+) -> list[dict[str, Any]]:
+    from lanekit.checks.lane import missed_run_expiry
+    from lanekit.doctor import SubjectKind, registry
+
+    found = {(f.id, str(f.kind), f.subject) for f in findings}
+    now = ctx.now().timestamp()
+    units: list[dict[str, Any]] = []
+    for target in targets:
+        lanes = target.drained_by if target.kind is SubjectKind.QUEUE else (target.lane,)
+        named = [lane for lane in lanes if lane is not None]
+        queue = target.subject if target.kind is SubjectKind.QUEUE else None
+        deps = ["config", *(f"{kind}:{lane.name}" for lane in named for kind in ("files", "cmd"))]
+        if queue is not None:
+            deps.append(f"queue:{queue}")
+        for check_id in checks:
+            chk = registry()[check_id]
+            if not chk.applies_to(target):
+                continue
+            has = (check_id, str(target.kind), target.subject) in found
+            until: float | None = float("inf")
+            if check_id == MISSED_RUN:
+                until = None if has else missed_run_expiry(target, ctx)
+            elif check_id in VOLATILE_QUEUE_CHECKS and queue in shot.busy_queues:
+                until = None
+            labels = [lane.label for lane in named]
+            if any(fingerprint.volatile(shot.labels.get(label)) for label in labels):
+                until = None
+            units.append(
+                {
+                    "check": check_id,
+                    "kind": str(target.kind),
+                    "subject": target.subject,
+                    "found": has,
+                    "until": now if until is None else min(until, 1e18),
+                    "deps": deps,
+                    "launchd": labels,
+                    "logs": [lane.name for lane in named] if check_id in LOG_CHECKS else [],
+                    "seen": queue if check_id == DUPLICATE_SUCCESS else None,
+                }
+            )
+    return units
+
+
+def _due(watch: WatchSpec, memory: Memory, at: datetime) -> float:
+    """The first time a repeat or the digest is due without anything else moving."""
+    times = [float("inf")]
+    if watch.repeat > 0:
+        times += [item.last_sent.timestamp() + watch.repeat for item in memory.alerts.values()]
+    if watch.digest is not None:
+        day = at.date()
+        if memory.digest_day == f"{at:%Y-%m-%d}":
+            day += timedelta(days=1)
+        times.append(datetime.combine(day, watch.digest).timestamp())
+    return min(*times, 1e18)
+
+
+def write_cache(
+    config_arg: Path,
+    shot: Snapshot,
+    *,
+    paths: Paths,
+    targets: Sequence[Target],
+    findings: Iterable[Finding],
+    checks: Sequence[str],
+    ctx: DoctorContext,
+    watch: WatchSpec,
+    lane: LaneSpec,
+    memory: Memory,
+    memory_file: Path,
+    open_alerts: int,
+) -> None:
+    """Record the pass (see the module docstring), atomically, 0600 under the state dir."""
+    from lanekit.lanelock import lane_lock_path
+
+    at = ctx.now()
+    document = {
+        "config": absolute(str(config_arg)),
+        "domain": {
+            "dir": str(paths.emulator),
+            "path": str(paths.emulator / "domain.json"),
+            "print": shot.domain,
+        },
+        "offset": shot.offset,
+        "label": lane.label,
+        "lane": lane.name,
+        "lock": str(lane_lock_path(lane.queue.dir, lane.name)),
+        "log": str(lane.log_path),
+        "memory": str(memory_file),
+        "memory_print": fingerprint.stat_print(str(memory_file)),
+        "open": open_alerts,
+        "due": _due(watch, memory, at),
+        "sets": {key: list(group) for key, group in shot.sets.items()},
+        "prints": shot.prints,
+        "labels": shot.labels,
+        "logs": {
+            name: {"path": r.path, "inode": r.inode, "offset": r.offset}
+            for name, r in shot.logs.items()
+        },
+        "seen": {queue: bloom.dump() for queue, bloom in shot.seen.items()},
+        "units": _units(targets, findings, checks, ctx, shot),
+    }
+    target = Path(cache_path(str(paths.state), absolute(str(config_arg))))
+    write_atomic(target, marshal.dumps((cache_header(), document)), durable=False)
+
+
+def forget(paths: Paths, config_arg: Path) -> None:
+    """Remove the cache of `config_arg` (the next pass is a full one)."""
+    Path(cache_path(str(paths.state), absolute(str(config_arg)))).unlink(missing_ok=True)

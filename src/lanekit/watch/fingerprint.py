@@ -1,0 +1,123 @@
+"""Fingerprints of what a watchdog pass looked at, so the next pass can tell what moved.
+
+A cached pass result (lanekit.watch.cache) is only as good as its inputs. This module turns
+each input into a small JSON-able value that changes whenever the input does:
+
+- a file or directory: its stat (inode, size, mtime in ns, ctime in ns, mode); a directory's
+  mtime moves whenever an entry is added, removed or renamed in it, so `queue/`, `claimed/`,
+  `failed/` and each PATH directory are watched without listing them; None when missing;
+- a label in the emulated launchd domain: its job entry in the domain's state file, minus
+  the fields that move with every scheduled run of a healthy job and that no check reads
+  (timer bases, spawn times, tokens). The run count stays in while the last exit is a
+  failure (the crash-loop check names it). A label that is running right now is marked
+  `running` (the result of a check on a running job may change at any moment: a pass never
+  reuses it), except the watchdog itself while this very pass runs (`self`).
+
+Builtin modules only (os, json): the lean pass (lanekit.watch.entry) computes these on every
+run, and the full pass computes the same values with the same functions when it writes the
+cache, so the two can never disagree about what "unchanged" means.
+"""
+
+# ruff: noqa: PTH118, PTH123
+# (str paths and os.* on purpose: the lean pass does not import pathlib, lanekit.watch.entry)
+
+from __future__ import annotations
+
+import os
+
+TYPE_CHECKING = False  # typing costs the lean pass's start-up; mypy still reads these
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+    from typing import Any
+
+Print = list[int] | None
+"""A path's fingerprint: [inode, size, mtime_ns, ctime_ns, mode], or None when missing."""
+
+_RUN_CLOCKWORK = frozenset(
+    {
+        "pid",
+        "token",
+        "watcher_pid",
+        "watcher_token",
+        "status_file",
+        "last_spawn_at",
+        "last_calendar",
+        "interval_base",
+        "runs",
+        "pending_at",
+    }
+)
+"""Job-entry fields that move on every run of a healthy job and that no alert check reads as
+such: `pid` and `pending_at` are folded into the entry's `state`, `runs` is kept while the last
+exit failed. A field the emulator adds later is fingerprinted (a change there only costs a
+full pass), never silently ignored."""
+
+
+def stat_print(path: str) -> Print:
+    """The fingerprint of one path (not following a final symlink: a swapped link moves)."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    return [info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_mode]
+
+
+def stat_prints(paths: Iterable[str]) -> list[Print]:
+    """The fingerprints of `paths`, in order."""
+    return [stat_print(path) for path in paths]
+
+
+def emulated_state(state_dir: str) -> dict[str, Any] | None:
+    """The emulated domain's state file, parsed; None when it cannot be read as the version
+    this module knows (then nothing about launchd can be reused)."""
+    import json
+
+    try:
+        with open(os.path.join(state_dir, "domain.json"), "rb") as handle:
+            data = json.loads(handle.read())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("schema") != 1:
+        return None
+    if not isinstance(data.get("jobs"), dict) or not isinstance(data.get("disabled", {}), dict):
+        return None
+    return data
+
+
+def emulated_offset(state: Mapping[str, Any] | None) -> float:
+    """The domain clock's offset in its state file (lanekit.launchd.emulator.read_offset reads
+    the same key); 0 when there is none."""
+    if state is None:
+        return 0.0
+    offset = state.get("clock_offset")
+    if isinstance(offset, int | float) and not isinstance(offset, bool) and offset > 0:
+        return float(offset)
+    return 0.0
+
+
+def label_print(state: Mapping[str, Any] | None, label: str, me: int) -> Any:
+    """The fingerprint of `label` in the emulated domain `state`; `me` is this process's pid
+    (the watchdog's own entry while this pass runs)."""
+    if state is None:
+        return "unreadable"
+    disabled = bool(state.get("disabled", {}).get(label, False))
+    job = state["jobs"].get(label)
+    if not isinstance(job, dict):
+        return {"loaded": False, "disabled": disabled}
+    kept = {key: value for key, value in job.items() if key not in _RUN_CLOCKWORK}
+    pid = job.get("pid")
+    if pid is not None:
+        kept["state"] = "self" if pid == me else "running"
+    elif job.get("pending_at") is not None:
+        kept["state"] = "spawn scheduled"
+    else:
+        kept["state"] = "not running"
+    if job.get("last_exit_code") not in (None, 0) or job.get("last_signal") is not None:
+        kept["runs"] = job.get("runs")
+    kept["disabled"] = disabled
+    return kept
+
+
+def volatile(print_: Any) -> bool:
+    """A label whose checks must be run again on every pass (a job running right now)."""
+    return isinstance(print_, dict) and print_.get("state") == "running"
