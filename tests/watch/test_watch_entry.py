@@ -204,7 +204,24 @@ def test_state_dir_is_the_one_paths_finds() -> None:
 
 
 def _log(cheap: Cheap, lane: str, event: str, **fields: object) -> None:
-    LaneLog(cheap.world.lane(lane).log_path, lane).event(event, **fields)
+    """A line in a lane's log on the domain's clock, as the lane's runner writes it."""
+    domain = cheap.world.domain
+    clock = lambda: time.time() + domain.offset()  # noqa: E731
+    LaneLog(cheap.world.lane(lane).log_path, lane, clock=clock).event(event, **fields)
+
+
+def test_a_lane_that_keeps_running_keeps_the_pass_cheap(cheap: Cheap) -> None:
+    """Run evidence moves lane.missed-run's expiry on in the cheap pass itself: an hourly lane
+    that runs every hour and a watchdog that passes every 10 minutes keep every pass cheap,
+    hours past the expiry the last full pass computed."""
+    start = time.time() + cheap.world.domain.offset()
+    assert cheap.next()
+    for step in range(1, 19):
+        cheap.world.domain.set_clock(start + step * 600)
+        if step % 6 == 0:
+            _healthy_run(cheap)
+        assert cheap.next() or step == 1  # the first clock move changes the domain's state
+    assert cheap.agrees() == set()
 
 
 def test_new_log_lines_are_folded_from_the_offset(cheap: Cheap) -> None:

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lanekit.checks.launchd import LOOP_STATES
 from lanekit.doctor import DoctorContext, Problem, Severity, Target, check
@@ -218,6 +218,31 @@ def missed_run_expiry(target: Target, ctx: DoctorContext) -> float | None:
     if lane.schedule.interval is not None:
         return reference + lane.schedule.interval + grace.total_seconds() - 1
     return forever
+
+
+RENEW_FIRES = 48
+"""Upcoming fires of a calendar lane listed by missed_run_renewal."""
+
+
+def missed_run_renewal(target: Target, ctx: DoctorContext) -> dict[str, Any] | None:
+    """How later run evidence moves a healthy lane.missed-run result's expiry on, without the
+    check (lanekit.watch.logfold.renewed applies it): evidence at E holds the result until
+    E + interval + grace - 1 s for an interval lane, and until the first fire after E plus the
+    grace - 1 s for a calendar lane (its next RENEW_FIRES fires after now are listed, valid
+    for evidence from now on). None for a lane without a schedule."""
+    from lanekit.schedule import next_fires
+
+    lane = target.lane
+    if lane is None:
+        return None
+    grace = (ctx.missed_after or MISSED_RUN_GRACE).total_seconds()
+    now = ctx.now()
+    if lane.schedule.calendar:
+        fires = next_fires(lane.schedule.calendar, now, RENEW_FIRES)
+        return {"grace": grace, "from": now.timestamp(), "fires": [f.timestamp() for f in fires]}
+    if lane.schedule.interval is not None:
+        return {"grace": grace, "interval": float(lane.schedule.interval)}
+    return None
 
 
 def silence_facts(target: Target, ctx: DoctorContext, since: datetime) -> MissedRunFacts:

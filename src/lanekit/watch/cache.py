@@ -15,7 +15,8 @@ or queue):
 - `logs`: the lanes whose logs it read, folded incrementally (lanekit.watch.logfold) from the
   offsets recorded here; queue.duplicate-success also keeps its queue's Seen filter;
 - `found`: whether it had findings, and `until`: the epoch time until which it holds when
-  nothing moves (lane.missed-run: lanekit.checks.lane.missed_run_expiry; claims, a backlog
+  nothing moves (lane.missed-run: lanekit.checks.lane.missed_run_expiry, moved on by new run
+  evidence in the lean pass as missed_run_renewal says; claims, a backlog
   and a running job: only this pass, as their verdicts move with time or with processes
   that leave no trace in a file).
 
@@ -43,7 +44,14 @@ from lanekit.atomic import write_atomic
 from lanekit.errors import LanekitError
 from lanekit.watch import fingerprint
 from lanekit.watch.entry import absolute, cache_header, cache_path
-from lanekit.watch.logfold import DUPLICATE_SUCCESS, LOG_CHECKS, MISSED_RUN, Seen, fold_files
+from lanekit.watch.logfold import (
+    DUPLICATE_SUCCESS,
+    LOG_CHECKS,
+    MISSED_RUN,
+    Rule,
+    Seen,
+    fold_files,
+)
 from lanekit.watch.spec import WATCH_LANE
 
 if TYPE_CHECKING:
@@ -222,7 +230,7 @@ def _units(
     ctx: DoctorContext,
     shot: Snapshot,
 ) -> list[dict[str, Any]]:
-    from lanekit.checks.lane import missed_run_expiry
+    from lanekit.checks.lane import missed_run_expiry, missed_run_renewal
     from lanekit.doctor import SubjectKind, registry
 
     found = {(f.id, str(f.kind), f.subject) for f in findings}
@@ -241,8 +249,10 @@ def _units(
                 continue
             has = (check_id, str(target.kind), target.subject) in found
             until: float | None = float("inf")
+            renew = None
             if check_id == MISSED_RUN:
                 until = None if has else missed_run_expiry(target, ctx)
+                renew = None if until is None else missed_run_renewal(target, ctx)
             elif check_id in VOLATILE_QUEUE_CHECKS and queue in shot.busy_queues:
                 until = None
             labels = [lane.label for lane in named]
@@ -259,9 +269,20 @@ def _units(
                     "launchd": labels,
                     "logs": [lane.name for lane in named] if check_id in LOG_CHECKS else [],
                     "seen": queue if check_id == DUPLICATE_SUCCESS else None,
+                    "renew": renew,
                 }
             )
     return units
+
+
+def run_rules() -> list[Rule]:
+    """lanekit.timeline.events' event rules, each with whether its kind is run evidence, for
+    the lean pass to renew lane.missed-run results with (lanekit.watch.logfold.Rule)."""
+    from lanekit.timeline.events import RULES, RUN_KINDS
+
+    return [
+        (rule.event, tuple(sorted(rule.when.items())), rule.kind in RUN_KINDS) for rule in RULES
+    ]
 
 
 def _due(watch: WatchSpec, memory: Memory, at: datetime) -> float:
@@ -321,6 +342,7 @@ def write_cache(
         },
         "seen": {queue: bloom.dump() for queue, bloom in shot.seen.items()},
         "units": _units(targets, findings, checks, ctx, shot),
+        "rules": run_rules(),
     }
     target = Path(cache_path(str(paths.state), absolute(str(config_arg))))
     write_atomic(target, marshal.dumps((cache_header(), document)), durable=False)

@@ -12,7 +12,8 @@ cached (check, subject) result is where that pass left it:
 2. every fingerprinted path (lanekit.watch.fingerprint) has the same stat; the emulated
    domain's state file either has the same stat or, parsed, the same entry for every label;
 3. no result has reached the time until which it holds (a fire to account for, a claim or a
-   queued job whose verdict moves with time);
+   queued job whose verdict moves with time); a healthy lane.missed-run result is moved on by
+   the run evidence in its log's new lines first (lanekit.watch.logfold.renewed);
 4. each lane log only grew, and its new complete lines leave every cached log-check result
    standing (lanekit.watch.logfold: read from the recorded offset, never from the start).
 
@@ -53,9 +54,11 @@ from lanekit.watch import fingerprint
 from lanekit.watch.logfold import (
     DUPLICATE_SUCCESS,
     Appended,
+    Rule,
     Seen,
     new_successes_unique,
     read_appended,
+    renewed,
     still_holds,
 )
 
@@ -197,7 +200,7 @@ def _unchanged(cache: dict[str, Any]) -> tuple[_Clock, dict[str, Appended]]:
     now = clock()
     if now >= cache["due"]:
         raise _Full
-    folds = _fold_logs(cache["logs"])
+    folds = _fold_logs(cache["logs"], cache["rules"])
     _still_valid(cache, folds, now)
     return clock, folds
 
@@ -207,6 +210,9 @@ def _still_valid(cache: dict[str, Any], folds: Mapping[str, Appended], now: floa
     lines (duplicate-success's Seen filters take the new ids, for the cache to keep)."""
     seen: dict[str, Seen] = {}
     for unit in cache["units"]:
+        if unit["renew"] is not None:
+            for lane in unit["logs"]:
+                unit["until"] = renewed(unit["renew"], unit["until"], folds[lane].last_run)
         if now >= unit["until"]:
             raise _Full
         for lane in unit["logs"]:
@@ -225,7 +231,7 @@ def _still_valid(cache: dict[str, Any], folds: Mapping[str, Appended], now: floa
         cache["seen"][queue] = bloom.dump()
 
 
-def _fold_logs(logs: Mapping[str, Any]) -> dict[str, Appended]:
+def _fold_logs(logs: Mapping[str, Any], rules: Sequence[Rule]) -> dict[str, Appended]:
     """Each lane log's new complete lines; _Full when one was rotated, truncated or replaced."""
     folds: dict[str, Appended] = {}
     for lane, known in logs.items():
@@ -238,7 +244,7 @@ def _fold_logs(logs: Mapping[str, Any]) -> dict[str, Appended]:
             continue
         if info.st_ino != known["inode"] or info.st_size < known["offset"]:
             raise _Full
-        fold = read_appended(known["path"], known["offset"], info.st_size)
+        fold = read_appended(known["path"], known["offset"], info.st_size, rules=rules)
         if fold is None:
             raise _Full
         folds[lane] = fold

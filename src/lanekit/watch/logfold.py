@@ -29,7 +29,7 @@ from lanekit.lanelog import parse_line
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Iterable, Mapping, Sequence
     from typing import Any
 
 MISSED_RUN = "lane.missed-run"
@@ -51,7 +51,7 @@ READ_LIMIT = 8 << 20
 class Appended:
     """What the complete lines appended to one lane log say, as the log checks need it."""
 
-    __slots__ = ("cannot_start", "count", "done", "end", "skipped")
+    __slots__ = ("cannot_start", "count", "done", "end", "last_run", "skipped")
 
     def __init__(self) -> None:
         self.count = 0
@@ -64,6 +64,8 @@ class Appended:
         """A `skipped reason=already-succeeded` among them."""
         self.end = 0
         """The offset just after the last complete line folded."""
+        self.last_run: float | None = None
+        """Epoch time of the last run-evidence event among them (when `rules` were given)."""
 
     def add(self, event: Mapping[str, str]) -> None:
         """Fold one parsed event."""
@@ -78,11 +80,17 @@ class Appended:
 
 
 def read_appended(
-    path: str, offset: int, size: int, *, limit: int | None = READ_LIMIT
+    path: str,
+    offset: int,
+    size: int,
+    *,
+    limit: int | None = READ_LIMIT,
+    rules: Sequence[Rule] = (),
 ) -> Appended | None:
     """The complete lines of `path` between `offset` and `size`, folded; None when more than
     `limit` bytes are new. A line still being written (no newline yet) waits for the next
-    pass; a line that does not parse is skipped, as lanekit.lanelog.read_events skips it."""
+    pass; a line that does not parse is skipped, as lanekit.lanelog.read_events skips it.
+    With `rules`, the last line they call run evidence sets `last_run`."""
     fold = Appended()
     fold.end = offset
     if limit is not None and size - offset > limit:
@@ -96,7 +104,10 @@ def read_appended(
     if last < 0:
         return fold
     fold.end = offset + last + 1
-    for raw in data[: last + 1].splitlines():
+    lines = data[: last + 1].splitlines()
+    if rules:
+        fold.last_run = _last_run(lines, rules)
+    for raw in lines:
         if not raw.strip():
             continue
         if not any(word in raw for word in _TELLING):
@@ -128,6 +139,65 @@ def fold_files(paths: Iterable[str], last: str, size: int) -> tuple[Appended, in
         if path == last:
             end = part.end
     return total, end
+
+
+Rule = tuple[str, tuple[tuple[str, str], ...], bool]
+"""(event, fields it must have, whether it is run evidence): lanekit.timeline.events' RULES
+and RUN_KINDS, as the pass cache hands them to the lean pass (first match wins)."""
+
+
+def _last_run(lines: Sequence[bytes], rules: Sequence[Rule]) -> float | None:
+    """The time of the last line that is run evidence by `rules`, from the end."""
+    for raw in reversed(lines):
+        try:
+            fields = parse_line(raw.decode("utf-8", "replace"))
+        except ValueError:
+            continue
+        name = fields.get("event", "")
+        for event, when, is_run in rules:
+            if event == name and all(fields.get(k) == v for k, v in when):
+                if is_run:
+                    return ts_epoch(fields.get("ts", ""))
+                break
+    return None
+
+
+def ts_epoch(ts: str) -> float | None:
+    """A lane-log timestamp (lanekit.lanelog.format_ts: `2026-12-01T10:40:00.123Z`) as epoch
+    seconds, by arithmetic (time.strptime would import re and locale); None when malformed."""
+    if len(ts) != 24 or ts[4] + ts[7] + ts[10] + ts[13] + ts[16] + ts[19] + ts[23] != "--T::.Z":
+        return None
+    try:
+        year, month, day = int(ts[0:4]), int(ts[5:7]), int(ts[8:10])
+        hour, minute, second, millis = (
+            int(ts[11:13]),
+            int(ts[14:16]),
+            int(ts[17:19]),
+            int(ts[20:23]),
+        )
+    except ValueError:
+        return None
+    # Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil).
+    year -= month <= 2
+    era = year // 400
+    yoe = year - era * 400
+    doy = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
+    days = era * 146097 + yoe * 365 + yoe // 4 - yoe // 100 + doy - 719468
+    return days * 86400 + hour * 3600 + minute * 60 + second + millis / 1000
+
+
+def renewed(renew: Mapping[str, Any], until: float, evidence: float | None) -> float:
+    """A healthy lane.missed-run result's expiry after run evidence at `evidence` (see
+    lanekit.checks.lane.missed_run_renewal for the arithmetic); never earlier than `until`."""
+    if evidence is None:
+        return until
+    grace = float(renew["grace"])
+    if "interval" in renew:
+        return max(until, evidence + float(renew["interval"]) + grace - 1)
+    if evidence < float(renew["from"]):
+        return until  # fires between the evidence and the listed ones are not listed
+    later = [fire for fire in renew["fires"] if fire > evidence]
+    return max(until, later[0] + grace - 1) if later else until
 
 
 class Seen:
