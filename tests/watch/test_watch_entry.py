@@ -398,3 +398,27 @@ def test_cached_and_fresh_passes_agree_over_random_changes(
             STEPS[step](cheap)
             cheap.next()
             cheap.agrees()
+
+
+def test_a_command_behind_a_symlink_is_watched_through_it(cheap: Cheap) -> None:
+    """A command on PATH that is a symlink (Homebrew's way): removing its target, the link
+    left dangling, alerts at the next pass as a full pass does."""
+    real = cheap.bin / "real-tool"
+    cheap.tool.rename(real)
+    cheap.tool.symlink_to(real)
+    assert not cheap.next()  # the directory changed
+    assert cheap.next()
+    real.unlink()
+    assert not cheap.next()
+    assert "path.command-missing" in cheap.agrees()
+
+
+def test_a_pass_run_with_another_path_is_a_full_one(
+    cheap: Cheap, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """doctor words a fix by the caller's PATH: a pass from a terminal with another PATH is
+    not answered from a cache written under launchd's."""
+    assert cheap.next()
+    monkeypatch.setenv("PATH", f"{cheap.bin}:{os.environ.get('PATH', '')}")
+    assert not cheap.next()
+    assert cheap.next()

@@ -325,6 +325,7 @@ def write_cache(
             "print": shot.domain,
         },
         "offset": shot.offset,
+        "caller_path": os.environ.get("PATH"),
         "label": lane.label,
         "lane": lane.name,
         "lock": str(lane_lock_path(lane.queue.dir, lane.name)),

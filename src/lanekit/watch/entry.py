@@ -7,8 +7,9 @@ builds doctor's registry and runs its checks on every lane and queue; this one r
 cache the last full pass wrote (lanekit.watch.cache) and checks that every input of every
 cached (check, subject) result is where that pass left it:
 
-1. the cache is this lanes.toml's, written by this interpreter, and no repeat or digest is due
-   by the domain's clock (lanekit.clock: the emulated domain's time; it never goes back);
+1. the cache is this lanes.toml's, written by this interpreter with the same PATH (doctor words
+   a fix by the caller's PATH), and no repeat or digest is due by the domain's clock
+   (lanekit.clock: the emulated domain's time; it never goes back);
 2. every fingerprinted path (lanekit.watch.fingerprint) has the same stat; the emulated
    domain's state file either has the same stat or, parsed, the same entry for every label;
 3. no result has reached the time until which it holds (a fire to account for, a claim or a
@@ -158,6 +159,8 @@ def _load(path: str, config: str) -> dict[str, Any]:
         raise _Full
     if cache["config"] != config:
         raise _Full  # another lanes.toml with the same crc32
+    if cache["caller_path"] != os.environ.get("PATH"):
+        raise _Full  # run from elsewhere (a terminal): doctor words some fixes by the caller's PATH
     return cache
 
 

@@ -3,7 +3,8 @@
 A cached pass result (lanekit.watch.cache) is only as good as its inputs. This module turns
 each input into a small JSON-able value that changes whenever the input does:
 
-- a file or directory: its stat (inode, size, mtime in ns, ctime in ns, mode); a directory's
+- a file or directory: its stat (inode, size, mtime in ns, ctime in ns, mode; a symlink's and
+  its target's); a directory's
   mtime moves whenever an entry is added, removed or renamed in it, so `queue/`, `claimed/`,
   `failed/` and each PATH directory are watched without listing them; None when missing;
 - a label in the emulated launchd domain: its job entry in the domain's state file, minus
@@ -18,12 +19,13 @@ run, and the full pass computes the same values with the same functions when it 
 cache, so the two can never disagree about what "unchanged" means.
 """
 
-# ruff: noqa: PTH118, PTH123
+# ruff: noqa: PTH116, PTH118, PTH123
 # (str paths and os.* on purpose: the lean pass does not import pathlib, lanekit.watch.entry)
 
 from __future__ import annotations
 
 import os
+import stat
 
 TYPE_CHECKING = False  # typing costs the lean pass's start-up; mypy still reads these
 if TYPE_CHECKING:
@@ -31,7 +33,8 @@ if TYPE_CHECKING:
     from typing import Any
 
 Print = list[int] | None
-"""A path's fingerprint: [inode, size, mtime_ns, ctime_ns, mode], or None when missing."""
+"""A path's fingerprint: [inode, size, mtime_ns, ctime_ns, mode] (twice for a symlink: the
+link's, then its target's, or -1 when it dangles), or None when missing."""
 
 _RUN_CLOCKWORK = frozenset(
     {
@@ -54,12 +57,22 @@ full pass), never silently ignored."""
 
 
 def stat_print(path: str) -> Print:
-    """The fingerprint of one path (not following a final symlink: a swapped link moves)."""
+    """The fingerprint of one path: its own stat and, for a symlink (a Homebrew command, a
+    lanes.toml kept elsewhere), its target's too, so a swapped link and a changed or removed
+    target both move it."""
     try:
         info = os.lstat(path)
     except OSError:
         return None
-    return [info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_mode]
+    found = [info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_mode]
+    if stat.S_ISLNK(info.st_mode):
+        try:
+            target = os.stat(path)
+        except OSError:
+            return [*found, -1]
+        found += [target.st_ino, target.st_size, target.st_mtime_ns, target.st_ctime_ns]
+        found.append(target.st_mode)
+    return found
 
 
 def stat_prints(paths: Iterable[str]) -> list[Print]:
