@@ -403,8 +403,8 @@ def test_enqueue_whose_record_cannot_be_created_says_the_job_is_queued(
     queue: Queue, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """If the record cannot be put in place after the job entered queue/ (EIO), the error
-    says the job is queued (so nobody enqueues it twice), no temp file stays, and the first
-    claim writes the record as for any producer's job."""
+    says the job is queued (so nobody enqueues it twice), no temp file stays, and it runs as
+    any producer's job: claimed as attempt 1, its record written when it settles."""
 
     def broken(staged: str, job_id: str, *, durable: bool | None = None) -> bool:
         os.unlink(staged)
@@ -418,7 +418,16 @@ def test_enqueue_whose_record_cannot_be_created_says_the_job_is_queued(
     assert list(queue.tmp.iterdir()) == [] and queue.store.read("late-record") is None
     monkeypatch.undo()
     claim = drain(queue)[0]
-    assert queue.store.read("late-record") == claim.record
+    view = queue.job("late-record")
+    assert view is not None and view.record is not None
+    assert (view.state, view.record.state, view.record.attempts) == (
+        JobState.RUNNING,
+        JobState.RUNNING,
+        1,
+    )
+    queue.complete(claim)
+    record = queue.store.read("late-record")
+    assert record is not None and (record.state, record.attempts) == (JobState.SUCCEEDED, 1)
 
 
 def test_enqueue_after_a_killed_process_with_the_same_pid(
@@ -466,7 +475,9 @@ def test_enqueue_on_an_unchecked_queue_is_refused(tmp_path: Path) -> None:
 
 
 def test_claim_is_one_rename_named_after_its_owner(queue: Queue) -> None:
-    """claimed/<id>.<hosttag>-<pid>-<start token>.json, attempt 1, record running with lane."""
+    """claimed/<id>.<hosttag>-<pid>-<start token>.json, attempt 1, running with its lane; the
+    attempt is counted by the running mark claimed/.<id>.running -> `<owner>.1/funnel` (no record is
+    written at claim: the record stays `queued` until the settle writes the job's one record)."""
     job_id = queue.enqueue({"n": 1})
     claim = queue.claimer(lane="funnel").claim()
     assert claim is not None
@@ -475,9 +486,26 @@ def test_claim_is_one_rename_named_after_its_owner(queue: Queue) -> None:
     assert claim.path == queue.claimed / f"{job_id}.{owner}.json"
     assert names(queue.queue) == []
     assert claim.attempt == 1
+    assert (claim.record.state, claim.record.attempts, claim.record.lane) == (
+        JobState.RUNNING,
+        1,
+        "funnel",
+    )
+    assert os.readlink(queue.claimed / f".{job_id}.running") == f"{owner}.1/funnel"
     record = queue.store.read(job_id)
-    assert record == claim.record
-    assert (record.state, record.attempts, record.lane) == (JobState.RUNNING, 1, "funnel")
+    assert record is not None and (record.state, record.attempts) == (JobState.QUEUED, 0)
+    view = queue.job(job_id)
+    assert view is not None and view.record is not None
+    assert (view.state, view.record.state, view.record.attempts) == (
+        JobState.RUNNING,
+        JobState.RUNNING,
+        1,
+    )
+    queue.complete(claim)
+    assert sorted(os.listdir(queue.claimed)) == []
+    record = queue.store.read(job_id)
+    assert record is not None
+    assert (record.state, record.attempts, record.lane) == (JobState.SUCCEEDED, 1, "funnel")
 
 
 def test_claim_holds_a_lock_until_settled(queue: Queue) -> None:
@@ -652,7 +680,7 @@ def test_claim_on_an_empty_queue_is_none(queue: Queue) -> None:
 
 def test_producer_without_lanekit(queue: Queue) -> None:
     """A job written to tmp/ and renamed into queue/ by any program is claimed like any other;
-    its record is created at claim, queued_at from the file's time."""
+    its record is created when it settles, queued_at from the file's time."""
     tmp = queue.tmp / "anything.partial"
     tmp.write_text('{"from": "bash"}')
     os.utime(tmp, (1_700_000_000, 1_700_000_000))
@@ -661,7 +689,15 @@ def test_producer_without_lanekit(queue: Queue) -> None:
     assert claim is not None and claim.job_id == "report-7"
     assert claim.record.queued_at == "2023-11-14T22:13:20.000Z"
     assert claim.record.attempts == 1
-    assert queue.store.read("report-7") == claim.record
+    assert queue.store.read("report-7") is None  # nothing written at claim
+    queue.complete(claim)
+    record = queue.store.read("report-7")
+    assert record is not None
+    assert (record.state, record.attempts, record.queued_at) == (
+        JobState.SUCCEEDED,
+        1,
+        "2023-11-14T22:13:20.000Z",
+    )
 
 
 @pytest.mark.parametrize(
@@ -760,7 +796,7 @@ def _drain_and_report_drops(root: str, out: Connection) -> None:
 
 
 def test_a_second_copy_of_a_running_job_is_not_run(queue: Queue) -> None:
-    """Two files with one id: while one copy runs (record running, claimed by a live owner),
+    """Two files with one id: while one copy runs (its running mark held by a live owner),
     another process fails the second copy as a duplicate instead of running it concurrently."""
     queue.enqueue({}, job_id="twin")
     running = drain(queue)[0]
@@ -774,8 +810,12 @@ def test_a_second_copy_of_a_running_job_is_not_run(queue: Queue) -> None:
     assert [(job_id, reason) for job_id, reason, _ in drops] == [("twin", DropReason.DUPLICATE)]
     assert "is running" in (queue.failed / "twin.error").read_text()
     assert running.path.exists()
-    assert queue.store.read("twin") == running.record  # the running copy's record is untouched
+    before = queue.store.read("twin")
+    assert before is not None and before.state is JobState.QUEUED  # untouched by the copy
+    assert os.readlink(queue.claimed / ".twin.running") == f"{running.owner}.1"
     queue.complete(running)
+    after = queue.store.read("twin")
+    assert after is not None and (after.state, after.attempts) == (JobState.SUCCEEDED, 1)
 
 
 def test_a_second_copy_under_the_same_owner_waits(queue: Queue) -> None:
@@ -947,6 +987,7 @@ def test_a_settle_that_cannot_write_its_record_still_moves_the_job(
         raise OSError(errno.ENOSPC, "No space left on device", str(queue.store.path(job_id)))
 
     monkeypatch.setattr(queue.store, "write", disk_full)
+    monkeypatch.setattr(queue.store, "settle", disk_full)  # the settles' own write
     with pytest.raises(
         RecordNotWrittenError, match=f"records/{job_id}.json: cannot record"
     ) as info:

@@ -9,12 +9,12 @@ is dead by the same test the runner's recovery uses.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from crashes import Say, in_dying_process
 from lanekit.errors import QueueError, UsageError
 from lanekit.queue import (
     Claim,
@@ -59,21 +59,15 @@ def claim_in_dead_process(queue: JobQueue, outcome: Outcome | None = None) -> st
     """Fork a process that claims one job and dies without settling it (as under SIGKILL: no
     cleanup runs); with `outcome`, its watcher had recorded that exit status first. Returns
     the claimed id once the process is reaped."""
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        try:
-            claim = queue.claimer().claim()
-            if claim is not None and outcome is not None:
-                status, _ = queue.watch_files(claim)
-                Path(status).write_bytes(outcome.to_bytes())
-            os.write(write, b"" if claim is None else claim.job_id.encode())
-        finally:
-            os._exit(0)
-    os.close(write)
-    with os.fdopen(read, "rb") as pipe:
-        taken = pipe.read().decode()
-    os.waitpid(pid, 0)
+
+    def work(say: Say) -> None:
+        claim = queue.claimer().claim()
+        if claim is not None and outcome is not None:
+            status, _ = queue.watch_files(claim)
+            Path(status).write_bytes(outcome.to_bytes())
+        say("" if claim is None else claim.job_id)
+
+    taken = in_dying_process(work)
     assert taken, "the child claimed nothing"
     return taken
 

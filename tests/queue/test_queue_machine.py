@@ -1,6 +1,7 @@
 """A hypothesis state machine over the queue: enqueue, claim, complete, release, fail, crash
-(a real process that claims and dies) and recover, in any order. After every step: no job is
-lost, none succeeded twice, and each job's attempts are exactly the starts it had.
+(a real process that claims and dies, at any step of the claim or of its settle) and recover,
+in any order. After every step: no job is lost, none succeeded twice, and each job's attempts
+are exactly the starts it had.
 """
 
 from __future__ import annotations
@@ -10,10 +11,12 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+from crashes import Say, in_dying_process
 from lanekit.queue import Claim, Queue, Verdict
 from lanekit.records import JobState
 
@@ -35,6 +38,8 @@ class QueueMachine(RuleBasedStateMachine):
         self.held: dict[str, Claim] = {}
         self.crashed: set[str] = set()
         self.successes: dict[str, int] = {}
+        self.after_recovery: dict[str, JobState] = {}
+        """Where recovery must put a claim whose process died in its settle."""
         self.serial = 0
 
     def teardown(self) -> None:
@@ -113,21 +118,67 @@ class QueueMachine(RuleBasedStateMachine):
         """A real process claims a job and dies without settling it (no cleanup runs)."""
         if not self._queued():
             return
-        read, write = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - the child
-            try:
-                claim = self.queue.claimer().claim()
-                os.write(write, b"" if claim is None else claim.job_id.encode())
-            finally:
-                os._exit(0)
-        os.close(write)
-        with os.fdopen(read, "rb") as pipe:
-            job_id = pipe.read().decode()
-        os.waitpid(pid, 0)
+
+        def work(say: Say) -> None:
+            claim = self.queue.claimer().claim()
+            say("" if claim is None else claim.job_id)
+
+        job_id = in_dying_process(work)
         assert job_id in self._queued()
         self.attempts[job_id] += 1
         self.crashed.add(job_id)
+
+    @rule(
+        point=st.sampled_from(["before-mark", "after-record", "after-unmark"]),
+        succeeded=st.booleans(),
+    )
+    def crash_at(self, point: str, succeeded: bool) -> None:
+        """A real process dies at one step of the hot path: after the claim rename but before
+        the running mark (the attempt never started), or in the settle after the record was
+        written, before or after the mark was removed (the job ran: its outcome counts)."""
+        if not self._queued():
+            return
+        job_id = in_dying_process(lambda say: self._die_at(point, succeeded, say))
+        assert job_id in self._queued()
+        self.crashed.add(job_id)
+        if point == "before-mark":
+            self.after_recovery[job_id] = JobState.QUEUED
+            return
+        self.attempts[job_id] += 1
+        if succeeded:
+            self.successes[job_id] = self.successes.get(job_id, 0) + 1
+            self.after_recovery[job_id] = JobState.SUCCEEDED
+        else:
+            spent = self.attempts[job_id] >= MAX_ATTEMPTS
+            self.after_recovery[job_id] = JobState.FAILED if spent else JobState.QUEUED
+
+    def _die_at(self, point: str, succeeded: bool, say: Say) -> None:  # pragma: no cover
+        """In the child: claim, settle, and exit at `point` (the claim's id said first)."""
+        from lanekit import fsops
+        from lanekit.queue import claim as claiming
+        from lanekit.queue import settle as settling
+
+        patch = pytest.MonkeyPatch()  # in the child only: it exits without undoing
+
+        def die(*_args: object, **_kwargs: object) -> None:
+            os._exit(0)
+
+        if point == "before-mark":
+
+            def unmarked(_q: object, job_id: str, *_args: object) -> None:
+                say(job_id)
+                os._exit(0)
+
+            patch.setattr(claiming, "take_mark", unmarked)
+        claim = self.queue.claimer().claim()
+        assert claim is not None
+        say(claim.job_id)
+        if point == "after-record":
+            patch.setattr(settling, "drop_mark", die)
+        else:
+            patch.setattr(fsops, "rename_noreplace", die)
+        verdict = Verdict.succeeded() if succeeded else Verdict.failed("exit 1", MAX_ATTEMPTS)
+        self.queue.settle(claim, verdict)
 
     @rule()
     def recover(self) -> None:
@@ -136,8 +187,10 @@ class QueueMachine(RuleBasedStateMachine):
         assert {item.job_id for item in recovered} == self.crashed
         for item in recovered:
             spent = self.attempts[item.job_id] >= MAX_ATTEMPTS
-            expected = JobState.FAILED if spent else JobState.QUEUED
-            assert item.state is expected
+            expected = self.after_recovery.pop(
+                item.job_id, JobState.FAILED if spent else JobState.QUEUED
+            )
+            assert item.state is expected, item
             self.where[item.job_id] = expected
         self.crashed.clear()
 
@@ -149,9 +202,15 @@ class QueueMachine(RuleBasedStateMachine):
         for job_id, state in self.where.items():
             seen = JobState.RUNNING if job_id in self.crashed else state
             assert listing[job_id][0] is seen, job_id
-            record = self.queue.store.read(job_id)
+            # The job as the queue reports it (`lanekit job`): a claimed job's attempt is
+            # counted by its running mark, the others' by their record.
+            view = self.queue.job(job_id)
+            assert view is not None
+            record = view.record
             assert record is not None
             assert record.attempts == self.attempts[job_id], job_id
+            if job_id in self.held:
+                assert (view.state, record.state) == (JobState.RUNNING, JobState.RUNNING), job_id
             if state is JobState.SUCCEEDED:
                 assert record.state is JobState.SUCCEEDED
         assert all(count == 1 for count in self.successes.values())

@@ -227,19 +227,21 @@ def failed_jobs(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
 def _stale_running(
     lane: LaneSpec, claimed: str, record: Record, location: JobLocation | None
 ) -> Problem:
-    """The finding for a `running` record whose job is not in claimed/ (`claimed`)."""
+    """The finding for a record a settle could not update, whose job is not in claimed/
+    (`claimed`): `queued` (claims write no record), or `running` (an earlier version's)."""
+    says = f"job {record.job_id}: its record says {record.state}"
     inspect = cmdline("lanekit", "job", lane.name, record.job_id)
     if location is None:
         return Problem(
             Severity.WARNING,
-            f"job {record.job_id}: its record says running, but no file of it is in {claimed} "
+            f"{says}, but no file of it is in {claimed} "
             "or anywhere else in the queue: the job is not running and its record is stale.",
             f"{inspect}  (the record is stale: the job ended and its file was removed)",
         )
     if location.state is JobState.SUCCEEDED:
         return Problem(
             Severity.WARNING,
-            f"job {record.job_id}: its record says running, but no file of it is in {claimed}; "
+            f"{says}, but no file of it is in {claimed}; "
             f"the file is in {location.path.parent}: the job succeeded and its record could not "
             "be updated, so the guard does not know the id already ran.",
             f"{inspect}  (the record is stale: the job finished, it is not running)",
@@ -247,14 +249,14 @@ def _stale_running(
     if location.state is JobState.FAILED:
         return Problem(
             Severity.WARNING,
-            f"job {record.job_id}: its record says running, but no file of it is in {claimed}; "
+            f"{says}, but no file of it is in {claimed}; "
             f"the file is in {location.path.parent}: the job failed and its record could not "
             "be updated.",
             f"{inspect}  (the record is stale: the job failed, it is not running)",
         )
     return Problem(
         Severity.WARNING,
-        f"job {record.job_id}: its record says running, but no file of it is in {claimed}; the "
+        f"{says}, but no file of it is in {claimed}; the "
         f"file waits in {location.path.parent} to run again and its record could not be updated.",
         f"{inspect}  (the record is stale: the job is queued, not running)",
     )
@@ -286,7 +288,7 @@ def record_mismatch(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     for record, location in mismatches:
         # The fix names the lane that ran the job, when its record says which.
         lane = ran.get(record.lane or "", first)
-        if record.state is JobState.RUNNING:
+        if record.state in {JobState.RUNNING, JobState.QUEUED}:
             yield _stale_running(lane, queue.holding(JobState.RUNNING), record, location)
         elif location is not None:
             yield Problem(

@@ -32,7 +32,7 @@ import os
 
 from lanekit import watcher
 from lanekit.clock import epoch
-from lanekit.queue import claim, enqueue, observe, recover, safety, settle
+from lanekit.queue import claim, enqueue, mark, observe, recover, safety, settle
 from lanekit.queue.claim import _FIRST_WINDOW, Claimer
 from lanekit.queue.enqueue import payload_problem
 from lanekit.queue.layout import (
@@ -253,8 +253,9 @@ class Queue(QueueState):
         return pages.find_job(self, job_id)
 
     def contradictions(self) -> list[tuple[Record, JobLocation | None]]:
-        """Records that contradict where their job's file is."""
-        return observe.contradictions(self)
+        """Records that contradict where their job's file is (a `queued` one with the lane its
+        claim's running mark names: the lane that ran it)."""
+        return [(mark.with_lane(self, record), at) for record, at in observe.contradictions(self)]
 
     def success_copies(self) -> Counter[str]:
         """Per id, its files in done/."""

@@ -1,5 +1,7 @@
 """Claiming: one no-replace rename from queue/ to claimed/<id>.<owner>.json, then the flock,
-the re-execution guard and the `running` record (design.md section 3).
+the re-execution guard and the running mark (claimed/.<id>.running -> `<owner>.<attempt>`,
+lanekit.queue.mark): no record is written at claim, the settle writes the job's one record
+(design.md section 3; why a mark and not the name, lanekit.queue.layout).
 
 The claim path uses `os` with `str` paths and imports nothing heavy: it runs once per job.
 """
@@ -28,6 +30,8 @@ from lanekit.queue.layout import (
     own_owner,
     owner_tail_problem,
 )
+from lanekit.queue.mark import clear_stale
+from lanekit.queue.mark import take as take_mark
 from lanekit.queue.model import Claim, ClaimLock, Dropped, DropReason
 from lanekit.queue.observe import done_file
 from lanekit.queue.settle import promote_due, to_failed, write_failed_record
@@ -37,6 +41,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from lanekit.queue.mark import Held
     from lanekit.queue.state import QueueState
 
 
@@ -159,7 +164,7 @@ class Claimer:
         if not names:
             self._left = 0
             return False
-        busy = len(listdir(self.queue.claimed_dir))
+        busy = len(job_names(self.queue.claimed_dir))  # not the marks and statuses beside them
         if busy:
             spread = max(_SPREAD_MIN, _SPREAD_PER_CLAIM * (busy + 1))
             self._pos = self._random(min(len(names), spread))
@@ -322,19 +327,25 @@ class Claimer:
             return self._drop(
                 job_id, path, lock, DropReason.CORRUPT, detail=detail, prev=prev, now=now
             )
+        stamp = iso_utc(now)
         if prev is not None and prev.state is JobState.FAILED:
             # A failed record is the end of the id's earlier life (a failed job's file is in
-            # failed/, so this copy was enqueued again): a new life, with all its attempts.
+            # failed/, so this copy was enqueued again): a new life, with all its attempts. Its
+            # record is replaced now (rare: only a new life pays a write at claim), so that a
+            # failed record next to a mark always is this claim's own settle (recover.py).
+            queue.store.write(Record(job_id, JobState.QUEUED, 0, stamp, stamp, self.lane))
             prev = None
-        if prev is not None and prev.state is JobState.RUNNING:
+        elif prev is not None and prev.state is JobState.RUNNING:
+            # A `running` record is a claim by an earlier version (it wrote one per claim and
+            # no mark): its claim is found by name.
             other = self._other_claim(job_id, claimed_name)
             if other is not None:
                 detail = f"another copy of job {job_id} is running ({other})"
                 return self._drop(
                     job_id, path, lock, DropReason.DUPLICATE, detail=detail, prev=prev, now=now
                 )
-        # The record with what carries over from the previous one (records.Record.carry_over),
-        # built in one step: this runs for every job.
+        # The attempt's state, built in one step (records.Record.carry_over) and kept in memory:
+        # the mark counts the attempt, the settle writes the record.
         lane = self.lane
         if prev is None or not prev.queued_at:
             born = id_time(job_id)
@@ -347,11 +358,25 @@ class Claimer:
             attempts = prev.attempts + 1
         else:
             attempts = 1
-        record = Record(job_id, JobState.RUNNING, attempts, queued_at, iso_utc(now), lane)
-        # Not fsynced even on a durable queue: losing it to a power cut only loses the count
-        # of the attempt that was cut short; the settling record that follows is durable.
-        queue.store.write(record, durable=False)
+        # Not fsynced even on a durable queue (like the `running` record it replaces): losing
+        # it to a power cut only loses the count of the attempt that was cut short.
+        held = take_mark(queue, job_id, owner, attempts, lane)
+        if held is not None:
+            return self._refuse_held(job_id, path, lock, held, prev, now)
+        record = Record(job_id, JobState.RUNNING, attempts, queued_at, stamp, lane)
         return Claim(job_id, queue.claimed / claimed_name, attempts, owner, record, lock, path)
+
+    def _refuse_held(  # noqa: PLR0917 - _admit's own values
+        self, job_id: str, path: str, lock: ClaimLock, held: Held, prev: Record | None, now: float
+    ) -> Dropped:
+        """Our copy may not run: another claim holds the id's mark, or a stale mark says a
+        success could not write its record (done/ shows it)."""
+        if held.succeeded:
+            reason, detail = DropReason.ALREADY_SUCCEEDED, f"{held.path} shows it succeeded"
+        else:
+            reason = DropReason.DUPLICATE
+            detail = f"another copy of job {job_id} is running ({held.path})"
+        return self._drop(job_id, path, lock, reason, detail=detail, prev=prev, now=now)
 
     def _other_claim(self, job_id: str, ours: str) -> str | None:
         for name in job_names(self.queue.claimed_dir):
@@ -377,11 +402,13 @@ class Claimer:
                 target = f"{queue.done_bucket(now)}/{os.path.basename(path)}"
                 rename_into(path, target)
                 if prev is None or prev.state is not JobState.SUCCEEDED:
-                    # Finish what the success could not write (best effort: done/ stays proof).
+                    # Finish what the success could not write (best effort: done/ stays proof,
+                    # and so does the stale mark it may have left, until the record is there).
                     stamp = iso_utc(now)
                     done = Record(job_id, JobState.SUCCEEDED, 0, stamp, stamp)
                     with contextlib.suppress(OSError):
                         queue.store.write(done.carry_over(prev))
+                        clear_stale(queue, job_id)
             else:
                 # Only a corrupt job's record is ours to change: a duplicate's belongs to the
                 # copy that runs, an unreadable one stays for inspection, an invalid id has none.

@@ -116,8 +116,8 @@ def write_job(q: QueueState, job_id: str, data: bytes) -> None:
     storage device", so it persists everything fsync'd before it, in records/ too; a second full
     flush (one per directory, as before) costs ~20 ms on an Apple SSD and buys nothing. A
     power cut before the commit point loses the enqueue (it had not returned): the job
-    without its record (its first claim writes one), or a `queued` record without its job
-    (which nothing runs)."""
+    without its record (the settle of its first claim writes one), or a `queued` record
+    without its job (which nothing runs)."""
     stamp = iso_utc(q.clock())
     job_tmp = q.tmp_name("job")
     fsops.write_new(job_tmp, data, durable=q.durable)
@@ -150,7 +150,7 @@ def write_job(q: QueueState, job_id: str, data: bytes) -> None:
             raise QueueError(
                 f"{failure.filename or q.store.path(job_id)}: job {job_id} is queued, but "
                 f"its record cannot be created ({failure.strerror or failure})",
-                "the job will run (its first claim writes the record); check the queue's "
+                "the job will run (its record is written when it settles); check the queue's "
                 "records/ directory (`lanekit doctor`)",
             ) from failure
     finally:

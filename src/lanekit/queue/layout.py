@@ -1,8 +1,24 @@
 """The directory queue's layout: its directories, job ids, claim owners, and the one grammar
-of its file names (`<id>.json`, `<id>.<owner>.json`, `<id>.<not-before>.json`).
+of its file names (`<id>.json`, `<id>.<owner>.json`, `<id>.<not-before>.json`, and the
+running mark `claimed/.<id>.running` -> `<owner>.<attempt>[/<lane>]`).
 
 Every module that needs to know what a name in a queue directory means asks this one
 (history, entry and the checks included); nobody else parses names.
+
+The running mark (see `mark_name`) is how one job costs one record write: a claim is the
+rename into claimed/<id>.<owner>.json (the owner, for liveness) and then a symlink created at
+a name fixed per id, whose target says who runs it and which attempt this is. symlink(2)
+never replaces: a second copy of a running id collides with the first one's mark (EEXIST)
+and is refused, exactly and without listing claimed/ (a listing can miss a name renamed
+while it reads). The attempt cannot ride in the claimed file's name: it is known only once
+the record has been read, and the record may be read only after the claim rename (read
+before it, a copy that succeeded in between would look queued); a second rename to put it
+there would cost what the mark costs and still leave the copies to a listing. The mark is
+created after the job's record was read and before the job runs, and removed by whoever
+settles the claim (runner or recoverer, holding its flock) after writing the settling record
+and before moving the file, so every claim either has its mark or a record that already
+counts its attempt. Claims left by earlier versions have no mark and a `running` record
+that counts the attempt: both are read.
 """
 
 from __future__ import annotations
@@ -26,7 +42,7 @@ _ID_HINT = (
     "ids become file names: use letters, digits, '.', '_' and '-' (at most 128), "
     "not starting with '.' and not ending in '.<8 hex>-<digits>-<digits>'"
 )
-TMP_PREFIXES = (".probe-", ".rec.", ".job.", ".error.", ".cancel.")
+TMP_PREFIXES = (".probe-", ".rec.", ".job.", ".error.", ".cancel.", ".mark.")
 """Names lanekit gives its temp files in tmp/ (see QueueState.tmp_name, RecordStore.write,
 check)."""
 
@@ -198,3 +214,49 @@ def delayed_until(name: str) -> tuple[str, int] | None:
     if not dot or not job_id or not not_before.isdigit():
         return None
     return job_id, int(not_before)
+
+
+MARK_SUFFIX = ".running"
+
+
+def mark_name(job_id: str) -> str:
+    """claimed/.<id>.running: the running mark of `job_id` (hidden from every job listing,
+    like a watcher's status; see the module docstring)."""
+    return f".{job_id}{MARK_SUFFIX}"
+
+
+def mark_text(owner: str, attempt: int, lane: str | None) -> str:
+    """The mark's target: `<owner>.<attempt>`, then `/<lane>` for a claim made by a lane (lane
+    names have no `/`). Short, so that it fits in the inode (a fast symlink)."""
+    return f"{owner}.{attempt}" if lane is None else f"{owner}.{attempt}/{lane}"
+
+
+@dataclass(frozen=True, slots=True)
+class Mark:
+    """What a running mark says: who holds the claim, which attempt it is, for which lane."""
+
+    owner: str
+    attempt: int
+    lane: str | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> Mark | None:
+        """The mark spelled by `text`, or None if it is not one."""
+        head, slash, lane = text.partition("/")
+        owner, dot, attempt = head.rpartition(".")
+        if not dot or not attempt.isdigit() or Owner.parse(owner) is None:
+            return None
+        if slash and not lane:
+            return None
+        return cls(owner, int(attempt), lane or None)
+
+    def claim_name(self, job_id: str) -> str:
+        """The name in claimed/ of the claim this mark belongs to."""
+        return claimed_name(job_id, self.owner)
+
+
+def mark_id(name: str) -> str | None:
+    """The job id of a running mark's name in claimed/ (`.<id>.running`), else None."""
+    if name[:1] != "." or not name.endswith(MARK_SUFFIX) or len(name) <= 1 + len(MARK_SUFFIX):
+        return None
+    return name[1 : -len(MARK_SUFFIX)]

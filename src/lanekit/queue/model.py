@@ -30,7 +30,8 @@ class RecordNotWrittenError(QueueError):
 
     Raised by complete() and fail() (and release() out of attempts) after the move: the job is
     finished, `moved_to` is where it went (done/ or failed/), `state` what the record should
-    have said (SUCCEEDED or FAILED); the record itself may still say `running`.
+    have said (SUCCEEDED or FAILED); the record itself still says what it said before the
+    claim (`queued`, or `running` for a claim by an earlier version).
     """
 
     def __init__(self, message: str, hint: str, *, state: JobState, moved_to: Path) -> None:
@@ -74,7 +75,8 @@ class Claim:
     """1 on the first run, counting every start (a crash mid-run counts too)."""
     owner: str
     record: Record
-    """The `running` record written at claim."""
+    """The attempt's `running` state, in memory: nothing writes it (the claim's running mark
+    counts the attempt, lanekit.queue.mark); the settle writes the job's record from it."""
     lock: ClaimLock = field(repr=False, compare=False)
     file: str = field(default="", repr=False, compare=False)
     """`path` as a str (what the queue renames; empty: use str(path))."""

@@ -26,6 +26,7 @@ from lanekit.queue.layout import (
     stem_id,
     validate_job_id,
 )
+from lanekit.queue.mark import claim_record
 from lanekit.queue.observe import error_text, locate
 from lanekit.records import JobState, Record, RecordError, iso_utc
 
@@ -188,6 +189,8 @@ def page_jobs(
     ordered = [keys.get(key, key) for key in top if key not in raw_customs]
     items: list[Record] = []
     unreadable: list[Unreadable] = []
+    # claimed/ comes first in `sources` when it holds anything (it is small: one name a claim).
+    claimed = sources[0] if sources and sources[0].state is JobState.RUNNING else None
     for name in ordered[start:stop]:
         job_id = os.fsdecode(name[:-5])
         try:
@@ -195,6 +198,11 @@ def page_jobs(
         except RecordError as exc:
             unreadable.append(Unreadable(job_id, queue.store.path(job_id), exc.message))
             continue
+        unsettled = record is None or record.state is JobState.QUEUED
+        if claimed is not None and unsettled and name in claimed:
+            # Claimed: running, with the attempt its mark counts (the record is written only
+            # when the claim settles).
+            record = claim_record(queue, claimed.path(name), record)
         if record is None:
             source = next(s for s in sources if len(sources) == 1 or name in s)
             record = _unrecorded(job_id, source.state, source.path(name))
@@ -241,6 +249,8 @@ def find_job(queue: QueueState, job_id: str) -> JobView | None:
         if record is None:
             return None
         return JobView(job_id, record.state, None, record, record.error)
+    if location.state is JobState.RUNNING:
+        record = claim_record(queue, str(location.path), record)
     return JobView(
         job_id,
         location.state,

@@ -25,6 +25,9 @@ from lanekit.queue.layout import (
     split_owned_name,
 )
 from lanekit.queue.liveness import local_owner_gone
+from lanekit.queue.mark import attempt_record
+from lanekit.queue.mark import release as release_mark
+from lanekit.queue.mark import sweep as sweep_marks
 from lanekit.queue.model import Recovered, RecoverReason
 from lanekit.queue.safety import check
 from lanekit.queue.settle import (
@@ -60,7 +63,8 @@ def recover(
     On this host a claim is recovered when nobody holds its lock and its owner pid is dead
     or runs another process (start token differs). For owners on another host (or files
     without an owner) only age counts: older than `stale_after` seconds. The job goes back
-    to queue/ (attempt counted at claim), to failed/ when its attempts are spent, or where
+    to queue/ (its attempt counted by its mark: lanekit.queue.mark), to failed/ when its
+    attempts are spent, or where
     its record says it ended: done/ for succeeded, failed/ for failed (the owner died
     between recording the outcome and moving the file; the record is kept). Each candidate
     is locked and re-checked with stat before the move, and the move is a rename, so two
@@ -75,6 +79,7 @@ def recover(
             # days ahead would take a file being written right now for a leftover.
             sweep_tmp(q, time.time())
             sweep_statuses(q)
+            sweep_marks(q, now)
         for name in listdir(q.claimed_dir):
             if not is_job_name(name):
                 continue
@@ -174,6 +179,7 @@ def recover_bad_file(  # noqa: PLR0917 - called once, with recover's own values
     destination = f"{q.failed_dir}/{queued_name(job_id)}"
     owner_text = "" if owner is None else str(owner)
     if not dry_run:
+        release_mark(q, job_id, owner_text)
         try:
             destination = to_failed(q, path, job_id, f"job file {exc.strerror}")
         except FileNotFoundError:
@@ -205,6 +211,10 @@ def give_back(
         prev = q.store.read(job_id)
     except RecordError as exc:
         unreadable = exc.message
+    else:
+        # The attempt is counted by the claim's mark (or, for a claim by an earlier version, by
+        # its `running` record): lanekit.queue.mark.
+        prev = attempt_record(q, job_id, owner_text or None, prev, now)
     attempts = 0 if prev is None else prev.attempts
     # A settled record means the owner died between recording the outcome and moving the
     # file: finish the move and keep the record, never run the job again.
@@ -236,6 +246,7 @@ def give_back(
         return Recovered(job_id, reason, Path(destination), state, owner_text, attempts)
     try:
         if state is JobState.SUCCEEDED:
+            release_mark(q, job_id, owner_text)
             destination = to_done(q, path, job_id, now)
         elif state is JobState.FAILED:
             if unreadable is not None:
@@ -244,20 +255,23 @@ def give_back(
                 error = prev.error or f"failed ({why} before moving it to failed/)"
             else:
                 error = f"{why}; gave up after {attempts} attempts"
+            release_mark(q, job_id, owner_text)
             destination = to_failed(q, path, job_id, error)
             if unreadable is None and not settled:
                 write_failed_record(q, job_id, prev, error, now)
         else:
+            # The record first: it counts the attempt once the mark is gone (we hold the
+            # claim's flock, so no other recoverer moves it meanwhile).
+            record = Record(
+                job_id, JobState.QUEUED, attempts, iso_utc(now), iso_utc(now), error=why
+            )
+            q.store.write(record.carry_over(prev))
+            release_mark(q, job_id, owner_text)
             try:
                 fsops.rename_noreplace(path, destination)
             except FileExistsError:
                 destination = duplicate_to_failed(q, path, job_id, destination)
                 state = JobState.FAILED
-            else:
-                record = Record(
-                    job_id, JobState.QUEUED, attempts, iso_utc(now), iso_utc(now), error=why
-                )
-                q.store.write(record.carry_over(prev))
     except FileNotFoundError:
         return None  # another recoverer moved it first
     return Recovered(job_id, reason, Path(destination), state, owner_text, attempts)
@@ -307,6 +321,7 @@ def settle_finished(
         if state is JobState.SUCCEEDED:
             record = Record(job_id, JobState.SUCCEEDED, 0, stamp, stamp)
             unwritten = record_outcome(q, record.carry_over(prev))
+            release_mark(q, job_id, owner_text)
             destination = to_done(q, path, job_id, now)
             if unwritten is not None:
                 raise not_recorded(q, record, unwritten, destination) from unwritten
@@ -314,6 +329,7 @@ def settle_finished(
             error = error if outcome.cancelled else gave_up(error, attempts)
             failed = Record(job_id, JobState.FAILED, 0, stamp, stamp, error=error)
             unwritten = record_outcome(q, failed.carry_over(prev))
+            release_mark(q, job_id, owner_text)
             destination = to_failed(q, path, job_id, error)
             if unwritten is not None:
                 raise not_recorded(q, failed, unwritten, destination) from unwritten
@@ -322,6 +338,7 @@ def settle_finished(
             lane = None if prev is None else prev.lane
             queued_at = stamp if prev is None or not prev.queued_at else prev.queued_at
             q.store.write(Record(job_id, JobState.QUEUED, spent, queued_at, stamp, lane, error))
+            release_mark(q, job_id, owner_text)
             try:
                 fsops.rename_noreplace(path, destination)
             except FileExistsError:

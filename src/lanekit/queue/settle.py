@@ -1,5 +1,7 @@
 """Settling a claim: complete, fail, release (and due retries back from delayed/). The record
-goes first, then the move out of claimed/ by a no-replace rename (see settle_record_first)."""
+goes first (the job's one record write), then the claim's running mark is removed (the record
+now counts the attempt, lanekit.queue.mark), then the move out of claimed/ by a no-replace
+rename (see settle_record_first)."""
 
 # ruff: noqa: PTH119
 # (str paths and os.* on purpose: the claim path, see lanekit.queue)
@@ -13,6 +15,7 @@ from lanekit import fsops
 from lanekit.errors import QueueError
 from lanekit.queue.fileio import io_errors, listdir, queue_error, rename_into
 from lanekit.queue.layout import delayed_name, delayed_until, queued_name
+from lanekit.queue.mark import drop as drop_mark
 from lanekit.queue.model import RecordNotWrittenError, Settled, VerdictKind
 from lanekit.records import JobState, Record, iso_utc
 
@@ -67,6 +70,8 @@ def complete(q: QueueState, claim: Claim) -> Path:
             running.lane,
         )
         unwritten = record_outcome(q, record)
+        if unwritten is None:
+            drop_mark(q, job_id)  # kept otherwise: the guard then asks done/ (queue.mark)
         day = q.done_bucket(now)
         target = to_terminal(q, claim.file or str(claim.path), day, job_id)
         if unwritten is not None:
@@ -133,6 +138,7 @@ def release_claim(  # noqa: PLR0917 - release()'s own values, in its order
         error=error or None,
     )
     q.store.write(record)
+    drop_mark(q, claim.job_id)
     if wait > 0:
         not_before = int(now + wait + 0.999)
         target = f"{q.delayed_dir}/{delayed_name(claim.job_id, not_before)}"
@@ -238,10 +244,13 @@ def fail_claimed(q: QueueState, claim: Claim, error: str) -> str:
         q,
         record.carry_over(claim.record),
         lambda: to_failed(q, claim.file or str(claim.path), claim.job_id, error),
+        mark=True,
     )
 
 
-def settle_record_first(q: QueueState, record: Record, move: Callable[[], str]) -> str:
+def settle_record_first(
+    q: QueueState, record: Record, move: Callable[[], str], *, mark: bool = False
+) -> str:
     """Write a finished job's record, then `move` its file out of claimed/ (to done/ or
     failed/); returns where it went.
 
@@ -250,10 +259,14 @@ def settle_record_first(q: QueueState, record: Record, move: Callable[[], str]) 
     (disk full, EIO), the file is moved all the same (a rename needs no free space): left in
     claimed/ with its `running` record, it would be recovered to queue/ and run again. The
     missing record is then a RecordNotWrittenError (a QueueError: the run exits 69), naming
-    the record that may still say `running` and where the job went.
+    the record that was not updated and where the job went.
+    `mark`: the claim is this process's and has a running mark, removed between the two once
+    the record is written (kept when it is not: lanekit.queue.mark).
     (complete() does the same steps inline: it is on every job's path.)
     """
     unwritten = record_outcome(q, record)
+    if mark and unwritten is None:
+        drop_mark(q, record.job_id)
     target = move()
     if unwritten is not None:
         raise not_recorded(q, record, unwritten, target) from unwritten
@@ -275,7 +288,7 @@ def not_recorded(q: QueueState, record: Record, exc: OSError, target: str) -> Re
     return RecordNotWrittenError(
         f"{q.store.path(record.job_id)}: cannot record that job {record.job_id} "
         f"{record.state} ({exc.strerror or exc}); the job was moved to {target}, "
-        "its record may still say running",
+        "its record was not updated",
         "free space (or fix permissions) in the queue's filesystem "
         "(`lanekit doctor`); the job is finished and will not be recovered",
         state=record.state,
