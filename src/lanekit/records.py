@@ -439,6 +439,18 @@ class RecordStore:
             durable=self.durable if durable is None else durable,
         )
 
+    def settle(self, record: Record) -> None:
+        """Write the record that settles a claim this process holds the running mark of
+        (lanekit.queue.mark): like `write`, but never by a rename over the old record where
+        that costs a flush (fsops.supersede_file). For the instant the id may have no record,
+        the mark still stands: a copy claimed then is refused by it, never run."""
+        fsops.supersede_file(
+            f"{self._dir}/{record.job_id}.json",
+            record.to_bytes(),
+            tmp=f"{self._tmp}/.rec.{tmp_suffix()}",
+            durable=self.durable,
+        )
+
     def stage(self, record: Record, *, durable: bool | None = None) -> str:
         """Write `record` to a fresh temp file for `create`; returns its path."""
         tmp = f"{self._tmp}/.rec.{tmp_suffix()}"

@@ -299,6 +299,7 @@ def disk_full(queue: Queue, monkeypatch: pytest.MonkeyPatch) -> None:
         raise OSError(errno.ENOSPC, "No space left on device", str(queue.store.path(record.job_id)))
 
     monkeypatch.setattr(queue.store, "write", refuse)
+    monkeypatch.setattr(queue.store, "settle", refuse)  # the settles' own write
 
 
 @pytest.mark.parametrize(("settle", "outcome"), [("complete", "succeeded"), ("fail", "failed")])

@@ -203,6 +203,7 @@ def test_a_success_without_its_record_keeps_its_mark_as_proof(
         raise OSError(errno.ENOSPC, "No space left on device", "records")
 
     monkeypatch.setattr(queue.store, "write", full)
+    monkeypatch.setattr(queue.store, "settle", full)
     with pytest.raises(RecordNotWrittenError):
         queue.complete(claim)
     monkeypatch.undo()

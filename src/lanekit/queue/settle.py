@@ -137,7 +137,7 @@ def release_claim(  # noqa: PLR0917 - release()'s own values, in its order
         lane=claim.record.lane,
         error=error or None,
     )
-    q.store.write(record)
+    q.store.settle(record)
     drop_mark(q, claim.job_id)
     if wait > 0:
         not_before = int(now + wait + 0.999)
@@ -274,10 +274,10 @@ def settle_record_first(
 
 
 def record_outcome(q: QueueState, record: Record) -> OSError | None:
-    """Write a settling record; the OSError if it could not be written (see
-    `settle_record_first`)."""
+    """Write a settling record (its claim's mark stands meanwhile: RecordStore.settle); the
+    OSError if it could not be written (see `settle_record_first`)."""
     try:
-        q.store.write(record)
+        q.store.settle(record)
     except OSError as exc:
         return exc
     return None
