@@ -1,0 +1,299 @@
+"""When schedules fire, in local wall time: the next fires, the previous one, whether one
+fires in a given minute, and the first minute two lanes on one queue both fire."""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from typing import Protocol
+
+from lanekit.schedule.model import SEARCH_DAYS, CalendarEntry, Collision, Schedule, can_occur
+
+
+@dataclass(frozen=True, slots=True)
+class _Matcher:
+    month: int | None
+    day: int | None
+    weekday: int | None
+    times: tuple[int, ...]
+    """Minutes of the day this entry fires at, ascending."""
+
+    @classmethod
+    def of(cls, entry: CalendarEntry) -> _Matcher:
+        hours = range(24) if entry.hour is None else (entry.hour,)
+        minutes = range(60) if entry.minute is None else (entry.minute,)
+        times = tuple(h * 60 + m for h in hours for m in minutes)
+        return cls(entry.month, entry.day, entry.weekday, times)
+
+    def on(self, day: date) -> bool:
+        if self.month is not None and day.month != self.month:
+            return False
+        if self.day is None and self.weekday is None:
+            return True
+        if self.day is not None and day.day == self.day:
+            return True
+        return self.weekday is not None and _weekday(day) == self.weekday
+
+
+def _weekday(day: date) -> int:
+    """launchd's weekday: 0 is Sunday."""
+    return (day.weekday() + 1) % 7
+
+
+def _matchers(entries: Iterable[CalendarEntry]) -> list[_Matcher]:
+    return [
+        _Matcher.of(e)
+        for e in sorted(set(entries), key=CalendarEntry.sort_key)
+        if can_occur(e.month, e.day, e.weekday)
+    ]
+
+
+def _day_times(matchers: Sequence[_Matcher], day: date) -> list[int]:
+    hits = [m.times for m in matchers if m.on(day)]
+    if len(hits) <= 1:
+        return list(hits[0]) if hits else []
+    return sorted(set().union(*hits))
+
+
+def local_naive(moment: datetime) -> datetime:
+    """Aware datetimes become naive local wall time; naive ones already are."""
+    if moment.tzinfo is not None:
+        return moment.astimezone().replace(tzinfo=None)
+    return moment
+
+
+def _exists(wall: datetime) -> bool:
+    """False for a wall time skipped by a spring-forward DST change in the local zone."""
+    try:
+        return datetime.fromtimestamp(wall.timestamp()) == wall
+    except (OverflowError, OSError, ValueError):
+        return True
+
+
+def _at(day: date, minute_of_day: int) -> datetime:
+    return datetime(day.year, day.month, day.day, minute_of_day // 60, minute_of_day % 60)
+
+
+def _forward(matchers: Sequence[_Matcher], start: datetime) -> Iterator[datetime]:
+    """Fire times at or after the minute-aligned `start`; gives up after SEARCH_DAYS days
+    without a fire (so a leap-day schedule still yields as many fires as asked for).
+    """
+    first_day, first_minute = start.date(), start.hour * 60 + start.minute
+    offset = last_hit = 0
+    while offset - last_hit < SEARCH_DAYS:
+        try:
+            day = first_day + timedelta(days=offset)
+        except OverflowError:
+            return
+        times = _day_times(matchers, day)
+        begin = bisect.bisect_left(times, first_minute) if offset == 0 else 0
+        for minute_of_day in times[begin:]:
+            wall = _at(day, minute_of_day)
+            if _exists(wall):
+                last_hit = offset
+                yield wall
+        offset += 1
+
+
+def _backward(matchers: Sequence[_Matcher], end: datetime) -> Iterator[datetime]:
+    """Fire times at or before the minute-aligned `end`, latest first; gives up after
+    SEARCH_DAYS days without a fire (the same bound as _forward: a Feb-29 schedule's previous
+    fire can be 8 years back, 2104 -> 2096)."""
+    last_day, last_minute = end.date(), end.hour * 60 + end.minute
+    for offset in range(SEARCH_DAYS + 1):
+        try:
+            day = last_day - timedelta(days=offset)
+        except OverflowError:
+            return
+        times = _day_times(matchers, day)
+        stop = bisect.bisect_right(times, last_minute) if offset == 0 else len(times)
+        for minute_of_day in reversed(times[:stop]):
+            wall = _at(day, minute_of_day)
+            if _exists(wall):
+                yield wall
+
+
+def next_fires(entries: Iterable[CalendarEntry], after: datetime, n: int) -> list[datetime]:
+    """The next `n` times launchd starts the job, strictly after `after`.
+
+    Naive local wall time in and out (an aware `after` is converted to local wall time). Fires
+    are whole minutes, found day by day (never minute by minute); the search stops after
+    SEARCH_DAYS days without a fire.
+
+    DST, decided here and relied on by doctor: an entry matches wall-clock fields, so
+    - a wall time that does not exist (the spring-forward gap, e.g. 02:30 in New York on the
+      second Sunday of March) does not fire;
+    - a wall time that occurs twice (the fall-back hour) fires once, at its first occurrence.
+    launchd 10.9 (cronemu) walked struct tm fields to the next matching wall time and converted
+    it with mktime(tm_isdst = -1), so for the gap it asked libc for a time that does not exist
+    (libc may shift it by an hour, or fail); modern launchd is closed. Skipping the gap is the
+    conservative model: doctor's missed-run check never expects a run that launchd may not
+    make.
+    """
+    if n <= 0:
+        return []
+    start = local_naive(after).replace(second=0, microsecond=0) + timedelta(minutes=1)
+    return list(itertools.islice(_forward(_matchers(entries), start), n))
+
+
+def fires_at(entries: Iterable[CalendarEntry], minute: datetime) -> bool:
+    """True when launchd starts the job in this minute (naive local wall time; seconds are
+    ignored). Same DST rules as next_fires; costs one day's matching, whatever the schedule."""
+    wall = local_naive(minute).replace(second=0, microsecond=0)
+    times = _day_times(_matchers(entries), wall.date())
+    return wall.hour * 60 + wall.minute in times and _exists(wall)
+
+
+def previous_fire(entries: Iterable[CalendarEntry], before: datetime) -> datetime | None:
+    """The latest fire time at or before `before` (naive local wall time), looking back at most
+    SEARCH_DAYS days, so every schedule lanekit accepts has one; None if there is none (a time
+    before year 1 plus the bound). Same DST rules as next_fires.
+    """
+    end = local_naive(before).replace(second=0, microsecond=0)
+    return next(_backward(_matchers(entries), end), None)
+
+
+def schedule_next_fires(
+    schedule: Schedule, after: datetime, n: int, loaded_at: datetime | None = None
+) -> list[datetime]:
+    """The next `n` starts of a lane, strictly after `after` (naive local wall time).
+
+    Calendar entries as in next_fires. A StartInterval timer is armed when launchd loads the
+    job, so its fires are loaded_at + k*interval (k >= 1, in real elapsed seconds); when the
+    load time is unknown it is taken to be `after` (fires at after + interval, + 2*interval...).
+    """
+    if n <= 0:
+        return []
+    after = local_naive(after)
+    fires = set(next_fires(schedule.calendar, after, n)) if schedule.calendar else set()
+    if schedule.interval is not None:
+        base = local_naive(loaded_at) if loaded_at is not None else after
+        elapsed = after.timestamp() - base.timestamp()
+        k = max(1, int(elapsed // schedule.interval) + 1)
+        origin = base.timestamp()
+        for step in range(k, k + n):
+            fire = datetime.fromtimestamp(origin + step * schedule.interval)
+            if fire > after:
+                fires.add(fire)
+    return sorted(fires)[:n]
+
+
+def _alternatives(entry: CalendarEntry) -> list[tuple[int | None, int | None]]:
+    """The day condition as (day, weekday) atoms ORed together; (None, None) is any day."""
+    if entry.day is not None and entry.weekday is not None:
+        return [(entry.day, None), (None, entry.weekday)]
+    return [(entry.day, entry.weekday)]
+
+
+def _same_minute(a: CalendarEntry, b: CalendarEntry) -> bool:
+    """True when some real minute matches both entries (exact, field by field)."""
+    for x, y in ((a.hour, b.hour), (a.minute, b.minute), (a.month, b.month)):
+        if x is not None and y is not None and x != y:
+            return False
+    month = a.month if a.month is not None else b.month
+    for day_a, weekday_a in _alternatives(a):
+        for day_b, weekday_b in _alternatives(b):
+            if day_a is not None and day_b is not None and day_a != day_b:
+                continue
+            if weekday_a is not None and weekday_b is not None and weekday_a != weekday_b:
+                continue
+            day = day_a if day_a is not None else day_b
+            # Any month/day pair that exists falls on every weekday in some year.
+            if can_occur(month, day, None):
+                return True
+    return False
+
+
+def _first_common(a: Sequence[_Matcher], b: Sequence[_Matcher], start: datetime) -> datetime | None:
+    first_day, first_minute = start.date(), start.hour * 60 + start.minute
+    for offset in range(SEARCH_DAYS):
+        try:
+            day = first_day + timedelta(days=offset)
+        except OverflowError:
+            return None
+        times_a = _day_times(a, day)
+        if not times_a:
+            continue
+        common = sorted(set(times_a).intersection(_day_times(b, day)))
+        for minute_of_day in common:
+            if offset == 0 and minute_of_day < first_minute:
+                continue
+            wall = _at(day, minute_of_day)
+            if _exists(wall):
+                return wall
+    return None
+
+
+class _NamedQueue(Protocol):
+    @property
+    def name(self) -> str:
+        """The queue's name in lanes.toml."""
+        ...
+
+
+class ScheduledLane(Protocol):
+    """What find_collisions reads of a lane (lanekit.config.LaneSpec is one): this module is
+    a model below config and never imports it."""
+
+    @property
+    def name(self) -> str:
+        """The lane's name in lanes.toml."""
+        ...
+
+    @property
+    def queue(self) -> _NamedQueue:
+        """The queue the lane drains."""
+        ...
+
+    @property
+    def schedule(self) -> Schedule:
+        """When launchd starts the lane."""
+        ...
+
+
+def find_collisions(
+    lanes: Sequence[ScheduledLane], *, after: datetime | None = None
+) -> list[Collision]:
+    """Pairs of lanes that drain the same queue and whose calendars fire in a common minute.
+
+    The overlap test is exact and analytic (entry pairs compared field by field, with the
+    Day/Weekday "either matches" rule); the example is the first common minute after `after`
+    (default: now). StartInterval lanes are not compared: their phase depends on when launchd
+    loaded them, which lanes.toml does not say.
+    """
+    start = (local_naive(after) if after is not None else datetime.now()).replace(
+        second=0, microsecond=0
+    ) + timedelta(minutes=1)
+    by_queue: dict[str, list[ScheduledLane]] = {}
+    for lane in lanes:
+        if lane.schedule.calendar:
+            by_queue.setdefault(lane.queue.name, []).append(lane)
+    found: list[Collision] = []
+    for queue in sorted(by_queue):
+        group = sorted(by_queue[queue], key=lambda lane: lane.name)
+        for first, second in itertools.combinations(group, 2):
+            if not any(
+                _same_minute(x, y)
+                for x in first.schedule.calendar
+                for y in second.schedule.calendar
+            ):
+                continue
+            example = _first_common(
+                _matchers(first.schedule.calendar), _matchers(second.schedule.calendar), start
+            )
+            when = f", next at {example:%Y-%m-%d %H:%M}" if example is not None else ""
+            found.append(
+                Collision(
+                    queue=queue,
+                    lanes=(first.name, second.name),
+                    example=example,
+                    description=(
+                        f'lanes "{first.name}" and "{second.name}" both drain queue "{queue}" '
+                        f"and can start in the same minute{when}"
+                    ),
+                )
+            )
+    return found

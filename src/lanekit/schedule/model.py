@@ -1,0 +1,135 @@
+"""The schedule vocabulary: launchd's calendar keys, the limits, the error type, and the
+frozen records the rest of lanekit.schedule returns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from lanekit.errors import UsageError
+
+PLIST_KEYS = ("Month", "Day", "Weekday", "Hour", "Minute")
+
+MAX_ENTRIES = 100
+"""launchd keeps every dict in memory and re-arms a timer per dict; a cron that expands past this
+is almost always a mistake (`*/2 * * * *` is 30 dicts; `every = "2m"` is one key)."""
+
+SEARCH_DAYS = 366 * 9
+"""How far next_fires looks ahead: Day=29 Month=2 can be 8 years apart (2096 -> 2104)."""
+
+DEFAULT_THROTTLE = 10
+"""launchd's ThrottleInterval when the plist sets none (seconds, launchd.plist(5)): it never
+starts a job again sooner than this after its last start."""
+
+MONTH_NAMES = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
+WEEKDAY_NAMES = ("Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday")
+
+# Longest month lengths, February with its leap day: a Month+Day pair outside these never fires.
+
+
+class ScheduleError(UsageError):
+    """A schedule that launchd cannot run as written. The message has no location prefix:
+    config adds `lanes.toml: lanes.NAME.schedule[i]: `, the CLI adds the expression.
+    """
+
+    def __init__(
+        self, message: str, hint: str = "", *, index: int | None = None, field: str | None = None
+    ) -> None:
+        super().__init__(message, hint)
+        self.index = index
+        """Which element of a schedule list failed (0-based), None for a single value."""
+        self.field = field
+        """Which lane key failed: "schedule" or "every" (None when both are to blame)."""
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class CalendarEntry:
+    """One StartCalendarInterval dict; None is launchd's wildcard (the key is omitted)."""
+
+    month: int | None = None
+    day: int | None = None
+    weekday: int | None = None
+    hour: int | None = None
+    minute: int | None = None
+
+    def to_plist(self) -> dict[str, int]:
+        """The plist dict with wildcard keys omitted, e.g. {"Hour": 10, "Minute": 40}."""
+        values = (self.month, self.day, self.weekday, self.hour, self.minute)
+        return {k: v for k, v in zip(PLIST_KEYS, values, strict=True) if v is not None}
+
+    def sort_key(self) -> tuple[int, ...]:
+        """Total order with wildcards first (None does not compare with int)."""
+        values = (self.month, self.day, self.weekday, self.hour, self.minute)
+        return tuple(-1 if v is None else v for v in values)
+
+    def to_table_text(self) -> str:
+        """The entry as a lanes.toml inline table, e.g. `{Hour=3}`."""
+        return "{" + ", ".join(f"{k}={v}" for k, v in self.to_plist().items()) + "}"
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    """When a lane fires: calendar entries (StartCalendarInterval), an interval, or neither.
+
+    A lane with neither runs only when kicked (or at load with run_at_load).
+    """
+
+    calendar: tuple[CalendarEntry, ...] = ()
+    interval: int | None = None
+    """StartInterval in seconds."""
+    warnings: tuple[str, ...] = field(default=(), compare=False)
+    """What the text said that launchd will do differently (day_and_warning), each message
+    starting with the expression it is about; no part of what launchd runs."""
+
+    @property
+    def is_empty(self) -> bool:
+        """True when the lane only runs on demand."""
+        return not self.calendar and self.interval is None
+
+
+@dataclass(frozen=True, slots=True)
+class Collision:
+    """Two lanes that drain one queue and can be started by launchd in the same minute."""
+
+    queue: str
+    lanes: tuple[str, str]
+    example: datetime | None
+    """The first minute both fire (naive local wall time), None if none within SEARCH_DAYS."""
+    description: str
+
+    def __str__(self) -> str:
+        return self.description
+
+
+@dataclass(frozen=True, slots=True)
+class Explanation:
+    """What `lanekit schedule` shows: the schedule, its description and its next fires."""
+
+    schedule: Schedule
+    description: str
+    after: datetime
+    next: tuple[datetime, ...]
+    warnings: tuple[str, ...] = ()
+    """The schedule's warnings (Schedule.warnings)."""
+
+
+_MAX_DAY = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+
+
+def can_occur(month: int | None, day: int | None, weekday: int | None) -> bool:
+    """Whether an entry's month and day meet in some year (Feb 29 does, Apr 31 never). With a
+    weekday the entry also matches on that weekday, so it always can."""
+    return month is None or day is None or weekday is not None or day <= _MAX_DAY[month - 1]
