@@ -286,7 +286,7 @@ def test_toml_syntax_error_names_line_and_column(paths: Paths) -> None:
 
 
 def test_schedule_errors_carry_the_list_index(paths: Paths) -> None:
-    """An error in the second schedule entry is reported as schedule[1], with schedule.py's
+    """An error in the second schedule entry is reported as schedule[1], with lanekit.schedule's
     message unchanged."""
     text = BASE.replace('"40 10 * * *"', '["40 10 * * *", "40 24 * * *"]')
     assert _errors(paths, text) == [

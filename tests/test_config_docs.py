@@ -1,4 +1,4 @@
-"""docs/configuration.md cannot drift from config.py, schedule.py, plist.py and the snapshot.
+"""docs/configuration.md cannot drift from config.py, lanekit.schedule, plist.py and the snapshot.
 
 The doc's tables are parsed: per section (`[defaults]`, `[queues.NAME]`, `[lanes.NAME]`) the
 first column lists the keys, the `default` column gives literal defaults in backticks, and the

@@ -73,13 +73,13 @@ def test_ticks_thin_out_to_fit() -> None:
 @pytest.mark.parametrize(
     ("day", "expected"),
     [
-        (SPRING, ["01:30", "03:30"]),  # 02:30 does not exist: no fire (schedule.py's rule)
+        (SPRING, ["01:30", "03:30"]),  # 02:30 does not exist: no fire (lanekit.schedule's rule)
         (FALL, ["01:30", "02:30", "03:30"]),  # 01:30 happens twice: it fires once, the first
     ],
 )
 @pytest.mark.usefixtures("new_york")
 def test_fires_on_dst_days(day: date, expected: list[str]) -> None:
-    """Scheduled ticks on DST days follow launchd's wall-clock semantics as schedule.py models
+    """Scheduled ticks on DST days follow launchd's wall-clock semantics as lanekit.schedule models
     them, and sit at the right instants (the fall 01:30 is the EDT one)."""
     now = datetime(2027, 1, 1).astimezone()
     window = local_day_window(day, now)
