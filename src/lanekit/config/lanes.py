@@ -1,0 +1,112 @@
+"""What other modules ask of a loaded config: the lanes named, the watchdog as a lane, a
+lane's run spec (what its snapshot says), and the config's warnings."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from lanekit.config.model import DEFAULT_PATH, DEFAULT_SESSION_TYPES, Config, LaneSpec, QueueSpec
+from lanekit.config.text import did_you_mean, quoted
+from lanekit.errors import UsageError
+from lanekit.paths import Paths
+from lanekit.schedule import (
+    Schedule,
+    find_collisions,
+)
+from lanekit.snapshot import (
+    DEFAULT_EXIT_TIMEOUT,
+    RunSpec,
+)
+from lanekit.watch.spec import WATCH_COMMAND, WATCH_LANE, WatchSpec, watch_dir
+
+
+def config_warnings(config: Config) -> list[str]:
+    """Problems that do not stop a config from loading: schedule collisions, no lanes."""
+    if not config.lanes:
+        return ["no lanes defined: add a [lanes.NAME] table"]
+    return [str(collision) for collision in find_collisions(list(config.lanes.values()))]
+
+
+def select_lanes(config: Config, names: Sequence[str]) -> list[LaneSpec]:
+    """The named lanes in the order given (all lanes when `names` is empty).
+
+    An unknown name is a UsageError with a did-you-mean.
+    """
+    if not names:
+        return list(config.lanes.values())
+    chosen: list[LaneSpec] = []
+    for name in dict.fromkeys(names):
+        lane = config.lanes.get(name)
+        if lane is None:
+            known = ", ".join(config.lanes) or "(none)"
+            suggestion = did_you_mean(name, config.lanes)
+            raise UsageError(
+                f"no lane named {quoted(name)} in {config.path.name}{suggestion}",
+                f"lanes: {known}",
+            )
+        chosen.append(lane)
+    return chosen
+
+
+def watchdog_lane(
+    watch: WatchSpec,
+    *,
+    config_path: Path,
+    prefix: str,
+    paths: Paths,
+    path: tuple[str, ...] = DEFAULT_PATH,
+    session_type: tuple[str, ...] = DEFAULT_SESSION_TYPES,
+) -> LaneSpec:
+    """The watchdog as a lane: `<prefix>.watch`, StartInterval `every`, running `lanekit
+    watch --config <lanes.toml>` with the same interpreter as every lane. Its directory (an
+    empty queue, its logs, its alert memory) is under the state dir; its environment names
+    that state dir and LaunchAgents dir, which launchd's bare environment would not give it."""
+    label = f"{prefix}.{WATCH_LANE}"
+    directory = watch_dir(paths.state, label)
+    logs = directory / "logs"
+    project = config_path.resolve()
+    return LaneSpec(
+        name=WATCH_LANE,
+        label=label,
+        queue=QueueSpec(name=WATCH_LANE, dir=directory),
+        command=WATCH_COMMAND,
+        schedule=Schedule(interval=watch.every),
+        stdout_path=logs / f"{WATCH_LANE}.out.log",
+        stderr_path=logs / f"{WATCH_LANE}.err.log",
+        log_path=logs / f"{WATCH_LANE}.log",
+        env={
+            "HOME": str(paths.home),
+            "LANEKIT_STATE_DIR": str(paths.state),
+            "LANEKIT_LAUNCH_AGENTS": str(paths.launch_agents),
+        },
+        path=path,
+        max_jobs=1,
+        session_type=session_type,
+        project=project,
+        entrypoint=(WATCH_LANE, "--config", str(project)),
+    )
+
+
+def run_spec(lane: LaneSpec) -> RunSpec:
+    """What `lanekit run` needs for this lane (written as the lane snapshot by apply)."""
+    return RunSpec(
+        lane=lane.name,
+        label=lane.label,
+        queue_dir=lane.queue.dir,
+        command=lane.command,
+        max_jobs=lane.max_jobs,
+        max_seconds=None if lane.max_seconds is None else float(lane.max_seconds),
+        max_attempts=lane.max_attempts,
+        stale_after=float(lane.stale_after),
+        timeout=None if lane.timeout is None else float(lane.timeout),
+        kill_grace=float(lane.kill_grace),
+        exit_timeout=DEFAULT_EXIT_TIMEOUT if lane.exit_timeout is None else lane.exit_timeout,
+        log_path=lane.log_path,
+        durable=lane.queue.durable,
+        stdout_path=lane.stdout_path,
+        stderr_path=lane.stderr_path,
+        keep_done=lane.queue.keep_done,
+        keep_failed=lane.queue.keep_failed,
+        project=lane.project,
+    )

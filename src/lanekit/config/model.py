@@ -1,0 +1,182 @@
+"""What lanes.toml becomes: the frozen QueueSpec, LaneSpec and Config, the keys each table
+takes, and the limits and defaults lanekit applies."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lanekit.ownership import MARKER
+from lanekit.schedule import (
+    Schedule,
+)
+from lanekit.snapshot import (
+    DEFAULT_KEEP_DONE,
+    DEFAULT_KEEP_FAILED,
+)
+from lanekit.watch.spec import WatchSpec
+
+DEFAULT_PATH = ("/opt/homebrew/bin", "/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin")
+
+
+DEFAULT_LABEL_PREFIX = "local.lanekit"
+
+
+CONFIG_NAME = "lanes.toml"
+
+
+CONFIG_ENV = "LANEKIT_CONFIG"
+
+
+PROCESS_TYPES = ("Background", "Standard", "Adaptive", "Interactive")
+
+
+SESSION_TYPES = ("Aqua", "Background", "LoginWindow", "StandardIO")
+"""launchd.plist(5) LimitLoadToSessionType values that apply to a per-user agent."""
+
+
+DEFAULT_SESSION_TYPES = ("Aqua", "Background")
+"""Agents default to Aqua (gui/<uid> only); a lane bootstrapped into user/<uid> (SSH, headless)
+needs Background (sops-nix #966: 125/134 without it). Listing both loads one plist into either
+domain, as Homebrew's service.rb does with its list of every session type."""
+
+
+RESERVED_LABEL_PREFIX = "com.apple."
+
+
+# Labels become file names (<Label>.plist, <label>.json, and write_atomic's temp names add ~20
+# bytes); 200 keeps every one of them under the 255-byte name limit of APFS and ext4.
+MAX_LABEL_BYTES = 200
+
+
+MAX_NAME_LENGTH = 64
+
+
+# launchd reads plist integers into C ints; nothing in a lane needs more.
+MAX_INT = 2**31 - 1
+
+
+# Env keys lanekit writes itself: PATH comes from `path`, LANEKIT_LANE marks lanekit's plists.
+RESERVED_ENV = {
+    "PATH": "set the lane's PATH with path = [...] instead",
+    MARKER: "lanekit sets it to the lane name to recognise its own plists",
+    "LANEKIT_CLOCK_OFFSET": "the emulated domain sets it for the jobs it starts (lanekit.clock)",
+}
+
+
+TOP_KEYS = ("defaults", "queues", "lanes", "watch")
+
+
+RETENTION_MINIMUM = 3600
+"""keep_done / keep_failed below an hour would purge jobs a person is still looking at."""
+
+
+QUEUE_KEYS = ("dir", "durable", "keep_done", "keep_failed")
+
+
+# Lane options that [defaults] may set for every lane.
+OPTION_KEYS = (
+    "max_jobs",
+    "max_seconds",
+    "max_attempts",
+    "stale_after",
+    "timeout",
+    "kill_grace",
+    "nice",
+    "low_priority_io",
+    "process_type",
+    "session_type",
+    "throttle_interval",
+    "exit_timeout",
+    "run_at_load",
+)
+
+
+DEFAULTS_KEYS = ("path", "label_prefix", "templates", *OPTION_KEYS)
+
+
+LANE_KEYS = (
+    "queue",
+    "command",
+    "schedule",
+    "every",
+    "env",
+    "path",
+    "label",
+    "stdout_log",
+    "stderr_log",
+    "log",
+    *OPTION_KEYS,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class QueueSpec:
+    """A directory queue: `dir` holds tmp/ queue/ claimed/ done/ failed/ records/ logs/."""
+
+    name: str
+    dir: Path
+    durable: bool = True
+    """False skips fsyncs on enqueue (faster; a power loss may lose recent jobs)."""
+    keep_done: int = DEFAULT_KEEP_DONE
+    """Seconds a finished job stays in done/ (with its record) before purging removes it."""
+    keep_failed: int = DEFAULT_KEEP_FAILED
+    """Seconds a failed job stays in failed/ (with its .error and record)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LaneSpec:
+    """One lane: a launchd job that drains `queue` by running `command` once per job."""
+
+    name: str
+    label: str
+    queue: QueueSpec
+    command: tuple[str, ...]
+    """argv; `{job}` is replaced by the claimed job file's path."""
+    schedule: Schedule
+    stdout_path: Path
+    """launchd StandardOutPath (the runner's and the jobs' stdout)."""
+    stderr_path: Path
+    """launchd StandardErrorPath."""
+    log_path: Path
+    """The runner's logfmt event log (claimed, done, failed, requeued, recovered, skipped)."""
+    env: Mapping[str, str] = field(default_factory=dict)
+    path: tuple[str, ...] = DEFAULT_PATH
+    """The PATH the job gets (launchd would otherwise give /usr/bin:/bin:/usr/sbin:/sbin)."""
+    max_jobs: int = 10
+    max_seconds: int | None = None
+    max_attempts: int = 3
+    stale_after: int = 3600
+    timeout: int | None = None
+    """Seconds one job may run; then SIGTERM to its process group (None: no limit)."""
+    kill_grace: int = 5
+    """Seconds between a timeout's SIGTERM and SIGKILL."""
+    nice: int | None = None
+    low_priority_io: bool | None = None
+    process_type: str | None = None
+    session_type: tuple[str, ...] = DEFAULT_SESSION_TYPES
+    """launchd LimitLoadToSessionType: the sessions (domains) the lane may be loaded into."""
+    throttle_interval: int | None = None
+    exit_timeout: int | None = None
+    run_at_load: bool = False
+    project: Path | None = field(default=None, compare=False)
+    """The lanes.toml the lane comes from (resolved): the project that owns its label. Where
+    a lane was read from is not part of what it is, so it does not take part in ==."""
+    entrypoint: tuple[str, ...] | None = None
+    """lanekit's arguments in the plist instead of `run NAME --snapshot SNAPSHOT`; only the
+    watchdog lane has them (`watch --config LANES.TOML`, lanekit.watch)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """A loaded lanes.toml."""
+
+    path: Path
+    label_prefix: str
+    queues: Mapping[str, QueueSpec]
+    lanes: Mapping[str, LaneSpec]
+    templates: Path | None = None
+    """A user template directory overriding the shipped templates/."""
+    watch: WatchSpec | None = None
+    """`[watch]`: the watchdog (its lane is in `lanes` as `watch`); None without the table."""
