@@ -439,7 +439,7 @@ def test_undefined_name_in_user_template_is_reported_with_lane_file_and_line(
     with pytest.raises(ConfigError) as caught:
         _render(config.lanes["daily"], paths, user)
     assert caught.value.message == (
-        f"lane daily: {user / LANE_TEMPLATE}:3: 'lanekit.config.LaneSpec object' "
+        f"lane daily: {user / LANE_TEMPLATE}:3: 'lanekit.config.model.LaneSpec object' "
         "has no attribute 'nope'"
     )
 
