@@ -175,7 +175,7 @@ def test_the_lean_entry_imports_no_cli_and_no_pathlib(cheap: Cheap) -> None:
     out = subprocess.run(
         [sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True
     )
-    assert out.stdout.split() == ["0", "[]"]
+    assert out.stdout.splitlines()[-1] == "0 []"
 
 
 def test_watch_with_other_options_is_not_the_lean_pass() -> None:
@@ -422,3 +422,46 @@ def test_a_pass_run_with_another_path_is_a_full_one(
     monkeypatch.setenv("PATH", f"{cheap.bin}:{os.environ.get('PATH', '')}")
     assert not cheap.next()
     assert cheap.next()
+
+
+def test_the_cheap_pass_prints_what_the_full_one_prints(
+    cheap: Cheap, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """launchd keeps a pass's summary line in the watchdog's StandardOutPath: the cheap pass
+    prints the words `lanekit watch` prints for a pass that sent nothing."""
+    from lanekit.cli import main as cli_main
+
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as done:
+        cli_main(["watch", "--config", str(cheap.world.config_path)])
+    assert done.value.code in (0, None)
+    full = capsys.readouterr().out
+    assert cheap.next()
+    assert capsys.readouterr().out == full
+    assert full.endswith("notices sent (command)\n")
+
+
+def test_passes_started_by_launchd_leave_the_next_one_cheap(
+    cheap: Cheap, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The watchdog lane as the emulated launchd runs it (its plist's environment and working
+    directory; its summary line appended to its StandardOutPath): what those passes leave
+    behind, their own output included, lets the next pass in that environment be cheap."""
+    lane = cheap.world.lane(WATCH_LANE)
+    cheap.world.domain.kickstart(lane.label)
+    assert cheap.world.domain.wait_idle(lane.label, 60)
+    assert lane.stdout_path.read_text().endswith("notices sent (command)\n")
+    job = plistlib.loads(cheap.paths.plist_for(lane.label).read_bytes())
+    for name, value in job["EnvironmentVariables"].items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.chdir(job["WorkingDirectory"])
+    with lane.stdout_path.open("a", encoding="utf-8") as out:
+        monkeypatch.setattr(sys, "stdout", out)
+        cheap_ones = []
+        for _ in range(3):
+            cheap_ones.append(cheap.next())
+            out.flush()  # as the pass's process exit does
+    # The first pass under launchd's PATH is a full one (the cache was the test's).
+    assert cheap_ones == [False, True, True]
+    # launchd's pass, then the two cheap ones (Cheap.full is the core: it renders nothing).
+    assert lane.stdout_path.read_text().count("notices sent (command)\n") == 3

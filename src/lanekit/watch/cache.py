@@ -170,13 +170,15 @@ def _path_sets(config: Config, paths: Paths) -> dict[str, tuple[str, ...]]:
     sets: dict[str, tuple[str, ...]] = {"config": (str(config.path),)}
     for lane in config.lanes.values():
         label = lane.label
+        # The watchdog writes its own stdout every pass (its summary line): its output files
+        # only matter to lane.missed-run's explanation of a silence, never to a healthy result.
+        own = () if lane.name == WATCH_LANE else (lane.stdout_path, lane.stderr_path)
         sets[f"files:{lane.name}"] = tuple(
             str(p)
             for p in (
                 paths.plist_for(label),
                 paths.snapshot_for(label),
-                lane.stdout_path,
-                lane.stderr_path,
+                *own,
                 lane.stdout_path.parent,
                 lane.stderr_path.parent,
                 paths.pause_marker_for(label),
@@ -312,6 +314,7 @@ def write_cache(
     memory: Memory,
     memory_file: Path,
     open_alerts: int,
+    channels: Sequence[str],
 ) -> None:
     """Record the pass (see the module docstring), atomically, 0600 under the state dir."""
     from lanekit.lanelock import lane_lock_path
@@ -333,6 +336,7 @@ def write_cache(
         "memory": str(memory_file),
         "memory_print": fingerprint.stat_print(str(memory_file)),
         "open": open_alerts,
+        "channels": ", ".join(channels) or "no channel",
         "due": _due(watch, memory, at),
         "sets": {key: list(group) for key, group in shot.sets.items()},
         "prints": shot.prints,

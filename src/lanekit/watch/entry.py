@@ -22,9 +22,10 @@ Then nothing a full pass would send has changed (its diff against the memory is 
 the pass only records itself exactly as a full one does, holding the watchdog lane's lock:
 `start` and `finish` in the watchdog's lane log (the dead man's switch, `watch.not-running` and
 `lanekit status` read them), `completed_at` in the memory file (the one field that moves), and
-the cache with its new log offsets. Anything else (a missing or foreign cache, a moved input,
-the lock held by another pass, an error of any kind before the first write) returns None and
-the full pass runs from the start, having changed nothing.
+the cache with its new log offsets; then it prints the full pass's summary line. Anything
+else (a missing or foreign cache, a moved input, the lock held by another pass, an error of
+any kind before the first write) returns None and the full pass runs from the start, having
+changed nothing.
 
 Only the emulated domain is handled so far: on launchctl every pass is a full one.
 
@@ -264,6 +265,10 @@ def _record(cache: dict[str, Any], path: str, clock: _Clock, folds: Mapping[str,
     cache["memory_print"] = fingerprint.stat_print(cache["memory"])
     write_private(path, marshal.dumps((cache_header(), cache)), durable=False)
     log.event("finish", exit=0, open=cache["open"], sent=0)
+    # The summary line `lanekit watch` prints for a pass that sent nothing (lanekit.cli.render
+    # .watch.result; a test holds the two to the same words): launchd keeps it in the
+    # watchdog's StandardOutPath.
+    sys.stdout.write(f"{cache['open']} open, 0 notices sent ({cache['channels']})\n")
 
 
 def _complete_memory(memory: str, completed_at: float) -> None:

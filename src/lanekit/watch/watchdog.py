@@ -284,6 +284,7 @@ def _keep(request: WatchRequest, shot: Snapshot | None, dog: _Watchdog, result: 
         memory=memory_store.load(dog.memory_file),
         memory_file=dog.memory_file,
         open_alerts=len(result.open),
+        channels=result.channels,
     )
 
 
