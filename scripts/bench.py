@@ -293,8 +293,9 @@ def bench_cycle(root: Path, count: int, rounds: int) -> Figure:
         "liveness), the claim's futimens (its age), the guard's record read (open, fstat, read, "
         "close) and the running mark (a symlink at claim, an unlink at settle: the attempt count "
         "and the two-copies guard), plus the Python around them. The mark is the dearest of "
-        "these: it creates an inode, and on this machine creating one (the record's temp file, "
-        "the mark) costs 5-10 renames (strace -T: ~340 and ~95-210 us against ~40 for a rename). "
+        "these: it creates an inode, and on this machine creating one costs 2-9 renames "
+        "(strace -T medians: the mark's symlink ~95 us, the record's temp file ~340, a rename "
+        "~40). "
         "dirq creates no file per job (its lock is a link, its remove two unlinks): one process "
         "of lanekit creates two and renames the job across three directories.",
     )
@@ -581,7 +582,7 @@ def bench_drain(root: Path, jobs: int, e2e_jobs: int, workers: int) -> tuple[Fig
         limits="The kernel, shared by 8 processes on 2 cores: each lanekit job creates two "
         "inodes (the settle's record, the running mark) and frees two (the old record, the "
         "mark), where dirq creates none (a lock is a link, a removal two unlinks); creating one "
-        "costs 5-10 renames here (strace -T, docs/benchmarks.md). The record is the success "
+        "costs 2-9 renames here (strace -T, docs/benchmarks.md). The record is the success "
         "recorded exactly once and the mark the attempt count and the two-copies guard (the "
         "`running` record written at claim they replace was a third inode and a replacing "
         "rename, which starts writeback on ext4). End to end, every job is a process spawn on "
