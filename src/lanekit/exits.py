@@ -32,8 +32,8 @@ SYSEXITS: Mapping[int, str] = {
     78: "EX_CONFIG",
 }
 """The sysexits(3) names `launchctl print` appends to exit codes 64-78 (`78: EX_CONFIG`).
-Owned here, with the other exit words, so that describing an exit does not load the
-launchctl parsers (lanekit.launchd.parse imports it from here)."""
+Owned here, with the other exit words, so that describing an exit (`lanekit status`) does not
+load the launchctl parsers."""
 
 RUNNER_EXITS = {
     int(ExitCode.FAILURE): "some jobs failed",

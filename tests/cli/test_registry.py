@@ -178,4 +178,4 @@ def test_status_imports_neither_pydantic_nor_rich_nor_reconcile(tmp_path: Path) 
     assert sorted(m for m in modules if m.split(".")[0] in {"pydantic", "rich", "jinja2"}) == []
     assert "lanekit.reconcile" not in modules
     assert sorted(m for m in modules if m.startswith("lanekit.launchd.launchctl")) == []
-    assert "lanekit.launchd.parse" not in modules
+    assert sorted(m for m in modules if m.startswith("lanekit.launchd.parse")) == []
