@@ -465,3 +465,23 @@ def test_passes_started_by_launchd_leave_the_next_one_cheap(
     assert cheap_ones == [False, True, True]
     # launchd's pass, then the two cheap ones (Cheap.full is the core: it renders nothing).
     assert lane.stdout_path.read_text().count("notices sent (command)\n") == 3
+
+
+def test_a_repeat_that_comes_due_is_sent_by_the_next_pass(cheap: Cheap) -> None:
+    """An open alert is cached with the time its repeat is due (`repeat` = 6h): passes every
+    10 minutes stay cheap until then, and the first pass after it is a full one that sends
+    the repeat, as a pass from scratch would."""
+    _edit_plist(cheap)
+    assert not cheap.next()
+    start = time.time() + cheap.world.domain.offset()
+    sent = len(cheap.world.sent())
+    full = []
+    for step in range(1, 38):
+        cheap.world.domain.set_clock(start + step * 600)
+        if step % 6 == 0:
+            _healthy_run(cheap)
+        if not cheap.next():
+            full.append(step)
+    assert full[:1] == [36]
+    assert ("repeat", "plist.drift") in {(n["kind"], n["id"]) for n in cheap.world.sent()[sent:]}
+    cheap.agrees()
