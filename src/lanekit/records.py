@@ -355,6 +355,10 @@ def tmp_suffix() -> str:
     return f"{_pid}.{next(_tmp_serial)}.{x & 0xFFFFFFFF:08x}"
 
 
+RecordIdentity = tuple[int, int, int]
+"""A record file's inode, mtime and ctime (ns): RecordStore.identity."""
+
+
 class RecordStore:
     """records/<id>.json: read strictly, written atomically (durably unless `durable=False`).
 
@@ -383,11 +387,24 @@ class RecordStore:
 
     def read(self, job_id: str) -> Record | None:
         """The record of `job_id`, or None if there is none. RecordError if it is unreadable."""
+        return self.read_identified(job_id)[0]
+
+    def identity(self, job_id: str) -> RecordIdentity | None:
+        """Which file is the record of `job_id` now (None: there is none). Every write puts a
+        new file in place, so an unchanged identity means an unchanged record."""
+        try:
+            st = os.lstat(f"{self._dir}/{job_id}.json")
+        except FileNotFoundError:
+            return None
+        return (st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+
+    def read_identified(self, job_id: str) -> tuple[Record | None, RecordIdentity | None]:
+        """read() and the identity of the file it read (see identity), from one fstat."""
         path = f"{self._dir}/{job_id}.json"
         try:
             fd, st = fsops.open_regular_stat(path)
         except FileNotFoundError:
-            return None
+            return None, None
         except fsops.NotRegularFileError as exc:
             raise RecordError(
                 f"{path}: the record {exc.strerror}",
@@ -427,7 +444,7 @@ class RecordStore:
                 f"{path}: record belongs to job {record.job_id!r}, not {job_id!r}",
                 "remove or repair the record file",
             )
-        return record
+        return record, (st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
 
     def write(self, record: Record, *, durable: bool | None = None) -> None:
         """Replace the record of `record.job_id` atomically; `durable` overrides the store's

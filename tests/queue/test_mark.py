@@ -217,3 +217,34 @@ def test_a_success_without_its_record_keeps_its_mark_as_proof(
     record = queue.store.read("once")
     assert record is not None and record.state is JobState.SUCCEEDED
     assert not os.path.lexists(mark)
+
+
+def test_a_copy_whose_twin_settles_before_its_mark_does_not_run(
+    queue: Queue, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two copies of one id: the other copy's settle lands between this claim's read of the
+    record and its mark (record written as succeeded, that mark already gone). The claim must
+    notice the record changed under it and decide again: skipped as already succeeded, not
+    run a second time; its own mark is gone and the success is recorded once."""
+    import lanekit.queue.claim as claim_module
+
+    job_id = queue.enqueue({"n": 1}, job_id="twin")
+    real_take = claim_module.take_mark
+    settled: list[str] = []
+
+    def twin_settles_first(*args: object, **kwargs: object) -> object:
+        if not settled:  # what the other copy's complete() leaves: its record, no mark
+            stamp = "2026-12-01T10:40:00Z"
+            queue.store.write(Record(job_id, JobState.SUCCEEDED, 1, stamp, stamp, "funnel"))
+            settled.append(job_id)
+        return real_take(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(claim_module, "take_mark", twin_settles_first)
+    dropped: list[Dropped] = []
+    assert queue.claimer(lane="funnel", on_drop=dropped.append).claim() is None
+    assert [d.reason for d in dropped] == [DropReason.ALREADY_SUCCEEDED]
+    assert not os.path.lexists(queue.claimed / mark_name(job_id))
+    record = queue.store.read(job_id)
+    assert record is not None
+    assert (record.state, record.attempts) == (JobState.SUCCEEDED, 1)
+    assert [p.name for p in queue.claimed.iterdir()] == []

@@ -31,6 +31,7 @@ from lanekit.queue.layout import (
     owner_tail_problem,
 )
 from lanekit.queue.mark import clear_stale
+from lanekit.queue.mark import release as release_mark
 from lanekit.queue.mark import take as take_mark
 from lanekit.queue.model import Claim, ClaimLock, Dropped, DropReason
 from lanekit.queue.observe import done_file
@@ -285,7 +286,7 @@ class Claimer:
                 job_id, path, lock, DropReason.INVALID_ID, detail=detail, prev=None, now=now
             )
         try:
-            prev = queue.store.read(job_id)
+            prev, seen = queue.store.read_identified(job_id)
         except RecordError as exc:
             return self._drop(
                 job_id,
@@ -334,7 +335,7 @@ class Claimer:
             # record is replaced now (rare: only a new life pays a write at claim), so that a
             # failed record next to a mark always is this claim's own settle (recover.py).
             queue.store.write(Record(job_id, JobState.QUEUED, 0, stamp, stamp, self.lane))
-            prev = None
+            prev, seen = None, queue.store.identity(job_id)
         elif prev is not None and prev.state is JobState.RUNNING:
             # A `running` record is a claim by an earlier version (it wrote one per claim and
             # no mark): its claim is found by name.
@@ -346,25 +347,43 @@ class Claimer:
                 )
         # The attempt's state, built in one step (records.Record.carry_over) and kept in memory:
         # the mark counts the attempt, the settle writes the record.
+        queued_at, lane, attempts = self._attempt(job_id, prev, written)
+        # Not fsynced even on a durable queue (like the `running` record it replaces): losing
+        # it to a power cut only loses the count of the attempt that was cut short.
+        held = take_mark(queue, job_id, owner, attempts, lane)
+        if held is not None:
+            return self._refuse_held(job_id, path, lock, held, prev, now)
+        if queue.store.identity(job_id) != seen:
+            # Another copy of the id settled between our read of the record and our mark (a
+            # settle writes its record, then removes its mark): what we read is stale, and
+            # running on it could succeed twice. Decide again on what that settle wrote.
+            release_mark(queue, job_id, owner)
+            return self._admit(
+                job_id=job_id,
+                path=path,
+                claimed_name=claimed_name,
+                owner=owner,
+                lock=lock,
+                data=data,
+                written=written,
+            )
+        record = Record(job_id, JobState.RUNNING, attempts, queued_at, stamp, lane)
+        return Claim(job_id, queue.claimed / claimed_name, attempts, owner, record, lock, path)
+
+    def _attempt(
+        self, job_id: str, prev: Record | None, written: float
+    ) -> tuple[str, str | None, int]:
+        """(queued_at, lane, attempt number) of the attempt a claim starts: what carries over
+        from the previous record (records.Record.carry_over), or a first attempt's."""
         lane = self.lane
         if prev is None or not prev.queued_at:
             born = id_time(job_id)
             queued_at = iso_utc(written if born is None else born)
         else:
             queued_at = prev.queued_at
-        if prev is not None:
-            if lane is None:
-                lane = prev.lane
-            attempts = prev.attempts + 1
-        else:
-            attempts = 1
-        # Not fsynced even on a durable queue (like the `running` record it replaces): losing
-        # it to a power cut only loses the count of the attempt that was cut short.
-        held = take_mark(queue, job_id, owner, attempts, lane)
-        if held is not None:
-            return self._refuse_held(job_id, path, lock, held, prev, now)
-        record = Record(job_id, JobState.RUNNING, attempts, queued_at, stamp, lane)
-        return Claim(job_id, queue.claimed / claimed_name, attempts, owner, record, lock, path)
+        if prev is None:
+            return queued_at, lane, 1
+        return queued_at, prev.lane if lane is None else lane, prev.attempts + 1
 
     def _refuse_held(  # noqa: PLR0917 - _admit's own values
         self, job_id: str, path: str, lock: ClaimLock, held: Held, prev: Record | None, now: float
