@@ -226,10 +226,9 @@ def test_a_copy_whose_twin_settles_before_its_mark_does_not_run(
     record and its mark (record written as succeeded, that mark already gone). The claim must
     notice the record changed under it and decide again: skipped as already succeeded, not
     run a second time; its own mark is gone and the success is recorded once."""
-    import lanekit.queue.claim as claim_module
+    from lanekit.queue.mark import take as real_take
 
     job_id = queue.enqueue({"n": 1}, job_id="twin")
-    real_take = claim_module.take_mark
     settled: list[str] = []
 
     def twin_settles_first(*args: object, **kwargs: object) -> object:
@@ -239,7 +238,7 @@ def test_a_copy_whose_twin_settles_before_its_mark_does_not_run(
             settled.append(job_id)
         return real_take(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(claim_module, "take_mark", twin_settles_first)
+    monkeypatch.setattr("lanekit.queue.claim.take_mark", twin_settles_first)
     dropped: list[Dropped] = []
     assert queue.claimer(lane="funnel", on_drop=dropped.append).claim() is None
     assert [d.reason for d in dropped] == [DropReason.ALREADY_SUCCEEDED]
