@@ -14,8 +14,6 @@ from typing import Any
 from lanekit.quoting import printable
 
 _HOME_RE = re.compile(r"(~|\$HOME|\$\{HOME\})(?=/|$)")
-
-
 _BARE_KEY_RE = re.compile(r"[A-Za-z0-9_-]+")
 
 

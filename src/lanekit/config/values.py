@@ -27,11 +27,7 @@ from lanekit.schedule import (
 )
 
 _VAR_RE = re.compile(r"\$(\{[^}]*\}?|[A-Za-z_][A-Za-z0-9_]*)")
-
-
 _ZERO_DURATION_RE = re.compile(r"0+[smhd]?", re.IGNORECASE)
-
-
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
