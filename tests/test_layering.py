@@ -150,7 +150,12 @@ def test_the_cycle_finder_finds_cycles() -> None:
 
 
 QUEUE_BACKEND = SRC / "queue"
-QUEUE_PUBLIC = {"lanekit.queue", "lanekit.queue.protocol", "lanekit.queue.model"}
+QUEUE_PUBLIC = {
+    "lanekit.queue",
+    "lanekit.queue.protocol",
+    "lanekit.queue.model",
+    "lanekit.queue.observed",
+}
 """What code outside the directory backend may import of it: the façade, the JobQueue seam
 and its values. Everything else in lanekit/queue/ is the backend's own."""
 QUEUE_DIRS = frozenset({"tmp", "queue", "claimed", "done", "failed", "delayed", "records"})

@@ -160,7 +160,8 @@ def test_status_imports_neither_pydantic_nor_rich_nor_reconcile(tmp_path: Path) 
     """`lanekit status` on installed lanes, output to a pipe: its options are coerced without
     pydantic, its table is written without rich, plan/apply's reconcile is not imported, and
     neither are the launchctl adapter's parsers, which the emulated domain and describing an
-    exit do not need (docs/benchmarks.md figure (i))."""
+    exit do not need, nor the queue's claim, settle, recovery and enqueue paths, which counting
+    a queue does not need (docs/benchmarks.md figure (i))."""
     config = tmp_path / "lanes.toml"
     config.write_text(
         f'[defaults]\nlabel_prefix = "test.fast"\n\n[queues.q]\ndir = "{tmp_path / "q"}"\n\n'
@@ -179,3 +180,7 @@ def test_status_imports_neither_pydantic_nor_rich_nor_reconcile(tmp_path: Path) 
     assert "lanekit.reconcile" not in modules
     assert sorted(m for m in modules if m.startswith("lanekit.launchd.launchctl")) == []
     assert sorted(m for m in modules if m.startswith("lanekit.launchd.parse")) == []
+    # Counting a queue loads its observers, not the paths that move jobs.
+    assert "lanekit.queue.observe" in modules
+    moving = {"claim", "settle", "recover", "enqueue", "mark", "verbs", "purge", "pages"}
+    assert sorted(m for m in modules if m.split(".")[-1] in moving or m == "lanekit.watcher") == []

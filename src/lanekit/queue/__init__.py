@@ -21,7 +21,8 @@ queue/<id>.json. The claimer creates the record of such a job when it claims it.
 
 The package: `layout` (ids, owners, the one file-name grammar), `state` (what the parts share),
 `safety` (setup and refusals), `enqueue`, `claim`, `settle`, `recover`, `observe`, `verbs`,
-`purge`, `pages` (history), `liveness` (the one claim-state answer), `protocol` (the JobQueue
+`purge`, `pages` (history), `model` and `observed` (the values moving and observing
+jobs return), `liveness` (the one claim-state answer), `protocol` (the JobQueue
 seam every backend implements), and `Queue` below: the directory backend's façade, which
 scripts, benchmarks and the runner use.
 """
@@ -30,45 +31,9 @@ from __future__ import annotations
 
 import os
 
-from lanekit import watcher
 from lanekit.clock import epoch
-from lanekit.queue import claim, enqueue, mark, observe, recover, safety, settle
-from lanekit.queue.claim import _FIRST_WINDOW, Claimer
-from lanekit.queue.enqueue import payload_problem
-from lanekit.queue.layout import (
-    MAX_ID_LENGTH,
-    SUBDIRS,
-    Owner,
-    job_id_of,
-    new_job_id,
-    own_owner,
-    split_owned_name,
-    validate_job_id,
-)
-from lanekit.queue.model import (
-    CANCELLED,
-    Claim,
-    ClaimInfo,
-    ClaimLock,
-    ClaimState,
-    ClaimView,
-    Dropped,
-    DropReason,
-    JobExistsError,
-    JobLocation,
-    Moved,
-    Purged,
-    QueueCounts,
-    RecordNotWrittenError,
-    Recovered,
-    RecoverReason,
-    Settled,
-    Verdict,
-    VerdictKind,
-)
-from lanekit.queue.protocol import JobClaimer, JobQueue
-from lanekit.queue.safety import location_error
-from lanekit.queue.state import DEFAULT_BACKOFF_BASE, DEFAULT_BACKOFF_MAX, QueueState
+from lanekit.queue.layout import SUBDIRS
+from lanekit.queue.state import QueueState
 from lanekit.records import JobState
 
 TYPE_CHECKING = False
@@ -79,7 +44,105 @@ if TYPE_CHECKING:
     from typing import Any
 
     from lanekit.history import JobView, Page
+    from lanekit.queue.claim import _FIRST_WINDOW, Claimer
+    from lanekit.queue.enqueue import payload_problem
+    from lanekit.queue.layout import (
+        MAX_ID_LENGTH,
+        Owner,
+        job_id_of,
+        new_job_id,
+        own_owner,
+        split_owned_name,
+        validate_job_id,
+    )
+    from lanekit.queue.model import (
+        CANCELLED,
+        Claim,
+        ClaimLock,
+        Dropped,
+        DropReason,
+        JobExistsError,
+        Moved,
+        Purged,
+        RecordNotWrittenError,
+        Recovered,
+        Settled,
+        Verdict,
+        VerdictKind,
+    )
+    from lanekit.queue.observed import (
+        ClaimInfo,
+        ClaimState,
+        ClaimView,
+        JobLocation,
+        QueueCounts,
+        RecoverReason,
+    )
+    from lanekit.queue.protocol import JobClaimer, JobQueue
+    from lanekit.queue.safety import location_error
+    from lanekit.queue.state import DEFAULT_BACKOFF_BASE, DEFAULT_BACKOFF_MAX
     from lanekit.records import Record
+
+_LAZY = {
+    "lanekit.queue.claim": ("_FIRST_WINDOW", "Claimer"),
+    "lanekit.queue.enqueue": ("payload_problem",),
+    "lanekit.queue.layout": (
+        "MAX_ID_LENGTH",
+        "Owner",
+        "job_id_of",
+        "new_job_id",
+        "own_owner",
+        "split_owned_name",
+        "validate_job_id",
+    ),
+    "lanekit.queue.model": (
+        "CANCELLED",
+        "Claim",
+        "ClaimLock",
+        "Dropped",
+        "DropReason",
+        "JobExistsError",
+        "Moved",
+        "Purged",
+        "RecordNotWrittenError",
+        "Recovered",
+        "Settled",
+        "Verdict",
+        "VerdictKind",
+    ),
+    "lanekit.queue.observed": (
+        "ClaimInfo",
+        "ClaimState",
+        "ClaimView",
+        "JobLocation",
+        "QueueCounts",
+        "RecoverReason",
+    ),
+    "lanekit.queue.protocol": ("JobClaimer", "JobQueue"),
+    "lanekit.queue.safety": ("location_error",),
+    "lanekit.queue.state": ("DEFAULT_BACKOFF_BASE", "DEFAULT_BACKOFF_MAX"),
+}
+"""Where each re-exported name lives. Importing any part of the package runs this module
+first, so it imports the parts only when a name is asked for: `lanekit status` counts a queue
+without loading the claim, settle, recovery and enqueue paths (benchmark (i)), and the runner
+loads what it uses when it uses it."""
+
+_HOME = {name: module for module, names in _LAZY.items() for name in names}
+
+
+if not TYPE_CHECKING:  # hidden from mypy, which sees the imports above: a typo stays an error
+
+    def __getattr__(name: str) -> object:
+        """A re-exported name, from its module on first use (PEP 562); cached in this module."""
+        module = _HOME.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        from importlib import import_module
+
+        value = getattr(import_module(module), name)
+        globals()[name] = value
+        return value
+
 
 __all__ = [
     "CANCELLED",
@@ -152,29 +215,41 @@ class Queue(QueueState):
 
     def ensure(self) -> None:
         """Create the directories that are missing (0700, parents included), then check()."""
+        from lanekit.queue import safety
+
         safety.ensure(self)
 
     def check(self) -> None:
         """Refuse (QueueError, exit 69) a queue whose directories could break exactly-once."""
+        from lanekit.queue import safety
+
         safety.check(self)
 
     def enqueue(self, payload: Mapping[str, Any] | bytes | str, job_id: str | None = None) -> str:
         """Add a job; returns its id (see lanekit.queue.enqueue.enqueue)."""
+        from lanekit.queue import enqueue
+
         return enqueue.enqueue(self, payload, job_id)
 
     def claimer(
         self, *, lane: str | None = None, on_drop: Callable[[Dropped], None] | None = None
     ) -> Claimer:
         """A claimer for this process (see Claimer). Checks the queue first."""
+        from lanekit.queue import claim, safety
+
         safety.check(self)
         return claim.Claimer(self, lane=lane, on_drop=on_drop)
 
     def complete(self, claim: Claim) -> Path:
         """The job succeeded: record it, move it to done/<UTC day>/, drop the lock."""
+        from lanekit.queue import settle
+
         return settle.complete(self, claim)
 
     def fail(self, claim: Claim, error: str) -> Path:
         """The job failed for good: record it, move it to failed/ with <id>.error."""
+        from lanekit.queue import settle
+
         return settle.fail(self, claim, error)
 
     def release(
@@ -187,6 +262,8 @@ class Queue(QueueState):
         delay: bool = True,
     ) -> Path:
         """Give the job back: delayed/, queue/, or failed/ when out of attempts."""
+        from lanekit.queue import settle
+
         return settle.release(
             self,
             claim,
@@ -198,11 +275,15 @@ class Queue(QueueState):
 
     def settle(self, claim: Claim, verdict: Verdict) -> Settled:
         """Finish a claim the way `verdict` says; where the job went, as a state."""
+        from lanekit.queue import settle
+
         return settle.settle(self, claim, verdict)
 
     def watch_files(self, claim: Claim) -> tuple[str, str]:
         """claimed/.<claim name>.status and tmp/: the watcher writes the job's exit status next
         to the claim (lanekit.watcher), which recover() settles by."""
+        from lanekit import watcher
+
         return watcher.status_path(claim.file or str(claim.path)), self.tmp_dir
 
     def succeeded(self, job_id: str) -> bool:
@@ -211,6 +292,8 @@ class Queue(QueueState):
 
     def promote_due(self, now: float | None = None) -> list[str]:
         """Move retries whose not-before time has come from delayed/ to queue/; their ids."""
+        from lanekit.queue import settle
+
         return settle.promote_due(self, now)
 
     def recover(
@@ -222,27 +305,35 @@ class Queue(QueueState):
         now: float | None = None,
     ) -> list[Recovered]:
         """Give back claims whose owner is gone (see lanekit.queue.recover.recover)."""
+        from lanekit.queue import recover
+
         return recover.recover(
             self, stale_after=stale_after, max_attempts=max_attempts, dry_run=dry_run, now=now
         )
 
     def counts(self, now: float | None = None) -> QueueCounts:
         """How many jobs are in each directory, and the oldest queued job and claim."""
+        from lanekit.queue import observe
+
         return observe.counts(self, now)
 
     def list_claims(
         self, now: float | None = None, *, check_owners: bool = True
     ) -> list[ClaimInfo]:
         """Every claim with its owner and age, oldest first."""
+        from lanekit.queue import observe
+
         return observe.list_claims(self, now, check_owners=check_owners)
 
     def claims(self, now: float | None = None) -> list[ClaimView]:
         """Every claim, oldest first, classified (lanekit.queue.liveness)."""
+        from lanekit.queue import observe
+
         return observe.claims(self, now)
 
     def page(self, page: int = 1, per_page: int = 20, state: JobState | None = None) -> Page:
         """Page `page` of the jobs (all, or those in `state`), newest first."""
-        from lanekit.queue import pages  # history and the verbs load only when asked
+        from lanekit.queue import pages
 
         return pages.page_jobs(self, page, per_page, state)
 
@@ -255,10 +346,14 @@ class Queue(QueueState):
     def contradictions(self) -> list[tuple[Record, JobLocation | None]]:
         """Records that contradict where their job's file is (a `queued` one with the lane its
         claim's running mark names: the lane that ran it)."""
+        from lanekit.queue import mark, observe
+
         return [(mark.with_lane(self, record), at) for record, at in observe.contradictions(self)]
 
     def success_copies(self) -> Counter[str]:
         """Per id, its files in done/."""
+        from lanekit.queue import observe
+
         return observe.success_copies(self)
 
     def holding(self, state: JobState) -> str:
@@ -276,18 +371,26 @@ class Queue(QueueState):
 
     def listing(self, state: JobState | None = None) -> dict[str, tuple[JobState, str, str | None]]:
         """Every job file as id -> (state, directory, file name or None for `<id>.json`)."""
+        from lanekit.queue import observe
+
         return observe.listing(self, state)
 
     def locate(self, job_id: str) -> JobLocation | None:
         """Where the job's file is now, or None if it is nowhere."""
+        from lanekit.queue import observe
+
         return observe.locate(self, job_id)
 
     def error_text(self, location: JobLocation) -> str | None:
         """The .error file next to a failed job, or None."""
+        from lanekit.queue import observe
+
         return observe.error_text(self, location)
 
     def failed_ids(self) -> list[str]:
         """Ids of the jobs in failed/ under their own name, oldest first (`retry --failed`)."""
+        from lanekit.queue import observe
+
         return observe.failed_ids(self)
 
     def retry(self, job_id: str, *, dry_run: bool = False, now: float | None = None) -> Moved:

@@ -9,7 +9,7 @@ import fcntl
 import os
 
 from lanekit import fsops, procinfo
-from lanekit.queue.model import ClaimState, RecoverReason
+from lanekit.queue.observed import ClaimState, RecoverReason
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -1,5 +1,6 @@
-"""The directory queue's values: claims, what claim/recover/verbs report, counts, and its two
-errors of its own. Frozen dataclasses and closed vocabularies, no I/O (ClaimLock closes a
+"""The directory queue's values for moving jobs: claims, what claim/recover/settle/verbs
+report, and its two errors of its own (what observing a queue returns is in
+lanekit.queue.observed). Frozen dataclasses and closed vocabularies, no I/O (ClaimLock closes a
 descriptor, nothing else)."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from lanekit.errors import QueueError, UsageError
+from lanekit.queue.observed import RecoverReason
 from lanekit.records import JobState
 
 CANCELLED = "cancelled"
@@ -134,15 +136,6 @@ class Dropped:
         return JobState.FAILED
 
 
-class RecoverReason(StrEnum):
-    """Why recover() took a claim away from its owner."""
-
-    OWNER_DEAD = "owner-dead"
-    PID_REUSED = "pid-reused"
-    STALE = "stale"
-    """Owner on another host (or unnamed) and the claim is older than stale_after."""
-
-
 @dataclass(frozen=True, slots=True)
 class Recovered:
     """One claim recover() moved (or, with dry_run, would move)."""
@@ -159,45 +152,6 @@ class Recovered:
     exit: int | None = None
     """The exit status the job's watcher recorded: the job finished after its owner died and
     was settled by it (None: it did not finish, and goes back to run again)."""
-
-
-@dataclass(frozen=True, slots=True)
-class QueueCounts:
-    """How many jobs are where, for status and doctor."""
-
-    queued: int
-    delayed: int
-    claimed: int
-    done: int
-    failed: int
-    oldest_queued_age: float | None
-    """Seconds since the oldest job in queue/ was enqueued (None when queue/ is empty)."""
-    oldest_claim_age: float | None
-    """Seconds since the oldest current claim was taken (None when nothing is claimed)."""
-
-
-@dataclass(frozen=True, slots=True)
-class ClaimInfo:
-    """One file in claimed/ and what is known about its owner."""
-
-    job_id: str
-    path: Path
-    pid: int | None
-    token: str | None
-    host: str | None
-    age: float
-    """Seconds since the claim was taken."""
-    owner_alive: bool | None
-    """True/False for owners on this host; None when it cannot be checked (another host)."""
-
-
-@dataclass(frozen=True, slots=True)
-class JobLocation:
-    """Where a job's file is, and the state that follows from the directory."""
-
-    job_id: str
-    state: JobState
-    path: Path
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,26 +239,3 @@ class Settled:
     delayed/ or failed/ file)."""
     not_before: float | None = None
     """For a retry waiting out its backoff: when it is due (epoch seconds)."""
-
-
-class ClaimState(StrEnum):
-    """What a claim amounts to, from its owner's liveness and its lock (one answer: recover()
-    acts on it, doctor reports it)."""
-
-    LIVE = "live"
-    """Its runner is running (or the OS will not say: never judged dead on a guess)."""
-    ORPHANED = "orphaned"
-    """Its runner is dead but the job it started still holds the claim's lock: not stale,
-    recover() leaves it alone until the job exits."""
-    STRANDED = "stranded"
-    """Its runner is dead and nobody holds the lock: recover() gives it back."""
-    UNKNOWN = "unknown"
-    """Its owner is on another host, or unnamed: only its age can tell."""
-
-
-@dataclass(frozen=True, slots=True)
-class ClaimView:
-    """One claim and what it amounts to."""
-
-    info: ClaimInfo
-    state: ClaimState

@@ -22,7 +22,7 @@ from lanekit.queue.layout import (
     validate_job_id,
 )
 from lanekit.queue.liveness import claim_locked, classify_claim, owner_alive
-from lanekit.queue.model import ClaimInfo, ClaimView, JobLocation, QueueCounts
+from lanekit.queue.observed import ClaimInfo, ClaimView, JobLocation, QueueCounts
 from lanekit.records import JobState, RecordError
 
 TYPE_CHECKING = False

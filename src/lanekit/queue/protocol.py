@@ -19,18 +19,8 @@ if TYPE_CHECKING:
     from typing import Any
 
     from lanekit.history import JobView, Page
-    from lanekit.queue.model import (
-        Claim,
-        ClaimView,
-        Dropped,
-        JobLocation,
-        Moved,
-        Purged,
-        QueueCounts,
-        Recovered,
-        Settled,
-        Verdict,
-    )
+    from lanekit.queue.model import Claim, Dropped, Moved, Purged, Recovered, Settled, Verdict
+    from lanekit.queue.observed import ClaimView, JobLocation, QueueCounts
     from lanekit.records import JobState, Record
 
 

@@ -28,7 +28,8 @@ from lanekit.queue.liveness import local_owner_gone
 from lanekit.queue.mark import attempt_record
 from lanekit.queue.mark import release as release_mark
 from lanekit.queue.mark import sweep as sweep_marks
-from lanekit.queue.model import Recovered, RecoverReason
+from lanekit.queue.model import Recovered
+from lanekit.queue.observed import RecoverReason
 from lanekit.queue.safety import check
 from lanekit.queue.settle import (
     duplicate_to_failed,

@@ -1,0 +1,86 @@
+"""What observing a directory queue returns: counts, claims and what each amounts to, where a
+job is, and why a claim may be taken from its owner. Split from lanekit.queue.model so that
+counting a queue (`lanekit status`, benchmark (i)) creates only these few classes. Frozen
+dataclasses and closed vocabularies, no I/O."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from lanekit.records import JobState
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+class RecoverReason(StrEnum):
+    """Why recover() took a claim away from its owner."""
+
+    OWNER_DEAD = "owner-dead"
+    PID_REUSED = "pid-reused"
+    STALE = "stale"
+    """Owner on another host (or unnamed) and the claim is older than stale_after."""
+
+
+@dataclass(frozen=True, slots=True)
+class QueueCounts:
+    """How many jobs are where, for status and doctor."""
+
+    queued: int
+    delayed: int
+    claimed: int
+    done: int
+    failed: int
+    oldest_queued_age: float | None
+    """Seconds since the oldest job in queue/ was enqueued (None when queue/ is empty)."""
+    oldest_claim_age: float | None
+    """Seconds since the oldest current claim was taken (None when nothing is claimed)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimInfo:
+    """One file in claimed/ and what is known about its owner."""
+
+    job_id: str
+    path: Path
+    pid: int | None
+    token: str | None
+    host: str | None
+    age: float
+    """Seconds since the claim was taken."""
+    owner_alive: bool | None
+    """True/False for owners on this host; None when it cannot be checked (another host)."""
+
+
+@dataclass(frozen=True, slots=True)
+class JobLocation:
+    """Where a job's file is, and the state that follows from the directory."""
+
+    job_id: str
+    state: JobState
+    path: Path
+
+
+class ClaimState(StrEnum):
+    """What a claim amounts to, from its owner's liveness and its lock (one answer: recover()
+    acts on it, doctor reports it)."""
+
+    LIVE = "live"
+    """Its runner is running (or the OS will not say: never judged dead on a guess)."""
+    ORPHANED = "orphaned"
+    """Its runner is dead but the job it started still holds the claim's lock: not stale,
+    recover() leaves it alone until the job exits."""
+    STRANDED = "stranded"
+    """Its runner is dead and nobody holds the lock: recover() gives it back."""
+    UNKNOWN = "unknown"
+    """Its owner is on another host, or unnamed: only its age can tell."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimView:
+    """One claim and what it amounts to."""
+
+    info: ClaimInfo
+    state: ClaimState
