@@ -1013,13 +1013,16 @@ def bench_cli_startup(root: Path, runs: int) -> tuple[Figure, Figure]:
             f"`lanekit status` (5 lanes, emulated launchd): {median(times['status']) * 1e3:.1f} "
             f"ms; {baseline}; {runs} runs each, interleaved, median",
         ],
-        limits="lanekit's own imports (about 50 modules; most of their cost is creating frozen "
-        "dataclasses and enums at import: the queue's model, the schedule and config models, "
-        "the emulated domain), lanes.toml (tomllib), and one emulated-launchd transaction per "
-        "lane (`print`, for its runs; on a Mac each is a `launchctl print`). typer's coercion "
-        "does not import pydantic for flag, str and Path parameters (lanekit.cli.coercion), off "
-        "a terminal the table is written without rich, a read of the emulated domain does not "
-        "re-encode its state, and describing an exit does not load the launchctl parsers.",
+        limits="lanekit's own imports (about 45 modules; most of their cost is creating frozen "
+        "dataclasses at import, ~1 ms each on Python 3.11: the schedule and config models, "
+        "the emulated domain, the queue's observed values), lanes.toml (tomllib), and one "
+        "emulated-launchd transaction per lane (`print`, for its runs; on a Mac each is a "
+        "`launchctl print` process, not measured here). typer's coercion does not import "
+        "pydantic for flag, str and Path parameters (lanekit.cli.coercion), off a terminal the "
+        "table is written without rich, the queue package imports its claim, settle, recovery "
+        "and enqueue paths only when they are used, the emulated domain keeps each job's "
+        "`print` definition from bootstrap (no plist parser on a read, as launchd parses a "
+        "plist once), and describing an exit does not load the launchctl parsers.",
     )
     return version, status
 

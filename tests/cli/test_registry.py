@@ -161,7 +161,8 @@ def test_status_imports_neither_pydantic_nor_rich_nor_reconcile(tmp_path: Path) 
     pydantic, its table is written without rich, plan/apply's reconcile is not imported, and
     neither are the launchctl adapter's parsers, which the emulated domain and describing an
     exit do not need, nor the queue's claim, settle, recovery and enqueue paths, which counting
-    a queue does not need (docs/benchmarks.md figure (i))."""
+    a queue does not need, nor plistlib and the spawning code, which reading the emulated
+    domain does not need (docs/benchmarks.md figure (i))."""
     config = tmp_path / "lanes.toml"
     config.write_text(
         f'[defaults]\nlabel_prefix = "test.fast"\n\n[queues.q]\ndir = "{tmp_path / "q"}"\n\n'
@@ -184,3 +185,5 @@ def test_status_imports_neither_pydantic_nor_rich_nor_reconcile(tmp_path: Path) 
     assert "lanekit.queue.observe" in modules
     moving = {"claim", "settle", "recover", "enqueue", "mark", "verbs", "purge", "pages"}
     assert sorted(m for m in modules if m.split(".")[-1] in moving or m == "lanekit.watcher") == []
+    # The emulated domain's `print` reads the definition kept at bootstrap: no plist parser.
+    assert {"plistlib", "lanekit.launchd.environ"} & modules == set()

@@ -65,6 +65,15 @@ from lanekit.backend import BACKEND_VARIABLE
 from lanekit.clock import OFFSET_VARIABLE, format_offset
 from lanekit.errors import LaunchdError
 from lanekit.launchd.codes import LaunchctlCode
+from lanekit.launchd.emulated_info import (
+    Definition,
+    definition_of,
+    exit_timeout,
+    kept_definition,
+    positive_int,
+    service_info,
+    throttle,
+)
 from lanekit.launchd.model import LaunchctlError, ListEntry, ServiceInfo
 from lanekit.owned import PRIVATE_FILE, make_private_dirs
 from lanekit.quoting import cmdline
@@ -114,6 +123,8 @@ class _Job:
     """The minute (YYYY-MM-DDTHH:MM) of the last calendar firing handled."""
     interval_base: float | None = None
     """The StartInterval timer counts from here (load time, then the last firing)."""
+    definition: Definition | None = None
+    """What `print` says of the plist, worked out at bootstrap (lanekit.launchd.emulated_info)."""
 
     @property
     def running(self) -> bool:
@@ -277,6 +288,7 @@ class EmulatedDomain:
                 label=label,
                 path=str(path),
                 plist_xml=plistlib.dumps(data).decode(),
+                definition=definition_of(data),
                 loaded_at=now,
                 interval_base=now,
                 last_calendar=_minute_key(datetime.fromtimestamp(now)),
@@ -330,7 +342,7 @@ class EmulatedDomain:
                 return self._start(job, self._clock())
             if not job.stopping:
                 self._request_stop(job, self._clock())
-            timeout = _exit_timeout(self._plist(job))
+            timeout = exit_timeout(self._plist(job))
         deadline = time.monotonic() + (timeout or DEFAULT_EXIT_TIMEOUT) + STOP_MARGIN
         while True:
             with self._transaction() as state:
@@ -392,7 +404,7 @@ class EmulatedDomain:
                 if entries and job.last_calendar != key and fires_at(entries, minute):
                     job.last_calendar = key
                     due = True
-                interval = _positive_int(plist.get("StartInterval"))
+                interval = positive_int(plist.get("StartInterval"))
                 if interval is not None:
                     base = job.interval_base if job.interval_base is not None else job.loaded_at
                     elapsed = now.timestamp() - base
@@ -417,7 +429,7 @@ class EmulatedDomain:
                     Timer(
                         label,
                         calendar_entries(plist.get("StartCalendarInterval")),
-                        _positive_int(plist.get("StartInterval")),
+                        positive_int(plist.get("StartInterval")),
                         base,
                         job.last_calendar,
                     )
@@ -566,9 +578,9 @@ class EmulatedDomain:
         """A start request (kickstart, timer, RunAtLoad): never a second instance; throttled."""
         if job.running:
             return job.pid
-        throttle = _throttle(self._plist(job))
-        if job.last_spawn_at is not None and 0 <= now - job.last_spawn_at < throttle:
-            due = job.last_spawn_at + throttle
+        interval = throttle(self._plist(job))
+        if job.last_spawn_at is not None and 0 <= now - job.last_spawn_at < interval:
+            due = job.last_spawn_at + interval
             job.pending_at = due if job.pending_at is None else min(job.pending_at, due)
             return None
         job.pending_at = None
@@ -597,7 +609,7 @@ class EmulatedDomain:
     def _request_stop(self, job: _Job, now: float) -> None:
         from lanekit.launchd.environ import request_stop
 
-        timeout = _exit_timeout(self._plist(job))
+        timeout = exit_timeout(self._plist(job))
         job.stopping = True
         job.kill_at = now + timeout if timeout > 0 else None
         request_stop(job.spawned())
@@ -640,29 +652,15 @@ class EmulatedDomain:
         return cached
 
     def _info(self, job: _Job) -> ServiceInfo:
-        from lanekit.launchd.definition import calendar_facts, spawn_type
-        from lanekit.launchd.environ import DEFAULT_PATH, launch_environment, launch_for
-
-        plist = self._plist(job)
-        launch = launch_for(plist)
+        definition = kept_definition(job.definition) or definition_of(self._plist(job))
         if job.running:
             state = "running"
         elif job.pending_at is not None:
             state = "spawn scheduled"
         else:
             state = "not running"
-        environment = launch_environment(plist)
-        if not _sets_path(plist):
-            del environment["PATH"]
-        properties = []
-        if plist.get("RunAtLoad") is True:
-            properties.append("runatload")
-        if launch.program is None:
-            properties.append("inferred program")
-        extra = {"nice": str(launch.nice)} if launch.nice is not None else {}
-        extra["spawn type"] = spawn_type(plist)
-        workdir = plist.get("WorkingDirectory")
-        return ServiceInfo(
+        return service_info(
+            definition,
             label=job.label,
             state=state,
             pid=job.pid,
@@ -670,24 +668,8 @@ class EmulatedDomain:
             last_signal=job.last_signal,
             last_exit_reason=job.last_exit_reason,
             runs=job.runs,
-            program=launch.executable or None,
-            arguments=launch.argv,
-            environment=environment,
-            default_environment={"PATH": DEFAULT_PATH},
-            stdout_path=launch.stdout_path,
-            stderr_path=launch.stderr_path,
-            working_directory=workdir if isinstance(workdir, str) else None,
-            exit_timeout=_exit_timeout(plist),
-            minimum_runtime=_throttle(plist),
-            run_interval=_positive_int(plist.get("StartInterval")),
             path=job.path,
-            type="LaunchAgent",
             domain=self.domain,
-            properties=tuple(properties),
-            calendar=tuple(
-                dict(entry) for entry in calendar_facts(plist.get("StartCalendarInterval"))
-            ),
-            extra=extra,
         )
 
 
@@ -806,29 +788,3 @@ def _read_plist(path: Path) -> dict[str, object]:
 
 def _minute_key(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M")
-
-
-def _positive_int(value: object) -> int | None:
-    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-        return value
-    return None
-
-
-def _throttle(plist: Mapping[str, object]) -> int:
-    from lanekit.launchd.definition import DEFAULT_THROTTLE_INTERVAL
-
-    value = plist.get("ThrottleInterval")
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-        return value
-    return DEFAULT_THROTTLE_INTERVAL
-
-
-def _exit_timeout(plist: Mapping[str, object]) -> int:
-    from lanekit.launchd.environ import launch_for
-
-    return launch_for(plist).exit_timeout
-
-
-def _sets_path(plist: Mapping[str, object]) -> bool:
-    variables = plist.get("EnvironmentVariables")
-    return isinstance(variables, Mapping) and isinstance(variables.get("PATH"), str)
