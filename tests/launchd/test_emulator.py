@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from lanekit.launchd import LaunchctlError, ListEntry
-from lanekit.launchd.emulator import EmulatedDomain, calendar_entries
+from lanekit.launchd.emulated_plist import calendar_entries
+from lanekit.launchd.emulator import EmulatedDomain
 from lanekit.launchd.environ import DEFAULT_PATH, process_token
 from lanekit.schedule import CalendarEntry
 

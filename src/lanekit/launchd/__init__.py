@@ -41,7 +41,7 @@ def clock_for(
     platform = sys.platform if platform is None else platform
     if backend_name(env, platform) != "emulated":
         return REAL
-    from lanekit.launchd.emulator import read_offset
+    from lanekit.launchd.emulated_state import read_offset
 
     offset = max(read_offset(paths.emulator), job_offset(env, platform))
     return REAL if offset == 0 else Clock(offset)

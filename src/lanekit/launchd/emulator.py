@@ -39,8 +39,11 @@ sources leave room:
   gets no exit status: print shows `last exit reason = failed reap`, list shows no status.
 
 Starting, stopping and reaping jobs (lanekit.launchd.environ, .definition) and reading plists
-(plistlib) are imported by the methods that do them: a read of an idle domain, which is what
-`lanekit status` makes, loads none of them (docs/benchmarks.md, figure (i)).
+(plistlib) are imported by the methods that do them, and `print` reads the definition kept at
+bootstrap (lanekit.launchd.emulated_info): a read of an idle domain, which is what `lanekit
+status` makes, loads none of them (docs/benchmarks.md, figure (i)). The state file's layout is
+lanekit.launchd.emulated_state's; the refusals bootstrap makes and the calendar as launchd
+reads it are lanekit.launchd.emulated_plist's.
 """
 
 from __future__ import annotations
@@ -48,14 +51,12 @@ from __future__ import annotations
 import builtins
 import contextlib
 import fcntl
-import json
 import os
 import signal
-import stat
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -66,7 +67,6 @@ from lanekit.clock import OFFSET_VARIABLE, format_offset
 from lanekit.errors import LaunchdError
 from lanekit.launchd.codes import LaunchctlCode
 from lanekit.launchd.emulated_info import (
-    Definition,
     definition_of,
     exit_timeout,
     kept_definition,
@@ -74,135 +74,26 @@ from lanekit.launchd.emulated_info import (
     service_info,
     throttle,
 )
+from lanekit.launchd.emulated_plist import (
+    EMULATED_SESSION,
+    RefusalError,
+    calendar_entries,
+    read_plist,
+)
+from lanekit.launchd.emulated_state import DomainState, JobEntry
 from lanekit.launchd.model import LaunchctlError, ListEntry, ServiceInfo
 from lanekit.owned import PRIVATE_FILE, make_private_dirs
 from lanekit.quoting import cmdline
-from lanekit.schedule import CalendarEntry, ScheduleError, fires_at, parse_table
+from lanekit.schedule import CalendarEntry, fires_at
 from lanekit.snapshot import DEFAULT_EXIT_TIMEOUT
 
 if TYPE_CHECKING:
-    from lanekit.launchd.environ import JobExit, JobLaunch, SpawnedJob
+    from lanekit.launchd.environ import JobLaunch
 
-STATE_SCHEMA = 1
-EMULATED_SESSION = "Aqua"
-"""The emulated domain is gui/<uid>, a login session of type Aqua (launchctl(1))."""
 POLL_SECONDS = 0.05
 STOP_MARGIN = 5.0
 """How long kickstart -k waits beyond ExitTimeOut for the killed instance to be reaped."""
-FAILED_REAP = "failed reap"
 _KICKSTART_STOPPING = "Kickstart failed: 36: Operation now in progress"
-
-
-@dataclass(slots=True)
-class _Job:
-    """One loaded job as kept in domain.json."""
-
-    label: str
-    path: str
-    plist_xml: str
-    """The plist as it was at bootstrap (launchd keeps its own copy)."""
-    loaded_at: float
-    runs: int = 0
-    pid: int | None = None
-    token: str | None = None
-    watcher_pid: int | None = None
-    watcher_token: str | None = None
-    status_file: str | None = None
-    last_spawn_at: float | None = None
-    last_exit_code: int | None = None
-    last_signal: int | None = None
-    last_exit_reason: str | None = None
-    pending_at: float | None = None
-    """A throttled start is due at this time (state `spawn scheduled`)."""
-    stopping: bool = False
-    kill_at: float | None = None
-    """When SIGKILL is due for a stop in progress (None: no stop, or ExitTimeOut 0)."""
-    booted_out: bool = False
-    """bootout was asked: the label goes away as soon as the job is gone."""
-    last_calendar: str | None = None
-    """The minute (YYYY-MM-DDTHH:MM) of the last calendar firing handled."""
-    interval_base: float | None = None
-    """The StartInterval timer counts from here (load time, then the last firing)."""
-    definition: Definition | None = None
-    """What `print` says of the plist, worked out at bootstrap (lanekit.launchd.emulated_info)."""
-
-    @property
-    def running(self) -> bool:
-        return self.pid is not None
-
-    def spawned(self) -> SpawnedJob:
-        from lanekit.launchd.environ import SpawnedJob
-
-        assert self.pid is not None
-        return SpawnedJob(
-            self.pid, self.token or "", self.watcher_pid or 0, self.watcher_token or ""
-        )
-
-    def clear_run(self) -> None:
-        self.pid = self.token = self.watcher_pid = self.watcher_token = None
-        self.status_file = None
-        self.stopping = False
-        self.kill_at = None
-
-    def record_exit(self, ended: JobExit | None) -> None:
-        self.last_exit_code = ended.exit_code if ended else None
-        self.last_signal = ended.signal if ended else None
-        self.last_exit_reason = None if ended else FAILED_REAP
-
-    @property
-    def list_status(self) -> int | None:
-        """launchctl list's Status column: exit code, or minus the signal."""
-        return -self.last_signal if self.last_signal is not None else self.last_exit_code
-
-
-_JOB_FIELDS = tuple(f.name for f in fields(_Job))
-
-
-@dataclass(slots=True)
-class _State:
-    jobs: dict[str, _Job]
-    disabled: dict[str, bool]
-    ended: list[str] = field(default_factory=list)
-    """Labels whose run was reaped when this state was loaded (not persisted)."""
-    offset: float = 0.0
-    """Seconds the domain's clock is ahead of the real one (lanekit.clock): `lanekit emulator
-    tick` moves it on, and it never goes back."""
-
-    def same_as(self, other: _State) -> bool:
-        """Whether both would be written as the same file (`ended` is not persisted)."""
-        return (
-            self.jobs == other.jobs
-            and self.disabled == other.disabled
-            and self.offset == other.offset
-        )
-
-    def to_bytes(self) -> bytes:
-        data: dict[str, object] = {
-            "schema": STATE_SCHEMA,
-            # Every field is a plain value: a shallow dict is asdict's, without its deep copies
-            # (this runs on every call into the domain, reads included).
-            "jobs": {
-                label: {name: getattr(job, name) for name in _JOB_FIELDS}
-                for label, job in sorted(self.jobs.items())
-            },
-            "disabled": dict(sorted(self.disabled.items())),
-        }
-        if self.offset:
-            data["clock_offset"] = self.offset
-        return (json.dumps(data, indent=2, sort_keys=True) + "\n").encode()
-
-    @classmethod
-    def from_bytes(cls, raw: bytes) -> _State:
-        data = json.loads(raw)
-        known = {f.name for f in fields(_Job)}
-        jobs = {
-            label: _Job(**{k: v for k, v in job.items() if k in known})
-            for label, job in data.get("jobs", {}).items()
-        }
-        disabled = {str(k): bool(v) for k, v in data.get("disabled", {}).items()}
-        offset = data.get("clock_offset")
-        valid = isinstance(offset, int | float) and not isinstance(offset, bool) and offset > 0
-        return cls(jobs, disabled, offset=float(offset) if valid else 0.0)
 
 
 class EmulatedDomain:
@@ -265,8 +156,8 @@ class EmulatedDomain:
         path = Path(plist).absolute()
         command = ("bootstrap", self.domain, str(path))
         try:
-            data = _read_plist(path)
-        except _RefusalError as refusal:
+            data = read_plist(path)
+        except RefusalError as refusal:
             raise self._fail(refusal.code, command, refusal.line, path=path) from None
         label = str(data["Label"])
         sessions = data.get("LimitLoadToSessionType", EMULATED_SESSION)
@@ -284,7 +175,7 @@ class EmulatedDomain:
                     LaunchctlCode.IO_ERROR, command, f"{path}: service already loaded", label, path
                 )
             now = self._clock()
-            job = _Job(
+            job = JobEntry(
                 label=label,
                 path=str(path),
                 plist_xml=plistlib.dumps(data).decode(),
@@ -492,7 +383,7 @@ class EmulatedDomain:
     # -- internals -------------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def _transaction(self) -> Iterator[_State]:
+    def _transaction(self) -> Iterator[DomainState]:
         """Lock the domain, load it, bring it up to date; write it back if it changed."""
         make_private_dirs(self.state_dir)
         fd = os.open(self._lock_file, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, PRIVATE_FILE)
@@ -526,11 +417,11 @@ class EmulatedDomain:
         except FileNotFoundError:
             return b""
 
-    def _parse_state(self, raw: bytes) -> _State:
+    def _parse_state(self, raw: bytes) -> DomainState:
         if not raw:
-            return _State({}, {})
+            return DomainState({}, {})
         try:
-            return _State.from_bytes(raw)
+            return DomainState.from_bytes(raw)
         except (ValueError, TypeError, AttributeError) as exc:
             raise LaunchdError(
                 f"{self._state_file}: emulated launchd state is unreadable ({exc})",
@@ -538,7 +429,7 @@ class EmulatedDomain:
                 "forgotten; running jobs keep running), then run `lanekit apply`",
             ) from None
 
-    def _refresh(self, state: _State, now: float) -> builtins.list[str]:
+    def _refresh(self, state: DomainState, now: float) -> builtins.list[str]:
         """Reap ended runs, enforce stop deadlines, drop booted-out jobs, run due starts."""
         ended: builtins.list[str] = []
         for label, job in list(state.jobs.items()):
@@ -552,7 +443,7 @@ class EmulatedDomain:
                 self._spawn(job, now)
         return ended
 
-    def _reap(self, job: _Job, now: float) -> bool:
+    def _reap(self, job: JobEntry, now: float) -> bool:
         """True when the job's run has ended (its exit is recorded)."""
         from lanekit.launchd.environ import is_alive, read_exit, signal_process
 
@@ -574,7 +465,7 @@ class EmulatedDomain:
             status_file.unlink(missing_ok=True)
         return True
 
-    def _start(self, job: _Job, now: float) -> int | None:
+    def _start(self, job: JobEntry, now: float) -> int | None:
         """A start request (kickstart, timer, RunAtLoad): never a second instance; throttled."""
         if job.running:
             return job.pid
@@ -586,7 +477,7 @@ class EmulatedDomain:
         job.pending_at = None
         return self._spawn(job, now)
 
-    def _spawn(self, job: _Job, now: float) -> int | None:
+    def _spawn(self, job: JobEntry, now: float) -> int | None:
         from lanekit.launchd.environ import EX_CONFIG, JobSetupError, launch_for, spawn
 
         launch = _with_clock(launch_for(self._plist(job)), self._offset)
@@ -606,7 +497,7 @@ class EmulatedDomain:
         job.status_file = str(status_file)
         return spawned.pid
 
-    def _request_stop(self, job: _Job, now: float) -> None:
+    def _request_stop(self, job: JobEntry, now: float) -> None:
         from lanekit.launchd.environ import request_stop
 
         timeout = exit_timeout(self._plist(job))
@@ -614,7 +505,7 @@ class EmulatedDomain:
         job.kill_at = now + timeout if timeout > 0 else None
         request_stop(job.spawned())
 
-    def _job(self, state: _State, label: str, command: tuple[str, ...]) -> _Job:
+    def _job(self, state: DomainState, label: str, command: tuple[str, ...]) -> JobEntry:
         job = state.jobs.get(label)
         if job is None:
             line = f'Could not find service "{label}" in domain for user gui: {os.getuid()}'
@@ -641,7 +532,7 @@ class EmulatedDomain:
             path=str(path) if path else None,
         )
 
-    def _plist(self, job: _Job) -> dict[str, object]:
+    def _plist(self, job: JobEntry) -> dict[str, object]:
         import plistlib
 
         cached = self._plists.get(job.plist_xml)
@@ -651,7 +542,7 @@ class EmulatedDomain:
             self._plists[job.plist_xml] = cached
         return cached
 
-    def _info(self, job: _Job) -> ServiceInfo:
+    def _info(self, job: JobEntry) -> ServiceInfo:
         definition = kept_definition(job.definition) or definition_of(self._plist(job))
         if job.running:
             state = "running"
@@ -673,48 +564,11 @@ class EmulatedDomain:
         )
 
 
-def read_offset(state_dir: Path) -> float:
-    """The clock offset in the domain's state file, read without the domain lock (the file is
-    replaced atomically) and without reaping anything: 0 when there is no domain yet, or its
-    state cannot be read (the next domain operation reports that)."""
-    try:
-        raw = (Path(state_dir) / "domain.json").read_bytes()
-    except OSError:
-        return 0.0
-    try:
-        return _State.from_bytes(raw).offset if raw else 0.0
-    except (ValueError, TypeError, AttributeError):
-        return 0.0
-
-
 def _with_clock(launch: JobLaunch, offset: float) -> JobLaunch:
     """The job's environment plus what a lanekit process needs to read the domain's clock
     (lanekit.clock): the one thing the emulated domain adds to what launchd would pass."""
     env = {**launch.env, BACKEND_VARIABLE: "emulated", OFFSET_VARIABLE: format_offset(offset)}
     return replace(launch, env=env)
-
-
-def calendar_entries(value: object) -> tuple[CalendarEntry, ...]:
-    """StartCalendarInterval (a dict or an array of dicts) read the way launchd reads it.
-
-    Negative values (and Month 0) only draw a warning from launchd and act as wildcards; a dict
-    with another out-of-range value is dropped while the job still loads; unknown keys are
-    ignored.
-    """
-    tables = value if isinstance(value, list) else [value]
-    entries: list[CalendarEntry] = []
-    for table in tables:
-        if not isinstance(table, Mapping):
-            continue
-        kept = {
-            key: number
-            for key, number in table.items()
-            if key in {"Minute", "Hour", "Day", "Weekday", "Month"}
-            and not (isinstance(number, int) and (number < 0 or (key == "Month" and number == 0)))
-        }
-        with contextlib.suppress(ScheduleError):
-            entries.append(parse_table(kept, strict=False))
-    return tuple(entries)
 
 
 @dataclass(frozen=True, slots=True)
@@ -728,62 +582,6 @@ class Timer:
     """The StartInterval timer counts from here (epoch seconds)."""
     last_calendar: str | None
     """The minute (YYYY-MM-DDTHH:MM) of the last calendar firing handled."""
-
-
-class _RefusalError(Exception):
-    """A plist launchd will not load: the code and the line launchctl prints for it."""
-
-    def __init__(self, code: int, line: str) -> None:
-        super().__init__(line)
-        self.code = code
-        self.line = line
-
-
-def _read_plist(path: Path) -> dict[str, object]:
-    """The checks launchd makes before it loads a plist, with launchctl's words for each."""
-    import plistlib
-
-    try:
-        info = path.stat()
-        owners = {os.geteuid(), 0}
-        if not stat.S_ISREG(info.st_mode) or info.st_mode & 0o022 or info.st_uid not in owners:
-            # Checked before reading: a FIFO named *.plist must be refused, not read (it blocks).
-            raise _RefusalError(
-                LaunchctlCode.IO_ERROR, f"{path}: Path had bad ownership/permissions"
-            )
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise _RefusalError(
-            LaunchctlCode.NO_SUCH_FILE, "Bootstrap failed: 2: No such file or directory"
-        ) from None
-    except OSError as exc:
-        raise _RefusalError(LaunchctlCode.IO_ERROR, f"{path}: {exc.strerror or exc}") from None
-    try:
-        data = plistlib.loads(raw)
-    except Exception:  # plistlib raises a zoo of types (expat, ValueError, binascii...)
-        data = None
-    if not isinstance(data, dict):
-        raise _RefusalError(LaunchctlCode.IO_ERROR, f"{path}: Invalid property list")
-    label = data.get("Label")
-    if not isinstance(label, str) or not label or any(ord(c) < 32 or ord(c) == 127 for c in label):
-        raise _RefusalError(
-            LaunchctlCode.IO_ERROR, f"{path}: Label is missing, empty or not a plain string"
-        )
-    arguments = data.get("ProgramArguments")
-    has_args = (
-        isinstance(arguments, list)
-        and bool(arguments)
-        and all(isinstance(a, str) for a in arguments)
-    )
-    if not has_args and not isinstance(data.get("Program"), str):
-        raise _RefusalError(
-            LaunchctlCode.IO_ERROR, f"{path}: Neither Program nor ProgramArguments was specified"
-        )
-    try:
-        plistlib.dumps(data)
-    except (TypeError, OverflowError, ValueError):
-        raise _RefusalError(LaunchctlCode.IO_ERROR, f"{path}: Invalid property list") from None
-    return data
 
 
 def _minute_key(moment: datetime) -> str:

@@ -98,7 +98,7 @@ def emulated_state(state_dir: str) -> dict[str, Any] | None:
 
 
 def emulated_offset(state: Mapping[str, Any] | None) -> float:
-    """The domain clock's offset in its state file (lanekit.launchd.emulator.read_offset reads
+    """The domain clock's offset in its state file (lanekit.launchd.emulated_state.read_offset reads
     the same key); 0 when there is none."""
     if state is None:
         return 0.0
