@@ -522,7 +522,7 @@ class EmulatedDomain:
     ) -> LaunchctlError:
         """The error the real adapter raises for the same failure: same code, same words."""
         # The real adapter's module (and its parsers) only when there is an error to word.
-        from lanekit.launchd.launchctl import error_for
+        from lanekit.launchd.launchctl_errors import error_for
 
         return error_for(
             code,
