@@ -50,7 +50,7 @@ from lanekit.lanelog import read_events
 from lanekit.launchd import clock_for
 from lanekit.launchd.emuclock import advance
 from lanekit.launchd.emulator import EmulatedDomain
-from lanekit.launchd.environ import EX_CONFIG
+from lanekit.launchd.launch import EX_CONFIG
 from lanekit.owned import make_private_dirs
 from lanekit.paths import Paths
 from lanekit.queue import Queue

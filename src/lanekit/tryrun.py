@@ -194,7 +194,8 @@ def _target(request: TryRequest, paths: Paths, env: Mapping[str, str]) -> Target
 def try_run(request: TryRequest, paths: Paths, env: Mapping[str, str] | None = None) -> TryResult:
     """The core of `lanekit try`: preflight, then one foreground run as launchd would do it."""
     from lanekit.checks import jobfacts
-    from lanekit.launchd.environ import JobSetupError, launch_for, run_foreground
+    from lanekit.launchd.environ import run_foreground
+    from lanekit.launchd.launch import JobSetupError, launch_for
 
     env = os.environ if env is None else env
     target = _target(request, paths, env)

@@ -17,7 +17,8 @@ import pytest
 from lanekit.launchd import LaunchctlError, ListEntry
 from lanekit.launchd.emulated_plist import calendar_entries
 from lanekit.launchd.emulator import EmulatedDomain
-from lanekit.launchd.environ import DEFAULT_PATH, process_token
+from lanekit.launchd.environ import process_token
+from lanekit.launchd.launch import DEFAULT_PATH
 from lanekit.schedule import CalendarEntry
 
 WAIT = 30.0  # generous bound for processes on a loaded CI machine; never a timing assertion

@@ -14,21 +14,23 @@ import pytest
 
 from lanekit.errors import EnvironmentUnusableError
 from lanekit.launchd.environ import (
-    DEFAULT_PATH,
-    EX_CONFIG,
     JobExit,
-    JobLaunch,
-    JobSetupError,
     SpawnedJob,
     is_alive,
+    process_token,
+    read_exit,
+    run_foreground,
+    spawn,
+)
+from lanekit.launchd.launch import (
+    DEFAULT_PATH,
+    EX_CONFIG,
+    JobLaunch,
+    JobSetupError,
     launch_environment,
     launch_for,
     parse_umask,
-    process_token,
-    read_exit,
     resolve_command,
-    run_foreground,
-    spawn,
 )
 
 WAIT = 30.0  # generous bound for a job to finish on a loaded CI machine; never a threshold

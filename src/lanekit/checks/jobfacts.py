@@ -131,7 +131,7 @@ def log_files(job: Mapping[str, Any]) -> list[tuple[str, Path]]:
 
 def resolve(name: str, job: Mapping[str, Any]) -> str | None:
     """Where the job would find command `name`: on its own PATH, from its own cwd."""
-    from lanekit.launchd.environ import resolve_command
+    from lanekit.launchd.launch import resolve_command
 
     return resolve_command(name, job_path(job), cwd(job))
 

@@ -37,7 +37,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lanekit.launchd.environ import launch_for
+from lanekit.launchd.launch import launch_for
 from lanekit.launchd.model import ServiceInfo
 
 DEFAULT_THROTTLE_INTERVAL = 10

@@ -58,7 +58,7 @@ def throttle(plist: Mapping[str, object]) -> int:
 
 def exit_timeout(plist: Mapping[str, object]) -> int:
     """ExitTimeOut as launchd applies it."""
-    from lanekit.launchd.environ import launch_for
+    from lanekit.launchd.launch import launch_for
 
     return launch_for(plist).exit_timeout
 
@@ -67,7 +67,7 @@ def definition_of(plist: Mapping[str, object]) -> Definition:
     """What `print` says of the job `plist` defines, whatever its run state."""
     # The spawning code and the plist readers only here: at bootstrap, or for an old entry.
     from lanekit.launchd.definition import calendar_facts, spawn_type
-    from lanekit.launchd.environ import DEFAULT_PATH, launch_environment, launch_for
+    from lanekit.launchd.launch import DEFAULT_PATH, launch_environment, launch_for
 
     launch = launch_for(plist)
     environment = dict(launch_environment(plist))

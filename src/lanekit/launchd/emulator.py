@@ -88,7 +88,7 @@ from lanekit.schedule import CalendarEntry, fires_at
 from lanekit.snapshot import DEFAULT_EXIT_TIMEOUT
 
 if TYPE_CHECKING:
-    from lanekit.launchd.environ import JobLaunch
+    from lanekit.launchd.launch import JobLaunch
 
 POLL_SECONDS = 0.05
 STOP_MARGIN = 5.0
@@ -478,7 +478,8 @@ class EmulatedDomain:
         return self._spawn(job, now)
 
     def _spawn(self, job: JobEntry, now: float) -> int | None:
-        from lanekit.launchd.environ import EX_CONFIG, JobSetupError, launch_for, spawn
+        from lanekit.launchd.environ import spawn
+        from lanekit.launchd.launch import EX_CONFIG, JobSetupError, launch_for
 
         launch = _with_clock(launch_for(self._plist(job)), self._offset)
         status_file = self._exits / f"{uuid.uuid4().hex}.json"
