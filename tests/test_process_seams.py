@@ -1,7 +1,8 @@
 """Processes are started in the seams listed in ALLOWED only: launchd/launchctl.py (the
 launchctl tool), launchd/environ.py (a job the way launchd starts it), runner.py (the lane's job
 command), opener.py (opening a written page), launchd/probes.py (macOS's read-only diagnostic
-tools, for doctor) and watch/notifier.py (the watchdog's notifiers).
+tools, for doctor), watch/notifier.py (the watchdog's notifiers) and watch/launchdlook.py (the
+watchdog's read-only launchctl calls in its lean pass).
 
 Anything else that spawns is a seam leak: it escapes the fakes, the bare-environment rules and
 the signal handling that those modules own.
@@ -23,12 +24,16 @@ ALLOWED = {
     "watcher.py",
     "launchd/probes.py",
     "watch/notifier.py",
+    "watch/launchdlook.py",
 }
 """watcher.py: the runner's fork per job that holds the claim lock and starts the job (it is the
 runner's seam, split out because it outlives the runner; see lanekit.watcher). opener.py opens
 a written page (timeline --open); launchd/probes.py runs macOS's read-only diagnostic tools
 (sfltool) for doctor; watch/notifier.py runs the watchdog's `command` channel and osascript
-(argv, no shell, a timeout; lanekit.watch.channels is its only caller)."""
+(argv, no shell, a timeout; lanekit.watch.channels is its only caller); watch/launchdlook.py
+runs `launchctl print` and `print-disabled` for the watchdog's lean pass (argv, no shell, the
+adapter's timeout), with os.posix_spawnp because importing launchd/launchctl.py or subprocess
+would cost that pass most of its budget (benchmark figure (j))."""
 
 SPAWNING_MODULES = {"subprocess", "multiprocessing", "pty", "concurrent.futures.process"}
 OS_SPAWNERS = {"fork", "forkpty", "system", "popen", "posix_spawn", "posix_spawnp"}

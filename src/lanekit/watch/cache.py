@@ -11,7 +11,9 @@ or queue):
   (each directory of the job's PATH and of the caller's, the command and interpreter files),
   `queue:QUEUE` (the queue's directories, JobQueue.places, and each day bucket of where its
   succeeded jobs are held);
-- `launchd`: the labels whose launchd facts it read (their entry in the emulated domain);
+- `launchd`: the labels whose launchd facts it read (their entry in the emulated domain; on a
+  Mac their launchctl rows, print-disabled entry and, where lanekit.watch.fingerprint
+  .launchctl_print says so, their `print`);
 - `logs`: the lanes whose logs it read, folded incrementally (lanekit.watch.logfold) from the
   offsets recorded here; queue.duplicate-success also keeps its queue's Seen filter;
 - `found`: whether it had findings, and `until`: the epoch time until which it holds when
@@ -25,8 +27,12 @@ by the next pass (which then looks again): a cached result is never newer than i
 
 The cache also keeps what the lean pass needs to record a pass as the full one does: the
 watchdog's lock, lane log and memory file, the number of open alerts, and the time a repeat
-or the digest is due. A pass that had notes (launchd could not be asked), an undelivered
-notice, or no `--config` writes no cache (the next pass is a full one).
+or the digest is due; on launchctl also the domain's candidates, the launchctl binary and
+timeout, and what the domain choice was made from (lanekit.watch.launchdlook.choice_inputs),
+and a full pass is due at most REVERIFY after this one (the loaded definition of a healthy
+label is the one launchd fact no cheap call shows). A pass that had notes (launchd could not
+be asked), an undelivered notice, or no `--config` writes no cache (the next pass is a full
+one).
 """
 
 from __future__ import annotations
@@ -57,10 +63,16 @@ from lanekit.watch.spec import WATCH_LANE
 if TYPE_CHECKING:
     from lanekit.config import Config, LaneSpec
     from lanekit.doctor import DoctorContext, Finding, Target
+    from lanekit.launchd import Launchd
     from lanekit.paths import Paths
     from lanekit.watch.memory import Memory
     from lanekit.watch.spec import WatchSpec
 
+REVERIFY = 3600.0
+"""On launchctl, seconds after a full pass by which the next full one is due whatever else:
+the bound on how long a loaded definition changed behind lanekit's back (bootout, then a
+bootstrap from another file, the label's row as before) can go unseen (plist.drift)."""
+DRIFT = "plist.drift"
 VOLATILE_QUEUE_CHECKS = ("queue.stale-claim", "queue.orphaned-job", "queue.backlog")
 """Their verdict moves with time or with a runner's death while their directories are not
 empty: reused only while the queue holds no queued, delayed or claimed job."""
@@ -85,26 +97,38 @@ class Snapshot:
     domain: fingerprint.Print
     """The emulated domain's state file, fingerprinted before it was parsed."""
     offset: float
+    launchctl: Mapping[str, Any] | None
+    """On launchctl: how to ask it again (binary, timeout, candidates) and what the domain
+    choice was made from; None on the emulated domain."""
     logs: Mapping[str, LogRead]
     seen: Mapping[str, Seen]
     busy_queues: frozenset[str]
 
 
-def snapshot(config: Config, paths: Paths, env: Mapping[str, str]) -> Snapshot | None:
-    """Fingerprint every input of a pass over `config`; None off the emulated domain (the
-    lean pass reuses results there only: launchctl's facts are not fingerprinted yet)."""
+def snapshot(
+    config: Config, paths: Paths, env: Mapping[str, str], launchd: Launchd
+) -> Snapshot | None:
+    """Fingerprint every input of a pass over `config` whose checks ask `launchd`; None when
+    launchctl did not answer as the lean pass needs it to (lanekit.watch.launchdlook
+    .Unanswered)."""
     from lanekit.backend import backend_name
 
-    if backend_name(env, sys.platform) != "emulated":
-        return None
     sets = _path_sets(config, paths)
-    domain = fingerprint.stat_print(str(paths.emulator / "domain.json"))
-    state = fingerprint.emulated_state(str(paths.emulator))
-    offset = fingerprint.emulated_offset(state)
-    labels = {
-        lane.label: fingerprint.label_print(state, lane.label, os.getpid())
-        for lane in config.lanes.values()
-    }
+    domain: fingerprint.Print = None
+    offset = 0.0
+    launchctl: dict[str, Any] | None = None
+    if backend_name(env, sys.platform) == "emulated":
+        domain = fingerprint.stat_print(str(paths.emulator / "domain.json"))
+        state = fingerprint.emulated_state(str(paths.emulator))
+        offset = fingerprint.emulated_offset(state)
+        labels = {
+            lane.label: fingerprint.label_print(state, lane.label, os.getpid())
+            for lane in config.lanes.values()
+        }
+    else:
+        launchctl, labels = _launchctl_labels(config, env, launchd)
+        if launchctl is None:
+            return None
     logs: dict[str, LogRead] = {}
     seen: dict[str, Seen] = {}
     ids: dict[str, list[str]] = {}
@@ -127,10 +151,58 @@ def snapshot(config: Config, paths: Paths, env: Mapping[str, str]) -> Snapshot |
         labels=labels,
         domain=domain,
         offset=offset,
+        launchctl=launchctl,
         logs=logs,
         seen=seen,
         busy_queues=busy,
     )
+
+
+def _launchctl_labels(
+    config: Config, env: Mapping[str, str], domain: Launchd
+) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """(how to ask launchctl again, each label's fingerprint with its `print`: which ones the
+    cache keeps is known only after the checks, write_cache trims the rest), asking what the
+    pass's checks ask; (None, {}) when launchctl did not answer plainly, or the pass asks
+    some other launchd."""
+    from lanekit.launchd.launchctl import LaunchctlDomain
+    from lanekit.watch.launchdlook import Look, Unanswered, choice_inputs
+
+    if not isinstance(domain, LaunchctlDomain):
+        return None, {}
+    look = Look(domain.launchctl, domain.timeout, domain.candidates)
+    try:
+        labels = {
+            lane.label: fingerprint.launchctl_print(look, lane.label, os.getpid(), service=True)
+            for lane in config.lanes.values()
+        }
+    except Unanswered:
+        return None, {}
+    how = {
+        "launchctl": domain.launchctl,
+        "timeout": domain.timeout,
+        "candidates": list(domain.candidates),
+        "choice": choice_inputs(env),
+    }
+    return how, labels
+
+
+def _trimmed(labels: Mapping[str, Any], units: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The launchctl fingerprints as the cache keeps them: a label's `print` only where
+    lanekit.watch.fingerprint.launchctl_print says a check's result depends on it (a last
+    exit status other than 0, an open plist.drift finding)."""
+    drifted = {
+        label
+        for unit in units
+        if unit["check"] == DRIFT and unit["found"]
+        for label in unit["launchd"]
+    }
+    return {
+        label: print_
+        if label in drifted or fingerprint.needs_service(print_)
+        else fingerprint.without_service(print_)
+        for label, print_ in labels.items()
+    }
 
 
 def _busy(lane: LaneSpec, offset: float) -> bool:
@@ -320,13 +392,21 @@ def write_cache(
     from lanekit.lanelock import lane_lock_path
 
     at = ctx.now()
+    units = _units(targets, findings, checks, ctx, shot)
+    due = _due(watch, memory, at)
+    labels: Mapping[str, Any] = shot.labels
+    if shot.launchctl is not None:
+        due = min(due, at.timestamp() + REVERIFY)
+        labels = _trimmed(shot.labels, units)
     document = {
         "config": absolute(str(config_arg)),
+        "backend": "emulated" if shot.launchctl is None else "launchctl",
         "domain": {
             "dir": str(paths.emulator),
             "path": str(paths.emulator / "domain.json"),
             "print": shot.domain,
         },
+        "launchctl": shot.launchctl,
         "offset": shot.offset,
         "caller_path": os.environ.get("PATH"),
         "label": lane.label,
@@ -337,16 +417,16 @@ def write_cache(
         "memory_print": fingerprint.stat_print(str(memory_file)),
         "open": open_alerts,
         "channels": ", ".join(channels) or "no channel",
-        "due": _due(watch, memory, at),
+        "due": due,
         "sets": {key: list(group) for key, group in shot.sets.items()},
         "prints": shot.prints,
-        "labels": shot.labels,
+        "labels": labels,
         "logs": {
             name: {"path": r.path, "inode": r.inode, "offset": r.offset}
             for name, r in shot.logs.items()
         },
         "seen": {queue: bloom.dump() for queue, bloom in shot.seen.items()},
-        "units": _units(targets, findings, checks, ctx, shot),
+        "units": units,
         "rules": run_rules(),
     }
     target = Path(cache_path(str(paths.state), absolute(str(config_arg))))

@@ -12,6 +12,12 @@ cached (check, subject) result is where that pass left it:
    (lanekit.clock: the emulated domain's time; it never goes back);
 2. every fingerprinted path (lanekit.watch.fingerprint) has the same stat; the emulated
    domain's state file either has the same stat or, parsed, the same entry for every label;
+   on a Mac (launchctl), the domain is chosen from the same inputs and every label has the
+   same launchctl fingerprint (lanekit.watch.fingerprint.launchctl_print, which says why it
+   moves whenever a fact a cached result read moves): one `launchctl print DOMAIN` and one
+   `launchctl print-disabled DOMAIN` for 20 healthy lanes, plus one `print DOMAIN/LABEL` per
+   label whose last exit was not 0 or whose plist drifted, and the next candidate domain's
+   rows only when a label is not in the chosen one's (lanekit.watch.launchdlook);
 3. no result has reached the time until which it holds (a fire to account for, a claim or a
    queued job whose verdict moves with time); a healthy lane.missed-run result is moved on by
    the run evidence in its log's new lines first (lanekit.watch.logfold.renewed);
@@ -27,12 +33,14 @@ else (a missing or foreign cache, a moved input, the lock held by another pass, 
 any kind before the first write) returns None and the full pass runs from the start, having
 changed nothing.
 
-Only the emulated domain is handled so far: on launchctl every pass is a full one.
+On launchctl a full pass is also due an hour after the last one (lanekit.watch.cache
+.REVERIFY): the loaded definition of a healthy label is the one launchd fact no cheap call
+shows.
 
 Builtin modules only (os, sys, time, marshal, zlib, fcntl; json only when the domain's state
-file moved), like lanekit.entry: typer, rich, jinja2, dataclasses and pathlib would each cost
-a sizeable part of the budget. The cache is a marshal document for the same reason (a cache
-of another interpreter is refused before it is read).
+file moved; select on launchctl), like lanekit.entry: typer, rich, jinja2, dataclasses and
+pathlib would each cost a sizeable part of the budget. The cache is a marshal document for
+the same reason (a cache of another interpreter is refused before it is read).
 """
 
 # ruff: noqa: PTH100, PTH111, PTH116, PTH118
@@ -126,11 +134,11 @@ def main(argv: Sequence[str]) -> int | None:
     if config is None:
         return None
     env = os.environ
-    if backend_name(env, sys.platform) != "emulated":
-        return None
     try:
         path = cache_path(state_dir(env, sys.platform), absolute(config))
         cache = _load(path, absolute(config))
+        if cache["backend"] != backend_name(env, sys.platform):
+            return None
         lock = try_lock(cache["lock"])
     except (_Full, OSError, KeyError, TypeError, ValueError, EOFError):
         return None
@@ -185,8 +193,26 @@ def _unchanged(cache: dict[str, Any]) -> tuple[_Clock, dict[str, Appended]]:
             raise _Full
     if fingerprint.stat_print(cache["memory"]) != cache["memory_print"]:
         raise _Full  # another pass (a full one, by hand) changed what is remembered
+    if cache["backend"] == "launchctl":
+        _launchctl_unchanged(cache["launchctl"], cache["labels"])
+        offset = 0.0  # the real clock (lanekit.launchd.clock_for)
+    else:
+        offset = _emulated_unchanged(cache)
+    # The full pass's clock (lanekit.launchd.clock_for): the domain's offset, or the one this
+    # process was started with if larger.
+    clock = _Clock(max(offset, job_offset()))
+    now = clock()
+    if now >= cache["due"]:
+        raise _Full
+    folds = _fold_logs(cache["logs"], cache["rules"])
+    _still_valid(cache, folds, now)
+    return clock, folds
+
+
+def _emulated_unchanged(cache: dict[str, Any]) -> float:
+    """The emulated domain's part of step 2; the domain clock's offset."""
     domain = cache["domain"]
-    offset = cache["offset"]
+    offset: float = cache["offset"]
     now_print = fingerprint.stat_print(domain["path"])
     if now_print != domain["print"]:
         state = fingerprint.emulated_state(domain["dir"])
@@ -198,15 +224,25 @@ def _unchanged(cache: dict[str, Any]) -> tuple[_Clock, dict[str, Appended]]:
         if offset < cache["offset"]:
             raise _Full  # the domain's clock never goes back: not the domain the cache knows
         cache["offset"], domain["print"] = offset, now_print
-    # The full pass's clock (lanekit.launchd.clock_for): the domain's offset, or the one this
-    # process was started with if larger.
-    clock = _Clock(max(offset, job_offset()))
-    now = clock()
-    if now >= cache["due"]:
-        raise _Full
-    folds = _fold_logs(cache["logs"], cache["rules"])
-    _still_valid(cache, folds, now)
-    return clock, folds
+    return offset
+
+
+def _launchctl_unchanged(how: Mapping[str, Any], labels: Mapping[str, Any]) -> None:
+    """launchctl's part of step 2: the same domain choice, the same fingerprint per label
+    (the first that moved ends the look: no more launchctl calls)."""
+    from lanekit.watch.launchdlook import Look, Unanswered, choice_inputs
+
+    if choice_inputs(os.environ) != how["choice"]:
+        raise _Full  # another domain, binary or timeout than the cache's
+    look = Look(how["launchctl"], how["timeout"], how["candidates"])
+    me = os.getpid()
+    try:
+        for label, known in labels.items():
+            service = isinstance(known, dict) and "service" in known
+            if fingerprint.launchctl_print(look, label, me, service=service) != known:
+                raise _Full
+    except Unanswered:
+        raise _Full from None
 
 
 def _still_valid(cache: dict[str, Any], folds: Mapping[str, Appended], now: float) -> None:

@@ -12,9 +12,11 @@ each input into a small JSON-able value that changes whenever the input does:
   (timer bases, spawn times, tokens). The run count stays in while the last exit is a
   failure (the crash-loop check names it). A label that is running right now is marked
   `running` (the result of a check on a running job may change at any moment: a pass never
-  reuses it), except the watchdog itself while this very pass runs (`self`).
+  reuses it), except the watchdog itself while this very pass runs (`self`);
+- a label on a Mac (launchctl): `launchctl_print`, from the few launchctl calls of
+  lanekit.watch.launchdlook, with the same `state` words.
 
-Builtin modules only (os, json): the lean pass (lanekit.watch.entry) computes these on every
+Builtin modules only (os, json, select): the lean pass (lanekit.watch.entry) computes these on every
 run, and the full pass computes the same values with the same functions when it writes the
 cache, so the two can never disagree about what "unchanged" means.
 """
@@ -31,6 +33,8 @@ TYPE_CHECKING = False  # typing costs the lean pass's start-up; mypy still reads
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
     from typing import Any
+
+    from lanekit.watch.launchdlook import Look
 
 Print = list[int] | None
 """A path's fingerprint: [inode, size, mtime_ns, ctime_ns, mode] (twice for a symlink: the
@@ -134,3 +138,53 @@ def label_print(state: Mapping[str, Any] | None, label: str, me: int) -> Any:
 def volatile(print_: Any) -> bool:
     """A label whose checks must be run again on every pass (a job running right now)."""
     return isinstance(print_, dict) and print_.get("state") == "running"
+
+
+def launchctl_print(look: Look, label: str, me: int, *, service: bool) -> dict[str, Any]:
+    """The fingerprint of `label` on the launchctl backend; `me` is this process's pid.
+
+    What doctor's alert checks read of a label there (lanekit.watch.launchdlook lists it),
+    and why this value moves whenever one of them would:
+
+    - loaded or not, and in which candidate domain: the row's presence (`domain`);
+    - running right now: the row's pid, as `state` (running / self / not running); a running
+      label is volatile, so nothing about it is reused anyway;
+    - disabled: print-disabled's entry;
+    - the last exit status: the row's (`status`). DoctorContext.last_exit prefers `print`'s
+      exit code or signal, which is the same fact when the row has a number; a row without one
+      (`-`, macOS 26's `(pe)`) is fingerprinted with its `print` too;
+    - `runs`, `state` (spawn scheduled), `successive crashes`, `minimum runtime`: only
+      launchd.crash-loop reads them, and only when the last exit status is not 0, so a label
+      whose status is not 0 is fingerprinted with its whole `print` (`service`: the pass cache
+      keeps it for those);
+    - the loaded definition (plist.drift): in `print` only. A label with an open drift finding
+      keeps its `print` too (a reload that clears it moves it). For a healthy label no cheap
+      call shows it: a label booted out and bootstrapped again by hand from another file, its
+      row as before, is seen by the next full pass, which lanekit.watch.cache.REVERIFY bounds.
+
+    `service`: also take `launchctl print DOMAIN/LABEL` (loaded labels only)."""
+    found = look.row(label)
+    disabled = look.disabled(label)
+    if found is None:
+        return {"loaded": False, "disabled": disabled}
+    domain, (pid, status, _) = found
+    state = "not running" if pid is None else "self" if pid == me else "running"
+    kept: dict[str, Any] = {"domain": domain, "state": state, "status": status}
+    kept["disabled"] = disabled
+    if service:
+        kept["service"] = look.service(domain, label)
+    return kept
+
+
+def needs_service(print_: Any) -> bool:
+    """A launchctl fingerprint whose label's `print` must be kept: a loaded label whose last
+    exit status is not a plain 0 (see launchctl_print)."""
+    return isinstance(print_, dict) and "domain" in print_ and print_.get("status") != 0
+
+
+def without_service(print_: Any) -> Any:
+    """A launchctl fingerprint without its `print` (what the lean pass recomputes when the
+    pass cache does not keep it)."""
+    if not isinstance(print_, dict) or "service" not in print_:
+        return print_
+    return {key: value for key, value in print_.items() if key != "service"}

@@ -237,7 +237,7 @@ def run_pass(
     try:
         # Fingerprinted before anything is looked at (lanekit.watch.cache): a change made
         # while this pass looks is a change to the next one.
-        shot = _snapshot(request, config, paths, env)
+        shot = _snapshot(request, config, paths, env, launchd)
         log.event("start", pid=os.getpid())
         result = dog.run(chosen, log)
         _keep(request, shot, dog, result)
@@ -247,14 +247,18 @@ def run_pass(
 
 
 def _snapshot(
-    request: WatchRequest, config: Config, paths: Paths, env: Mapping[str, str]
+    request: WatchRequest,
+    config: Config,
+    paths: Paths,
+    env: Mapping[str, str],
+    launchd: Launchd,
 ) -> Snapshot | None:
     """What the pass cache needs from before the looking; None when no cache is kept (no
     `--config` to find it by: the lean pass only runs `watch --config X`)."""
     if request.config_path is None:
         return None
     try:
-        return snapshot(config, paths, env)
+        return snapshot(config, paths, env, launchd)
     except (LanekitError, OSError):
         return None
 
