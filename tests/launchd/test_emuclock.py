@@ -138,3 +138,28 @@ def test_tick_needs_one_span_and_the_emulated_domain(
     real = runner.invoke(app, ["emulator", "tick", "--for", "1m"])
     assert real.exit_code == 2
     assert "LANEKIT_LAUNCHD=emulated" in real.stderr
+
+
+def test_a_lane_added_after_the_clock_moved_on_missed_no_fire_before_its_load(
+    cli_home: Path,
+) -> None:
+    """After `emulator tick --for 1d`, a lane applied now whose daily time passed two hours ago
+    by the domain's clock was not loaded then, so doctor reports no missed run (its plist's
+    mtime is real time, a day behind the domain's fires: apply's `installed` line, written by
+    the domain's clock, is when it was loaded)."""
+    runner = CliRunner()
+    assert runner.invoke(app, ["apply"]).exit_code == 0
+    ticked = runner.invoke(app, ["emulator", "tick", "--for", "1d", "--asleep"])
+    assert ticked.exit_code == 0, (ticked.stdout, ticked.stderr)
+    passed = datetime.now() - timedelta(hours=2)
+    config = cli_home / "lanes.toml"
+    config.write_text(
+        config.read_text(encoding="utf-8")
+        + f'[lanes.added]\nqueue = "q"\ncommand = ["/bin/true", "{{job}}"]\n'
+        f'schedule = "{passed:%M %H} * * *"\n',
+        encoding="utf-8",
+    )
+    assert runner.invoke(app, ["apply"]).exit_code == 0
+    doctor = runner.invoke(app, ["doctor", "--check", "lane.missed-run", "--json"])
+    findings = json.loads(doctor.stdout)["findings"]
+    assert [f for f in findings if f["subject"] == "added"] == [], findings
