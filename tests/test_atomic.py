@@ -118,3 +118,14 @@ def test_one_full_flush_per_durable_write_after_the_plain_fsync(
     events.clear()
     write_atomic(tmp_path / "y", b"data", durable=False)
     assert events == []
+
+
+def test_mtime_dates_the_file_before_it_is_in_place(tmp_path: Path) -> None:
+    """`mtime` sets the new file's modification time (apply dates a plist by the launchd
+    backend's clock); without it the file keeps the time it was written."""
+    dated = tmp_path / "dated"
+    write_atomic(dated, b"x", mtime=2_000_000_000.5)
+    assert dated.stat().st_mtime == 2_000_000_000.5
+    plain = tmp_path / "plain"
+    write_atomic(plain, b"x")
+    assert plain.stat().st_mtime < 2_000_000_000

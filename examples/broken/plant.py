@@ -79,15 +79,10 @@ def plant(config_path: Path, paths: Paths) -> list[tuple[str, str]]:
     apply(config, paths, launchd, install_anyway=True)  # its missing commands are planted too
     lanes = config.lanes
 
-    # lane.missed-run: installed two days ago (as far as launchd's fires are concerned): the
-    # plist's mtime, and apply's `installed` line in the lane log (by the domain's clock).
+    # lane.missed-run: installed two days ago (as far as launchd's fires are concerned).
     notify = paths.plist_for(lanes["notify"].label)
     two_days_ago = time.time() - 2 * 86400
     os.utime(notify, (two_days_ago, two_days_ago))
-    lanes["notify"].log_path.unlink(missing_ok=True)
-    LaneLog(lanes["notify"].log_path, "notify", clock=lambda: two_days_ago).event(
-        "applied", action="create", by="apply"
-    )
 
     # priority.background-burst: a burst waits for a Nice 10, low-priority lane.
     bulk = Queue(lanes["bulk"].queue.dir)

@@ -39,11 +39,13 @@ def write_atomic(
     *,
     durable: bool = True,
     replace: bool = True,
+    mtime: float | None = None,
 ) -> None:
     """Put `data` at `path` so readers see the old or the new file, never a torn one.
 
     `durable=False` skips the flushes (a crash may then lose the write, never tear it).
     `replace=False` refuses (FileExistsError) when `path` exists, and never replaces it.
+    `mtime` (epoch seconds) dates the file, on its descriptor before it is put in place.
     """
     make_private_dirs(path.parent)
     tmp, fd = _create_temp(path)
@@ -51,6 +53,8 @@ def write_atomic(
         try:
             _write_all(fd, data)
             os.fchmod(fd, mode)
+            if mtime is not None:
+                os.utime(fd, (mtime, mtime))
             if durable:
                 fsops.fsync_fd(fd)
         finally:

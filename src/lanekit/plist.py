@@ -200,9 +200,9 @@ def render_lane(
     return plistlib.dumps(parsed)
 
 
-def write_plist(path: Path, data: bytes) -> bool:
-    """Write atomically with mode 0600; False when the file already is a regular file of ours
-    with exactly these bytes and that mode (nothing written).
+def write_plist(path: Path, data: bytes, *, mtime: float | None = None) -> bool:
+    """Write atomically with mode 0600, dated `mtime` when given; False when the file already
+    is a regular file of ours with exactly these bytes and that mode (nothing written).
     """
     try:
         info = path.lstat()
@@ -216,7 +216,7 @@ def write_plist(path: Path, data: bytes) -> bool:
         unchanged = False
     if unchanged:
         return False
-    write_atomic(path, data, PLIST_MODE)
+    write_atomic(path, data, PLIST_MODE, mtime=mtime)
     return True
 
 

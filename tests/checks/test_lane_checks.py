@@ -239,35 +239,6 @@ def test_lane_installed_after_the_fire_missed_nothing(tmp_path: Path) -> None:
     assert len(world.run("lane.missed-run", world.target(), now=real + timedelta(minutes=1))) == 1
 
 
-def test_an_install_line_after_the_fire_is_the_load_time(tmp_path: Path) -> None:
-    """apply's `applied action=create` line, by the launchd backend's clock, says when the lane
-    was loaded even where that clock runs ahead of the plist's mtime (the emulated domain after
-    `emulator tick`): after the fire it missed nothing, and the healthy result holds until the
-    next fire plus the grace; before the fire it excuses nothing."""
-    from lanekit.checks.lane import MISSED_RUN_GRACE, missed_run_expiry
-    from lanekit.lanelog import LaneLog
-
-    world = World.make(tmp_path)
-    world.install()  # the plist's mtime is now, two days before the fires below
-    now = two_hours_after_a_fire()
-    fire = now.replace(hour=10, minute=40, microsecond=0)
-    log = LaneLog(world.lane().log_path, "funnel", clock=lambda: fire.timestamp() + 600)
-    log.event("applied", action="create", by="apply")
-    assert world.run("lane.missed-run", world.target(), now=now) == []
-    expiry = missed_run_expiry(world.target(), world.context(now=now))
-    grace = MISSED_RUN_GRACE.total_seconds()
-    assert expiry == (fire + timedelta(days=1)).timestamp() + grace - 1
-
-    early = World.make(tmp_path / "early")
-    early.install()
-    LaneLog(early.lane().log_path, "funnel", clock=lambda: fire.timestamp() - 600).event(
-        "applied", action="create", by="apply"
-    )
-    assert [f.id for f in early.run("lane.missed-run", early.target(), now=now)] == [
-        "lane.missed-run"
-    ]
-
-
 def test_missed_interval_run(tmp_path: Path) -> None:
     """An every-15-minutes lane with nothing in its log for 40 minutes missed a run."""
     text = HEALTHY.replace('schedule = ["40 10 * * *"]', 'every = "15m"')

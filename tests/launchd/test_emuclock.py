@@ -144,9 +144,8 @@ def test_a_lane_added_after_the_clock_moved_on_missed_no_fire_before_its_load(
     cli_home: Path,
 ) -> None:
     """After `emulator tick --for 1d`, a lane applied now whose daily time passed two hours ago
-    by the domain's clock was not loaded then, so doctor reports no missed run (its plist's
-    mtime is real time, a day behind the domain's fires: apply's `installed` line, written by
-    the domain's clock, is when it was loaded)."""
+    by the domain's clock was not loaded then, so doctor reports no missed run (apply dates the
+    plist it writes by the domain's clock, a day ahead of the real one the file system keeps)."""
     runner = CliRunner()
     assert runner.invoke(app, ["apply"]).exit_code == 0
     ticked = runner.invoke(app, ["emulator", "tick", "--for", "1d", "--asleep"])
@@ -163,3 +162,24 @@ def test_a_lane_added_after_the_clock_moved_on_missed_no_fire_before_its_load(
     doctor = runner.invoke(app, ["doctor", "--check", "lane.missed-run", "--json"])
     findings = json.loads(doctor.stdout)["findings"]
     assert [f for f in findings if f["subject"] == "added"] == [], findings
+
+
+def test_a_watchdog_added_after_the_clock_moved_on_is_not_overdue(cli_home: Path) -> None:
+    """After `emulator tick --for 1d`, a watchdog installed now has missed no pass yet: neither
+    status nor doctor says it has been silent for a day (apply dates the plist it writes by the
+    domain's clock, which the dead man's switch compares with)."""
+    runner = CliRunner()
+    assert runner.invoke(app, ["apply"]).exit_code == 0
+    ticked = runner.invoke(app, ["emulator", "tick", "--for", "1d", "--asleep"])
+    assert ticked.exit_code == 0, (ticked.stdout, ticked.stderr)
+    config = cli_home / "lanes.toml"
+    config.write_text(
+        config.read_text(encoding="utf-8") + '[watch]\nevery = "5m"\ncommand = ["/bin/true"]\n',
+        encoding="utf-8",
+    )
+    applied = runner.invoke(app, ["apply"])
+    assert applied.exit_code == 0, (applied.stdout, applied.stderr)
+    rows = json.loads(runner.invoke(app, ["status", "--json"]).stdout)["lanes"]
+    assert [row.get("watchdog") for row in rows if row["lane"] == "watch"] == [None], rows
+    doctor = runner.invoke(app, ["doctor", "--check", "watch.not-running", "--json"])
+    assert json.loads(doctor.stdout)["findings"] == []

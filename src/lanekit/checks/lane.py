@@ -136,7 +136,7 @@ def missed_run(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """Every run writes `start` to the lane log; a fire with nothing after it is a silence
     to explain, from what launchd says and which files changed."""
     from lanekit.lanelog import read_between
-    from lanekit.timeline.events import MISSED_RUN_EVIDENCE, classify
+    from lanekit.timeline.events import RUN_KINDS, classify
 
     lane = target.lane
     if lane is None or not target.installed or target.plist_path is None:
@@ -153,11 +153,11 @@ def missed_run(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     if installed_at > fire:
         return  # launchd never replays a fire that passed before the job was loaded
     if any(
-        classify(event.get("event", ""), event) in MISSED_RUN_EVIDENCE
+        classify(event.get("event", ""), event) in RUN_KINDS
         # Only the part of a long log after the fire is read (a binary search on ts).
         for event in read_between(lane.log_path, fire.timestamp(), _NOT_BEFORE_END)
     ):
-        return  # a run wrote something, or apply installed it since (reload lines are neither)
+        return  # a run wrote something (apply's reload lines are not runs)
     facts = silence_facts(target, ctx, fire)
     cause = classify_missed_run(facts)
     asleep = sleep_at(ctx, fire) if cause is MissedRunCause.UNKNOWN else None
@@ -184,7 +184,7 @@ def missed_run_expiry(target: Target, ctx: DoctorContext) -> float | None:
     the caller (lanekit.watch.cache)."""
     from lanekit.lanelog import read_between
     from lanekit.schedule import next_fires
-    from lanekit.timeline.events import MISSED_RUN_EVIDENCE, classify, parse_ts
+    from lanekit.timeline.events import RUN_KINDS, classify, parse_ts
 
     lane = target.lane
     forever = float("inf")
@@ -204,7 +204,7 @@ def missed_run_expiry(target: Target, ctx: DoctorContext) -> float | None:
         seen = [
             parse_ts(event.get("ts", ""))
             for event in read_between(lane.log_path, fire.timestamp(), _NOT_BEFORE_END)
-            if classify(event.get("event", ""), event) in MISSED_RUN_EVIDENCE
+            if classify(event.get("event", ""), event) in RUN_KINDS
         ]
         stamps = [moment.timestamp() for moment in seen if moment is not None]
         if not stamps:

@@ -340,7 +340,9 @@ def _carry_out(
         if action.write_plist:
             from lanekit.plist import write_plist
 
-            write_plist(paths.plist_for(label), want.plist)
+            # Dated by the launchd backend's clock, as the fires it is compared with are (the
+            # emulated domain's runs ahead of the real one after `lanekit emulator tick`).
+            write_plist(paths.plist_for(label), want.plist, mtime=clock_for(paths).time())
         if action.write_snapshot:
             write_atomic(paths.snapshot_for(label), want.snapshot)
         if action.enable:

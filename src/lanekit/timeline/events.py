@@ -89,13 +89,6 @@ RUN_KINDS = frozenset(
 """Kinds only a run of the lane writes: one of them after a fire means launchd started it
 (`apply` writes reloaded/reload-skipped, which say nothing about a fire)."""
 
-MISSED_RUN_EVIDENCE = RUN_KINDS | {Kind.INSTALLED}
-"""What excuses a fire from lane.missed-run when logged after it: a run, or the lane's first
-install (launchd never replays a fire from before the load). apply logs the install by the
-launchd backend's clock, so it is the load time in the domain's time even where that runs
-ahead of the plist's mtime (the emulated domain after `lanekit emulator tick`). A reload is no
-such excuse: the lane was loaded at the fire."""
-
 
 def _rules_by_event() -> dict[str, tuple[Rule, ...]]:
     grouped: dict[str, list[Rule]] = {}

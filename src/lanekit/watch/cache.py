@@ -352,11 +352,10 @@ def _units(
 def run_rules() -> list[Rule]:
     """lanekit.timeline.events' event rules, each with whether its kind is run evidence, for
     the lean pass to renew lane.missed-run results with (lanekit.watch.logfold.Rule)."""
-    from lanekit.timeline.events import MISSED_RUN_EVIDENCE, RULES
+    from lanekit.timeline.events import RULES, RUN_KINDS
 
     return [
-        (rule.event, tuple(sorted(rule.when.items())), rule.kind in MISSED_RUN_EVIDENCE)
-        for rule in RULES
+        (rule.event, tuple(sorted(rule.when.items())), rule.kind in RUN_KINDS) for rule in RULES
     ]
 
 

@@ -142,8 +142,8 @@ def fold_files(paths: Iterable[str], last: str, size: int) -> tuple[Appended, in
 
 
 Rule = tuple[str, tuple[tuple[str, str], ...], bool]
-"""(event, fields it must have, whether it is missed-run evidence): lanekit.timeline.events' RULES
-and MISSED_RUN_EVIDENCE, as the pass cache hands them to the lean pass (first match wins)."""
+"""(event, fields it must have, whether it is run evidence): lanekit.timeline.events' RULES
+and RUN_KINDS, as the pass cache hands them to the lean pass (first match wins)."""
 
 
 def _last_run(lines: Sequence[bytes], rules: Sequence[Rule]) -> float | None:
