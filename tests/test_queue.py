@@ -1399,6 +1399,33 @@ def test_counts_and_claims(queue: Queue) -> None:
     )
 
 
+def test_a_retried_job_waits_from_its_retry(tmp_path: Path) -> None:
+    """A job that failed and is retried three days after its enqueue waits from the retry
+    (counts' oldest age, which queue.backlog reads), generated id or not; a job enqueued before
+    the retry and still waiting is then the oldest."""
+    now = [1_800_000_000.0]
+    queue = Queue(tmp_path / "q", clock=lambda: now[0])
+    queue.ensure()
+    generated = queue.enqueue({"n": 1})
+    custom = queue.enqueue({"n": 2}, "custom-id")
+    os.utime(queue.queue / "custom-id.json", (now[0], now[0]))
+    claimer = queue.claimer()
+    for _ in range(2):
+        claim = claimer.claim()
+        assert claim is not None
+        queue.fail(claim, "exit 1")
+    now[0] += 3 * 86400
+    queue.retry(generated)
+    queue.retry(custom)
+    now[0] += 60
+    assert queue.counts().oldest_queued_age == 60
+    now[0] -= 600
+    waiting = queue.enqueue({"n": 3})
+    now[0] += 600
+    assert queue.counts().oldest_queued_age == 600
+    assert waiting not in {generated, custom}
+
+
 def test_counts_of_an_empty_queue(queue: Queue) -> None:
     """Empty is zeros and no ages."""
     counts = queue.counts()

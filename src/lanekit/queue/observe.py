@@ -35,15 +35,7 @@ def counts(q: QueueState, now: float | None = None) -> QueueCounts:
     """How many jobs are in each directory, and the oldest queued job and claim."""
     now = q.clock() if now is None else now
     queued = job_names(q.queue_dir)
-    oldest: float | None = None
-    for name in queued:
-        born = id_time(name[:-5])
-        if born is None:
-            try:
-                born = os.stat(f"{q.queue_dir}/{name}").st_mtime
-            except FileNotFoundError:
-                continue
-        oldest = born if oldest is None else min(oldest, born)
+    oldest = _longest_waiting(q, queued)
     claims = list_claims(q, now=now, check_owners=False)
     done = sum(len(job_names(f"{q.done_root}/{day}")) for day in q.done_days())
     return QueueCounts(
@@ -55,6 +47,36 @@ def counts(q: QueueState, now: float | None = None) -> QueueCounts:
         oldest_queued_age=None if oldest is None else max(now - oldest, 0.0),
         oldest_claim_age=max((c.age for c in claims), default=None),
     )
+
+
+def _longest_waiting(q: QueueState, queued: list[str]) -> float | None:
+    """Since when the longest-waiting job in queue/ waits: the later of its id's time (a
+    generated id) and its file's mtime (a custom id's only clue; `lanekit retry` dates the job
+    it puts back). Generated ids are looked at oldest first and the scan stops once no later
+    id can be older, so a queue without retries costs one stat, whatever its size."""
+    timed: list[tuple[float, str]] = []
+    oldest: float | None = None
+    for name in queued:
+        born = id_time(name[:-5])
+        if born is not None:
+            timed.append((born, name))
+            continue
+        try:
+            born = os.stat(f"{q.queue_dir}/{name}").st_mtime
+        except FileNotFoundError:
+            continue
+        oldest = born if oldest is None else min(oldest, born)
+    timed.sort()
+    for born, name in timed:
+        if oldest is not None and born >= oldest:
+            break
+        try:
+            written = os.stat(f"{q.queue_dir}/{name}").st_mtime
+        except FileNotFoundError:
+            continue
+        waits = max(born, written)
+        oldest = waits if oldest is None else min(oldest, waits)
+    return oldest
 
 
 def list_claims(

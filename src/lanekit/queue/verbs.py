@@ -39,8 +39,9 @@ def retry(q: QueueState, job_id: str, *, dry_run: bool = False, now: float | Non
     """A failed job back into queue/ with all its attempts again (`lanekit retry`).
 
     The record is rewritten first (queued, attempts 0, the reason it failed kept in its
-    `error` as `retried by hand; it had failed: ...`), then the job file moves by a
-    no-replace rename and its `.error` is removed. A job that is not in failed/ under its
+    `error` as `retried by hand; it had failed: ...`), then the job file, dated now (it waits
+    from the retry on, not from its first enqueue), moves by a no-replace rename and its
+    `.error` is removed. A job that is not in failed/ under its
     own name is a UsageError and nothing changes; so is one whose record says succeeded
     (the guard would only skip it)."""
     validate_job_id(job_id)
@@ -75,6 +76,8 @@ def retry(q: QueueState, job_id: str, *, dry_run: bool = False, now: float | Non
     )
     with io_errors("retry the job"):
         q.store.write(record)
+        # It waits from now on (queue.backlog's age): dated here, the rename carries it along.
+        os.utime(src, (now, now), follow_symlinks=False)
         try:
             fsops.rename_noreplace(src, target)
         except (FileExistsError, FileNotFoundError):
