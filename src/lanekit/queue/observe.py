@@ -6,6 +6,7 @@ age needs one), so it stays cheap at 100k jobs."""
 # (str paths and os.* on purpose: the claim path, see lanekit.queue)
 from __future__ import annotations
 
+import heapq
 import os
 from collections import Counter
 from pathlib import Path
@@ -66,8 +67,9 @@ def _longest_waiting(q: QueueState, queued: list[str]) -> float | None:
         except FileNotFoundError:
             continue
         oldest = born if oldest is None else min(oldest, born)
-    timed.sort()
-    for born, name in timed:
+    heapq.heapify(timed)  # O(n): only the few oldest are popped
+    while timed:
+        born, name = heapq.heappop(timed)
         if oldest is not None and born >= oldest:
             break
         try:
