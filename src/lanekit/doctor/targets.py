@@ -1,0 +1,131 @@
+"""What doctor examines: a lanekit lane (its installed plist, or what `apply` would install),
+any plist file (a lanekit lane only when it carries lanekit's marker), and each queue once."""
+
+from __future__ import annotations
+
+import plistlib
+import sys
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from lanekit.doctor.model import SubjectKind, Target
+from lanekit.errors import LanekitError, UsageError
+from lanekit.owned import read_regular
+from lanekit.ownership import MARKER
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from lanekit.config import Config, LaneSpec
+    from lanekit.paths import Paths
+
+
+def read_plist(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """Parse a plist file: (job, None), or (None, why it is not a usable launchd job)."""
+    try:
+        read = read_regular(path, "plist", follow=True)
+    except LanekitError as exc:  # a FIFO or device named *.plist: never read (it would block)
+        return None, exc.message.removeprefix(f"{path}: plist ")
+    except OSError as exc:
+        return None, f"cannot be read ({exc.strerror})"
+    if read is None:
+        return None, "cannot be read (No such file or directory)"
+    data = read[0]
+    try:
+        job = plistlib.loads(data)
+    except Exception as exc:  # plistlib raises expat, ValueError, binascii and more
+        return None, f"is not a valid property list ({exc})"
+    if not isinstance(job, dict):
+        return None, f"holds a {type(job).__name__}, not a dictionary"
+    label = job.get("Label")
+    if not isinstance(label, str) or not label:
+        return None, "has no Label string"
+    args = job.get("ProgramArguments")
+    program = job.get("Program")
+    if program is not None and not isinstance(program, str):
+        return None, "has a Program that is not a string"
+    if args is not None and (
+        not isinstance(args, list) or not args or not all(isinstance(a, str) for a in args)
+    ):
+        return None, "has a ProgramArguments that is not a non-empty array of strings"
+    if program is None and args is None:
+        return None, "has neither Program nor ProgramArguments"
+    return job, None
+
+
+def lane_interpreter(installed: Mapping[str, Any] | None) -> str:
+    """The interpreter a rendered lane plist names: the installed one's, else this Python.
+
+    Using the installed interpreter keeps doctor from reporting drift merely because it runs
+    from another virtualenv than the one `apply` ran from.
+    """
+    if installed is not None:
+        args = installed.get("ProgramArguments")
+        if isinstance(args, list) and args and isinstance(args[0], str) and args[0]:
+            return args[0]
+    return sys.executable
+
+
+def lane_target(lane: LaneSpec, paths: Paths) -> Target:
+    """A lanekit lane: its installed plist when present, else what `apply` would install."""
+    from lanekit.plist import lane_plist
+
+    path = paths.plist_for(lane.label)
+    if path.exists():
+        job, error = read_plist(path)
+        return Target(
+            subject=lane.name,
+            plist_path=path,
+            plist=job,
+            plist_error=error,
+            installed=True,
+            lane=lane,
+        )
+    model = lane_plist(lane, interpreter=sys.executable, snapshot=paths.snapshot_for(lane.label))
+    return Target(subject=lane.name, plist_path=path, plist=model, installed=False, lane=lane)
+
+
+def plist_target(path: Path, config: Config | None) -> Target:
+    """Any plist file; it is treated as a lanekit lane only when it carries lanekit's marker
+    and names a lane of the loaded lanes.toml with the same label."""
+    if not path.exists():
+        raise UsageError(f"{path}: no such plist", "give the path of a .plist file")
+    job, error = read_plist(path)
+    lane = None
+    if job is not None and config is not None:
+        env = job.get("EnvironmentVariables")
+        name = env.get(MARKER) if isinstance(env, dict) else None
+        candidate = config.lanes.get(name) if isinstance(name, str) else None
+        if candidate is not None and candidate.label == job.get("Label"):
+            lane = candidate
+    subject = lane.name if lane is not None else str(path)
+    return Target(
+        subject=subject,
+        plist_path=path,
+        plist=job,
+        plist_error=error,
+        installed=True,
+        lane=lane,
+        kind=SubjectKind.LANE if lane is not None else SubjectKind.PLIST,
+    )
+
+
+def queue_targets(examined: Sequence[LaneSpec], config: Config) -> list[Target]:
+    """One target per queue the examined lanes drain (in order of first appearance), each
+    listing every lane of lanes.toml that drains it."""
+    wanted = list(dict.fromkeys(lane.queue.name for lane in examined))
+    by_queue: dict[str, list[LaneSpec]] = {name: [] for name in wanted}
+    for lane in config.lanes.values():
+        if lane.queue.name in by_queue:
+            by_queue[lane.queue.name].append(lane)
+    return [
+        Target(
+            subject=name,
+            plist_path=None,
+            plist=None,
+            lane=drainers[0],
+            kind=SubjectKind.QUEUE,
+            drained_by=tuple(drainers),
+        )
+        for name, drainers in by_queue.items()
+    ]
