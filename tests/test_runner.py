@@ -17,7 +17,7 @@ from typing import Any
 import psutil
 import pytest
 
-from lanekit import runner
+from lanekit import runsnapshot
 from lanekit.errors import EnvironmentUnusableError, ExitCode, QueueError, UsageError
 from lanekit.lanelock import LaneLock, lane_busy, lane_lock_path
 from lanekit.lanelog import parse_line, read_events
@@ -25,12 +25,12 @@ from lanekit.paths import Paths
 from lanekit.queue import Queue, RecordNotWrittenError
 from lanekit.records import JobState, Record, RecordStore, iso_utc
 from lanekit.runner import (
-    grace_seconds,
     job_argv,
     main,
     parse_args,
     run_lane,
 )
+from lanekit.runstop import grace_seconds
 from lanekit.snapshot import RunSpec
 
 PY = sys.executable
@@ -208,19 +208,19 @@ def test_snapshot_found_by_lane(root: Path, paths: Paths) -> None:
     make_spec(root / "other", ["true"], lane="other", label="test.other").write(
         paths.snapshot_for("test.other")
     )
-    assert runner.find_snapshot("work", paths.snapshots) == paths.snapshot_for("test.work")
+    assert runsnapshot.find_snapshot("work", paths.snapshots) == paths.snapshot_for("test.work")
 
 
 def test_snapshot_lookup_errors(root: Path, paths: Paths) -> None:
     """No matching snapshot, or two of them, is a usage error that says what to do."""
     with pytest.raises(UsageError, match="no installed lane snapshot") as missing:
-        runner.find_snapshot("work", paths.snapshots)
+        runsnapshot.find_snapshot("work", paths.snapshots)
     assert "lanekit apply" in missing.value.hint
     spec = make_spec(root, ["true"])
     spec.write(paths.snapshot_for("a.work"))
     spec.write(paths.snapshot_for("b.work"))
     with pytest.raises(UsageError, match="several installed snapshots"):
-        runner.find_snapshot("work", paths.snapshots)
+        runsnapshot.find_snapshot("work", paths.snapshots)
 
 
 def test_snapshot_for_another_lane_is_refused(root: Path) -> None:
@@ -228,7 +228,7 @@ def test_snapshot_for_another_lane_is_refused(root: Path) -> None:
     spec = make_spec(root, ["true"])
     spec.write(root / "snap.json")
     with pytest.raises(UsageError, match="snapshot is for lane work, not other"):
-        runner.load_spec("other", root / "snap.json")
+        runsnapshot.load_spec("other", root / "snap.json")
 
 
 # --- runs with fake jobs ------------------------------------------------------------------

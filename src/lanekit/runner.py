@@ -2,7 +2,8 @@
 
 lanekit.entry handles a run that finds nothing queued without importing this module; every
 other run, and every run that hits a problem, comes here. This module never imports
-lanekit.entry: the pieces both use live in lanekit.lanelock, lanelog, peek and runargs. One
+lanekit.entry: the pieces both use live in lanekit.lanelock, lanelog, peek and runargs; how a
+run stops is lanekit.runstop's, which snapshot it reads lanekit.runsnapshot's. One
 run: rotate the lane log, take the lane lock (held -> exit 0, `skipped reason=lane-busy`),
 check the queue, move due retries back, recover dead claims, then claim and run jobs until the
 queue is empty, `max_jobs` ran or `max_seconds` passed. Every claimed job is settled in a
@@ -30,7 +31,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import signal
 import sys
 import time
 from dataclasses import dataclass
@@ -43,57 +43,24 @@ from lanekit.jobenv import job_env
 from lanekit.lanelock import LaneLock, lane_lock_path
 from lanekit.lanelog import LaneLog, log_finish, log_warner, rotate_if_needed
 from lanekit.peek import nothing_queued, purge_due, purge_stamp, utc_day
-from lanekit.quoting import cmdline, printable
+from lanekit.quoting import printable
 from lanekit.runargs import USAGE, split_args
-from lanekit.snapshot import DEFAULT_EXIT_TIMEOUT, RunSpec
+from lanekit.runsnapshot import load_spec, resolve_snapshot
+from lanekit.runstop import StopHandler, grace_seconds
+from lanekit.snapshot import RunSpec
 
 TYPE_CHECKING = False  # typing itself costs start-up time; mypy still reads these imports
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
-    from types import FrameType
-    from typing import Any, Protocol, TypeAlias
+    from typing import TypeAlias
 
     from lanekit.queue import Claim, Dropped, JobQueue
+    from lanekit.runstop import Job
     from lanekit.watcher import Outcome
-
-    class Job(Protocol):
-        """A started job command: the leader of its own process group."""
-
-        pid: int
-
-        def wait(self) -> int:
-            """Block until the leader exits; its exit code, or -N when killed by signal N."""
-
-        def signal_group(self, sig: int) -> None:
-            """Send `sig` to the job's whole process group (no error if it is already gone)."""
-
-        def group_alive(self) -> bool:
-            """Whether any process of the job's group is still alive."""
-
-        def leader_alive(self) -> bool:
-            """Whether the leader has not been reaped yet (a stop forwarded now may be why it
-            exits)."""
 
     Launcher: TypeAlias = Callable[[Sequence[str], Mapping[str, str], Sequence[int]], Job]
     """Starts a job command (argv, env, descriptors the job keeps); tests pass fakes. Without
     one the runner starts each job through lanekit.watcher."""
-
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
-MIN_GRACE = 0.5
-GRACE_MARGIN = 1.5
-"""Seconds kept in hand before launchd's SIGKILL: time to reap the job and release its claim."""
-LEFTOVER_GRACE = 1.0
-"""Seconds the processes a job left in its group get between SIGTERM and SIGKILL once its
-leader exited (less when a stop's grace ends sooner)."""
-
-
-def grace_seconds(exit_timeout: int) -> float:
-    """How long a stopped job may take to exit before its group gets SIGKILL. launchd kills
-    the runner itself ExitTimeOut seconds after SIGTERM (0 means never; the modern default
-    is 5), so the job's grace ends early enough to put the job back in the queue first."""
-    timeout = exit_timeout if exit_timeout > 0 else DEFAULT_EXIT_TIMEOUT
-    return max(MIN_GRACE, timeout - GRACE_MARGIN)
-
 
 # --- starting jobs ------------------------------------------------------------------------
 
@@ -175,101 +142,6 @@ def _claim_env(base: Mapping[str, str], spec: RunSpec, claim: Claim) -> dict[str
     )
 
 
-# --- signals ------------------------------------------------------------------------------
-
-
-class _StopHandler:
-    """Installs the stop-signal handlers for one run and restores the previous ones after.
-
-    A stop signal is remembered and forwarded to the running job's process group; SIGALRM,
-    armed for the grace period, escalates to SIGKILL. The main loop blocks in waitpid (which
-    Python resumes after a handler runs), so nothing polls while a job runs."""
-
-    def __init__(self, grace: float, clock: Callable[[], float]) -> None:
-        self.grace = grace
-        self.clock = clock
-        self.signum: int | None = None
-        self.deadline = 0.0
-        self.job: Job | None = None
-        self.signalled: Job | None = None
-        """The job a stop was forwarded to while its leader was alive."""
-        self._previous: dict[int, Any] = {}
-
-    def __enter__(self) -> _StopHandler:
-        for sig in STOP_SIGNALS:
-            self._previous[sig] = signal.signal(sig, self._on_stop)
-        self._previous[signal.SIGALRM] = signal.signal(signal.SIGALRM, self._on_alarm)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        for sig, handler in self._previous.items():
-            # None: the old handler was not installed from Python; the default is the best guess
-            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
-
-    def stopping(self) -> bool:
-        """A stop signal arrived: claim nothing more. (A method, not a property: the answer
-        changes under the caller's feet, whenever a signal arrives.)"""
-        return self.signum is not None
-
-    def started(self, job: Job) -> None:
-        """Track the job; a stop that arrived while it was being spawned reaches it now."""
-        self.job = job
-        if self.signum is not None:
-            self._forward(self.signum)
-
-    def finished(self) -> None:
-        """The job's leader was reaped: signals no longer go to its group."""
-        self.job = None
-
-    def stopped(self, job: Job, code: int) -> bool:
-        """Whether `job`, which exited with `code`, was ended by a stop: it failed (exit 0
-        is a success whenever the stop came) and the stop reached it before it exited. A job
-        that failed on its own just before a stop is an ordinary failure."""
-        return code != 0 and self.signalled is job
-
-    def end_group(self, job: Job) -> None:
-        """After the job's leader exited: SIGTERM to what it left in its process group, up to
-        LEFTOVER_GRACE seconds (or what is left of a stop's grace) to exit, then SIGKILL.
-        Called before the claim is settled: a leftover holds the claim's lock and would
-        otherwise work beside a retry of the same job."""
-        if not job.group_alive():
-            return
-        job.signal_group(signal.SIGTERM)
-        deadline = self.clock() + min(LEFTOVER_GRACE, self.grace)
-        while job.group_alive():
-            limit = min(deadline, self.deadline) if self.stopping() else deadline
-            if self.clock() >= limit:
-                # Not waited for: SIGKILL cannot be refused, and an orphan's zombie (which a
-                # group probe still sees until its new parent reaps it) holds no lock.
-                job.signal_group(signal.SIGKILL)
-                return
-            time.sleep(0.02)
-
-    def _on_stop(self, signum: int, frame: FrameType | None) -> None:
-        first = self.signum is None
-        self.signum = signum
-        if first:
-            self.deadline = self.clock() + self.grace
-        if self.job is not None:
-            self._forward(signum)
-
-    def _forward(self, signum: int) -> None:
-        assert self.job is not None
-        if self.job.leader_alive():
-            self.signalled = self.job
-        self.job.signal_group(signum)
-        remaining = self.deadline - self.clock()
-        if remaining > 0:
-            signal.setitimer(signal.ITIMER_REAL, remaining)
-        else:
-            self.job.signal_group(signal.SIGKILL)
-
-    def _on_alarm(self, signum: int, frame: FrameType | None) -> None:
-        if self.job is not None:
-            self.job.signal_group(signal.SIGKILL)
-
-
 # --- one run ------------------------------------------------------------------------------
 
 
@@ -329,7 +201,7 @@ def run_lane(
         run = _LaneRun(
             spec=spec,
             log=log,
-            stop=_StopHandler(grace_seconds(spec.exit_timeout), clock),
+            stop=StopHandler(grace_seconds(spec.exit_timeout), clock),
             launcher=launcher,
             env=os.environ if env is None else env,
             clock=clock,
@@ -358,7 +230,7 @@ class _LaneRun:
         *,
         spec: RunSpec,
         log: LaneLog,
-        stop: _StopHandler,
+        stop: StopHandler,
         launcher: Launcher | None,
         env: Mapping[str, str],
         clock: Callable[[], float],
@@ -680,44 +552,6 @@ def parse_args(argv: Sequence[str]) -> tuple[str, Path | None]:
     return lane, None if snapshot is None else Path(snapshot)
 
 
-def find_snapshot(lane: str, snapshots: Path) -> Path:
-    """The installed snapshot whose lane is `lane` (when launchd did not pass --snapshot)."""
-    matches = []
-    try:
-        candidates = sorted(snapshots.glob("*.json"))
-    except OSError:
-        candidates = []
-    for candidate in candidates:
-        try:
-            spec = RunSpec.load(candidate)
-        except LanekitError:
-            continue  # damaged, or someone else's: never a lane's snapshot to run from
-        if spec.lane == lane:
-            matches.append(candidate)
-    if not matches:
-        raise UsageError(
-            f"lane {lane}: no installed lane snapshot in {snapshots}",
-            f"run `lanekit apply` to install it, or "
-            f"`{cmdline('lanekit', 'run', '-c', 'lanes.toml', lane)}`",
-        )
-    if len(matches) > 1:
-        names = ", ".join(m.name for m in matches)
-        raise UsageError(
-            f"lane {lane}: several installed snapshots match ({names})",
-            "pass --snapshot PATH to choose one",
-        )
-    return matches[0]
-
-
-def resolve_snapshot(lane: str, snapshot: Path | None) -> Path:
-    """`snapshot`, or the installed snapshot of `lane` when none was given."""
-    if snapshot is None:
-        from lanekit.paths import Paths
-
-        snapshot = find_snapshot(lane, Paths.from_env().snapshots)
-    return snapshot
-
-
 def paused_run(spec: RunSpec, snapshot: Path) -> RunResult | None:
     """The whole run of a paused lane (lanekit.pause): log `skipped reason=paused`, claim
     nothing, exit 0. None when the lane is not paused."""
@@ -728,18 +562,6 @@ def paused_run(spec: RunSpec, snapshot: Path) -> RunResult | None:
     log = LaneLog(spec.log_path, spec.lane, on_error=log_warner(spec.log_path))
     log.event("skipped", reason="paused")
     return RunResult(exit_code=ExitCode.OK, reason="paused", skipped=1)
-
-
-def load_spec(lane: str, snapshot: Path | None) -> RunSpec:
-    """Read the lane's RunSpec from `snapshot`, or find it among the installed snapshots."""
-    snapshot = resolve_snapshot(lane, snapshot)
-    spec = RunSpec.load(snapshot)
-    if spec.lane != lane:
-        raise UsageError(
-            f"{snapshot}: snapshot is for lane {spec.lane}, not {lane}",
-            "run `lanekit apply` to rewrite the lane's plist and snapshot",
-        )
-    return spec
 
 
 def main(argv: Sequence[str]) -> int:

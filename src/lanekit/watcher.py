@@ -39,6 +39,8 @@ import sys
 import time
 from dataclasses import dataclass
 
+from lanekit.runstop import LEFTOVER_GRACE, STOP_SIGNALS
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -50,14 +52,10 @@ STATUS_VERSION = 1
 TAIL_BYTES = 4096
 TAIL_LINES = 20
 """The stderr tail kept for the record and the .error: at most 20 lines and 4 KiB."""
-LEFTOVER_GRACE = 1.0
-"""Seconds what a job left in its group gets between SIGTERM and SIGKILL once the leader
-exited (less when a stop's or a timeout's kill comes sooner)."""
 CANCEL_POLL = 0.25
 """Seconds between the watcher's looks for a cancel request (one stat each)."""
 CANCELLED = "cancelled"
 """The reason a job stopped by `lanekit cancel --stop` is failed with (as lanekit.queue's)."""
-_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 KILL_NOW = signal.SIGUSR1
 """What the runner sends the watcher for "SIGKILL the job's group now" (a SIGKILL to the
 watcher itself would orphan the job with its claim unlocked)."""
@@ -272,7 +270,7 @@ def start(
     report_r, report_w = os.pipe()
     # Stops stay blocked across the fork until the watcher's own handlers are in place: a
     # SIGTERM in between would otherwise run the runner's handler in the watcher, or kill it.
-    masked = signal.pthread_sigmask(signal.SIG_BLOCK, (*_STOP_SIGNALS, KILL_NOW))
+    masked = signal.pthread_sigmask(signal.SIG_BLOCK, (*STOP_SIGNALS, KILL_NOW))
     try:
         pid = os.fork()
     except BaseException:
@@ -388,7 +386,7 @@ def _watch(
     watch = _Watch(0, stop_grace)
     watch.wake = wake_r
     signal.set_wakeup_fd(wake_w)
-    for sig in _STOP_SIGNALS:
+    for sig in STOP_SIGNALS:
         signal.signal(sig, watch.on_stop)
     signal.signal(KILL_NOW, watch.on_kill)
     signal.signal(signal.SIGCHLD, lambda _s, _f: None)  # only to wake the select below
@@ -430,7 +428,7 @@ def _follow(  # noqa: PLR0917 - private, called once by _watch with its own valu
 ) -> None:
     """The watcher's loop from the job's start to its status (see the module docstring)."""
     job = watch.job
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, (*_STOP_SIGNALS, KILL_NOW))
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, (*STOP_SIGNALS, KILL_NOW))
     os.close(err_w)
     # The runner may have been SIGKILLed since the fork: a broken pipe here changes nothing
     # (Python ignores SIGPIPE, so it is an OSError), the job is ours to see to its end.

@@ -205,7 +205,8 @@ def run(
     comes from lanes.toml (development); without, from the snapshot `apply` installed."""
     from lanekit.cli.render import queue as show
     from lanekit.config import run_spec
-    from lanekit.runner import load_spec, paused_run, resolve_snapshot, run_lane
+    from lanekit.runner import paused_run, run_lane
+    from lanekit.runsnapshot import load_spec, resolve_snapshot
 
     if config is not None and snapshot is not None:
         raise UsageError("give either --config or --snapshot, not both", "lanekit run -c FILE LANE")
