@@ -369,6 +369,15 @@ def _an_hour_passes(cheap: Cheap) -> None:
     cheap.world.domain.set_clock(time.time() + cheap.world.domain.offset() + 3600)
 
 
+def _ran_jobs(cheap: Cheap) -> None:
+    """Two jobs through the hourly lane for real (launchd starts it; done/ and records/ move)."""
+    lane = cheap.world.lane("hourly")
+    for n in range(2):
+        Queue(lane.queue.dir).enqueue({"n": n})
+    cheap.world.domain.kickstart(lane.label)
+    assert cheap.world.domain.wait_idle(lane.label, 60)
+
+
 STEPS: dict[str, Callable[[Cheap], None]] = {
     "nothing": lambda cheap: None,
     "a healthy run": _healthy_run,
@@ -382,6 +391,7 @@ STEPS: dict[str, Callable[[Cheap], None]] = {
     "lanes.toml edited": _toml_edited,
     "an hour passes": _an_hour_passes,
     "a job failed": _failed_job,
+    "a lane ran its jobs": _ran_jobs,
 }
 
 
