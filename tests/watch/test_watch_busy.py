@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,21 +17,28 @@ from test_watch_entry import Cheap
 
 from lanekit.queue import Queue
 
+THROTTLE = 11
+"""Seconds past the hourly lane's ThrottleInterval (launchd's default, 10)."""
+
 
 @pytest.fixture
 def cheap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Cheap]:
-    """A world whose hourly lane has run once (its lane lock exists) and a pass since."""
+    """A world whose hourly lane has run a job (its lane lock and today's done/ bucket exist:
+    each moves done/ or logs/ once) and a pass since."""
     world = Cheap(tmp_path, monkeypatch)
-    _run(world, 0)
+    _run(world, 1)
     world.next()
     yield world
 
 
 def _run(cheap: Cheap, jobs: int) -> list[str]:
-    """Enqueue `jobs` jobs on the hourly lane and let launchd run it until they are done."""
+    """Enqueue `jobs` jobs on the hourly lane and let launchd run it until they are done (the
+    domain's clock moved past the lane's ThrottleInterval first, so the start is not held)."""
     lane = cheap.world.lane("hourly")
     ids = [Queue(lane.queue.dir).enqueue({"n": n}) for n in range(jobs)]
-    cheap.world.domain.kickstart(lane.label)
+    domain = cheap.world.domain
+    domain.set_clock(time.time() + domain.offset() + THROTTLE)
+    assert domain.kickstart(lane.label) is not None
     assert cheap.world.domain.wait_idle(lane.label, 60)
     return ids
 
@@ -58,21 +66,31 @@ def test_a_copy_dropped_into_done_by_hand_alerts(cheap: Cheap) -> None:
     (job,) = _run(cheap, 1)
     assert cheap.next()
     day = next(_done(cheap).iterdir())
-    shutil.copy(day / f"{job}.json", day / f"{job}.{os.getpid()}-1-1.json")
+    shutil.copy(day / f"{job}.json", day / f"{job}.deadbeef-{os.getpid()}-1.json")
     assert not cheap.next()
     assert "queue.duplicate-success" in cheap.agrees()
 
 
-def test_a_done_whose_file_is_gone_is_looked_at_again(cheap: Cheap) -> None:
-    """A job logged `done` whose file was moved out of done/ before the pass (by hand): its
-    bucket does not gain the file the event says, so the pass is a full one, and agrees."""
+def test_a_done_whose_file_is_gone_agrees(cheap: Cheap) -> None:
+    """A job logged `done` whose file was moved out of done/ before the pass (by hand): one
+    success, no copy; the pass leaves open what a pass from scratch finds."""
     assert cheap.next()
     (job,) = _run(cheap, 1)
     day = next(_done(cheap).iterdir())
     (day / f"{job}.json").rename(cheap.world.root / "moved.json")
+    cheap.next()
+    assert cheap.agrees() == set()
+
+
+def test_a_file_gone_from_done_is_looked_at_again(cheap: Cheap) -> None:
+    """A finished job's file removed from its bucket with no run since: the bucket lost a
+    name no rule accounts for, so the pass is a full one, and agrees."""
+    (job,) = _run(cheap, 1)
+    assert cheap.next()
+    day = next(_done(cheap).iterdir())
+    (day / f"{job}.json").unlink()
     assert not cheap.next()
     cheap.agrees()
-    assert cheap.next()
 
 
 def test_a_job_left_in_the_queue_is_looked_at_again(cheap: Cheap) -> None:

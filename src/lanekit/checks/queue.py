@@ -24,11 +24,32 @@ from lanekit.quoting import cmdline
 from lanekit.records import JobState
 
 if TYPE_CHECKING:
-    from lanekit.queue import JobLocation
+    from lanekit.queue import JobLocation, JobQueue
     from lanekit.records import Record
 
 BACKLOG_PERIODS = 2
 """A queued job older than this many schedule periods means the lane is not keeping up."""
+
+READS: dict[str, tuple[JobState, ...]] = {
+    "queue.stale-claim": (JobState.RUNNING,),
+    "queue.orphaned-job": (JobState.RUNNING,),
+    "queue.backlog": (JobState.QUEUED,),
+    "queue.failed-jobs": (JobState.FAILED,),
+    "queue.duplicate-success": (JobState.SUCCEEDED,),
+}
+"""Which of the queue's directories (JobQueue.holding) each queue check reads, for their
+incremental forms (the watchdog's pass cache, lanekit.watch.cache, keeps a result until one
+of them moves, and then applies these rules before looking again):
+
+- stale-claim, orphaned-job (claimed/) and backlog (queue/): a healthy result stands while
+  the directory holds no job file, however often it changed (a lane that ran its jobs);
+- failed-jobs (failed/): the result moves with the directory;
+- duplicate-success (done/ and its day buckets): a healthy result stands while every file
+  added to a bucket since is the `<id>.json` of a job logged `done` since, whose id was
+  neither logged `done` nor had a file in done/ before (success_ids keeps those ids), and no
+  bucket lost one (a skipped copy, a bucket added or removed: looked at again).
+
+The other checks of this module read no queue directory the watchdog alerts on."""
 
 
 def _age(seconds: float) -> str:
@@ -319,6 +340,12 @@ def _events(lane: LaneSpec, ctx: DoctorContext, name: str, **match: str) -> Coun
         if all(event.get(key) == value for key, value in match.items()):
             counts[event["job"]] += 1
     return counts
+
+
+def success_ids(queue: JobQueue) -> list[str]:
+    """The ids with a file in done/ (duplicate-success's incremental form starts from them,
+    with the ids the queue's lanes logged `done` for: READS)."""
+    return [] if queue.missing() is not None else list(queue.success_copies())
 
 
 def _done_files(lane: LaneSpec, ctx: DoctorContext) -> Counter[str]:

@@ -9,8 +9,16 @@ or queue):
   `config` (lanes.toml, and which interpreter ran the pass), `files:LANE` (its plist,
   snapshot, stdout/stderr files and their directories, pause marker, log directory), `cmd:LANE`
   (each directory of the job's PATH and of the caller's, the command and interpreter files),
-  `queue:QUEUE` (the queue's directories, JobQueue.places, and each day bucket of where its
-  succeeded jobs are held);
+  `queue:QUEUE` (the queue's own directory), and one set per directory a queue check reads
+  (lanekit.checks.queue.READS): `running:QUEUE` (claimed/), `queued:QUEUE` (queue/),
+  `failed:QUEUE`, `succeeded:QUEUE` (done/ itself); the queue's other directories (temp
+  files, records, delayed jobs: no alert check counts them; a delayed job makes the queue
+  busy, see `until`) are not watched. A healthy claims or backlog result marks its set
+  `empty_ok`: the lean pass then accepts a change to it while it holds no job file; failed/
+  and done/ are `listed` (LISTED): a change to their stat counts only if their entries moved;
+- `buckets`: each done/ day bucket of each queue, fingerprinted with its names
+  (fingerprint.names_print), and `drains`: the lanes whose new `done` events may account for
+  files added to them (queue.duplicate-success's incremental form, lanekit.checks.queue.READS);
 - `launchd`: the labels whose launchd facts it read (their entry in the emulated domain; on a
   Mac their launchctl rows, print-disabled entry and, where lanekit.watch.fingerprint
   .launchctl_print says so, their `print`);
@@ -48,6 +56,8 @@ from typing import TYPE_CHECKING, Any
 
 from lanekit.atomic import write_atomic
 from lanekit.errors import LanekitError
+from lanekit.queue import open_queue
+from lanekit.records import JobState
 from lanekit.watch import fingerprint
 from lanekit.watch.entry import absolute, cache_header, cache_path
 from lanekit.watch.logfold import (
@@ -93,6 +103,12 @@ class Snapshot:
 
     sets: Mapping[str, tuple[str, ...]]
     prints: Mapping[str, list[fingerprint.Print]]
+    listed: Mapping[str, list[list[int] | None]]
+    """The LISTED sets' entries (fingerprint.listing_print), listed after their stat."""
+    buckets: Mapping[str, Mapping[str, Any]]
+    """queue -> done/ day bucket -> {"print": its stat, "names": fingerprint.names_print}."""
+    drains: Mapping[str, list[str]]
+    """queue -> the lanes that drain it (whose `done` events account for its new files)."""
     labels: Mapping[str, Any]
     domain: fingerprint.Print
     """The emulated domain's state file, fingerprinted before it was parsed."""
@@ -114,6 +130,15 @@ def snapshot(
     from lanekit.backend import backend_name
 
     sets = _path_sets(config, paths)
+    # Each directory's stat before anything is listed in it (a bucket added meanwhile moves
+    # done/'s print; a file added meanwhile moves its bucket's).
+    prints = {key: fingerprint.stat_prints(group) for key, group in sets.items()}
+    listed = {
+        key: [fingerprint.listing_print(path) for path in group]
+        for key, group in sets.items()
+        if key.split(":", 1)[0] in LISTED
+    }
+    buckets = _buckets(config)
     domain: fingerprint.Print = None
     offset = 0.0
     launchctl: dict[str, Any] | None = None
@@ -135,6 +160,11 @@ def snapshot(
     for lane in config.lanes.values():
         logs[lane.name], done = _read_log(lane)
         ids.setdefault(lane.queue.name, []).extend(done)
+    from lanekit.checks.queue import success_ids
+
+    for queue, drained in _drains(config).items():
+        # The ids with a file in done/ too: a new `done` must be new to both (READS).
+        ids[queue].extend(success_ids(open_queue(drained[0].queue.dir)))
     for queue, done in ids.items():
         bloom = Seen(2 * len(done))
         for job in done:
@@ -147,7 +177,10 @@ def snapshot(
     )
     return Snapshot(
         sets=sets,
-        prints={key: fingerprint.stat_prints(group) for key, group in sets.items()},
+        prints=prints,
+        listed=listed,
+        buckets=buckets,
+        drains={queue: [lane.name for lane in lanes] for queue, lanes in _drains(config).items()},
         labels=labels,
         domain=domain,
         offset=offset,
@@ -209,8 +242,6 @@ def _busy(lane: LaneSpec, offset: float) -> bool:
     """Jobs queued, delayed or claimed: the verdicts on claims and backlog move with time."""
     import time
 
-    from lanekit.queue import open_queue
-
     queue = open_queue(lane.queue.dir, durable=lane.queue.durable)
     if queue.missing() is not None:
         return False
@@ -236,9 +267,6 @@ def _read_log(lane: LaneSpec) -> tuple[LogRead, list[str]]:
 
 
 def _path_sets(config: Config, paths: Paths) -> dict[str, tuple[str, ...]]:
-    from lanekit.queue import open_queue
-    from lanekit.records import JobState
-
     sets: dict[str, tuple[str, ...]] = {"config": (str(config.path),)}
     for lane in config.lanes.values():
         label = lane.label
@@ -258,18 +286,52 @@ def _path_sets(config: Config, paths: Paths) -> dict[str, tuple[str, ...]]:
             )
         )
         sets[f"cmd:{lane.name}"] = _command_paths(lane, paths)
+    for name, drained in _drains(config).items():
+        queue = open_queue(drained[0].queue.dir, durable=drained[0].queue.durable)
+        # The queue's own directory (JobQueue.places' first: missing() reads it), then the
+        # directory of each state a queue check reads; its other places hold nothing an
+        # alert check counts (temp files, records, delayed jobs, and the lanes' logs/, which
+        # files:LANE watches).
+        sets[f"queue:{name}"] = (str(queue.places()[0]),)
+        for state in QUEUE_STATES:
+            sets[f"{state}:{name}"] = (queue.holding(state),)
+    return sets
+
+
+QUEUE_STATES = (JobState.RUNNING, JobState.QUEUED, JobState.FAILED, JobState.SUCCEEDED)
+LISTED = (JobState.FAILED, JobState.SUCCEEDED)
+"""Queue directories whose stat moves with every run of a lane (the queue check's probe
+rename, lanekit.queue.safety) while what their readers read does not: a moved stat is
+checked against their entries (fingerprint.listing_print) before it counts as a change."""
+
+
+def _drains(config: Config) -> dict[str, list[LaneSpec]]:
+    """Each queue a queue check looks at, and the lanes that drain it (the watchdog's own
+    queue holds only its memory, rewritten every pass: not a queue target)."""
+    found: dict[str, list[LaneSpec]] = {}
     for lane in config.lanes.values():
-        key = f"queue:{lane.queue.name}"
-        if key in sets or lane.name == WATCH_LANE:
-            continue  # not a queue target (its directory holds the memory, rewritten each pass)
-        queue = open_queue(lane.queue.dir, durable=lane.queue.durable)
-        done = Path(queue.holding(JobState.SUCCEEDED))
+        if lane.name != WATCH_LANE:
+            found.setdefault(lane.queue.name, []).append(lane)
+    return found
+
+
+def _buckets(config: Config) -> dict[str, dict[str, Any]]:
+    """Each queue's done/ day buckets: the stat first, then the names (see snapshot)."""
+    found: dict[str, dict[str, Any]] = {}
+    for name, drained in _drains(config).items():
+        queue = open_queue(drained[0].queue.dir, durable=drained[0].queue.durable)
+        root = Path(queue.holding(JobState.SUCCEEDED))
         try:
-            days = sorted(str(day) for day in done.iterdir())
+            days = sorted(str(day) for day in root.iterdir())
         except OSError:
             days = []
-        sets[key] = (*(str(place) for place in queue.places()), *days)
-    return sets
+        found[name] = {}
+        for bucket in days:
+            print_ = fingerprint.stat_print(bucket)
+            names = fingerprint.job_files(bucket)
+            if names is not None:
+                found[name][bucket] = {"print": print_, "names": fingerprint.names_print(names)}
+    return found
 
 
 def _command_paths(lane: LaneSpec, paths: Paths) -> tuple[str, ...]:
@@ -305,6 +367,7 @@ def _units(
     shot: Snapshot,
 ) -> list[dict[str, Any]]:
     from lanekit.checks.lane import missed_run_expiry, missed_run_renewal
+    from lanekit.checks.queue import READS
     from lanekit.doctor import SubjectKind, registry
 
     found = {(f.id, str(f.kind), f.subject) for f in findings}
@@ -315,12 +378,13 @@ def _units(
         named = [lane for lane in lanes if lane is not None]
         queue = target.subject if target.kind is SubjectKind.QUEUE else None
         deps = ["config", *(f"{kind}:{lane.name}" for lane in named for kind in ("files", "cmd"))]
-        if queue is not None:
-            deps.append(f"queue:{queue}")
         for check_id in checks:
             chk = registry()[check_id]
             if not chk.applies_to(target):
                 continue
+            reads = READS.get(check_id, QUEUE_STATES) if queue is not None else ()
+            held = [f"{state}:{queue}" for state in reads]
+            on_queue = [f"queue:{queue}", *held] if queue is not None else []
             has = (check_id, str(target.kind), target.subject) in found
             until: float | None = float("inf")
             renew = None
@@ -339,7 +403,7 @@ def _units(
                     "subject": target.subject,
                     "found": has,
                     "until": now if until is None else min(until, 1e18),
-                    "deps": deps,
+                    "deps": [*deps, *on_queue],
                     "launchd": labels,
                     "logs": [lane.name for lane in named] if check_id in LOG_CHECKS else [],
                     "seen": queue if check_id == DUPLICATE_SUCCESS else None,
@@ -347,6 +411,21 @@ def _units(
                 }
             )
     return units
+
+
+EMPTY_OK = (JobState.RUNNING, JobState.QUEUED)
+"""The directories whose readers' healthy results stand while they hold no job file
+(lanekit.checks.queue.READS)."""
+
+
+def _empty_ok(shot: Snapshot, units: Sequence[Mapping[str, Any]]) -> set[str]:
+    """The sets of EMPTY_OK directories every unit reading them is healthy on: a change to
+    one of them is accepted by the lean pass while it holds no job file."""
+    keys = {key for key in shot.sets if key.split(":", 1)[0] in EMPTY_OK}
+    for unit in units:
+        if unit["found"]:
+            keys.difference_update(unit["deps"])
+    return keys
 
 
 def run_rules() -> list[Rule]:
@@ -395,6 +474,7 @@ def write_cache(
     units = _units(targets, findings, checks, ctx, shot)
     due = _due(watch, memory, at)
     labels: Mapping[str, Any] = shot.labels
+    empty_ok = _empty_ok(shot, units)
     if shot.launchctl is not None:
         due = min(due, at.timestamp() + REVERIFY)
         labels = _trimmed(shot.labels, units)
@@ -419,6 +499,10 @@ def write_cache(
         "channels": ", ".join(channels) or "no channel",
         "due": due,
         "sets": {key: list(group) for key, group in shot.sets.items()},
+        "empty_ok": sorted(empty_ok),
+        "listed": shot.listed,
+        "buckets": {queue: dict(found) for queue, found in shot.buckets.items()},
+        "drains": shot.drains,
         "prints": shot.prints,
         "labels": labels,
         "logs": {

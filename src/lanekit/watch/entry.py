@@ -10,7 +10,10 @@ cached (check, subject) result is where that pass left it:
 1. the cache is this lanes.toml's, written by this interpreter with the same PATH (doctor words
    a fix by the caller's PATH), and no repeat or digest is due by the domain's clock
    (lanekit.clock: the emulated domain's time; it never goes back);
-2. every fingerprinted path (lanekit.watch.fingerprint) has the same stat; the emulated
+2. every fingerprinted path (lanekit.watch.fingerprint) has the same stat, but for a queue's
+   claimed/ or queue/ whose readers were healthy, which may have moved if they
+   hold no job file now, and its failed/ and done/, which may have moved if their entries
+   did not (lanekit.checks.queue.READS: a lane ran, and ran its jobs); the emulated
    domain's state file either has the same stat or, parsed, the same entry for every label;
    on a Mac (launchctl), the domain is chosen from the same inputs and every label has the
    same launchctl fingerprint (lanekit.watch.fingerprint.launchctl_print, which says why it
@@ -22,7 +25,9 @@ cached (check, subject) result is where that pass left it:
    queued job whose verdict moves with time); a healthy lane.missed-run result is moved on by
    the run evidence in its log's new lines first (lanekit.watch.logfold.renewed);
 4. each lane log only grew, and its new complete lines leave every cached log-check result
-   standing (lanekit.watch.logfold: read from the recorded offset, never from the start).
+   standing (lanekit.watch.logfold: read from the recorded offset, never from the start);
+   each done/ bucket that moved gained exactly the files of its queue's new `done` events
+   (_buckets_hold), whose ids are new to the queue's Seen filter (logged ids and done/ ids).
 
 Then nothing a full pass would send has changed (its diff against the memory is empty), so
 the pass only records itself exactly as a full one does, holding the watchdog lane's lock:
@@ -188,9 +193,17 @@ class _Clock:
 def _unchanged(cache: dict[str, Any]) -> tuple[_Clock, dict[str, Appended]]:
     """Steps 1-4 of the module docstring; raises _Full at the first input that moved."""
     prints = cache["prints"]
+    empty_ok, listed = set(cache["empty_ok"]), cache["listed"]
     for key, group in cache["sets"].items():
-        if fingerprint.stat_prints(group) != prints[key]:
+        now_prints = fingerprint.stat_prints(group)
+        if now_prints == prints[key]:
+            continue
+        if key in listed:
+            if [fingerprint.listing_print(path) for path in group] != listed[key]:
+                raise _Full
+        elif key not in empty_ok or not _no_job_files(group, now_prints):
             raise _Full
+        prints[key] = now_prints  # what its readers read did not move (checks.queue.READS)
     if fingerprint.stat_print(cache["memory"]) != cache["memory_print"]:
         raise _Full  # another pass (a full one, by hand) changed what is remembered
     if cache["backend"] == "launchctl":
@@ -205,8 +218,40 @@ def _unchanged(cache: dict[str, Any]) -> tuple[_Clock, dict[str, Appended]]:
     if now >= cache["due"]:
         raise _Full
     folds = _fold_logs(cache["logs"], cache["rules"])
+    for queue, lanes in cache["drains"].items():
+        new = [job for lane in lanes for job in folds[lane].done]
+        _buckets_hold(cache["buckets"][queue], new)
     _still_valid(cache, folds, now)
     return clock, folds
+
+
+def _no_job_files(group: Sequence[str], prints: Sequence[fingerprint.Print]) -> bool:
+    """Every directory of `group` is there and holds no job file (listed after its stat)."""
+    return all(
+        print_ is not None and fingerprint.job_files(path) == []
+        for path, print_ in zip(group, prints, strict=True)
+    )
+
+
+def _buckets_hold(buckets: dict[str, Any], new: Sequence[str]) -> None:
+    """queue.duplicate-success's incremental form (lanekit.checks.queue.READS) on one queue's
+    done/ buckets: each file added to a bucket since the last pass is `<id>.json` of one of
+    `new` (its lanes' new `done` events), and none went; else _Full. The buckets' prints move
+    on; that the ids are new to the queue is _still_valid's (Seen). A `done` without a file
+    (moved away since) adds no copy: the check counts it as one success, as before."""
+    files = {f"{job}.json" for job in new}
+    for path, known in buckets.items():
+        now = fingerprint.stat_print(path)
+        if now == known["print"]:
+            continue
+        names = fingerprint.job_files(path) if now is not None else None
+        if names is None:
+            raise _Full  # a bucket removed or unreadable
+        mine = [name for name in names if name in files]
+        listed = fingerprint.names_print(names)
+        if listed != fingerprint.added(known["names"], mine):
+            raise _Full  # a file no `done` explains (a skipped copy, a move by hand), or one gone
+        known["print"], known["names"] = now, listed
 
 
 def _emulated_unchanged(cache: dict[str, Any]) -> float:

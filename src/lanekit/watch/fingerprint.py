@@ -7,6 +7,11 @@ each input into a small JSON-able value that changes whenever the input does:
   its target's); a directory's
   mtime moves whenever an entry is added, removed or renamed in it, so `queue/`, `claimed/`,
   `failed/` and each PATH directory are watched without listing them; None when missing;
+- a done/ day bucket: its stat, and its job file names as `names_print` (count and xor of
+  crc32s), so the names a lane's runs added since can be accounted for without keeping them;
+- a queue's failed/ and done/: their stat, and their entries as `listing_print`: every run
+  renames a probe file through them (lanekit.queue.safety), which moves the stat and not the
+  entries;
 - a label in the emulated launchd domain: its job entry in the domain's state file, minus
   the fields that move with every scheduled run of a healthy job and that no check reads
   (timer bases, spawn times, tokens). The run count stays in while the last exit is a
@@ -16,18 +21,19 @@ each input into a small JSON-able value that changes whenever the input does:
 - a label on a Mac (launchctl): `launchctl_print`, from the few launchctl calls of
   lanekit.watch.launchdlook, with the same `state` words.
 
-Builtin modules only (os, json, select): the lean pass (lanekit.watch.entry) computes these on every
-run, and the full pass computes the same values with the same functions when it writes the
-cache, so the two can never disagree about what "unchanged" means.
+Builtin modules only (os, zlib, json, select): the lean pass (lanekit.watch.entry) computes
+these on every run, and the full pass computes the same values with the same functions when it
+writes the cache, so the two can never disagree about what "unchanged" means.
 """
 
-# ruff: noqa: PTH116, PTH118, PTH123
+# ruff: noqa: PTH116, PTH118, PTH123, PTH208
 # (str paths and os.* on purpose: the lean pass does not import pathlib, lanekit.watch.entry)
 
 from __future__ import annotations
 
 import os
 import stat
+import zlib
 
 TYPE_CHECKING = False  # typing costs the lean pass's start-up; mypy still reads these
 if TYPE_CHECKING:
@@ -82,6 +88,42 @@ def stat_print(path: str) -> Print:
 def stat_prints(paths: Iterable[str]) -> list[Print]:
     """The fingerprints of `paths`, in order."""
     return [stat_print(path) for path in paths]
+
+
+def job_files(directory: str) -> list[str] | None:
+    """The job files of a queue directory as lanekit.queue.fileio.job_names finds them
+    (`*.json`, not hidden); None when it cannot be listed."""
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return None
+    return [name for name in names if name.endswith(".json") and name[0] != "."]
+
+
+def listing_print(directory: str) -> list[int] | None:
+    """names_print of the entries of `directory` that are not hidden (a queue's own probe and
+    temp files are: lanekit.queue.layout.TMP_PREFIXES); None when it cannot be listed."""
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return None
+    return names_print(name for name in names if name[0] != ".")
+
+
+def names_print(names: Iterable[str]) -> list[int]:
+    """[how many, the xor of their crc32s]: a set of file names, in a form that names added
+    to it move predictably (`added`) and anything else moves unpredictably."""
+    count, folded = 0, 0
+    for name in names:
+        count += 1
+        folded ^= zlib.crc32(name.encode("utf-8", "surrogateescape"))
+    return [count, folded]
+
+
+def added(before: list[int], names: Iterable[str]) -> list[int]:
+    """names_print of a set that was `before` with `names` added (none of them in it)."""
+    more = names_print(names)
+    return [before[0] + more[0], before[1] ^ more[1]]
 
 
 def emulated_state(state_dir: str) -> dict[str, Any] | None:
