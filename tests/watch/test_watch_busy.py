@@ -109,3 +109,22 @@ def test_a_new_day_bucket_is_looked_at_again(cheap: Cheap) -> None:
     assert not cheap.next()
     assert cheap.next()
     cheap.agrees()
+
+
+def test_jobs_waiting_keep_the_pass_cheap_until_they_are_a_backlog(cheap: Cheap) -> None:
+    """Jobs wait in queue/ for the hourly lane's next fire (nothing runs): passes are cheap
+    while the oldest is younger than two periods (lanekit.checks.queue.backlog_expiry), and
+    the first pass after that is a full one that finds what a pass from scratch finds."""
+    lane = cheap.world.lane("hourly")
+    Queue(lane.queue.dir).enqueue({"n": 1})
+    assert not cheap.next()  # queue/ gained a job
+    domain = cheap.world.domain
+    start = time.time() + domain.offset()
+    assert cheap.next()
+    domain.set_clock(start + 1800)
+    cheap.next()  # the domain's clock moved (its state file): reused or not, it agrees
+    assert cheap.next()
+    cheap.agrees()
+    domain.set_clock(start + 2 * 3600 + 60)
+    assert not cheap.next()
+    assert "queue.backlog" in cheap.agrees()

@@ -216,6 +216,41 @@ def backlog(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     )
 
 
+def backlog_expiry(target: Target, ctx: DoctorContext) -> float | None:
+    """queue.backlog's incremental form: until when (epoch seconds) a healthy result found now
+    stands while queue/ holds the same jobs (any change to queue/ is looked at again, READS):
+    the oldest queued job's birth plus BACKLOG_PERIODS schedule periods, and no later than
+    the next fire of a calendar drainer (its period is read from its next fires, which move
+    at each fire). inf when nothing is queued or nothing sets a pace; None when the check has
+    something to say (its ages move) or the queue cannot be counted."""
+    from lanekit.schedule import next_fires
+
+    lane = target.lane
+    forever = float("inf")
+    if lane is None or ctx.queue(lane).missing() is not None:
+        return forever
+    periods = [p for p in (schedule_period(other, ctx) for other in _drainers(target)) if p]
+    if not periods:
+        return forever
+    now = ctx.now()
+    try:
+        age = ctx.queue(lane).counts(now=now.timestamp()).oldest_queued_age
+    except LanekitError:
+        return None
+    if age is None:
+        return forever
+    pace = BACKLOG_PERIODS * min(periods)
+    if age > pace:
+        return None
+    until = now.timestamp() - age + pace
+    for other in _drainers(target):
+        if other.schedule.calendar:
+            fires = next_fires(other.schedule.calendar, now, 1)
+            if fires:
+                until = min(until, fires[0].timestamp())
+    return until
+
+
 @check(
     "queue.failed-jobs",
     summary="jobs are in failed/ (out of attempts) and wait for a person",

@@ -12,8 +12,8 @@ or queue):
   `queue:QUEUE` (the queue's own directory), and one set per directory a queue check reads
   (lanekit.checks.queue.READS): `running:QUEUE` (claimed/), `queued:QUEUE` (queue/),
   `failed:QUEUE`, `succeeded:QUEUE` (done/ itself); the queue's other directories (temp
-  files, records, delayed jobs: no alert check counts them; a delayed job makes the queue
-  busy, see `until`) are not watched. A healthy claims or backlog result marks its set
+  files, records, delayed jobs: no alert check counts them; a delayed job comes back
+  through queue/) are not watched. A healthy claims or backlog result marks its set
   `empty_ok`: the lean pass then accepts a change to it while it holds no job file; failed/
   and done/ are `listed` (LISTED): a change to their stat counts only if their entries moved;
 - `buckets`: each done/ day bucket of each queue, fingerprinted with its names
@@ -26,9 +26,10 @@ or queue):
   offsets recorded here; queue.duplicate-success also keeps its queue's Seen filter;
 - `found`: whether it had findings, and `until`: the epoch time until which it holds when
   nothing moves (lane.missed-run: lanekit.checks.lane.missed_run_expiry, moved on by new run
-  evidence in the lean pass as missed_run_renewal says; claims, a backlog
-  and a running job: only this pass, as their verdicts move with time or with processes
-  that leave no trace in a file).
+  evidence in the lean pass as missed_run_renewal says; a healthy queue.backlog: lanekit
+  .checks.queue.backlog_expiry; claims while there are any, an open backlog and a running
+  job: only this pass, as their verdicts move with time or with processes that leave no
+  trace in a file).
 
 Taking the snapshot first means an input that changes while the pass looks is seen as changed
 by the next pass (which then looks again): a cached result is never newer than its inputs.
@@ -85,7 +86,9 @@ bootstrap from another file, the label's row as before) can go unseen (plist.dri
 DRIFT = "plist.drift"
 VOLATILE_QUEUE_CHECKS = ("queue.stale-claim", "queue.orphaned-job", "queue.backlog")
 """Their verdict moves with time or with a runner's death while their directories are not
-empty: reused only while the queue holds no queued, delayed or claimed job."""
+empty: the claims checks are reused only while the queue holds no claim, a healthy backlog
+until lanekit.checks.queue.backlog_expiry (the oldest queued job two periods old)."""
+BACKLOG = "queue.backlog"
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,7 +242,8 @@ def _trimmed(labels: Mapping[str, Any], units: Sequence[Mapping[str, Any]]) -> d
 
 
 def _busy(lane: LaneSpec, offset: float) -> bool:
-    """Jobs queued, delayed or claimed: the verdicts on claims and backlog move with time."""
+    """Jobs claimed: the verdicts on claims move with time and with their runners' lives
+    (queued jobs: backlog_expiry; delayed ones come back through queue/, which is watched)."""
     import time
 
     queue = open_queue(lane.queue.dir, durable=lane.queue.durable)
@@ -249,7 +253,7 @@ def _busy(lane: LaneSpec, offset: float) -> bool:
         counts = queue.counts(now=time.time() + offset)
     except LanekitError:
         return True  # unreadable: never call it quiet
-    return bool(counts.queued or counts.delayed or counts.claimed)
+    return bool(counts.claimed)
 
 
 def _read_log(lane: LaneSpec) -> tuple[LogRead, list[str]]:
@@ -367,7 +371,7 @@ def _units(
     shot: Snapshot,
 ) -> list[dict[str, Any]]:
     from lanekit.checks.lane import missed_run_expiry, missed_run_renewal
-    from lanekit.checks.queue import READS
+    from lanekit.checks.queue import READS, backlog_expiry
     from lanekit.doctor import SubjectKind, registry
 
     found = {(f.id, str(f.kind), f.subject) for f in findings}
@@ -391,6 +395,8 @@ def _units(
             if check_id == MISSED_RUN:
                 until = None if has else missed_run_expiry(target, ctx)
                 renew = None if until is None else missed_run_renewal(target, ctx)
+            elif check_id == BACKLOG and queue is not None:
+                until = None if has else backlog_expiry(target, ctx)
             elif check_id in VOLATILE_QUEUE_CHECKS and queue in shot.busy_queues:
                 until = None
             labels = [lane.label for lane in named]
