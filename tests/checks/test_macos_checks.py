@@ -1,7 +1,7 @@
 """tcc.*, volume.*, program.quarantined, launchd.no-gui-session and lane.stuck-run.
 
 Paths are real files under tmp_path; volume and xattr facts are planted at their one seam
-(`lanekit.fsops.volume_facts` / `quarantine_of`), who is at the screen at
+(`lanekit.volumes.volume_facts` / `quarantine_of`), who is at the screen at
 `lanekit.launchd.domain.Caller.current`, and the launchd side is the scripted fake launchctl.
 """
 
@@ -19,7 +19,7 @@ import pytest
 from doctor_world import HEALTHY, World
 
 from fakes import FakeLaunchd
-from lanekit import fsops
+from lanekit import volumes
 from lanekit.doctor import Severity
 from lanekit.launchd.domain import Caller
 from lanekit.launchd.launchctl import LaunchctlDomain
@@ -64,31 +64,31 @@ def test_job_input_in_downloads_is_a_tcc_warning(tmp_path: Path) -> None:
 
 
 @pytest.fixture
-def plant_volume(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, fsops.VolumeFacts]]:
+def plant_volume(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, volumes.VolumeFacts]]:
     """Map path prefixes to planted VolumeFacts; other paths have no facts."""
-    planted: dict[str, fsops.VolumeFacts] = {}
+    planted: dict[str, volumes.VolumeFacts] = {}
 
-    def facts(path: str, *, platform: str | None = None) -> fsops.VolumeFacts | None:
+    def facts(path: str, *, platform: str | None = None) -> volumes.VolumeFacts | None:
         for prefix, volume in planted.items():
             if path.startswith(prefix):
                 return volume
         return None
 
-    monkeypatch.setattr(fsops, "volume_facts", facts)
+    monkeypatch.setattr(volumes, "volume_facts", facts)
     yield planted
 
 
 def test_queue_on_exfat_has_no_rename_excl(
-    tmp_path: Path, plant_volume: dict[str, fsops.VolumeFacts]
+    tmp_path: Path, plant_volume: dict[str, volumes.VolumeFacts]
 ) -> None:
     """An exFAT queue volume: every claim would fail, an error naming the queue key; an APFS
     volume is quiet."""
     world = World.make(tmp_path)
     world.install()
     queue = str(world.lane().queue.dir)
-    plant_volume[queue] = fsops.VolumeFacts("apfs", fsops.MNT_LOCAL)
+    plant_volume[queue] = volumes.VolumeFacts("apfs", volumes.MNT_LOCAL)
     assert world.run("volume.no-rename-excl", world.target()) == []
-    plant_volume[queue] = fsops.VolumeFacts("exfat", fsops.MNT_LOCAL | fsops.MNT_REMOVABLE)
+    plant_volume[queue] = volumes.VolumeFacts("exfat", volumes.MNT_LOCAL | volumes.MNT_REMOVABLE)
     [finding] = world.run("volume.no-rename-excl", world.target())
     assert finding.severity is Severity.ERROR
     assert "exfat" in finding.message
@@ -96,30 +96,30 @@ def test_queue_on_exfat_has_no_rename_excl(
 
 
 def test_removable_and_noowners_volumes_are_external(
-    tmp_path: Path, plant_volume: dict[str, fsops.VolumeFacts]
+    tmp_path: Path, plant_volume: dict[str, volumes.VolumeFacts]
 ) -> None:
     """Logs on a removable volume are an error (launchd exit 78), the queue a warning, and a
     noowners volume says its ownership checks are void, with the quoted diskutil fix."""
     world = World.make(tmp_path)
     world.install()
     home = str(world.paths.home)
-    plant_volume[home] = fsops.VolumeFacts(
-        "apfs", fsops.MNT_LOCAL | fsops.MNT_REMOVABLE | fsops.MNT_IGNORE_OWNERSHIP
+    plant_volume[home] = volumes.VolumeFacts(
+        "apfs", volumes.MNT_LOCAL | volumes.MNT_REMOVABLE | volumes.MNT_IGNORE_OWNERSHIP
     )
     findings = world.run("volume.external", world.target())
     errors = [f for f in findings if f.severity is Severity.ERROR]
     assert errors and all("exits 78" in f.message for f in errors)
     assert any("noowners" in f.message for f in findings)
     assert any(f.fix.startswith("sudo diskutil enableOwnership ") for f in findings)
-    plant_volume[home] = fsops.VolumeFacts("apfs", fsops.MNT_LOCAL | fsops.MNT_ROOTFS)
+    plant_volume[home] = volumes.VolumeFacts("apfs", volumes.MNT_LOCAL | volumes.MNT_ROOTFS)
     assert world.run("volume.external", world.target()) == []
 
 
 def test_volume_facts_on_linux_reads_mountinfo(tmp_path: Path) -> None:
     """Off macOS the seam reports the filesystem type and no macOS flags."""
-    facts = fsops.volume_facts(str(tmp_path), platform="linux")
+    facts = volumes.volume_facts(str(tmp_path), platform="linux")
     assert facts is not None and facts.fstype and facts.flags is None
-    assert not facts.has(fsops.MNT_REMOVABLE)
+    assert not facts.has(volumes.MNT_REMOVABLE)
 
 
 # -------------------------------------------------------------------------- quarantine
@@ -137,7 +137,7 @@ def test_quarantined_plist_and_script(tmp_path: Path, monkeypatch: pytest.Monkey
     assert world.run("program.quarantined", world.target()) == []
     marked = {str(world.paths.plist_for(world.lane().label)), str(script)}
     monkeypatch.setattr(
-        fsops,
+        volumes,
         "quarantine_of",
         lambda path, platform=None: "0081;5f000000;Safari;" if path in marked else None,
     )
@@ -148,7 +148,7 @@ def test_quarantined_plist_and_script(tmp_path: Path, monkeypatch: pytest.Monkey
 
 def test_quarantine_is_never_read_off_macos(tmp_path: Path) -> None:
     """The seam answers None off macOS (no com.apple.quarantine there)."""
-    assert fsops.quarantine_of(str(tmp_path), platform="linux") is None
+    assert volumes.quarantine_of(str(tmp_path), platform="linux") is None
 
 
 # ---------------------------------------------------------------------- GUI session

@@ -2,7 +2,7 @@
 external, removable, no-owners and FAT volumes, quarantined files, a GUI-only lane where nobody
 is at the screen, and a run stuck far past its schedule.
 
-Volume and attribute facts come from one seam, `lanekit.fsops` (`volume_facts`,
+Volume and attribute facts come from one seam, `lanekit.volumes` (`volume_facts`,
 `quarantine_of`); who is at the screen from `lanekit.launchd.domain.Caller`.
 """
 
@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lanekit import fsops
+from lanekit import volumes
 from lanekit.checks import jobfacts
 from lanekit.doctor import DoctorContext, Problem, Severity, Target, check
 from lanekit.quoting import shell_quote
@@ -100,9 +100,9 @@ def tcc_protected_path(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
         )
 
 
-def _volume(path: Path) -> tuple[str, fsops.VolumeFacts] | None:
+def _volume(path: Path) -> tuple[str, volumes.VolumeFacts] | None:
     existing = jobfacts.nearest_existing(path)
-    facts = fsops.volume_facts(str(existing))
+    facts = volumes.volume_facts(str(existing))
     return None if facts is None else (_real(existing), facts)
 
 
@@ -118,7 +118,7 @@ def volume_external(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
         if found is None:
             continue
         real, facts = found
-        external = real.startswith(VOLUMES) or facts.has(fsops.MNT_REMOVABLE)
+        external = real.startswith(VOLUMES) or facts.has(volumes.MNT_REMOVABLE)
         if external and what in jobfacts.LOG_KEYS:
             yield Problem(
                 Severity.ERROR,
@@ -134,7 +134,7 @@ def volume_external(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
                 "the lane cannot run, and macOS privacy protection guards removable volumes.",
                 "keep queues and logs on the startup disk, then `lanekit apply`",
             )
-        if facts.has(fsops.MNT_IGNORE_OWNERSHIP):
+        if facts.has(volumes.MNT_IGNORE_OWNERSHIP):
             volume = facts.mount_point or real
             yield Problem(
                 Severity.WARNING,
@@ -154,7 +154,7 @@ def volume_no_rename_excl(target: Target, ctx: DoctorContext) -> Iterator[Proble
     if lane is None:
         return
     found = _volume(lane.queue.dir)
-    if found is None or found[1].fstype.lower() not in fsops.NO_RENAME_EXCL_FSTYPES:
+    if found is None or found[1].fstype.lower() not in volumes.NO_RENAME_EXCL_FSTYPES:
         return
     yield Problem(
         Severity.ERROR,
@@ -193,7 +193,7 @@ def program_quarantined(target: Target, ctx: DoctorContext) -> Iterator[Problem]
     """A downloaded file keeps com.apple.quarantine: newer launchd refuses such plists, and a
     quarantined program started in the background waits on a Gatekeeper prompt, then dies."""
     for what, path in _executables(target):
-        if fsops.quarantine_of(str(path)) is None:
+        if volumes.quarantine_of(str(path)) is None:
             continue
         effect = (
             "launchd may refuse to load it"
@@ -204,7 +204,7 @@ def program_quarantined(target: Target, ctx: DoctorContext) -> Iterator[Problem]
         yield Problem(
             Severity.ERROR if what == "the plist" else Severity.WARNING,
             f"{what} {path} is quarantined (downloaded, com.apple.quarantine): {effect}.",
-            f"xattr -d {fsops.QUARANTINE} {shell_quote(str(path))}",
+            f"xattr -d {volumes.QUARANTINE} {shell_quote(str(path))}",
         )
 
 

@@ -11,7 +11,7 @@ import errno
 import os
 import stat
 
-from lanekit import fsops
+from lanekit import fsops, volumes
 from lanekit.errors import QueueError
 from lanekit.owned import make_private_dirs
 from lanekit.queue.layout import MOVED_THROUGH, SUBDIRS
@@ -34,7 +34,7 @@ def location_error(root: str | os.PathLike[str]) -> QueueError | None:
     `apply` refuse the same queues before anything is created (lanekit.preflight)."""
     root = os.fspath(root)
     real = os.path.realpath(root)
-    where = fsops.sync_folder(real)
+    where = volumes.sync_folder(real)
     if where is not None:
         return QueueError(
             f"{root}: inside {where}; a sync engine moves and re-creates files behind the "
@@ -44,7 +44,7 @@ def location_error(root: str | os.PathLike[str]) -> QueueError | None:
     existing = real
     while not os.path.exists(existing) and os.path.dirname(existing) != existing:
         existing = os.path.dirname(existing)
-    problem = fsops.mount_problem(existing)
+    problem = volumes.mount_problem(existing)
     if problem is not None:
         return QueueError(
             f"{root}: {problem}; rename there is not atomic or not local",
