@@ -34,7 +34,8 @@ import os
 import select
 import time
 
-from lanekit.watch.launchdrows import Row, disabled_services, service_rows
+from lanekit.launchctl_rows import Row
+from lanekit.watch.launchdrows import disabled_services, service_rows
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

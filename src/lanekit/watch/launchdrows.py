@@ -10,17 +10,19 @@ names the regular expression it stands for), and tests/watch/test_launchdrows.py
 two to the same answer on every capture in tests/launchd/samples and on generated variations
 (tabs or spaces, flag columns, labels with spaces, nested and missing blocks, stray braces).
 
-Builtin modules only (none at all): the lean pass imports this on every pass on a Mac.
+The rows themselves are read by lanekit.launchctl_rows, which the adapter's parsers use too;
+this module keeps the blocks around them. Builtin modules only (lanekit.launchctl_rows imports
+none at all): the lean pass imports this on every pass on a Mac.
 """
 
 from __future__ import annotations
+
+from lanekit.launchctl_rows import Row, split_row
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-Row = tuple[int | None, int | None, str]
-"""(pid, last exit status, label) as lanekit.launchd.model.ListEntry holds them."""
 
 _DISABLED = {"true": True, "disabled": True, "false": False, "enabled": False}
 """lanekit.launchd.parse.printout._DISABLED."""
@@ -115,43 +117,14 @@ def _items(text: str, name: str) -> Iterator[tuple[str, str] | str]:
     yield from found if matched else top
 
 
-def _decimal(text: str) -> bool:
-    """`\\d+` (a str pattern's \\d is a Unicode decimal digit)."""
-    return text.isdecimal()
-
-
 def _row(line: str) -> Row | None:
-    """lanekit.launchd.parse.listing.list_row(line, zero_pid_is_none=True)."""
-    stripped = line.strip()
-    if not stripped:
+    """lanekit.launchd.parse.listing.list_row(line, zero_pid_is_none=True): the same row reader
+    (lanekit.launchctl_rows), PID 0 meaning not running."""
+    row = split_row(line)
+    if row is None:
         return None
-    columns: list[str] = []
-    label = ""
-    if "\t" in stripped:
-        head, _, label = stripped.rpartition("\t")
-        columns = head.split()
-    if len(columns) < 2:
-        parts = stripped.split(None, 2)
-        if len(parts) != 3:
-            return None
-        columns, label = parts[:2], parts[2]
-    pid_text, status_text = columns[0], columns[1]
-    label = label.strip()
-    # `^\([^()\s]*\)\s+(?=\S)`: a flag column after the status is not part of the label.
-    close = label.find(")") if label.startswith("(") else -1
-    if close > 0 and close + 1 < len(label) and label[close + 1].isspace():
-        inner = label[1:close]
-        if "(" not in inner and not any(char.isspace() for char in inner):
-            label = label[close + 1 :].lstrip()
-    if not label or not (pid_text == "-" or _decimal(pid_text)):
-        return None
-    signed = status_text[1:] if status_text[:1] in ("-", "+") else status_text
-    numeric = _decimal(signed)
-    flagged = len(status_text) >= 2 and status_text[0] == "(" and status_text[-1] == ")"
-    if not (status_text == "-" or numeric or flagged):
-        return None
-    pid = None if pid_text == "-" else int(pid_text)
-    return (pid or None, int(status_text) if numeric else None, label)
+    pid, status, label = row
+    return (pid or None, status, label)
 
 
 def service_rows(text: str) -> list[Row]:

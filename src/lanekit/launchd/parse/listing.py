@@ -6,44 +6,21 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from lanekit.launchctl_rows import split_row
 from lanekit.launchd.model import ListEntry
 from lanekit.launchd.parse.common import DARWIN_SIGNALS, lines_of
 
-_PID = re.compile(r"^(?:-|\d+)$")
-_STATUS = re.compile(r"^(?:-|[-+]?\d+|\(.*\))$")
-
 
 def list_row(line: str, *, zero_pid_is_none: bool = False) -> ListEntry | None:
-    """One `PID Status Label` row (tabs or spaces), or None for headers, blanks and garbage.
-
-    With tabs the label is whatever follows the last tab of the status column, so labels with
-    spaces, brackets or colons survive; with spaces the label is the rest of the line.
-    """
-    stripped = line.strip()
-    if not stripped:
+    """One `PID Status Label` row (tabs or spaces), or None for headers, blanks and garbage
+    (lanekit.launchctl_rows reads it); `zero_pid_is_none` for `launchctl print`'s rows, where
+    PID 0 means not running."""
+    row = split_row(line)
+    if row is None:
         return None
-    columns: list[str] = []
-    label = ""
-    if "\t" in stripped:
-        head, _, label = stripped.rpartition("\t")
-        columns = head.split()
-    if len(columns) < 2:
-        parts = stripped.split(None, 2)
-        if len(parts) != 3:
-            return None
-        columns, label = parts[:2], parts[2]
-    pid_text, status_text = columns[0], columns[1]
-    label = label.strip()
-    # A flag column after the status (`0 - (pe) label`) is not part of the label.
-    flags = re.match(r"^\([^()\s]*\)\s+(?=\S)", label)
-    if flags:
-        label = label[flags.end() :]
-    if not label or not _PID.match(pid_text) or not _STATUS.match(status_text):
-        return None
-    pid = None if pid_text == "-" else int(pid_text)
+    pid, status, label = row
     if zero_pid_is_none and pid == 0:
         pid = None
-    status = int(status_text) if re.match(r"^[-+]?\d+$", status_text) else None
     return ListEntry(pid=pid, last_exit=status, label=label)
 
 
