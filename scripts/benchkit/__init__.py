@@ -1,0 +1,1 @@
+"""The figures of scripts/bench.py, one module per figure or group of figures."""

@@ -1,0 +1,117 @@
+"""What every figure shares: the Figure, the statistics, progress, and the lane and
+queue helpers (scripts/bench.py)."""
+
+from __future__ import annotations
+
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lanekit.queue import Queue
+from lanekit.snapshot import RunSpec
+
+REPO = Path(__file__).resolve().parents[2]
+BENCH = REPO / "scripts" / "bench.py"
+"""The entry point: the drain figure starts its workers as `bench.py _worker KIND ...`."""
+
+PY = sys.executable
+LANE = "bench"
+
+
+@dataclass
+class Figure:
+    """One benchmark figure: a ratio with its target and how it was measured."""
+
+    key: str
+    title: str
+    ratio: float
+    target: str
+    met: bool
+    detail: list[str] = field(default_factory=list)
+    limits: str = ""
+    rounds: list[float] = field(default_factory=list)
+    """The ratio of each round (the two sides interleaved within it); `ratio` is their median
+    where there are several."""
+
+    def spread(self) -> str:
+        """The p10-p90 of the round ratios, as shown beside the ratio ('' under 3 rounds)."""
+        if len(self.rounds) < 3:
+            return ""
+        low, high = percentile(self.rounds, 0.1), percentile(self.rounds, 0.9)
+        if self.key in "ef":
+            return f"{low * 100:.1f}-{high * 100:.1f}%"
+        return f"{low:.2f}-{high:.2f}x"
+
+
+def median(values: Sequence[float]) -> float:
+    """Median of a non-empty sample."""
+    return statistics.median(values)
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """A simple nearest-rank percentile, for the spread of a sample."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+def say(text: str) -> None:
+    """Progress on stderr (stdout carries the summary)."""
+    print(text, file=sys.stderr, flush=True)
+
+
+def fresh(root: Path, name: str) -> Path:
+    """An empty directory under the bench root."""
+    path = root / name
+    if path.exists():
+        shutil.rmtree(path)
+    path.mkdir(parents=True)
+    return path
+
+
+def fill(queue: Queue, count: int) -> list[str]:
+    """Enqueue `count` small jobs (not timed)."""
+    return [queue.enqueue({"n": n}) for n in range(count)]
+
+
+def lane_spec(
+    queue_dir: Path, command: Sequence[str], *, max_jobs: int, lane: str = LANE
+) -> RunSpec:
+    """A lane snapshot for `lanekit run` on `queue_dir`."""
+    return RunSpec(
+        lane=lane,
+        label=f"local.bench.{lane}",
+        queue_dir=queue_dir,
+        command=tuple(command),
+        max_jobs=max_jobs,
+        max_seconds=None,
+        max_attempts=3,
+        stale_after=3600.0,
+        exit_timeout=5,
+        log_path=queue_dir / "logs" / f"{lane}.log",
+        durable=False,
+        log_max_bytes=0,
+    )
+
+
+def run_cmd(argv: Sequence[str], env: dict[str, str] | None = None) -> float:
+    """Wall seconds of one process run to completion (output discarded)."""
+    started = time.perf_counter()
+    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, env=env)
+    return time.perf_counter() - started
+
+
+LANEKIT = (
+    [str(Path(PY).parent / "lanekit")]
+    if (Path(PY).parent / "lanekit").exists()
+    else [
+        PY,
+        "-m",
+        "lanekit",
+    ]
+)
+"""The console script users run (python -m lanekit when it is not installed beside PY)."""
