@@ -18,6 +18,9 @@ SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "soak.py"
 
 
 def _load() -> ModuleType:
+    # As `scripts/soak.py` runs: its directory first on sys.path, where its soakkit is.
+    if str(SCRIPT.parent) not in sys.path:
+        sys.path.insert(0, str(SCRIPT.parent))
     spec = importlib.util.spec_from_file_location("lanekit_soak", SCRIPT)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

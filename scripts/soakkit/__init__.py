@@ -1,0 +1,1 @@
+"""The parts of scripts/soak.py: the world, the faults, the accounting and the run."""
