@@ -92,6 +92,8 @@ def test_the_definition_is_kept_as_plain_json_of_this_version(tmp_path: Path) ->
     assert definition == json.loads(json.dumps(definition_of(plist)))
     assert kept_definition(definition) == definition
     assert kept_definition({**definition, "version": DEFINITION_VERSION + 1}) is None
+    assert kept_definition({k: v for k, v in definition.items() if k != "calendar"}) is None
+    assert kept_definition({**definition, "extra_key": 1}) is None
     assert kept_definition(None) is None
     assert kept_definition([definition]) is None
 

@@ -101,8 +101,13 @@ def definition_of(plist: Mapping[str, object]) -> Definition:
 
 
 def kept_definition(value: object) -> Definition | None:
-    """A job entry's kept definition, or None when there is none of this version."""
-    if isinstance(value, dict) and value.get("version") == DEFINITION_VERSION:
+    """A job entry's kept definition, or None when there is none of this version with every
+    key (the entry is then worked out from its plist, as an older one is)."""
+    if (
+        isinstance(value, dict)
+        and value.get("version") == DEFINITION_VERSION
+        and value.keys() == Definition.__required_keys__
+    ):
         # Written by definition_of() through JSON (domain.json is ours: refused otherwise).
         return cast(Definition, value)
     return None
