@@ -27,7 +27,7 @@ from lanekit.config import (
 from lanekit.errors import ConfigError, ExitCode, UsageError
 from lanekit.paths import Paths
 from lanekit.schedule import CalendarEntry, Schedule
-from lanekit.snapshot import DEFAULT_EXIT_TIMEOUT
+from lanekit.snapshot_fields import DEFAULT_EXIT_TIMEOUT
 
 BASE = """
 [queues.notes]

@@ -26,7 +26,6 @@ from pathlib import Path
 
 from lanekit.errors import UsageError
 from lanekit.quoting import cmdline
-from lanekit.snapshot import snapshot_project
 
 MARKER = "LANEKIT_LANE"
 """EnvironmentVariables key that marks a plist as installed by lanekit (value: the lane name)."""
@@ -36,6 +35,10 @@ _UNSAFE = re.compile(r"[^a-z0-9-]+")
 
 def owner_of(snapshot: bytes | None) -> Path | None:
     """The lanes.toml a label's installed snapshot came from (None when unknown)."""
+    # Imported here: lanekit.config imports this module for MARKER, and `lanekit status`
+    # reads no snapshot (its RunSpec is a dataclass created at import: benchmark (i)).
+    from lanekit.snapshot import snapshot_project
+
     return snapshot_project(snapshot)
 
 

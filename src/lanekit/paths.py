@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lanekit.backend import backend_name
+from lanekit.snapshot_fields import pause_marker
 
 __all__ = ["Paths", "backend_name"]
 
@@ -45,9 +46,7 @@ class Paths:
         return self.snapshots / f"{label}.json"
 
     def pause_marker_for(self, label: str) -> Path:
-        """The pause marker of the lane with this launchd label (lanekit.snapshot owns it)."""
-        from lanekit.snapshot import pause_marker
-
+        """The pause marker of the lane with this launchd label (snapshot_fields owns it)."""
         return pause_marker(self.snapshot_for(label))
 
     def plist_for(self, label: str) -> Path:

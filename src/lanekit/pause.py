@@ -3,11 +3,11 @@
 The one rule for disabled lanes (README "Pausing a lane"; reconcile, kick, status and doctor
 follow it):
 
-- `pause` writes the lane's pause marker (lanekit.snapshot.pause_marker, next to its snapshot)
-  and disables the label in launchd. launchd then refuses to load it, and a copy that is still
-  loaded may keep firing (and `launchctl kickstart` still starts it), but every run finds the
-  marker and claims nothing (`skipped reason=paused`, exit 0): a paused lane runs no job,
-  whatever launchd does. `lanekit kick` refuses a paused lane.
+- `pause` writes the lane's pause marker (lanekit.snapshot_fields.pause_marker, next to its
+  snapshot) and disables the label in launchd. launchd then refuses to load it, and a copy
+  that is still loaded may keep firing (and `launchctl kickstart` still starts it), but every
+  run finds the marker and claims nothing (`skipped reason=paused`, exit 0): a paused lane
+  runs no job, whatever launchd does. `lanekit kick` refuses a paused lane.
 - `apply` keeps a paused lane paused: it never enables it and never bootstraps it; changes to
   its plist and snapshot are still written (a reload boots it out and leaves it unloaded).
 - `resume` removes the marker, enables the label and loads the installed plist when launchd

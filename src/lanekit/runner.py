@@ -555,7 +555,7 @@ def parse_args(argv: Sequence[str]) -> tuple[str, Path | None]:
 def paused_run(spec: RunSpec, snapshot: Path) -> RunResult | None:
     """The whole run of a paused lane (lanekit.pause): log `skipped reason=paused`, claim
     nothing, exit 0. None when the lane is not paused."""
-    from lanekit.snapshot import pause_marker
+    from lanekit.snapshot_fields import pause_marker
 
     if not pause_marker(snapshot).exists():
         return None

@@ -8,7 +8,7 @@ from __future__ import annotations
 import signal
 import time
 
-from lanekit.snapshot import DEFAULT_EXIT_TIMEOUT
+from lanekit.snapshot_fields import DEFAULT_EXIT_TIMEOUT
 
 TYPE_CHECKING = False  # typing itself costs start-up time; mypy still reads these imports
 if TYPE_CHECKING:

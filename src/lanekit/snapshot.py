@@ -13,14 +13,14 @@ from pathlib import Path
 from lanekit.atomic import write_atomic
 from lanekit.errors import UsageError
 from lanekit.owned import check_private, read_regular, unsafe_error, unsafe_reason
-from lanekit.snapshot_fields import SNAPSHOT_SCHEMA, snapshot_problem
+from lanekit.snapshot_fields import (
+    DEFAULT_KEEP_DONE,
+    DEFAULT_KEEP_FAILED,
+    SNAPSHOT_SCHEMA,
+    snapshot_problem,
+)
 
-__all__ = ["DEFAULT_EXIT_TIMEOUT", "SNAPSHOT_SCHEMA", "RunSpec"]
-DEFAULT_EXIT_TIMEOUT = 5  # modern launchd's default ExitTimeOut (launchd-semantics.md section 3)
-DEFAULT_KEEP_DONE = 30 * 86400
-"""A queue's `keep_done` default: finished jobs are purged after 30 days."""
-DEFAULT_KEEP_FAILED = 90 * 86400
-"""A queue's `keep_failed` default: failed jobs are purged after 90 days."""
+__all__ = ["SNAPSHOT_SCHEMA", "RunSpec"]
 _PATH_FIELDS = ("queue_dir", "log_path", "stdout_path", "stderr_path", "project")
 
 
@@ -34,12 +34,6 @@ def snapshot_project(data: bytes | None) -> Path | None:
     except (ValueError, AttributeError, RecursionError):
         return None
     return Path(value) if isinstance(value, str) and value else None
-
-
-def pause_marker(snapshot: Path) -> Path:
-    """The file `lanekit pause` writes next to a lane's snapshot; while it exists every run of
-    the lane claims nothing (`skipped reason=paused`), whatever launchd does."""
-    return snapshot.with_suffix(".paused")
 
 
 @dataclass(frozen=True, slots=True)

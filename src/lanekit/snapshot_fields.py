@@ -1,10 +1,13 @@
-"""What a lane snapshot's JSON must hold: each key and the JSON type of its value.
+"""What a lane snapshot's JSON must hold: each key and the JSON type of its value, the
+defaults of the fields lanes.toml may leave out, and the pause marker beside a snapshot.
 
 One table for both readers: lanekit.snapshot (the full run, `apply`, doctor) and
 lanekit.snapshot_reader (the empty-run fast path's, which must not import json or
 dataclasses). A snapshot that is not an object, lacks a key, has an unknown one or a value of
 the wrong type is refused before any value is used: `"max_jobs": "ten"` must not reach the
-runner. Builtin modules only.
+runner. Builtin modules only, so what config, the emulated domain and `lanekit status` need
+of the snapshot (defaults, the marker's name) costs them no json or dataclass creation
+(lanekit.snapshot's RunSpec: benchmark (i)).
 """
 
 from __future__ import annotations
@@ -12,8 +15,20 @@ from __future__ import annotations
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from pathlib import Path
 
 SNAPSHOT_SCHEMA = 1
+DEFAULT_EXIT_TIMEOUT = 5  # modern launchd's default ExitTimeOut (launchd-semantics.md section 3)
+DEFAULT_KEEP_DONE = 30 * 86400
+"""A queue's `keep_done` default: finished jobs are purged after 30 days."""
+DEFAULT_KEEP_FAILED = 90 * 86400
+"""A queue's `keep_failed` default: failed jobs are purged after 90 days."""
+
+
+def pause_marker(snapshot: Path) -> Path:
+    """The file `lanekit pause` writes next to a lane's snapshot; while it exists every run of
+    the lane claims nothing (`skipped reason=paused`), whatever launchd does."""
+    return snapshot.with_suffix(".paused")
 
 
 def _int(value: object) -> bool:

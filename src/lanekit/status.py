@@ -13,7 +13,7 @@ from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
 
-from lanekit.config import Config, LaneSpec, select_lanes
+from lanekit.config import Config, LaneSpec, is_watchdog, select_lanes
 from lanekit.errors import LanekitError
 from lanekit.exits import describe_exit
 from lanekit.launchd import LaunchctlError, Launchd, ListEntry
@@ -152,10 +152,10 @@ def status_of(
 
 def _watchdog_overdue(row: LaneStatus, lane: LaneSpec, paths: Paths, now: datetime) -> LaneStatus:
     """The row with its dead man's switch line, when `lane` is an overdue watchdog."""
-    from lanekit.watch.deadman import is_watchdog, watchdog_silence
-
     if not is_watchdog(lane):
         return row
+    from lanekit.watch.deadman import watchdog_silence
+
     try:
         installed_at = paths.plist_for(lane.label).stat().st_mtime
     except OSError:

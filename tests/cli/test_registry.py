@@ -162,7 +162,9 @@ def test_status_imports_neither_pydantic_nor_rich_nor_reconcile(tmp_path: Path) 
     neither are the launchctl adapter's parsers, which the emulated domain and describing an
     exit do not need, nor the queue's claim, settle, recovery and enqueue paths, which counting
     a queue does not need, nor plistlib and the spawning code, which reading the emulated
-    domain does not need (docs/benchmarks.md figure (i))."""
+    domain does not need, nor the snapshot, `lanekit schedule`'s core and the watchdog's dead
+    man's switch, which reading lanes.toml and a plain lane's row do not need
+    (docs/benchmarks.md figure (i))."""
     config = tmp_path / "lanes.toml"
     config.write_text(
         f'[defaults]\nlabel_prefix = "test.fast"\n\n[queues.q]\ndir = "{tmp_path / "q"}"\n\n'
@@ -187,3 +189,7 @@ def test_status_imports_neither_pydantic_nor_rich_nor_reconcile(tmp_path: Path) 
     assert sorted(m for m in modules if m.split(".")[-1] in moving or m == "lanekit.watcher") == []
     # The emulated domain's `print` reads the definition kept at bootstrap: no plist parser.
     assert {"plistlib", "lanekit.launchd.environ"} & modules == set()
+    # Reading lanes.toml builds no snapshot (RunSpec), explains no schedule (`lanekit
+    # schedule`'s Explanation), and a row that is not the watchdog's asks no dead man's switch.
+    unused = {"lanekit.snapshot", "lanekit.schedule.explain", "lanekit.watch.deadman"}
+    assert sorted(unused & modules) == []

@@ -11,8 +11,9 @@ from collections.abc import Iterator
 from datetime import datetime
 
 from lanekit.checks.lane import MissedRunCause, classify_missed_run, explain_silence, silence_facts
+from lanekit.config import is_watchdog
 from lanekit.doctor import DoctorContext, Problem, Severity, Target, check
-from lanekit.watch.deadman import is_watchdog, watchdog_silence
+from lanekit.watch.deadman import watchdog_silence
 
 
 @check(

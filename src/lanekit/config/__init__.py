@@ -26,6 +26,7 @@ from pathlib import Path
 
 from lanekit.config.lanes import (
     config_warnings,
+    is_watchdog,
     run_spec,
     select_lanes,
     watchdog_lane,
@@ -91,6 +92,7 @@ __all__ = [
     "display_path",
     "expand_home",
     "find_config",
+    "is_watchdog",
     "load_config",
     "one_line",
     "plist_safe",

@@ -14,11 +14,12 @@ from lanekit.schedule import (
     Schedule,
     find_collisions,
 )
-from lanekit.snapshot import (
-    DEFAULT_EXIT_TIMEOUT,
-    RunSpec,
-)
+from lanekit.snapshot_fields import DEFAULT_EXIT_TIMEOUT
 from lanekit.watch.spec import WATCH_COMMAND, WATCH_LANE, WatchSpec, watch_dir
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from lanekit.snapshot import RunSpec
 
 
 def config_warnings(config: Config) -> list[str]:
@@ -88,8 +89,19 @@ def watchdog_lane(
     )
 
 
+def is_watchdog(lane: LaneSpec | None) -> bool:
+    """The watchdog lane `[watch]` adds (watchdog_lane; a user's lane may be named `watch`
+    without it). Here, beside the lane it recognises, so `lanekit status` asks it without
+    importing the dead man's switch for every lane (benchmark (i))."""
+    return lane is not None and lane.name == WATCH_LANE and lane.entrypoint is not None
+
+
 def run_spec(lane: LaneSpec) -> RunSpec:
     """What `lanekit run` needs for this lane (written as the lane snapshot by apply)."""
+    # Imported here: reading lanes.toml (`lanekit status`) builds no snapshot, and RunSpec is
+    # a dataclass created at import (benchmark (i)).
+    from lanekit.snapshot import RunSpec
+
     return RunSpec(
         lane=lane.name,
         label=lane.label,

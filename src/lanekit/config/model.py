@@ -11,7 +11,7 @@ from lanekit.ownership import MARKER
 from lanekit.schedule import (
     Schedule,
 )
-from lanekit.snapshot import (
+from lanekit.snapshot_fields import (
     DEFAULT_KEEP_DONE,
     DEFAULT_KEEP_FAILED,
 )

@@ -42,7 +42,7 @@ from lanekit.schedule import (
     build_schedule,
     schedule_entry_errors,
 )
-from lanekit.snapshot import (
+from lanekit.snapshot_fields import (
     DEFAULT_KEEP_DONE,
     DEFAULT_KEEP_FAILED,
 )

@@ -85,7 +85,7 @@ from lanekit.launchd.model import LaunchctlError, ListEntry, ServiceInfo
 from lanekit.owned import PRIVATE_FILE, make_private_dirs
 from lanekit.quoting import cmdline
 from lanekit.schedule import CalendarEntry, fires_at
-from lanekit.snapshot import DEFAULT_EXIT_TIMEOUT
+from lanekit.snapshot_fields import DEFAULT_EXIT_TIMEOUT
 
 if TYPE_CHECKING:
     from lanekit.launchd.launch import JobLaunch

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lanekit.errors import EnvironmentUnusableError
-from lanekit.snapshot import DEFAULT_EXIT_TIMEOUT
+from lanekit.snapshot_fields import DEFAULT_EXIT_TIMEOUT
 
 DEFAULT_PATH = "/usr/bin:/bin:/usr/sbin:/sbin"
 """launchd's `default environment` PATH (every print capture)."""

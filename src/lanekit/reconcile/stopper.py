@@ -17,7 +17,8 @@ from lanekit.launchd import LaunchctlError, Launchd
 from lanekit.launchd.codes import NOT_LOADED, STILL_LOADED, LaunchctlCode
 from lanekit.quoting import cmdline
 from lanekit.reconcile.observe import lock_path
-from lanekit.snapshot import DEFAULT_EXIT_TIMEOUT, RunSpec
+from lanekit.snapshot import RunSpec
+from lanekit.snapshot_fields import DEFAULT_EXIT_TIMEOUT
 
 
 @dataclass(frozen=True, slots=True)

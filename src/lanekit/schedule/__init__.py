@@ -17,7 +17,8 @@ which selects the same days without counting Sunday twice.
 The package: `model` (the vocabulary and records), `durations`, `cron` and `tables` (the two
 ways to write a calendar entry), `build` (a lane's schedule from lanes.toml values), `fires`
 (when entries fire, and when two lanes collide), `describe` (plain English) and `explain` (the
-`lanekit schedule` command's core). Import from `lanekit.schedule`.
+`lanekit schedule` command's core, loaded on first use: see _LAZY). Import from
+`lanekit.schedule`.
 """
 
 from __future__ import annotations
@@ -38,10 +39,6 @@ from lanekit.schedule.durations import (
     format_duration,
     parse_duration,
 )
-from lanekit.schedule.explain import (
-    explain,
-    parse_after,
-)
 from lanekit.schedule.fires import (
     ScheduledLane,
     find_collisions,
@@ -59,7 +56,6 @@ from lanekit.schedule.model import (
     WEEKDAY_NAMES,
     CalendarEntry,
     Collision,
-    Explanation,
     Schedule,
     ScheduleError,
 )
@@ -67,6 +63,31 @@ from lanekit.schedule.tables import (
     parse_table,
     parse_table_text,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from lanekit.schedule.explain import Explanation, explain, parse_after
+
+_LAZY = ("Explanation", "explain", "parse_after")
+"""What lanekit.schedule.explain re-exports: only `lanekit schedule` uses it, so it is imported
+when one of these is asked for (PEP 562), not by everything that reads a schedule (config,
+`lanekit status`: benchmark (i))."""
+
+
+if not TYPE_CHECKING:  # hidden from mypy, which sees the imports above: a typo stays an error
+
+    def __getattr__(name: str) -> object:
+        """A re-exported name of lanekit.schedule.explain, on first use; cached here."""
+        if name not in _LAZY:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        from importlib import import_module
+
+        module = import_module("lanekit.schedule.explain")
+        # All of them at once: importing the submodule binds `explain` here to the module,
+        # and the function of that name is what lanekit.schedule exports.
+        globals().update({lazy: getattr(module, lazy) for lazy in _LAZY})
+        return globals()[name]
+
 
 __all__ = [
     "DEFAULT_THROTTLE",

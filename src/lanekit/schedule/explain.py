@@ -1,18 +1,32 @@
 """The core of `lanekit schedule EXPR...`: parse each expression, describe it, list its next
-fires."""
+fires. Only that command imports it (lanekit.schedule loads it on first use), so reading
+lanes.toml creates neither Explanation nor the `every=` pattern (benchmark (i))."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 from lanekit.errors import UsageError
 from lanekit.schedule.build import build_schedule
 from lanekit.schedule.describe import describe_schedule
 from lanekit.schedule.fires import local_naive, schedule_next_fires
-from lanekit.schedule.model import Explanation, ScheduleError
+from lanekit.schedule.model import Schedule, ScheduleError
 from lanekit.schedule.tables import parse_table_text
+
+
+@dataclass(frozen=True, slots=True)
+class Explanation:
+    """What `lanekit schedule` shows: the schedule, its description and its next fires."""
+
+    schedule: Schedule
+    description: str
+    after: datetime
+    next: tuple[datetime, ...]
+    warnings: tuple[str, ...] = ()
+    """The schedule's warnings (Schedule.warnings)."""
 
 
 def parse_after(text: str | None) -> datetime:

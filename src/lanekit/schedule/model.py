@@ -1,5 +1,6 @@
 """The schedule vocabulary: launchd's calendar keys, the limits, the error type, and the
-frozen records the rest of lanekit.schedule returns."""
+frozen records the rest of lanekit.schedule returns (but `lanekit schedule`'s Explanation,
+which lanekit.schedule.explain owns)."""
 
 from __future__ import annotations
 
@@ -112,18 +113,6 @@ class Collision:
 
     def __str__(self) -> str:
         return self.description
-
-
-@dataclass(frozen=True, slots=True)
-class Explanation:
-    """What `lanekit schedule` shows: the schedule, its description and its next fires."""
-
-    schedule: Schedule
-    description: str
-    after: datetime
-    next: tuple[datetime, ...]
-    warnings: tuple[str, ...] = ()
-    """The schedule's warnings (Schedule.warnings)."""
 
 
 _MAX_DAY = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)

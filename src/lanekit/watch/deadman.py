@@ -14,7 +14,7 @@ from datetime import datetime
 from lanekit.config import LaneSpec
 from lanekit.errors import LanekitError
 from lanekit.schedule import format_duration
-from lanekit.watch.spec import WATCH_LANE, memory_path
+from lanekit.watch.spec import memory_path
 
 OVERDUE_PASSES = 3
 """Passes in a row that may be missed before the watchdog itself is reported."""
@@ -29,11 +29,6 @@ def last_completed_pass(lane: LaneSpec) -> float | None:
         return load(memory_path(lane.queue.dir)).completed_at
     except (LanekitError, OSError):
         return None
-
-
-def is_watchdog(lane: LaneSpec | None) -> bool:
-    """The watchdog lane `[watch]` adds (a user's lane may be named `watch` without it)."""
-    return lane is not None and lane.name == WATCH_LANE and lane.entrypoint is not None
 
 
 @dataclass(frozen=True, slots=True)
