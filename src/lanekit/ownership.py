@@ -30,7 +30,8 @@ from lanekit.quoting import cmdline
 MARKER = "LANEKIT_LANE"
 """EnvironmentVariables key that marks a plist as installed by lanekit (value: the lane name)."""
 
-_UNSAFE = re.compile(r"[^a-z0-9-]+")
+_UNSAFE = r"[^a-z0-9-]+"
+"""Compiled on first use (re caches it): only `lanekit init` asks, not every reader of MARKER."""
 
 
 def owner_of(snapshot: bytes | None) -> Path | None:
@@ -97,6 +98,6 @@ def ours(snapshot: bytes | None, project: Path) -> bool:
 def label_prefix_for(user: str, directory: Path) -> str:
     """`com.<user>.<directory name>`, each part lower-cased and reduced to letters, digits and
     `-` (a launchd label, and a file name, on any file system)."""
-    user_part = _UNSAFE.sub("-", user.lower()).strip("-") or "user"
-    project_part = _UNSAFE.sub("-", directory.name.lower()).strip("-") or "project"
+    user_part = re.sub(_UNSAFE, "-", user.lower()).strip("-") or "user"
+    project_part = re.sub(_UNSAFE, "-", directory.name.lower()).strip("-") or "project"
     return f"com.{user_part}.{project_part}"

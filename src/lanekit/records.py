@@ -23,6 +23,7 @@ Carry-over (seed 003): each new record keeps `attempts` and `queued_at` from the
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import os
 import re
@@ -30,6 +31,7 @@ import time
 from dataclasses import dataclass
 from enum import StrEnum
 from json import JSONDecodeError, JSONDecoder
+from json.decoder import WHITESPACE  # type: ignore[attr-defined]  # not in typeshed
 from json.encoder import encode_basestring_ascii as _json_str
 from json.scanner import make_scanner
 from pathlib import Path
@@ -108,8 +110,8 @@ _check = JSONDecoder(
 _scan_check = make_scanner(_check)  # type: ignore[arg-type]
 """The same strictness for validating JSON whose values nobody here reads (job payloads):
 integers are not converted, so a 5,000-digit integer, which is valid JSON, is accepted."""
-_space = re.compile(r"[ \t\n\r]*").match
-"""JSON's whitespace (json.decoder.WHITESPACE); it matches everywhere, if only emptily."""
+_space = WHITESPACE.match
+"""JSON's whitespace, json's own compiled pattern; it matches everywhere, if only emptily."""
 
 
 def _after_space(text: str, at: int) -> int:
@@ -169,17 +171,21 @@ _FIELDS = ("schema_version", "job_id", "state", "attempts", "queued_at", "update
 _OPTIONAL = ("lane", "error")
 _STATES: dict[object, JobState] = {state.value: state for state in JobState}
 
-_CANONICAL = re.compile(
-    (
-        r'\{"schema_version": ([1-9][0-9]{0,8}), "job_id": STR, "state": "([a-z]+)", '
-        r'"attempts": (0|[1-9][0-9]{0,17}), "queued_at": STR, "updated_at": STR, '
-        r'"lane": (?:null|STR), "error": (?:null|STR)\}[ \t\n\r]*'
-    ).replace("STR", r'"([ !#-\[\]-~]*)"')  # a JSON string of printable ASCII, no escapes
-)
-"""The exact layout `Record.to_bytes` writes, when no string needs an escape. A record that
-matches it is one object with eight distinct keys and nothing but whitespace after it, so it
-reads the same as through the strict parser, in about half the time (one record is read per
-claim); every other record (other spacing or order, escapes, damage) goes through the parser."""
+
+@functools.cache
+def _canonical() -> re.Pattern[str]:
+    """The exact layout `Record.to_bytes` writes, when no string needs an escape. A record that
+    matches it is one object with eight distinct keys and nothing but whitespace after it, so
+    it reads the same as through the strict parser, in about half the time (one record is read
+    per claim); every other record (other spacing or order, escapes, damage) goes through the
+    parser. Compiled on the first read, not at import: `lanekit status` reads no record."""
+    return re.compile(
+        (
+            r'\{"schema_version": ([1-9][0-9]{0,8}), "job_id": STR, "state": "([a-z]+)", '
+            r'"attempts": (0|[1-9][0-9]{0,17}), "queued_at": STR, "updated_at": STR, '
+            r'"lane": (?:null|STR), "error": (?:null|STR)\}[ \t\n\r]*'
+        ).replace("STR", r'"([ !#-\[\]-~]*)"')  # a JSON string of printable ASCII, no escapes
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,7 +296,7 @@ class Record:
     @classmethod
     def from_bytes(cls, data: bytes, source: str) -> Record:
         """Parse a record file's bytes strictly (see the module docstring)."""
-        match = _CANONICAL.fullmatch(data.decode("ascii", "replace"))
+        match = _canonical().fullmatch(data.decode("ascii", "replace"))
         if match is not None:
             version, job_id, state, attempts, queued_at, updated_at, lane, error = match.groups()
             known = _STATES.get(state)

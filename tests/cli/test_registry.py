@@ -3,6 +3,7 @@ shell completion import no command's dependencies (the import lists, not timings
 
 from __future__ import annotations
 
+import json
 import os
 import pkgutil
 import subprocess
@@ -156,15 +157,8 @@ def test_a_mistyped_command_is_still_suggested() -> None:
     assert "'status'" in result.output
 
 
-def test_status_imports_neither_pydantic_nor_rich_nor_reconcile(tmp_path: Path) -> None:
-    """`lanekit status` on installed lanes, output to a pipe: its options are coerced without
-    pydantic, its table is written without rich, plan/apply's reconcile is not imported, and
-    neither are the launchctl adapter's parsers, which the emulated domain and describing an
-    exit do not need, nor the queue's claim, settle, recovery and enqueue paths, which counting
-    a queue does not need, nor plistlib and the spawning code, which reading the emulated
-    domain does not need, nor the snapshot, `lanekit schedule`'s core and the watchdog's dead
-    man's switch, which reading lanes.toml and a plain lane's row do not need
-    (docs/benchmarks.md figure (i))."""
+def _applied_lane(tmp_path: Path) -> Path:
+    """A lanes.toml with one scheduled lane `l0`, applied in the emulated domain."""
     config = tmp_path / "lanes.toml"
     config.write_text(
         f'[defaults]\nlabel_prefix = "test.fast"\n\n[queues.q]\ndir = "{tmp_path / "q"}"\n\n'
@@ -177,6 +171,53 @@ def test_status_imports_neither_pydantic_nor_rich_nor_reconcile(tmp_path: Path) 
         timeout=120,
     )
     assert applied.returncode == 0, applied.stderr
+    return config
+
+
+def test_status_compiles_no_pattern_of_what_it_does_not_parse(tmp_path: Path) -> None:
+    """`lanekit status` reads no job record, writes no label prefix, has no `[watch]` digest
+    and names no key in an error: the patterns of those parsers are compiled on first use, not
+    when their modules are imported (docs/benchmarks.md figure (i))."""
+    config = _applied_lane(tmp_path)
+    out = tmp_path / "compiled.txt"
+    code = (
+        "import atexit, json, re, sys\n"
+        "seen = []\n"
+        "compile = re._compile\n"
+        "def spy(pattern, flags):\n"
+        "    seen.append((sys._getframe(2).f_globals.get('__name__', ''), str(pattern)))\n"
+        "    return compile(pattern, flags)\n"
+        "re._compile = spy\n"
+        f"atexit.register(lambda: open({str(out)!r}, 'w').write(json.dumps(seen)))\n"
+        "from lanekit.__main__ import main\n"
+        "main(sys.argv[1:])\n"
+    )
+    run = subprocess.run(
+        [PY, "-c", code, "status", "l0", "-c", str(config)],
+        cwd=tmp_path,
+        capture_output=True,
+        check=False,
+        timeout=60,
+    )
+    assert run.returncode == 0, run.stderr
+    compiled = [tuple(pair) for pair in json.loads(out.read_text(encoding="utf-8"))]
+    assert any(module == "lanekit.config.values" for module, _ in compiled)  # the spy works
+    unused = {"lanekit.records", "lanekit.ownership", "lanekit.watch.spec"}
+    assert sorted(p for module, p in compiled if module in unused) == []
+    assert "[A-Za-z0-9_-]+" not in {p for module, p in compiled if module == "lanekit.config.text"}
+    assert not any("0+[smhd]" in p for _, p in compiled)
+
+
+def test_status_imports_neither_pydantic_nor_rich_nor_reconcile(tmp_path: Path) -> None:
+    """`lanekit status` on installed lanes, output to a pipe: its options are coerced without
+    pydantic, its table is written without rich, plan/apply's reconcile is not imported, and
+    neither are the launchctl adapter's parsers, which the emulated domain and describing an
+    exit do not need, nor the queue's claim, settle, recovery and enqueue paths, which counting
+    a queue does not need, nor plistlib and the spawning code, which reading the emulated
+    domain does not need, nor the snapshot, `lanekit schedule`'s core and the watchdog's dead
+    man's switch, which reading lanes.toml and a plain lane's row do not need
+    (docs/benchmarks.md figure (i))."""
+    config = _applied_lane(tmp_path)
     modules = _imported(["status", "l0", "-c", str(config)], tmp_path)
     assert "lanekit.cli.render.status" in modules
     assert sorted(m for m in modules if m.split(".")[0] in {"pydantic", "rich", "jinja2"}) == []

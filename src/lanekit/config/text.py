@@ -14,7 +14,8 @@ from typing import Any
 from lanekit.quoting import printable
 
 _HOME_RE = re.compile(r"(~|\$HOME|\$\{HOME\})(?=/|$)")
-_BARE_KEY_RE = re.compile(r"[A-Za-z0-9_-]+")
+_BARE_KEY_RE = r"[A-Za-z0-9_-]+"
+"""Compiled on first use (re caches it): only an error message names a key."""
 
 
 def display_path(path: Path, cwd: Path) -> str:
@@ -69,7 +70,7 @@ def key_path(parts: Sequence[str | int]) -> str:
         if isinstance(part, int):
             out += f"[{part}]"
             continue
-        text = part if _BARE_KEY_RE.fullmatch(part) else quoted(part)
+        text = part if re.fullmatch(_BARE_KEY_RE, part) else quoted(part)
         out += f".{text}" if out else text
     return out
 

@@ -27,7 +27,8 @@ from lanekit.schedule import (
 )
 
 _VAR_RE = re.compile(r"\$(\{[^}]*\}?|[A-Za-z_][A-Za-z0-9_]*)")
-_ZERO_DURATION_RE = re.compile(r"0+[smhd]?", re.IGNORECASE)
+_ZERO_DURATION_RE = r"(?i)0+[smhd]?"
+"""Compiled on first use (re caches it): only a duration written as text asks."""
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
@@ -182,7 +183,7 @@ class ConfigReader:
             return None
         if isinstance(value, int):
             return self.in_range(key, value, minimum, MAX_INT)
-        if minimum == 0 and _ZERO_DURATION_RE.fullmatch(value.strip()):
+        if minimum == 0 and re.fullmatch(_ZERO_DURATION_RE, value.strip()):
             # parse_duration refuses zero, but ThrottleInterval 0 / ExitTimeOut 0 mean something.
             return 0
         try:

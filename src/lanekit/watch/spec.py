@@ -47,7 +47,8 @@ and needs no PATH, so doctor's command checks find nothing to say about it."""
 MEMORY_NAME = "alerts.json"
 
 Key = tuple[str | int, ...]
-_DIGEST_RE = re.compile(r"(\d{1,2}):(\d{2})")
+_DIGEST_RE = r"(\d{1,2}):(\d{2})"
+"""Compiled on first use (re caches it): only a `[watch]` with a `digest` asks."""
 
 
 class ValueReader(Protocol):
@@ -179,7 +180,7 @@ def _digest(
     if text is None:
         errors.append(True)
         return None
-    found = _DIGEST_RE.fullmatch(text.strip())
+    found = re.fullmatch(_DIGEST_RE, text.strip())
     if found is None or int(found[1]) > 23 or int(found[2]) > 59:
         reader.fail(
             (*key, "digest"),
