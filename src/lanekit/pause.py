@@ -29,7 +29,6 @@ from lanekit.config import LaneSpec
 from lanekit.launchd import Launchd
 from lanekit.paths import Paths
 from lanekit.quoting import cmdline
-from lanekit.records import iso_utc
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +72,8 @@ def pause(
     """Pause `lanes`: marker first (from then on no run claims a job), then launchd's
     disabled override. Idempotent; a lane that is running finishes the job it has."""
     import time
+
+    from lanekit.records import iso_utc  # here: `lanekit status` asks only paused_labels
 
     stamp = iso_utc(time.time() if now is None else now)
     disabled = _disabled(launchd)

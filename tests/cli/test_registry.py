@@ -212,11 +212,11 @@ def test_status_imports_neither_pydantic_nor_rich_nor_reconcile(tmp_path: Path) 
     """`lanekit status` on installed lanes, output to a pipe: its options are coerced without
     pydantic, its table is written without rich, plan/apply's reconcile is not imported, and
     neither are the launchctl adapter's parsers, which the emulated domain and describing an
-    exit do not need, nor the queue's claim, settle, recovery and enqueue paths, which counting
-    a queue does not need, nor plistlib and the spawning code, which reading the emulated
-    domain does not need, nor the snapshot, `lanekit schedule`'s core and the watchdog's dead
-    man's switch, which reading lanes.toml and a plain lane's row do not need
-    (docs/benchmarks.md figure (i))."""
+    exit do not need, nor the queue's claim, settle, recovery and enqueue paths, its job
+    records and claim observers, which counting a queue does not need, nor plistlib and the
+    spawning code, which reading the emulated domain does not need, nor the snapshot,
+    `lanekit schedule`'s core and the watchdog's dead man's switch, which reading lanes.toml
+    and a plain lane's row do not need (docs/benchmarks.md figure (i))."""
     config = _applied_lane(tmp_path)
     modules = _imported(["status", "l0", "-c", str(config)], tmp_path)
     assert "lanekit.cli.render.status" in modules
@@ -224,8 +224,11 @@ def test_status_imports_neither_pydantic_nor_rich_nor_reconcile(tmp_path: Path) 
     assert "lanekit.reconcile" not in modules
     assert sorted(m for m in modules if m.startswith("lanekit.launchd.launchctl")) == []
     assert sorted(m for m in modules if m.startswith("lanekit.launchd.parse")) == []
-    # Counting a queue loads its observers, not the paths that move jobs.
-    assert "lanekit.queue.observe" in modules
+    # Counting a queue loads its counting, not the paths that move jobs, nor the observers
+    # that classify claims and read records.
+    assert {"lanekit.queue.counting", "lanekit.queue.counted"} <= modules
+    observers = {"lanekit.queue.observe", "lanekit.queue.observed", "lanekit.queue.liveness"}
+    assert sorted((observers | {"lanekit.records"}) & modules) == []
     moving = {"claim", "settle", "recover", "enqueue", "mark", "verbs", "purge", "pages"}
     assert sorted(m for m in modules if m.split(".")[-1] in moving or m == "lanekit.watcher") == []
     # The emulated domain's `print` reads the definition kept at bootstrap: no plist parser.

@@ -20,11 +20,12 @@ Producers in any language can enqueue without lanekit: write tmp/<anything>, the
 queue/<id>.json. The claimer creates the record of such a job when it claims it.
 
 The package: `layout` (ids, owners, the one file-name grammar), `state` (what the parts share),
-`safety` (setup and refusals), `enqueue`, `claim`, `settle`, `recover`, `observe`, `verbs`,
-`purge`, `pages` (history), `model` and `observed` (the values moving and observing
-jobs return), `liveness` (the one claim-state answer), `protocol` (the JobQueue
-seam every backend implements), and `Queue` below: the directory backend's façade, which
-scripts, benchmarks and the runner use.
+`safety` (setup and refusals), `enqueue`, `claim`, `settle`, `recover`, `counting` (how
+many, how old: what status shows), `observe`, `verbs`, `purge`, `pages` (history), `model`,
+`counted` and `observed` (the values moving, counting and observing jobs return),
+`liveness` (the one claim-state answer), `protocol` (the JobQueue seam every backend
+implements), and `Queue` below: the directory backend's façade, which scripts, benchmarks
+and the runner use.
 """
 
 from __future__ import annotations
@@ -34,7 +35,6 @@ import os
 from lanekit.clock import epoch
 from lanekit.queue.layout import SUBDIRS
 from lanekit.queue.state import QueueState
-from lanekit.records import JobState
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 
     from lanekit.history import JobView, Page
     from lanekit.queue.claim import _FIRST_WINDOW, Claimer
+    from lanekit.queue.counted import ClaimInfo, QueueCounts
     from lanekit.queue.enqueue import payload_problem
     from lanekit.queue.layout import (
         MAX_ID_LENGTH,
@@ -71,20 +72,19 @@ if TYPE_CHECKING:
         VerdictKind,
     )
     from lanekit.queue.observed import (
-        ClaimInfo,
         ClaimState,
         ClaimView,
         JobLocation,
-        QueueCounts,
         RecoverReason,
     )
     from lanekit.queue.protocol import JobClaimer, JobQueue
     from lanekit.queue.safety import location_error
     from lanekit.queue.state import DEFAULT_BACKOFF_BASE, DEFAULT_BACKOFF_MAX
-    from lanekit.records import Record
+    from lanekit.records import JobState, Record
 
 _LAZY = {
     "lanekit.queue.claim": ("_FIRST_WINDOW", "Claimer"),
+    "lanekit.queue.counted": ("ClaimInfo", "QueueCounts"),
     "lanekit.queue.enqueue": ("payload_problem",),
     "lanekit.queue.layout": (
         "MAX_ID_LENGTH",
@@ -111,11 +111,9 @@ _LAZY = {
         "VerdictKind",
     ),
     "lanekit.queue.observed": (
-        "ClaimInfo",
         "ClaimState",
         "ClaimView",
         "JobLocation",
-        "QueueCounts",
         "RecoverReason",
     ),
     "lanekit.queue.protocol": ("JobClaimer", "JobQueue"),
@@ -313,17 +311,17 @@ class Queue(QueueState):
 
     def counts(self, now: float | None = None) -> QueueCounts:
         """How many jobs are in each directory, and the oldest queued job and claim."""
-        from lanekit.queue import observe
+        from lanekit.queue import counting
 
-        return observe.counts(self, now)
+        return counting.counts(self, now)
 
     def list_claims(
         self, now: float | None = None, *, check_owners: bool = True
     ) -> list[ClaimInfo]:
         """Every claim with its owner and age, oldest first."""
-        from lanekit.queue import observe
+        from lanekit.queue import counting
 
-        return observe.list_claims(self, now, check_owners=check_owners)
+        return counting.list_claims(self, now, check_owners=check_owners)
 
     def claims(self, now: float | None = None) -> list[ClaimView]:
         """Every claim, oldest first, classified (lanekit.queue.liveness)."""
@@ -358,6 +356,8 @@ class Queue(QueueState):
 
     def holding(self, state: JobState) -> str:
         """The directory of the jobs in `state` (queued: queue/; delayed/ holds them too)."""
+        from lanekit.records import JobState  # here: counting a queue reads no record
+
         return {
             JobState.QUEUED: self.queue_dir,
             JobState.RUNNING: self.claimed_dir,

@@ -1,122 +1,34 @@
-"""Looking at a queue without changing it: counts and ages, claims and their owners, where a
-job is, the listing history pages through. Built from directory listings (and a stat where an
-age needs one), so it stays cheap at 100k jobs."""
+"""Looking at a queue without changing it: where a job is, the listing history pages through,
+each claim classified by its runner's liveness, and the records that contradict where their
+job is (counts, ages and the claims' owners are lanekit.queue.counting). Built from directory
+listings (and a stat where an age needs one), so it stays cheap at 100k jobs."""
 
-# ruff: noqa: PTH116
 # (str paths and os.* on purpose: the claim path, see lanekit.queue)
 from __future__ import annotations
 
-import heapq
 import os
 from collections import Counter
 from pathlib import Path
 
 from lanekit import fsops, procinfo
 from lanekit.errors import LanekitError
+from lanekit.queue.counting import list_claims
 from lanekit.queue.fileio import job_names, listdir, read_all
 from lanekit.queue.layout import (
     has_id,
-    id_time,
     owned_id,
     split_owned_name,
     stem_id,
     validate_job_id,
 )
-from lanekit.queue.liveness import claim_locked, classify_claim, owner_alive
-from lanekit.queue.observed import ClaimInfo, ClaimView, JobLocation, QueueCounts
+from lanekit.queue.liveness import claim_locked, classify_claim
+from lanekit.queue.observed import ClaimView, JobLocation
 from lanekit.records import JobState, RecordError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from lanekit.queue.state import QueueState
     from lanekit.records import Record
-
-
-def counts(q: QueueState, now: float | None = None) -> QueueCounts:
-    """How many jobs are in each directory, and the oldest queued job and claim."""
-    now = q.clock() if now is None else now
-    queued = job_names(q.queue_dir)
-    oldest = _longest_waiting(q, queued)
-    claims = list_claims(q, now=now, check_owners=False)
-    done = sum(len(job_names(f"{q.done_root}/{day}")) for day in q.done_days())
-    return QueueCounts(
-        queued=len(queued),
-        delayed=len(job_names(q.delayed_dir)),
-        claimed=len(claims),
-        done=done,
-        failed=len(job_names(q.failed_dir)),
-        oldest_queued_age=None if oldest is None else max(now - oldest, 0.0),
-        oldest_claim_age=max((c.age for c in claims), default=None),
-    )
-
-
-def _longest_waiting(q: QueueState, queued: list[str]) -> float | None:
-    """Since when the longest-waiting job in queue/ waits: the later of its id's time (a
-    generated id) and its file's mtime (a custom id's only clue; `lanekit retry` dates the job
-    it puts back). Generated ids are looked at oldest first and the scan stops once no later
-    id can be older, so a queue without retries costs one stat, whatever its size."""
-    timed: list[tuple[float, str]] = []
-    oldest: float | None = None
-    for name in queued:
-        born = id_time(name[:-5])
-        if born is not None:
-            timed.append((born, name))
-            continue
-        try:
-            born = os.stat(f"{q.queue_dir}/{name}").st_mtime
-        except FileNotFoundError:
-            continue
-        oldest = born if oldest is None else min(oldest, born)
-    heapq.heapify(timed)  # O(n): only the few oldest are popped
-    while timed:
-        born, name = heapq.heappop(timed)
-        if oldest is not None and born >= oldest:
-            break
-        try:
-            written = os.stat(f"{q.queue_dir}/{name}").st_mtime
-        except FileNotFoundError:
-            continue
-        waits = max(born, written)
-        oldest = waits if oldest is None else min(oldest, waits)
-    return oldest
-
-
-def list_claims(
-    q: QueueState, now: float | None = None, *, check_owners: bool = True
-) -> list[ClaimInfo]:
-    """Every claim with its owner and age, oldest first.
-
-    `owner_alive` is True when the claim's lock is held or its owner (on this host) is
-    running with the same start token, False when the owner is gone, None when the owner is
-    on another host or unnamed (and when `check_owners` is False).
-    """
-    now = q.clock() if now is None else now
-    here = procinfo.hosttag()
-    result = []
-    for name in job_names(q.claimed_dir):
-        path = f"{q.claimed_dir}/{name}"
-        try:
-            mtime = os.stat(path).st_mtime
-        except FileNotFoundError:
-            continue
-        parsed = split_owned_name(name)
-        job_id, owner = (name[:-5], None) if parsed is None else parsed
-        alive = None
-        if check_owners and owner is not None and owner.host == here:
-            alive = owner_alive(path, owner)
-        result.append(
-            ClaimInfo(
-                job_id=job_id,
-                path=Path(path),
-                pid=None if owner is None else owner.pid,
-                token=None if owner is None else owner.token,
-                host=None if owner is None else owner.host,
-                age=max(now - mtime, 0.0),
-                owner_alive=alive,
-            )
-        )
-    result.sort(key=lambda info: -info.age)
-    return result
 
 
 def listing(

@@ -1,18 +1,20 @@
-"""What observing a directory queue returns: counts, claims and what each amounts to, where a
-job is, and why a claim may be taken from its owner. Split from lanekit.queue.model so that
-counting a queue (`lanekit status`, benchmark (i)) creates only these few classes. Frozen
-dataclasses and closed vocabularies, no I/O."""
+"""What observing a directory queue returns: what each claim amounts to, where a job is, and
+why a claim may be taken from its owner (counts and claims with their owners are
+lanekit.queue.counted's). Split from lanekit.queue.model so that observing creates only these
+few classes, and from counting so that `lanekit status` (benchmark (i)) creates none of them.
+Frozen dataclasses and closed vocabularies, no I/O."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
 
-from lanekit.records import JobState
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
+
+    from lanekit.queue.counted import ClaimInfo
+    from lanekit.records import JobState
 
 
 class RecoverReason(StrEnum):
@@ -22,36 +24,6 @@ class RecoverReason(StrEnum):
     PID_REUSED = "pid-reused"
     STALE = "stale"
     """Owner on another host (or unnamed) and the claim is older than stale_after."""
-
-
-@dataclass(frozen=True, slots=True)
-class QueueCounts:
-    """How many jobs are where, for status and doctor."""
-
-    queued: int
-    delayed: int
-    claimed: int
-    done: int
-    failed: int
-    oldest_queued_age: float | None
-    """Seconds since the oldest job in queue/ was enqueued (None when queue/ is empty)."""
-    oldest_claim_age: float | None
-    """Seconds since the oldest current claim was taken (None when nothing is claimed)."""
-
-
-@dataclass(frozen=True, slots=True)
-class ClaimInfo:
-    """One file in claimed/ and what is known about its owner."""
-
-    job_id: str
-    path: Path
-    pid: int | None
-    token: str | None
-    host: str | None
-    age: float
-    """Seconds since the claim was taken."""
-    owner_alive: bool | None
-    """True/False for owners on this host; None when it cannot be checked (another host)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,8 +19,9 @@ if TYPE_CHECKING:
     from typing import Any
 
     from lanekit.history import JobView, Page
+    from lanekit.queue.counted import QueueCounts
     from lanekit.queue.model import Claim, Dropped, Moved, Purged, Recovered, Settled, Verdict
-    from lanekit.queue.observed import ClaimView, JobLocation, QueueCounts
+    from lanekit.queue.observed import ClaimView, JobLocation
     from lanekit.records import JobState, Record
 
 

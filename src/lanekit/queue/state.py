@@ -10,6 +10,7 @@ functions of a QueueState; lanekit.queue.Queue is the façade that holds one.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import time
 from collections.abc import Callable
@@ -17,7 +18,10 @@ from pathlib import Path
 
 from lanekit.clock import epoch
 from lanekit.queue.fileio import listdir
-from lanekit.records import RecordStore, tmp_suffix
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from lanekit.records import RecordStore
 
 DEFAULT_BACKOFF_BASE = 30.0
 DEFAULT_BACKOFF_MAX = 3600.0
@@ -52,7 +56,6 @@ class QueueState:
         self.delayed = self.dir / "delayed"
         self.records = self.dir / "records"
         self.logs = self.dir / "logs"
-        self.store = RecordStore(self.records, durable=durable, tmp_dir=self.tmp)
         root = str(self.dir)
         self.root = root
         self.tmp_dir = root + "/tmp"
@@ -71,8 +74,19 @@ class QueueState:
     def __repr__(self) -> str:
         return f"Queue({self.root!r}, durable={self.durable})"
 
+    @functools.cached_property
+    def store(self) -> RecordStore:
+        """The queue's records/ (lanekit.records), made on first use: counting a queue
+        (`lanekit status`, benchmark (i)) reads no record, so it does not import them. Cached
+        in the instance, so the claim path pays the lookup of a plain attribute."""
+        from lanekit.records import RecordStore
+
+        return RecordStore(self.records, durable=self.durable, tmp_dir=self.tmp)
+
     def tmp_name(self, kind: str) -> str:
         """A fresh hidden name in tmp/ (ids are left out: a long one would not fit)."""
+        from lanekit.records import tmp_suffix  # here: see `store`
+
         return f"{self.tmp_dir}/.{kind}.{tmp_suffix()}"
 
     def backoff(self, attempt: int) -> float:
