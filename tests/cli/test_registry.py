@@ -174,6 +174,36 @@ def _applied_lane(tmp_path: Path) -> Path:
     return config
 
 
+def test_status_takes_no_collision_finder_nor_explainer_from_lanekit_schedule(
+    tmp_path: Path,
+) -> None:
+    """`lanekit status` reads schedules through lanekit.schedule without loading what only
+    checking a whole lanes.toml (collisions) or `lanekit schedule` (explain) uses: those
+    names are bound in the package on first use (docs/benchmarks.md figure (i))."""
+    config = _applied_lane(tmp_path)
+    out = tmp_path / "names.txt"
+    code = (
+        "import atexit, sys\n"
+        "def dump():\n"
+        f"    open({str(out)!r}, 'w').write(' '.join(vars(sys.modules['lanekit.schedule'])))\n"
+        "atexit.register(dump)\n"
+        "from lanekit.__main__ import main\n"
+        "main(sys.argv[1:])\n"
+    )
+    run = subprocess.run(
+        [PY, "-c", code, "status", "l0", "-c", str(config)],
+        cwd=tmp_path,
+        capture_output=True,
+        check=False,
+        timeout=60,
+    )
+    assert run.returncode == 0, run.stderr
+    names = set(out.read_text(encoding="utf-8").split())
+    assert "describe_schedule" in names  # what status does use
+    lazy = {"Collision", "ScheduledLane", "find_collisions", "Explanation", "explain"}
+    assert sorted(lazy & names) == []
+
+
 def test_status_compiles_no_pattern_of_what_it_does_not_parse(tmp_path: Path) -> None:
     """`lanekit status` reads no job record, writes no label prefix, has no `[watch]` digest
     and names no key in an error: the patterns of those parsers are compiled on first use, not
@@ -215,8 +245,9 @@ def test_status_imports_neither_pydantic_nor_rich_nor_reconcile(tmp_path: Path) 
     exit do not need, nor the queue's claim, settle, recovery and enqueue paths, its job
     records and claim observers, which counting a queue does not need, nor plistlib and the
     spawning code, which reading the emulated domain does not need, nor the snapshot,
-    `lanekit schedule`'s core and the watchdog's dead man's switch, which reading lanes.toml
-    and a plain lane's row do not need (docs/benchmarks.md figure (i))."""
+    `lanekit schedule`'s core, the collision finder and the watchdog's dead man's switch,
+    which reading lanes.toml and a plain lane's row do not need (docs/benchmarks.md figure
+    (i))."""
     config = _applied_lane(tmp_path)
     modules = _imported(["status", "l0", "-c", str(config)], tmp_path)
     assert "lanekit.cli.render.status" in modules
@@ -234,6 +265,12 @@ def test_status_imports_neither_pydantic_nor_rich_nor_reconcile(tmp_path: Path) 
     # The emulated domain's `print` reads the definition kept at bootstrap: no plist parser.
     assert {"plistlib", "lanekit.launchd.environ"} & modules == set()
     # Reading lanes.toml builds no snapshot (RunSpec), explains no schedule (`lanekit
-    # schedule`'s Explanation), and a row that is not the watchdog's asks no dead man's switch.
-    unused = {"lanekit.snapshot", "lanekit.schedule.explain", "lanekit.watch.deadman"}
+    # schedule`'s Explanation) and looks for no collision of two lanes, and a row that is not
+    # the watchdog's asks no dead man's switch.
+    unused = {
+        "lanekit.snapshot",
+        "lanekit.schedule.explain",
+        "lanekit.schedule.collisions",
+        "lanekit.watch.deadman",
+    }
     assert sorted(unused & modules) == []

@@ -1,4 +1,4 @@
-"""Lanes of one queue firing in the same minute (lanekit.schedule.fires.find_collisions)."""
+"""Lanes of one queue firing in the same minute (lanekit.schedule.collisions.find_collisions)."""
 
 from __future__ import annotations
 

@@ -10,10 +10,7 @@ from lanekit.config.model import DEFAULT_PATH, DEFAULT_SESSION_TYPES, Config, La
 from lanekit.config.text import did_you_mean, quoted
 from lanekit.errors import UsageError
 from lanekit.paths import Paths
-from lanekit.schedule import (
-    Schedule,
-    find_collisions,
-)
+from lanekit.schedule import Schedule
 from lanekit.snapshot_fields import DEFAULT_EXIT_TIMEOUT
 from lanekit.watch.spec import WATCH_COMMAND, WATCH_LANE, WatchSpec, watch_dir
 
@@ -24,6 +21,8 @@ if TYPE_CHECKING:
 
 def config_warnings(config: Config) -> list[str]:
     """Problems that do not stop a config from loading: schedule collisions, no lanes."""
+    from lanekit.schedule import find_collisions  # here: reading lanes.toml needs none
+
     if not config.lanes:
         return ["no lanes defined: add a [lanes.NAME] table"]
     return [str(collision) for collision in find_collisions(list(config.lanes.values()))]

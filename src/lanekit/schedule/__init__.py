@@ -17,7 +17,8 @@ which selects the same days without counting Sunday twice.
 The package: `model` (the vocabulary and records), `durations`, `cron` and `tables` (the two
 ways to write a calendar entry), `build` (a lane's schedule from lanes.toml values), `fires`
 (when entries fire, and when two lanes collide), `describe` (plain English) and `explain` (the
-`lanekit schedule` command's core, loaded on first use: see _LAZY). Import from
+`lanekit schedule` command's core), `collisions` (two lanes of one queue in the same
+minute); the last two are loaded on first use (see _LAZY). Import from
 `lanekit.schedule`.
 """
 
@@ -40,8 +41,6 @@ from lanekit.schedule.durations import (
     parse_duration,
 )
 from lanekit.schedule.fires import (
-    ScheduledLane,
-    find_collisions,
     fires_at,
     next_fires,
     previous_fire,
@@ -55,7 +54,6 @@ from lanekit.schedule.model import (
     SEARCH_DAYS,
     WEEKDAY_NAMES,
     CalendarEntry,
-    Collision,
     Schedule,
     ScheduleError,
 )
@@ -66,26 +64,33 @@ from lanekit.schedule.tables import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from lanekit.schedule.collisions import Collision, ScheduledLane, find_collisions
     from lanekit.schedule.explain import Explanation, explain, parse_after
 
-_LAZY = ("Explanation", "explain", "parse_after")
-"""What lanekit.schedule.explain re-exports: only `lanekit schedule` uses it, so it is imported
-when one of these is asked for (PEP 562), not by everything that reads a schedule (config,
-`lanekit status`: benchmark (i))."""
+_LAZY = {
+    "lanekit.schedule.collisions": ("Collision", "ScheduledLane", "find_collisions"),
+    "lanekit.schedule.explain": ("Explanation", "explain", "parse_after"),
+}
+"""Where each name re-exported on first use lives: only checking a whole lanes.toml asks for
+collisions, only `lanekit schedule` explains, so neither is imported (PEP 562) by everything
+that reads a schedule (config, `lanekit status`: benchmark (i))."""
+
+_HOME = {name: module for module, names in _LAZY.items() for name in names}
 
 
 if not TYPE_CHECKING:  # hidden from mypy, which sees the imports above: a typo stays an error
 
     def __getattr__(name: str) -> object:
-        """A re-exported name of lanekit.schedule.explain, on first use; cached here."""
-        if name not in _LAZY:
+        """A name re-exported from its module on first use; cached here."""
+        home = _HOME.get(name)
+        if home is None:
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
         from importlib import import_module
 
-        module = import_module("lanekit.schedule.explain")
-        # All of them at once: importing the submodule binds `explain` here to the module,
-        # and the function of that name is what lanekit.schedule exports.
-        globals().update({lazy: getattr(module, lazy) for lazy in _LAZY})
+        module = import_module(home)
+        # All of the module's names at once: importing lanekit.schedule.explain binds
+        # `explain` here to the submodule, and the function of that name is the export.
+        globals().update({lazy: getattr(module, lazy) for lazy in _LAZY[home]})
         return globals()[name]
 
 

@@ -1,5 +1,6 @@
 """When schedules fire, in local wall time: the next fires, the previous one, whether one
-fires in a given minute, and the first minute two lanes on one queue both fire."""
+fires in a given minute, and the first minute two sets of entries both fire (which
+lanekit.schedule.collisions asks of two lanes on one queue)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,8 @@ import itertools
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
-from typing import Protocol
 
-from lanekit.schedule.model import SEARCH_DAYS, CalendarEntry, Collision, Schedule, can_occur
+from lanekit.schedule.model import SEARCH_DAYS, CalendarEntry, Schedule, can_occur
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,30 +181,13 @@ def schedule_next_fires(
     return sorted(fires)[:n]
 
 
-def _alternatives(entry: CalendarEntry) -> list[tuple[int | None, int | None]]:
-    """The day condition as (day, weekday) atoms ORed together; (None, None) is any day."""
-    if entry.day is not None and entry.weekday is not None:
-        return [(entry.day, None), (None, entry.weekday)]
-    return [(entry.day, entry.weekday)]
-
-
-def _same_minute(a: CalendarEntry, b: CalendarEntry) -> bool:
-    """True when some real minute matches both entries (exact, field by field)."""
-    for x, y in ((a.hour, b.hour), (a.minute, b.minute), (a.month, b.month)):
-        if x is not None and y is not None and x != y:
-            return False
-    month = a.month if a.month is not None else b.month
-    for day_a, weekday_a in _alternatives(a):
-        for day_b, weekday_b in _alternatives(b):
-            if day_a is not None and day_b is not None and day_a != day_b:
-                continue
-            if weekday_a is not None and weekday_b is not None and weekday_a != weekday_b:
-                continue
-            day = day_a if day_a is not None else day_b
-            # Any month/day pair that exists falls on every weekday in some year.
-            if can_occur(month, day, None):
-                return True
-    return False
+def first_common_fire(
+    a: Iterable[CalendarEntry], b: Iterable[CalendarEntry], start: datetime
+) -> datetime | None:
+    """The first minute at or after the minute-aligned `start` in which both sets of entries
+    fire (naive local wall time; same DST rules as next_fires), None if there is none within
+    SEARCH_DAYS."""
+    return _first_common(_matchers(a), _matchers(b), start)
 
 
 def _first_common(a: Sequence[_Matcher], b: Sequence[_Matcher], start: datetime) -> datetime | None:
@@ -225,75 +208,3 @@ def _first_common(a: Sequence[_Matcher], b: Sequence[_Matcher], start: datetime)
             if _exists(wall):
                 return wall
     return None
-
-
-class _NamedQueue(Protocol):
-    @property
-    def name(self) -> str:
-        """The queue's name in lanes.toml."""
-        ...
-
-
-class ScheduledLane(Protocol):
-    """What find_collisions reads of a lane (lanekit.config.LaneSpec is one): this module is
-    a model below config and never imports it."""
-
-    @property
-    def name(self) -> str:
-        """The lane's name in lanes.toml."""
-        ...
-
-    @property
-    def queue(self) -> _NamedQueue:
-        """The queue the lane drains."""
-        ...
-
-    @property
-    def schedule(self) -> Schedule:
-        """When launchd starts the lane."""
-        ...
-
-
-def find_collisions(
-    lanes: Sequence[ScheduledLane], *, after: datetime | None = None
-) -> list[Collision]:
-    """Pairs of lanes that drain the same queue and whose calendars fire in a common minute.
-
-    The overlap test is exact and analytic (entry pairs compared field by field, with the
-    Day/Weekday "either matches" rule); the example is the first common minute after `after`
-    (default: now). StartInterval lanes are not compared: their phase depends on when launchd
-    loaded them, which lanes.toml does not say.
-    """
-    start = (local_naive(after) if after is not None else datetime.now()).replace(
-        second=0, microsecond=0
-    ) + timedelta(minutes=1)
-    by_queue: dict[str, list[ScheduledLane]] = {}
-    for lane in lanes:
-        if lane.schedule.calendar:
-            by_queue.setdefault(lane.queue.name, []).append(lane)
-    found: list[Collision] = []
-    for queue in sorted(by_queue):
-        group = sorted(by_queue[queue], key=lambda lane: lane.name)
-        for first, second in itertools.combinations(group, 2):
-            if not any(
-                _same_minute(x, y)
-                for x in first.schedule.calendar
-                for y in second.schedule.calendar
-            ):
-                continue
-            example = _first_common(
-                _matchers(first.schedule.calendar), _matchers(second.schedule.calendar), start
-            )
-            when = f", next at {example:%Y-%m-%d %H:%M}" if example is not None else ""
-            found.append(
-                Collision(
-                    queue=queue,
-                    lanes=(first.name, second.name),
-                    example=example,
-                    description=(
-                        f'lanes "{first.name}" and "{second.name}" both drain queue "{queue}" '
-                        f"and can start in the same minute{when}"
-                    ),
-                )
-            )
-    return found

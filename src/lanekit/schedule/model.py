@@ -1,11 +1,10 @@
 """The schedule vocabulary: launchd's calendar keys, the limits, the error type, and the
-frozen records the rest of lanekit.schedule returns (but `lanekit schedule`'s Explanation,
-which lanekit.schedule.explain owns)."""
+frozen records the rest of lanekit.schedule returns (but `lanekit schedule`'s Explanation and
+Collision, which lanekit.schedule.explain and lanekit.schedule.collisions own)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
 
 from lanekit.errors import UsageError
 
@@ -99,20 +98,6 @@ class Schedule:
     def is_empty(self) -> bool:
         """True when the lane only runs on demand."""
         return not self.calendar and self.interval is None
-
-
-@dataclass(frozen=True, slots=True)
-class Collision:
-    """Two lanes that drain one queue and can be started by launchd in the same minute."""
-
-    queue: str
-    lanes: tuple[str, str]
-    example: datetime | None
-    """The first minute both fire (naive local wall time), None if none within SEARCH_DAYS."""
-    description: str
-
-    def __str__(self) -> str:
-        return self.description
 
 
 _MAX_DAY = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
