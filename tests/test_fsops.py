@@ -226,3 +226,45 @@ def test_flock_held_probe(tmp_path: Path) -> None:
         fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)  # the probe kept no lock
     finally:
         os.close(other)
+
+
+# -- append_line: the settle's record write (no inode created) ---------------------------------
+
+
+def test_append_line_adds_to_a_file_that_ends_in_a_line(tmp_path: Path) -> None:
+    """The line goes at the end of the same file (same inode); the result says so."""
+    path = tmp_path / "r"
+    path.write_bytes(b"one\n")
+    inode = path.stat().st_ino
+    assert fsops.append_line(str(path), b"two\n", limit=4096, durable=True) is True
+    assert path.read_bytes() == b"one\ntwo\n"
+    assert path.stat().st_ino == inode
+
+
+@pytest.mark.parametrize(
+    ("content", "limit"),
+    [
+        (b"", 4096),  # empty: nothing to append to
+        (b"one", 4096),  # the last line was cut short
+        (b"one\n", 7),  # would pass the limit
+    ],
+)
+def test_append_line_refuses_and_writes_nothing(tmp_path: Path, content: bytes, limit: int) -> None:
+    """Where appending would not leave whole lines within the limit, nothing is written."""
+    path = tmp_path / "r"
+    path.write_bytes(content)
+    assert fsops.append_line(str(path), b"two\n", limit=limit, durable=False) is False
+    assert path.read_bytes() == content
+
+
+def test_append_line_never_follows_a_symlink_or_waits_on_a_fifo(tmp_path: Path) -> None:
+    """A symlink is not followed to its target; a FIFO is neither waited on nor written;
+    a missing file is not created."""
+    target = tmp_path / "target"
+    target.write_bytes(b"one\n")
+    (tmp_path / "link").symlink_to(target)
+    os.mkfifo(tmp_path / "fifo")
+    for name in ("link", "fifo", "missing"):
+        assert fsops.append_line(str(tmp_path / name), b"x\n", limit=99, durable=False) is False
+    assert target.read_bytes() == b"one\n"
+    assert not (tmp_path / "missing").exists()

@@ -7,7 +7,6 @@ cause, the lane goes on to the next job, and nothing outside the queue is touche
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -22,6 +21,10 @@ from hypothesis import strategies as st
 
 from lanekit.queue import Queue, validate_job_id
 from lanekit.records import JobState, RecordStore
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from lanekit.snapshot import RunSpec
 
 CONFIG = """
 [defaults]
@@ -342,8 +345,8 @@ def test_unreadable_job_file_goes_to_failed(other_user: tuple[int, Path]) -> Non
     assert proc.returncode == 1, proc.stderr
     queue = Queue(project / "inbox")
     assert "Permission denied" in failed_reason(queue, "aa-locked")
-    record = json.loads(queue.store.path("zz-good").read_text())
-    assert record["state"] == "succeeded"
+    record = queue.store.read("zz-good")
+    assert record is not None and record.state is JobState.SUCCEEDED
 
 
 @pytest.fixture
@@ -384,29 +387,25 @@ except OSError:
 def test_success_without_its_record_is_still_refused(small_fs: Path, tmp_path: Path) -> None:
     """A job succeeds on a filesystem that is full by then, so its final record cannot be
     written: it still goes to done/, and once space is back the same id is refused at enqueue
-    and skipped when a producer drops it in again: it never runs a second time."""
+    and skipped when a producer drops it in again: it never runs a second time.
+
+    A settle appends its line into the record file's block, which needs no free space; so
+    the record here has held enough earlier attempts that the success's line must replace the
+    file (records.FILE_LIMIT), which does."""
     from lanekit import runner
     from lanekit.queue import JobExistsError
-    from lanekit.snapshot import RunSpec
+    from lanekit.records import FILE_LIMIT
 
     queue_dir = small_fs / "q"
     queue = Queue(queue_dir, durable=False)
     queue.ensure()
     queue.enqueue({"n": 1}, job_id="once")
+    queued = queue.store.read("once")
+    assert queued is not None
+    while queue.store.path("once").stat().st_size + 2 * len(queued.to_bytes()) <= FILE_LIMIT:
+        queue.store.settle(queued)  # earlier attempts, each released
     ledger, fill = tmp_path / "ledger", small_fs / "fill"
-    spec = RunSpec(
-        lane="work",
-        label="test.work",
-        queue_dir=queue_dir,
-        command=(sys.executable, "-c", FILL, str(ledger), str(fill)),
-        max_jobs=10,
-        max_seconds=None,
-        max_attempts=3,
-        stale_after=3600.0,
-        exit_timeout=5,
-        log_path=tmp_path / "work.log",
-        durable=False,
-    )
+    spec = _fill_spec(queue_dir, ledger, fill, tmp_path)
     with pytest.raises(Exception, match="cannot record that job once succeeded"):
         runner.run_lane(spec, handle_signals=False)
     # Claims write no record: it still says queued, and the claim's running mark stays (the
@@ -422,6 +421,47 @@ def test_success_without_its_record_is_still_refused(small_fs: Path, tmp_path: P
     assert (result.skipped, result.done) == (1, 0)
     assert ledger.read_text() == "ran\n"
     assert queue.store.read("once").state is JobState.SUCCEEDED  # type: ignore[union-attr]
+
+
+def test_a_success_on_a_full_filesystem_is_recorded(small_fs: Path, tmp_path: Path) -> None:
+    """The settle's record line goes into the record file's own block: a job that fills the
+    disk still has its success recorded, its mark removed, and is never run again."""
+    from lanekit import runner
+
+    queue_dir = small_fs / "q"
+    queue = Queue(queue_dir, durable=False)
+    queue.ensure()
+    queue.enqueue({"n": 1}, job_id="once")
+    ledger, fill = tmp_path / "ledger", small_fs / "fill"
+    spec = _fill_spec(queue_dir, ledger, fill, tmp_path)
+    result = runner.run_lane(spec, handle_signals=False)
+    assert result.done == 1
+    assert queue.store.read("once").state is JobState.SUCCEEDED  # type: ignore[union-attr]
+    assert not (queue.dir / "claimed" / ".once.running").exists()
+    fill.unlink()  # room for a producer to drop the same id in again
+    (queue.queue / "once.json").write_text('{"n": 1}')
+    result = runner.run_lane(spec, handle_signals=False)
+    assert (result.skipped, result.done) == (1, 0)
+    assert ledger.read_text() == "ran\n"
+
+
+def _fill_spec(queue_dir: Path, ledger: Path, fill: Path, tmp_path: Path) -> RunSpec:
+    """A lane whose job notes that it ran, then fills the filesystem."""
+    from lanekit.snapshot import RunSpec
+
+    return RunSpec(
+        lane="work",
+        label="test.work",
+        queue_dir=queue_dir,
+        command=(sys.executable, "-c", FILL, str(ledger), str(fill)),
+        max_jobs=10,
+        max_seconds=None,
+        max_attempts=3,
+        stale_after=3600.0,
+        exit_timeout=5,
+        log_path=tmp_path / "work.log",
+        durable=False,
+    )
 
 
 # --- property: whatever lands in queue/, every run ends and nothing is lost or touched --------

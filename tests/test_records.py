@@ -254,9 +254,10 @@ def test_store_replaces_the_previous_record(tmp_path: Path) -> None:
 
 
 def test_store_names_the_unreadable_file(tmp_path: Path) -> None:
-    """A damaged record raises RecordError whose message names its path."""
+    """A damaged record raises RecordError whose message names its path (two records on one
+    line: a torn write followed by a newer one)."""
     store = RecordStore(tmp_path)
-    store.path("j1").write_bytes(GOOD.to_bytes() + GOOD.to_bytes())
+    store.path("j1").write_bytes(GOOD.to_bytes()[:-1] + GOOD.to_bytes())
     with pytest.raises(RecordError, match=str(store.path("j1"))):
         store.read("j1")
 
@@ -332,3 +333,136 @@ def test_durable_create(tmp_path: Path) -> None:
     assert store.create(store.stage(GOOD), "j1") is True
     assert store.read("j1") == GOOD
     assert [p.name for p in tmp_path.iterdir()] == ["j1.json"]
+
+
+# -- the record file as a short log (a settle appends its line) --------------------------------
+
+QUEUED = Record("j1", JobState.QUEUED, 1, "2026-07-26T12:00:00.000Z", "2026-07-26T12:01:00.000Z")
+DONE = Record("j1", JobState.SUCCEEDED, 2, "2026-07-26T12:00:00.000Z", "2026-07-26T12:02:00.000Z")
+
+
+def _store(tmp_path: Path) -> RecordStore:
+    (tmp_path / "records").mkdir()
+    (tmp_path / "tmp").mkdir()
+    return RecordStore(tmp_path / "records", durable=False, tmp_dir=tmp_path / "tmp")
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        (GOOD.to_bytes(), GOOD),
+        (GOOD.to_bytes() + b"\n\n  \n", GOOD),  # whitespace after the one line
+        (GOOD.to_bytes() + QUEUED.to_bytes(), QUEUED),  # the last complete line
+        (GOOD.to_bytes() + QUEUED.to_bytes()[:-1], QUEUED),  # complete, without its newline
+        (GOOD.to_bytes() + QUEUED.to_bytes()[:40], GOOD),  # an append cut short
+        (GOOD.to_bytes() + b"\x00" * 64, GOOD),  # zero fill where an append was cut short
+        (GOOD.to_bytes() + DONE.to_bytes() + QUEUED.to_bytes(), DONE),  # success never undone
+        (DONE.to_bytes() + GOOD.to_bytes()[:30], DONE),
+    ],
+)
+def test_a_record_file_reads_as_its_last_complete_line(data: bytes, expected: Record) -> None:
+    """The record is the last complete line; a line cut short is passed over; an earlier
+    success is never rolled back by a later line."""
+    assert Record.from_file(data, "r.json") == expected
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        GOOD.to_bytes()[:40],  # one record cut short: nothing complete to fall back on
+        GOOD.to_bytes() + b"{}\n",  # the last complete line is no record
+        GOOD.to_bytes()[:-1] + QUEUED.to_bytes(),  # two records on one line
+        b"garbage\n" + DONE.to_bytes()[:30],  # a cut line after a damaged one
+    ],
+)
+def test_a_damaged_last_line_makes_the_record_unreadable(data: bytes) -> None:
+    """Damage where the record is read is never guessed around."""
+    with pytest.raises(RecordError, match=r"r\.json"):
+        Record.from_file(data, "r.json")
+
+
+def test_a_damaged_line_that_may_say_succeeded_is_not_passed_over() -> None:
+    """A damaged earlier line that may hold a success makes the record unreadable: it might
+    be the success the later line would roll back."""
+    damaged = DONE.to_bytes().replace(b'"job_id"', b'"job_id": 1, "job_id"')
+    with pytest.raises(RecordError, match="duplicate key"):
+        Record.from_file(damaged + QUEUED.to_bytes(), "r.json")
+
+
+def test_a_settle_appends_to_the_record_file(tmp_path: Path) -> None:
+    """A settle writes into the record file it finds (same inode: no file created) and is
+    read back; every other write replaces the file by one line."""
+    store = _store(tmp_path)
+    store.write(GOOD)
+    before = os.lstat(store.path("j1"))
+    store.settle(QUEUED)
+    store.settle(DONE)
+    after = os.lstat(store.path("j1"))
+    assert after.st_ino == before.st_ino
+    assert store.path("j1").read_bytes() == GOOD.to_bytes() + QUEUED.to_bytes() + DONE.to_bytes()
+    assert store.read("j1") == DONE
+    store.write(QUEUED)
+    assert store.path("j1").read_bytes() == QUEUED.to_bytes()
+    assert os.listdir(tmp_path / "tmp") == []
+
+
+def test_a_settle_appends_only_within_one_block(tmp_path: Path) -> None:
+    """A file the next line would take past FILE_LIMIT is replaced by that line alone."""
+    store = _store(tmp_path)
+    store.write(GOOD)
+    lines = 1
+    while (lines + 1) * len(QUEUED.to_bytes()) <= records.FILE_LIMIT:
+        store.settle(QUEUED)
+        lines += 1
+    inode = os.lstat(store.path("j1")).st_ino
+    store.settle(DONE)
+    assert store.path("j1").read_bytes() == DONE.to_bytes()
+    assert os.lstat(store.path("j1")).st_ino != inode
+    assert lines > 10  # a file holds many attempts before it is replaced
+
+
+@pytest.mark.parametrize("tail", [QUEUED.to_bytes()[:40], b"\x00" * 16])
+def test_a_settle_never_appends_after_a_line_cut_short(tmp_path: Path, tail: bytes) -> None:
+    """After an append cut short (a crash mid-write) the next settle replaces the file: its
+    line is never glued to the broken one."""
+    store = _store(tmp_path)
+    store.path("j1").write_bytes(GOOD.to_bytes() + tail)
+    assert store.read("j1") == GOOD
+    store.settle(DONE)
+    assert store.path("j1").read_bytes() == DONE.to_bytes()
+    assert store.read("j1") == DONE
+
+
+def test_a_settle_where_no_record_is_creates_one(tmp_path: Path) -> None:
+    """A job enqueued by a producer outside lanekit has no record: the settle makes one."""
+    store = _store(tmp_path)
+    store.settle(DONE)
+    assert store.path("j1").read_bytes() == DONE.to_bytes()
+
+
+def test_a_settle_never_writes_through_a_symlink(tmp_path: Path) -> None:
+    """A record that is a symlink is replaced, never appended through to its target."""
+    store = _store(tmp_path)
+    target = tmp_path / "elsewhere"
+    target.write_bytes(GOOD.to_bytes())
+    store.path("j1").symlink_to(target)
+    store.settle(DONE)
+    assert target.read_bytes() == GOOD.to_bytes()
+    assert not store.path("j1").is_symlink()
+    assert store.read("j1") == DONE
+
+
+def test_identity_tells_an_append_apart_within_one_clock_tick(tmp_path: Path) -> None:
+    """An append changes the record's identity even when the file's times do not move (ext4
+    takes them from a clock that ticks every few milliseconds)."""
+    store = _store(tmp_path)
+    store.write(GOOD)
+    seen = store.identity("j1")
+    assert seen is not None
+    stat = os.lstat(store.path("j1"))
+    store.settle(QUEUED)
+    os.utime(store.path("j1"), ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    now = store.identity("j1")
+    assert now is not None and now[0] == seen[0] and now[2] == seen[2]
+    assert now != seen
+    assert store.read_identified("j1") == (QUEUED, now)

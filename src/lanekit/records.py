@@ -1,7 +1,21 @@
 """Job status records (records/<id>.json) and the re-execution guard.
 
-One record per job, replaced atomically on every state change. A job whose record says
-`succeeded` is never run again, which is what makes enqueueing the same id twice harmless.
+One record file per job. A job whose record says `succeeded` is never run again, which is what
+makes enqueueing the same id twice harmless.
+
+The file is a short log: each line is a whole record, and the record is the last complete
+line (one that ends in a newline). Every writer but one replaces the file atomically with a
+single line. The one that does not is the settle of a claim (`RecordStore.settle`: complete,
+fail, release), once per job: it appends its line, because creating a file is what a job's
+record write cost (the inode: ~30 us on an idle ext4 journal, up to ~800 us while it commits;
+an append into the file's one block allocates nothing). A settle never appends to a file that
+would outgrow one block (FILE_LIMIT) or whose last line was cut short: it replaces the file
+then, so a file holds at most a few attempts' lines. Reading:
+- a last line without its newline is a write cut short (a crash mid-append) and is passed
+  over when a complete line precedes it; alone, it is unreadable, as any torn record;
+- a success is never rolled back by a later line: if an earlier line says `succeeded`, the
+  record is that line (no settle appends after a success; the guard refuses to run it);
+- lines before the last complete one are otherwise not read.
 
 Purging (`lanekit purge`, retention) removes old records, but not the guard: the ids of the
 succeeded jobs whose records it removes go into a compact index, records/.guard/<UTC day>.ids
@@ -9,10 +23,11 @@ succeeded jobs whose records it removes go into a compact index, records/.guard/
 job has no record. Index files are dropped only once they are older than the queue's
 `keep_done`, so a succeeded id stays refused for at least twice `keep_done` after it finished.
 
-Reading is strict: a duplicate key or bytes after the JSON value make the record unreadable
-(RecordError naming the file), never "last key wins". A torn write followed by a newer one reads
-as `{"state":"succeeded",...}{"state":"running",...}`; accepting it would roll a finished job
-back from the reading side, the one place the guard cannot defend.
+Reading a line is strict: a duplicate key or bytes after the JSON value make the record
+unreadable (RecordError naming the file), never "last key wins". A torn write followed by a
+newer one on the same line reads as `{"state":"succeeded",...}{"state":"running",...}`;
+accepting it would roll a finished job back from the reading side, the one place the guard
+cannot defend.
 
 Carry-over (seed 003): each new record keeps `attempts` and `queued_at` from the previous one;
 `state`, `error` and `updated_at` describe this event only; `lane` is kept when none is given.
@@ -170,6 +185,12 @@ def iso_utc(epoch: float) -> str:
 _FIELDS = ("schema_version", "job_id", "state", "attempts", "queued_at", "updated_at")
 _OPTIONAL = ("lane", "error")
 _STATES: dict[object, JobState] = {state.value: state for state in JobState}
+_SUCCEEDED_LINE = b'"succeeded"'
+"""Found in every line that may say succeeded (a line with escapes still has the value so)."""
+
+FILE_LIMIT = 4096
+"""A settle appends its line only while the record file stays within this many bytes (one
+block on APFS and ext4): past it, the file is replaced by the one line."""
 
 
 @functools.cache
@@ -313,6 +334,33 @@ class Record:
             ) from None
         return cls.from_dict(parsed, source)
 
+    @classmethod
+    def from_file(cls, data: bytes, source: str) -> Record:
+        """The record a record file's bytes hold: its last complete line, unless an earlier
+        line says succeeded (see the module docstring). A file of one line, the common case,
+        is one from_bytes."""
+        last = data.find(b"\n")
+        if last < 0 or last == len(data) - 1 or not data[last:].strip():
+            return cls.from_bytes(data, source)  # one line, trailing whitespace allowed
+        head, _, tail = data.rpartition(b"\n")
+        lines = [line for line in head.split(b"\n") if line.strip()]
+        record = None
+        if tail.strip():
+            try:
+                record = cls.from_bytes(tail, source)  # complete, just without its newline
+            except RecordError:
+                if not lines:
+                    raise
+        if record is None:
+            record = cls.from_bytes(lines.pop(), source)
+        if record.state is not JobState.SUCCEEDED and _SUCCEEDED_LINE in head:
+            for line in reversed(lines):
+                if _SUCCEEDED_LINE in line:
+                    earlier = cls.from_bytes(line, source)
+                    if earlier.state is JobState.SUCCEEDED:
+                        return earlier
+        return record
+
     def carry_over(self, prev: Record | None) -> Record:
         """This record with what survives from `prev`: attempts, queued_at, and lane if unset."""
         if prev is None:
@@ -361,8 +409,9 @@ def tmp_suffix() -> str:
     return f"{_pid}.{next(_tmp_serial)}.{x & 0xFFFFFFFF:08x}"
 
 
-RecordIdentity = tuple[int, int, int]
-"""A record file's inode, mtime and ctime (ns): RecordStore.identity."""
+RecordIdentity = tuple[int, int, int, int]
+"""A record file's inode, size, mtime and ctime (ns): RecordStore.identity. The size is what
+tells an append apart: ext4 takes file times from a clock that ticks every few milliseconds."""
 
 
 class RecordStore:
@@ -396,13 +445,14 @@ class RecordStore:
         return self.read_identified(job_id)[0]
 
     def identity(self, job_id: str) -> RecordIdentity | None:
-        """Which file is the record of `job_id` now (None: there is none). Every write puts a
-        new file in place, so an unchanged identity means an unchanged record."""
+        """Which file is the record of `job_id` now, and how long (None: there is none). Every
+        write puts a new file in place or appends to it, so an unchanged identity means an
+        unchanged record."""
         try:
             st = os.lstat(f"{self._dir}/{job_id}.json")
         except FileNotFoundError:
             return None
-        return (st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+        return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
     def read_identified(self, job_id: str) -> tuple[Record | None, RecordIdentity | None]:
         """read() and the identity of the file it read (see identity), from one fstat."""
@@ -437,7 +487,7 @@ class RecordStore:
             ) from None
         finally:
             os.close(fd)
-        record = Record.from_bytes(data, path)
+        record = Record.from_file(data, path)
         if record.job_id != job_id and record.job_id.casefold() == job_id.casefold():
             # A case-insensitive volume (the default APFS) opened the other id's file.
             raise IdCaseCollisionError(
@@ -450,7 +500,7 @@ class RecordStore:
                 f"{path}: record belongs to job {record.job_id!r}, not {job_id!r}",
                 "remove or repair the record file",
             )
-        return record, (st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+        return record, (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
     def write(self, record: Record, *, durable: bool | None = None) -> None:
         """Replace the record of `record.job_id` atomically; `durable` overrides the store's
@@ -464,14 +514,16 @@ class RecordStore:
 
     def settle(self, record: Record) -> None:
         """Write the record that settles a claim this process holds the running mark of
-        (lanekit.queue.mark): like `write`, but never by a rename over the old record where
-        that costs a flush (fsops.supersede_file). For the instant the id may have no record,
-        the mark still stands: a copy claimed then is refused by it, never run."""
+        (lanekit.queue.mark): appended to the record file (see the module docstring), else
+        replacing it, never by a rename over the old record where that costs a flush
+        (fsops.supersede_file). For the instant the id may then have no record, the mark
+        still stands: a copy claimed then is refused by it, never run."""
+        line = record.to_bytes()
+        path = f"{self._dir}/{record.job_id}.json"
+        if fsops.append_line(path, line, limit=FILE_LIMIT, durable=self.durable):
+            return
         fsops.supersede_file(
-            f"{self._dir}/{record.job_id}.json",
-            record.to_bytes(),
-            tmp=f"{self._tmp}/.rec.{tmp_suffix()}",
-            durable=self.durable,
+            path, line, tmp=f"{self._tmp}/.rec.{tmp_suffix()}", durable=self.durable
         )
 
     def stage(self, record: Record, *, durable: bool | None = None) -> str:

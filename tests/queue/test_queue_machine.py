@@ -131,16 +131,19 @@ class QueueMachine(RuleBasedStateMachine):
         self.crashed.add(job_id)
 
     @rule(
-        point=st.sampled_from(["before-mark", "mid-record", "after-record", "after-unmark"]),
+        point=st.sampled_from(
+            ["before-mark", "mid-record", "mid-replace", "after-record", "after-unmark"]
+        ),
         succeeded=st.booleans(),
     )
     def crash_at(self, point: str, succeeded: bool) -> None:
         """A real process dies at one step of the hot path: after the claim rename but before
-        the running mark (the attempt never started); in the settle while its record is put in
-        place (the old one removed, the new one not yet there: the attempt counts, the outcome
-        is lost and the job runs again); or after the record was written, before or after the
-        mark was removed (the outcome counts)."""
-        if not self._queued() or (point == "mid-record" and sys.platform == "darwin"):
+        the running mark (the attempt never started); in the settle while its record line is
+        appended (cut short half-way) or, where the file must be replaced, while it is put in
+        place (the old one removed, the new one not yet there): either way the attempt counts,
+        the outcome is lost and the job runs again; or after the record was written, before or
+        after the mark was removed (the outcome counts)."""
+        if not self._queued() or (point == "mid-replace" and sys.platform == "darwin"):
             return  # on macOS the record is replaced by one rename: there is no such step
         job_id = in_dying_process(lambda say: self._die_at(point, succeeded, say))
         assert job_id in self._queued()
@@ -149,7 +152,7 @@ class QueueMachine(RuleBasedStateMachine):
             self.after_recovery[job_id] = JobState.QUEUED
             return
         self.attempts[job_id] += 1
-        if succeeded and point != "mid-record":
+        if succeeded and point not in {"mid-record", "mid-replace"}:
             self.successes[job_id] = self.successes.get(job_id, 0) + 1
             self.after_recovery[job_id] = JobState.SUCCEEDED
         else:
@@ -180,6 +183,14 @@ class QueueMachine(RuleBasedStateMachine):
         if point == "after-record":
             patch.setattr(settling, "drop_mark", die)
         elif point == "mid-record":
+
+            def half_then_die(fd: int, data: bytes) -> None:
+                os.write(fd, data[: len(data) // 2])
+                os._exit(0)
+
+            patch.setattr(fsops, "_write_all", half_then_die)  # the record line's append
+        elif point == "mid-replace":
+            patch.setattr(fsops, "append_line", lambda *_args, **_kwargs: False)
             patch.setattr(fsops, "rename_noreplace", die)  # the record's, on Linux
         else:
             from lanekit.queue.mark import drop as unmark
