@@ -31,23 +31,20 @@ def native_noreplace() -> Callable[[bytes, bytes], int]:
 
 
 _FLOOR_RECORD = b"x" * 220 + b"\n"
-_FLOOR_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
-_OVER_FLUSHES = sys.platform.startswith("linux")  # as lanekit.fsops.supersede_file
+_FLOOR_APPEND = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC  # as lanekit.fsops.append_line
 
 
 def floor_loop(root: Path, count: int) -> float:
     """Seconds per job for the protocol's minimum, with no logic around it: renameat2 from
     queue/ to claimed/ (the claim), open + read + close of the claimed file (the job), the one
-    record write the library keeps (create a temp file, write, close, then put it in place the
-    way the library does: on Linux unlink the old record and renameat2 the new one in without
-    replacing, since a rename over a file makes ext4 start its writeback; elsewhere one rename
-    over it) and renameat2 into done/ (the settle). Same directories, same file sizes, no
+    record write the library keeps (open the job's record, append its line, close: no file
+    created) and renameat2 into done/ (the settle). Same directories, same file sizes, no
     fsync (as the library with durable=false). What the library does beyond it is its price
     for the promise: the flock that makes liveness exact, the claim's age (futimens), the
     guard's record read, and the running mark (symlink + unlink) that counts the attempt and
     refuses a second copy."""
     base = fresh(root, "floor")
-    for name in ("queue", "claimed", "done", "records", "tmp"):
+    for name in ("queue", "claimed", "done", "records"):
         (base / name).mkdir()
     payload = b'{"n": 1}\n'
     names = [f"{n:020d}-0000001-abcdef01" for n in range(count)]
@@ -61,24 +58,18 @@ def floor_loop(root: Path, count: int) -> float:
             b + b"/queue/" + n.encode() + b".json",
             b + b"/claimed/" + n.encode() + b".owner.json",
             b + b"/records/" + n.encode() + b".json",
-            b + b"/tmp/." + n.encode() + b".1",
             b + b"/done/" + n.encode() + b".json",
         )
         for n in names
     ]
     started = time.perf_counter()
-    for src, claimed, rec, tmp, done in plan:
-        floor_job(rename, src, claimed, rec, tmp, done)
+    for src, claimed, rec, done in plan:
+        floor_job(rename, src, claimed, rec, done)
     return (time.perf_counter() - started) / count
 
 
 def floor_job(
-    rename: Callable[[bytes, bytes], int],
-    src: bytes,
-    claimed: bytes,
-    rec: bytes,
-    tmp: bytes,
-    done: bytes,
+    rename: Callable[[bytes, bytes], int], src: bytes, claimed: bytes, rec: bytes, done: bytes
 ) -> bool:
     """One job at the protocol's minimum (see floor_loop); False if another process claimed
     it first (the claim rename found no file)."""
@@ -87,14 +78,9 @@ def floor_job(
     fd = os.open(claimed, os.O_RDONLY | os.O_CLOEXEC)
     os.read(fd, 1 << 20)
     os.close(fd)
-    wfd = os.open(tmp, _FLOOR_NEW, 0o600)
+    wfd = os.open(rec, _FLOOR_APPEND)
     os.write(wfd, _FLOOR_RECORD)
     os.close(wfd)
-    if _OVER_FLUSHES:
-        os.unlink(rec)  # noqa: PTH108 - the raw syscall is the point
-        rename(tmp, rec)
-    else:
-        os.rename(tmp, rec)  # noqa: PTH104 - the raw syscall is the point
     rename(claimed, done)
     return True
 

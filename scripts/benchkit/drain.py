@@ -65,7 +65,6 @@ def _floor_taker(where: str) -> Callable[[], list[str]]:
                 base + b"/queue/" + name,
                 base + b"/claimed/" + stem + b"." + tag + b".json",
                 base + b"/records/" + name,
-                base + b"/tmp/.rec." + stem + b"." + tag,
                 base + b"/done/" + name,
             ):
                 got.append(stem.decode())
