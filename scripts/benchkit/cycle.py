@@ -144,8 +144,8 @@ def bench_cycle(root: Path, count: int, rounds: int) -> Figure:
             f"us/job, lanekit {median(vs_dirq):.2f}x per job (p10-p90 "
             f"{percentile(vs_dirq, 0.1):.2f}-{percentile(vs_dirq, 0.9):.2f}x; target <= 2x)",
             f"the floor alone vs dirq, same rounds: {median(floor_vs):.2f}x per job (p10-p90 "
-            f"{percentile(floor_vs, 0.1):.2f}-{percentile(floor_vs, 0.9):.2f}x): the one record "
-            "write per job costs this much before lanekit adds anything",
+            f"{percentile(floor_vs, 0.1):.2f}-{percentile(floor_vs, 0.9):.2f}x): the protocol's "
+            "minimum, its record line appended, before lanekit adds anything",
         ]
     return Figure(
         key="a",
@@ -160,21 +160,21 @@ def bench_cycle(root: Path, count: int, rounds: int) -> Figure:
             "rounds' ratios; durable=false, like the floor)",
             *versus,
         ],
-        limits="The floor is the protocol's minimum: the claim rename, the job read, the one "
-        "record write lanekit keeps (a temp file created, written, closed, then on Linux the "
-        "old record unlinked and the new one renamed in without replacing) and the done rename: "
-        "11 syscalls. A claim+complete makes 20 (strace, docs/benchmarks.md): the flock (exact "
-        "liveness), the claim's futimens (its age), the guard's record read (open, fstat, read, "
-        "close) and its identity check (lstat), the running mark (a symlink at claim, an unlink "
-        "at settle: the attempt count and the two-copies guard), plus the Python around them: "
-        "on tmpfs, where syscalls are cheap, a claim+complete costs ~150 us of user CPU against "
-        "the floor's ~15 (about 160 Python calls: the record parsed and two built, the payload's "
-        "strict JSON check, two ISO timestamps, two Path objects, three ctypes renames). On "
-        "ext4 here the wall time of both swings by 3x from minute to minute: creating an inode "
-        "(the record's temp file, the mark's symlink) costs ~30 us when the journal is idle "
-        "and 75-830 us while it commits, which a link, rename or read never does; O_TMPFILE "
-        "is no cheaper (the cost is the inode, not the temp name). dirq creates no inode per "
-        "job (its lock is a link, its remove two unlinks) and writes no record, so the floor "
-        "alone is already over 2x dirq per job (the line above): the one-process target "
-        "cannot be met while a job's success is recorded in a file of its own",
+        limits="The floor is the protocol's minimum: the claim rename, the job read (open, "
+        "read, close), the one record write lanekit keeps (the record line appended: open, "
+        "write, close; no file created) and the done rename: 9 syscalls, no inode. A "
+        "claim+complete makes 20 (strace, docs/benchmarks.md): the flock (exact liveness), the "
+        "claim's futimens (its age), the guard's record read (open, fstat, read, close) and "
+        "its identity check (lstat), the running mark (a symlink at claim, an unlink at "
+        "settle: the attempt count and the two-copies guard; the one inode a job still "
+        "creates), the append's own checks (fstat, pread: a regular file that ends in a whole "
+        "line), plus the Python around them: on tmpfs, where syscalls are cheap, a "
+        "claim+complete costs ~150 us of user CPU against the floor's ~15 (about 160 Python "
+        "calls: the record parsed and two built, the payload's strict JSON check, two ISO "
+        "timestamps, two Path objects, three ctypes renames). On ext4 here creating an inode "
+        "costs ~20-30 us when the journal is idle and 75-830 us while it commits, which a "
+        "link, rename, read or append never does: the mark's symlink is why the library's "
+        "rounds still swing. dirq's lock is a link and its remove two unlinks (about 6 "
+        "syscalls a job, no inode, no record): the floor alone comes near it (the line above), "
+        "and each syscall lanekit adds for the promise costs ~5-10 us on this VM",
     )

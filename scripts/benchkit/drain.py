@@ -368,8 +368,8 @@ def bench_drain(
         ),
         f"the protocol's minimum alone (figure (a)'s floor per job, no flock, no guard, no "
         f"mark, no Python around it) vs dirq QueueSimple, same rounds: "
-        f"{median(floor_vs) if floor_vs else float('nan'):.2f}x: what the record write the "
-        "promise keeps allows before lanekit adds anything",
+        f"{median(floor_vs) if floor_vs else float('nan'):.2f}x: the protocol's minimum, its "
+        "record line appended, before lanekit adds anything",
         f"lanekit library vs litequeue: {vs.get('litequeue', float('nan')):.2f}x (target >= 10x)",
         f"lanekit library vs persist-queue SQLiteAckQueue: "
         f"{vs.get('persistqueue', float('nan')):.2f}x (shown for its duplicates)",
@@ -385,15 +385,16 @@ def bench_drain(
         rounds=per_round,
         detail=detail,
         limits="CPU: 8 processes on 2 cores keep both busy, so throughput is 2 cores over "
-        "the CPU a job takes. A lanekit job costs ~150 us of user CPU (Python, see (a)) and "
-        "~120-290 us in the kernel; a dirq job ~20-30 and ~55-65 (one process, getrusage). In "
-        "the kernel, each lanekit job creates two inodes (the settle's record, the running "
-        "mark) and frees two (the old record, the mark), where dirq creates and frees none (a "
-        "lock is a link, a removal two unlinks); creating one stalls while ext4's journal "
-        "commits (see (a)). The floor contender is the protocol's minimum without the mark, "
-        "the flock, the guard or the Python: it does not reach dirq either (the line above), "
-        "so the >= 1.0x target is out of reach of any design that writes a record per job on "
-        "this machine. End to end, every job is a process spawn on both sides; bash adds an "
-        "mv per claim attempt and per finished job",
+        "the CPU a job takes. A lanekit job costs ~120-140 us of user CPU (Python, see (a)) and "
+        "~120-140 us in the kernel (~195 before its record line was appended instead of "
+        "written to a file of its own); a dirq job ~20-30 and ~55-65 (one process, getrusage, "
+        "ext4). In the kernel a lanekit job still creates and frees one inode (the running "
+        "mark's symlink), where dirq creates and frees none (a lock is a link, a removal two "
+        "unlinks), and makes 20 syscalls to dirq's ~6: the flock, futimens, the guard's "
+        "record read and identity check, the mark, the append's checks. The floor contender "
+        "is the protocol's minimum (claim rename, job read, record append, done rename) "
+        "without the mark, the flock, the guard or the Python: it does not reach dirq either "
+        "(the line above). End to end, every job is a process spawn on both sides; bash adds "
+        "an mv per claim attempt and per finished job",
     )
     return figure, table
