@@ -287,7 +287,10 @@ def supersede_file(path: str, data: bytes, *, tmp: str, durable: bool, mode: int
 
 
 _APPEND = os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-"""Read as well as write: the last byte is read (pread) before anything is appended."""
+"""Read as well as write: the last byte is read (pread) before anything is appended. The same
+flags on darwin (xnu bsd/man/man2/open.2): O_APPEND "causes each write on the file to be
+appended to the end", O_NOFOLLOW fails (ELOOP) on a symlink, and O_RDWR rather than O_WRONLY
+opens a FIFO at once (ENXIO is for O_WRONLY without a reader), to be refused by its type."""
 
 
 def append_line(path: str, line: bytes, *, limit: int, durable: bool) -> bool:
