@@ -83,11 +83,17 @@ class QueueState:
 
         return RecordStore(self.records, durable=self.durable, tmp_dir=self.tmp)
 
+    @functools.cached_property
+    def _tmp_suffix(self) -> Callable[[], str]:
+        """lanekit.records.tmp_suffix, imported on first use (see `store`) and kept here: an
+        import statement per name would cost each enqueue more than making the name."""
+        from lanekit.records import tmp_suffix
+
+        return tmp_suffix
+
     def tmp_name(self, kind: str) -> str:
         """A fresh hidden name in tmp/ (ids are left out: a long one would not fit)."""
-        from lanekit.records import tmp_suffix  # here: see `store`
-
-        return f"{self.tmp_dir}/.{kind}.{tmp_suffix()}"
+        return f"{self.tmp_dir}/.{kind}.{self._tmp_suffix()}"
 
     def backoff(self, attempt: int) -> float:
         """Seconds a job waits in delayed/ after failing attempt number `attempt`."""
