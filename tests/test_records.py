@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import os
@@ -466,3 +467,25 @@ def test_identity_tells_an_append_apart_within_one_clock_tick(tmp_path: Path) ->
     assert now is not None and now[0] == seen[0] and now[2] == seen[2]
     assert now != seen
     assert store.read_identified("j1") == (QUEUED, now)
+
+
+@given(
+    lines=st.lists(
+        RECORDS.map(lambda r: dataclasses.replace(r, job_id="j1")), min_size=1, max_size=6
+    ),
+    torn=st.none() | st.floats(min_value=0.0, max_value=0.99),
+    after=RECORDS.map(lambda r: dataclasses.replace(r, job_id="j1")),
+)
+@settings(max_examples=200)
+def test_any_record_log_reads_as_its_newest_success_or_else_its_last_line(
+    lines: list[Record], torn: float | None, after: Record
+) -> None:
+    """Whatever lines a record file holds, and wherever an append after them was cut short,
+    it reads as its newest `succeeded` line, or else its last complete line."""
+    data = b"".join(record.to_bytes() for record in lines)
+    if torn is not None:
+        cut = after.to_bytes()
+        data += cut[: int(torn * (len(cut) - 1))]  # never the whole line
+    successes = [record for record in lines if record.state is JobState.SUCCEEDED]
+    expected = successes[-1] if successes else lines[-1]
+    assert Record.from_file(data, "r.json") == expected
