@@ -70,25 +70,30 @@ def test_registry_summary_is_the_commands_own(name: str) -> None:
     assert summary == command.get_short_help_str(limit=1000)
 
 
-def _imported(args: list[str], tmp_path: Path, **env: str) -> set[str]:
-    """The modules a `lanekit ARGS` process had imported when it exited."""
-    out = tmp_path / "modules.txt"
-    code = (
-        "import atexit, sys\n"
-        "def dump():\n"
-        f"    open({str(out)!r}, 'w').write(' '.join(sorted(sys.modules)))\n"
-        "atexit.register(dump)\n"
-        "from lanekit.__main__ import main\n"
-        "main(sys.argv[1:])\n"
-    )
-    subprocess.run(
-        [PY, "-c", code, *args],
+def _run_lanekit(
+    args: list[str], tmp_path: Path, prelude: str, **env: str
+) -> subprocess.CompletedProcess[bytes]:
+    """A real `lanekit ARGS` process that first runs `prelude` (a spy, an atexit dump)."""
+    return subprocess.run(
+        [PY, "-c", f"{prelude}from lanekit.__main__ import main\nmain(sys.argv[1:])\n", *args],
         env={**os.environ, **env},
         cwd=tmp_path,
         capture_output=True,
         check=False,
         timeout=60,
     )
+
+
+def _imported(args: list[str], tmp_path: Path, **env: str) -> set[str]:
+    """The modules a `lanekit ARGS` process had imported when it exited."""
+    out = tmp_path / "modules.txt"
+    prelude = (
+        "import atexit, sys\n"
+        "def dump():\n"
+        f"    open({str(out)!r}, 'w').write(' '.join(sorted(sys.modules)))\n"
+        "atexit.register(dump)\n"
+    )
+    _run_lanekit(args, tmp_path, prelude, **env)
     return set(out.read_text(encoding="utf-8").split())
 
 
@@ -182,21 +187,13 @@ def test_status_takes_no_collision_finder_nor_explainer_from_lanekit_schedule(
     names are bound in the package on first use (docs/benchmarks.md figure (i))."""
     config = _applied_lane(tmp_path)
     out = tmp_path / "names.txt"
-    code = (
+    prelude = (
         "import atexit, sys\n"
         "def dump():\n"
         f"    open({str(out)!r}, 'w').write(' '.join(vars(sys.modules['lanekit.schedule'])))\n"
         "atexit.register(dump)\n"
-        "from lanekit.__main__ import main\n"
-        "main(sys.argv[1:])\n"
     )
-    run = subprocess.run(
-        [PY, "-c", code, "status", "l0", "-c", str(config)],
-        cwd=tmp_path,
-        capture_output=True,
-        check=False,
-        timeout=60,
-    )
+    run = _run_lanekit(["status", "l0", "-c", str(config)], tmp_path, prelude)
     assert run.returncode == 0, run.stderr
     names = set(out.read_text(encoding="utf-8").split())
     assert "describe_schedule" in names  # what status does use
@@ -210,7 +207,7 @@ def test_status_compiles_no_pattern_of_what_it_does_not_parse(tmp_path: Path) ->
     when their modules are imported (docs/benchmarks.md figure (i))."""
     config = _applied_lane(tmp_path)
     out = tmp_path / "compiled.txt"
-    code = (
+    prelude = (
         "import atexit, json, re, sys\n"
         "seen = []\n"
         "compile = re._compile\n"
@@ -219,16 +216,8 @@ def test_status_compiles_no_pattern_of_what_it_does_not_parse(tmp_path: Path) ->
         "    return compile(pattern, flags)\n"
         "re._compile = spy\n"
         f"atexit.register(lambda: open({str(out)!r}, 'w').write(json.dumps(seen)))\n"
-        "from lanekit.__main__ import main\n"
-        "main(sys.argv[1:])\n"
     )
-    run = subprocess.run(
-        [PY, "-c", code, "status", "l0", "-c", str(config)],
-        cwd=tmp_path,
-        capture_output=True,
-        check=False,
-        timeout=60,
-    )
+    run = _run_lanekit(["status", "l0", "-c", str(config)], tmp_path, prelude)
     assert run.returncode == 0, run.stderr
     compiled = [tuple(pair) for pair in json.loads(out.read_text(encoding="utf-8"))]
     assert any(module == "lanekit.config.values" for module, _ in compiled)  # the spy works
