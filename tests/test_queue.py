@@ -476,8 +476,8 @@ def test_enqueue_on_an_unchecked_queue_is_refused(tmp_path: Path) -> None:
 
 def test_claim_is_one_rename_named_after_its_owner(queue: Queue) -> None:
     """claimed/<id>.<hosttag>-<pid>-<start token>.json, attempt 1, running with its lane; the
-    attempt is counted by the running mark claimed/.<id>.running -> `<owner>.1/funnel` (no record is
-    written at claim: the record stays `queued` until the settle writes the job's one record)."""
+    running mark claimed/.<id>.running is a second name of that file, and the attempt is the
+    `running` line the claim appends to the record (no file is created at claim)."""
     job_id = queue.enqueue({"n": 1})
     claim = queue.claimer(lane="funnel").claim()
     assert claim is not None
@@ -491,9 +491,8 @@ def test_claim_is_one_rename_named_after_its_owner(queue: Queue) -> None:
         1,
         "funnel",
     )
-    assert os.readlink(queue.claimed / f".{job_id}.running") == f"{owner}.1/funnel"
-    record = queue.store.read(job_id)
-    assert record is not None and (record.state, record.attempts) == (JobState.QUEUED, 0)
+    assert os.path.samefile(queue.claimed / f".{job_id}.running", claim.path)
+    assert queue.store.read(job_id) == claim.record
     view = queue.job(job_id)
     assert view is not None and view.record is not None
     assert (view.state, view.record.state, view.record.attempts) == (
@@ -680,7 +679,7 @@ def test_claim_on_an_empty_queue_is_none(queue: Queue) -> None:
 
 def test_producer_without_lanekit(queue: Queue) -> None:
     """A job written to tmp/ and renamed into queue/ by any program is claimed like any other;
-    its record is created when it settles, queued_at from the file's time."""
+    its record is created by the claim's `running` line, queued_at from the file's time."""
     tmp = queue.tmp / "anything.partial"
     tmp.write_text('{"from": "bash"}')
     os.utime(tmp, (1_700_000_000, 1_700_000_000))
@@ -689,7 +688,7 @@ def test_producer_without_lanekit(queue: Queue) -> None:
     assert claim is not None and claim.job_id == "report-7"
     assert claim.record.queued_at == "2023-11-14T22:13:20.000Z"
     assert claim.record.attempts == 1
-    assert queue.store.read("report-7") is None  # nothing written at claim
+    assert queue.store.read("report-7") == claim.record  # the attempt, as it starts
     queue.complete(claim)
     record = queue.store.read("report-7")
     assert record is not None
@@ -811,8 +810,8 @@ def test_a_second_copy_of_a_running_job_is_not_run(queue: Queue) -> None:
     assert "is running" in (queue.failed / "twin.error").read_text()
     assert running.path.exists()
     before = queue.store.read("twin")
-    assert before is not None and before.state is JobState.QUEUED  # untouched by the copy
-    assert os.readlink(queue.claimed / ".twin.running") == f"{running.owner}.1"
+    assert before == running.record  # untouched by the copy
+    assert os.path.samefile(queue.claimed / ".twin.running", running.path)
     queue.complete(running)
     after = queue.store.read("twin")
     assert after is not None and (after.state, after.attempts) == (JobState.SUCCEEDED, 1)

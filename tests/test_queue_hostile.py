@@ -408,10 +408,12 @@ def test_success_without_its_record_is_still_refused(small_fs: Path, tmp_path: P
     spec = _fill_spec(queue_dir, ledger, fill, tmp_path)
     with pytest.raises(Exception, match="cannot record that job once succeeded"):
         runner.run_lane(spec, handle_signals=False)
-    # Claims write no record: it still says queued, and the claim's running mark stays (the
-    # settle removes it only once the record is written) to send the guard to done/.
-    assert queue.store.read("once").state is JobState.QUEUED  # type: ignore[union-attr]
-    assert (queue.dir / "claimed" / ".once.running").is_symlink()
+    # The record still says what the claim's `running` line said, and the claim's running mark
+    # stays (the settle removes it only once the record is written), a second name of the file
+    # in done/ now, to send the guard to done/.
+    assert queue.store.read("once").state is JobState.RUNNING  # type: ignore[union-attr]
+    [done] = (queue.dir / "done").glob("*/once*.json")
+    assert os.path.samefile(queue.dir / "claimed" / ".once.running", done)
     assert queue.listing()["once"][0] is JobState.SUCCEEDED  # the file is in done/
     fill.unlink()
     with pytest.raises(JobExistsError, match="already succeeded"):

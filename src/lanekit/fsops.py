@@ -216,7 +216,8 @@ def fsync_dir(path: str) -> None:
         os.close(fd)
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of `data` to `fd` (a short write goes on where it stopped)."""
     written = os.write(fd, data)
     if written < len(data):  # a short write: only for large data, or on a signal
         view = memoryview(data)[written:]
@@ -228,7 +229,7 @@ def write_new(path: str, data: bytes, *, durable: bool, mode: int = 0o600) -> No
     """Create `path` holding `data`; FileExistsError if it exists. Removed again on failure."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
-        _write_all(fd, data)
+        write_all(fd, data)
         if durable:
             fsync_fd(fd)
     except BaseException:
@@ -249,38 +250,6 @@ def replace_file(path: str, data: bytes, *, tmp: str, durable: bool, mode: int =
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)
-        raise
-    if durable:
-        fsync_dir(os.path.dirname(path) or ".")
-
-
-_RENAME_OVER_FLUSHES = sys.platform.startswith("linux")
-"""On Linux (ext4's auto_da_alloc, on by default) renaming a file over an existing one starts
-the new file's writeback at once: 0.2-1.4 ms per rename on a loaded machine, the biggest single
-cost of a job. APFS has no such rule: os.replace is one call there."""
-
-
-def supersede_file(path: str, data: bytes, *, tmp: str, durable: bool, mode: int = 0o600) -> None:
-    """Replace `path` with `data` for a writer that alone may write it (the holder of a job's
-    running mark): readers see the old bytes, the new ones, or for an instant on Linux no file,
-    never a torn one. On Linux the old file is unlinked and the new one renamed in where none
-    is (no rename over a file: see _RENAME_OVER_FLUSHES); elsewhere it is replace_file."""
-    if not _RENAME_OVER_FLUSHES:
-        replace_file(path, data, tmp=tmp, durable=durable, mode=mode)
-        return
-    write_new(tmp, data, durable=durable, mode=mode)
-    try:
-        try:  # noqa: SIM105 - contextlib is not imported here, and this is every job's path
-            os.unlink(path)
-        except FileNotFoundError:
-            pass
-        try:
-            rename_noreplace(tmp, path)
-        except FileExistsError:
-            os.replace(tmp, path)  # another writer's meanwhile: the later write wins, as ever
-    except BaseException:
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
         raise
     if durable:
         fsync_dir(os.path.dirname(path) or ".")
@@ -319,7 +288,7 @@ def append_line(path: str, line: bytes, *, limit: int, durable: bool) -> bool:
             or os.pread(fd, 1, size - 1) != b"\n"
         ):
             return False
-        _write_all(fd, line)
+        write_all(fd, line)
         if durable:
             full_fsync(fd)  # the append is its own commit point: no name changes
     finally:
@@ -362,9 +331,11 @@ def open_regular(path: str) -> int:
     return open_regular_stat(path)[0]
 
 
-def open_regular_stat(path: str) -> tuple[int, os.stat_result]:
+def open_regular_stat(path: str, *, append: bool = False) -> tuple[int, os.stat_result]:
     """Open `path` for reading only if it is a regular file; its descriptor (close-on-exec)
     and the fstat that proved it (callers reuse its size and times: no second fstat).
+    `append`: for appending as well (the flags of `append_line`), so that a reader can add a
+    line on the descriptor it read through (a claim's `running` line, lanekit.records).
 
     O_NOFOLLOW: a symlink is refused, never followed to someone else's file. O_NONBLOCK: a
     FIFO opens at once instead of waiting forever for a writer (it is then refused by type).
@@ -372,7 +343,7 @@ def open_regular_stat(path: str) -> tuple[int, os.stat_result]:
     flag is cleared again for the regular file (it has no effect on one anyway).
     NotRegularFileError for anything else; FileNotFoundError and other OSErrors as open(2)."""
     try:
-        fd = os.open(path, _OPEN_REGULAR)
+        fd = os.open(path, _APPEND if append else _OPEN_REGULAR)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise NotRegularFileError(path, "a symlink") from None

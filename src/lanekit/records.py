@@ -409,6 +409,23 @@ def tmp_suffix() -> str:
     return f"{_pid}.{next(_tmp_serial)}.{x & 0xFFFFFFFF:08x}"
 
 
+@dataclass(slots=True)
+class OpenRecord:
+    """A record file a claim keeps open from its read to its `running` line
+    (RecordStore.read_open): the descriptor (-1: no file, or one it may not write), the
+    file's size, and whether what was read ends in a whole line (an append may follow)."""
+
+    fd: int
+    size: int
+    whole: bool
+
+    def close(self) -> None:
+        """Close the descriptor (once; later calls do nothing)."""
+        if self.fd >= 0:
+            fd, self.fd = self.fd, -1
+            os.close(fd)
+
+
 RecordIdentity = tuple[int, int, int, int]
 """A record file's inode, size, mtime and ctime (ns): RecordStore.identity. The size is what
 tells an append apart: ext4 takes file times from a clock that ticks every few milliseconds."""
@@ -456,21 +473,39 @@ class RecordStore:
 
     def read_identified(self, job_id: str) -> tuple[Record | None, RecordIdentity | None]:
         """read() and the identity of the file it read (see identity), from one fstat."""
+        record, seen, held = self._read(job_id, append=False)
+        held.close()
+        return record, seen
+
+    def read_open(self, job_id: str) -> tuple[Record | None, RecordIdentity | None, OpenRecord]:
+        """read_identified(), with the file kept open for appending (a claim's: it adds its
+        `running` line with `mark_running`, on the descriptor it read through). Close it."""
+        return self._read(job_id, append=True)
+
+    def _read(
+        self, job_id: str, *, append: bool
+    ) -> tuple[Record | None, RecordIdentity | None, OpenRecord]:
         path = f"{self._dir}/{job_id}.json"
         try:
-            fd, st = fsops.open_regular_stat(path)
+            fd, st = fsops.open_regular_stat(path, append=append)
         except FileNotFoundError:
-            return None, None
+            return None, None, OpenRecord(-1, 0, whole=False)
         except fsops.NotRegularFileError as exc:
             raise RecordError(
                 f"{path}: the record {exc.strerror}",
                 f"move {path} out of the queue's records/ directory",
             ) from None
         except OSError as exc:
+            if append:
+                # Not writable (someone's chmod), a directory (EISDIR)...: read it as any
+                # reader does, which says what it is; a `running` line then replaces it.
+                record, seen, _ = self._read(job_id, append=False)
+                return record, seen, OpenRecord(-1, 0, whole=False)
             raise RecordError(
                 f"{path}: cannot read the record ({exc.strerror})",
                 "check the permissions of the queue's records/ directory",
             ) from None
+        held = OpenRecord(fd, st.st_size, whole=False)
         try:
             # One read: a regular file's read comes back short of the size+1 asked for only
             # at its end. Longer means it grew since the fstat: read on to the end.
@@ -480,14 +515,22 @@ class RecordStore:
                 while chunk := os.read(fd, 65536):
                     chunks.append(chunk)
                 data = b"".join(chunks)
+            record = self._parsed(Record.from_file(data, path), job_id, path)
         except OSError as exc:
+            held.close()
             raise RecordError(
                 f"{path}: cannot read the record ({exc.strerror})",
                 "check the queue's filesystem (`lanekit doctor`)",
             ) from None
-        finally:
-            os.close(fd)
-        record = Record.from_file(data, path)
+        except BaseException:
+            held.close()
+            raise
+        held.whole = len(data) == st.st_size and data[-1:] == b"\n"
+        return record, (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns), held
+
+    @staticmethod
+    def _parsed(record: Record, job_id: str, path: str) -> Record:
+        """`record`, read from `path` for `job_id`, if it is that job's."""
         if record.job_id != job_id and record.job_id.casefold() == job_id.casefold():
             # A case-insensitive volume (the default APFS) opened the other id's file.
             raise IdCaseCollisionError(
@@ -500,7 +543,21 @@ class RecordStore:
                 f"{path}: record belongs to job {record.job_id!r}, not {job_id!r}",
                 "remove or repair the record file",
             )
-        return record, (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        return record
+
+    def mark_running(self, held: OpenRecord, record: Record) -> None:
+        """Add a claim's `running` record (the attempt it starts, its lane): one line appended
+        on the descriptor `read_open` read the file through, whose identity the claim has
+        checked since (nobody else writes the record of a marked id); else, where there was no
+        record, or the line would not fit in FILE_LIMIT or follow a whole line, the file is
+        replaced. Not fsynced even on a durable queue: a power cut then only loses the count of
+        the attempt it cut short (lanekit.queue.mark)."""
+        line = record.to_bytes()
+        if held.fd >= 0 and held.whole and held.size + len(line) <= FILE_LIMIT:
+            fsops.write_all(held.fd, line)
+            held.size += len(line)
+            return
+        self.write(record, durable=False)
 
     def write(self, record: Record, *, durable: bool | None = None) -> None:
         """Replace the record of `record.job_id` atomically; `durable` overrides the store's
@@ -515,16 +572,15 @@ class RecordStore:
     def settle(self, record: Record) -> None:
         """Write the record that settles a claim this process holds the running mark of
         (lanekit.queue.mark): appended to the record file (see the module docstring), else
-        replacing it, never by a rename over the old record where that costs a flush
-        (fsops.supersede_file). For the instant the id may then have no record, the mark
-        still stands: a copy claimed then is refused by it, never run."""
+        (the file would outgrow FILE_LIMIT, or ends in a line cut short) replacing it
+        atomically, so that the claim's `running` line is there until the outcome is: cut
+        short anywhere, the attempt still counts."""
         line = record.to_bytes()
-        path = f"{self._dir}/{record.job_id}.json"
-        if fsops.append_line(path, line, limit=FILE_LIMIT, durable=self.durable):
+        if fsops.append_line(
+            f"{self._dir}/{record.job_id}.json", line, limit=FILE_LIMIT, durable=self.durable
+        ):
             return
-        fsops.supersede_file(
-            path, line, tmp=f"{self._tmp}/.rec.{tmp_suffix()}", durable=self.durable
-        )
+        self.write(record)
 
     def stage(self, record: Record, *, durable: bool | None = None) -> str:
         """Write `record` to a fresh temp file for `create`; returns its path."""

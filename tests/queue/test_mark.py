@@ -1,6 +1,7 @@
-"""The running mark (lanekit.queue.mark): a claim's attempt count and the two-copies guard
-without a record write at claim, and what becomes of marks and claims a crash, a failed
-record write or an earlier version left behind."""
+"""The running mark (lanekit.queue.mark): a hard link to the claim's file, the two-copies
+guard, with the attempt in the claim's `running` line appended to the record (no file created
+at claim), and what becomes of marks and claims a crash, a failed record write or an earlier
+version (symlink marks, `running` records) left behind."""
 
 from __future__ import annotations
 
@@ -44,9 +45,10 @@ def claim_and_die(queue: Queue) -> str:
     return in_dying_process(work)
 
 
-def test_mark_grammar_round_trips_and_refuses_other_text() -> None:
-    """`<owner>.<attempt>[/<lane>]`: lanes may contain dots, never a slash; anything else is
-    no mark (a symlink lanekit did not make is never taken for one)."""
+def test_previous_mark_grammar_round_trips_and_refuses_other_text() -> None:
+    """The previous version's symlink marks, `<owner>.<attempt>[/<lane>]`, are still read:
+    lanes may contain dots, never a slash; anything else is no mark (a symlink lanekit did
+    not make is never taken for one)."""
     owner = own_owner()
     assert Mark.parse(mark_text(owner, 3, None)) == Mark(owner, 3, None)
     assert Mark.parse(mark_text(owner, 12, "pm.v2")) == Mark(owner, 12, "pm.v2")
@@ -57,35 +59,44 @@ def test_mark_grammar_round_trips_and_refuses_other_text() -> None:
     assert mark_id(".x.status") is None and mark_id("x.running") is None
 
 
-def test_claim_writes_no_record_and_settle_writes_one(queue: Queue) -> None:
-    """One record write per job: the claim leaves the record as enqueue made it (the mark
-    counts the attempt), the settle writes the outcome and removes the mark."""
+def test_claim_creates_no_file_and_appends_its_attempt(queue: Queue) -> None:
+    """A claim creates no file: its mark is a second name of the claimed file, and the attempt
+    it starts is one `running` line appended to the record enqueue made (same file). The
+    settle appends the outcome and removes the mark."""
     job_id = queue.enqueue({"n": 1})
     before = queue.store.path(job_id).stat()
     claim = queue.claimer(lane="funnel").claim()
     assert claim is not None
     after = queue.store.path(job_id).stat()
-    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    assert after.st_ino == before.st_ino
+    assert after.st_size == before.st_size + len(claim.record.to_bytes())
+    record = queue.store.read(job_id)
+    assert record == claim.record
+    assert (record.state, record.attempts, record.lane) == (JobState.RUNNING, 1, "funnel")
     mark = queue.claimed / mark_name(job_id)
-    assert os.readlink(mark) == f"{claim.owner}.1/funnel"
+    assert not mark.is_symlink() and os.path.samefile(mark, claim.path)
+    assert claim.path.stat().st_nlink == 2
+    assert sorted(p.name for p in queue.tmp.iterdir()) == []
     queue.release(claim, max_attempts=3)
     assert not os.path.lexists(mark)
+    assert queue.store.path(job_id).stat().st_ino == before.st_ino
     record = queue.store.read(job_id)
     assert record is not None
     assert (record.state, record.attempts, record.lane) == (JobState.QUEUED, 1, "funnel")
+    assert (queue.queue / f"{job_id}.json").stat().st_nlink == 1
     again = queue.claimer().claim()
     assert again is not None and again.attempt == 2
-    assert os.readlink(mark) == f"{again.owner}.2/funnel"
+    assert os.path.samefile(mark, again.path)
 
 
-def test_recovery_counts_the_attempt_from_the_mark(queue: Queue) -> None:
-    """A runner that dies mid-job leaves its claim and mark; the record still says queued 0.
-    Recovery counts the attempt the mark says, writes it, removes the mark; the next claim is
-    attempt 2; out of attempts, the job fails with the count."""
+def test_recovery_counts_the_attempt_from_the_running_line(queue: Queue) -> None:
+    """A runner that dies mid-job leaves its claim, its mark and its `running` line.
+    Recovery counts that attempt, writes it, removes the mark; the next claim is attempt 2;
+    out of attempts, the job fails with the count."""
     job_id = queue.enqueue({"n": 1})
     assert claim_and_die(queue) == job_id
     record = queue.store.read(job_id)
-    assert record is not None and (record.state, record.attempts) == (JobState.QUEUED, 0)
+    assert record is not None and (record.state, record.attempts) == (JobState.RUNNING, 1)
     view = queue.job(job_id)
     assert view is not None and view.record is not None
     assert (view.state, view.record.state, view.record.attempts, view.record.lane) == (
@@ -150,29 +161,160 @@ def test_a_claim_left_by_the_previous_version_is_recovered(queue: Queue) -> None
     assert (queue.claimed / live).exists()
 
 
-def test_a_stale_mark_is_cleared_and_the_copy_runs(queue: Queue) -> None:
-    """A mark whose claim is gone (an earlier version's recoverer moved the claim) does not
-    block the id: the claimer clears it and runs the job under its own mark."""
+def test_a_stale_mark_is_cleared_and_the_copy_runs(queue: Queue, tmp_path: Path) -> None:
+    """A mark whose file is no claim any more (its claim moved on and the mark stayed) does
+    not block the id: the claimer clears it and runs the job under its own mark. So does a
+    symlink mark of the previous version whose claim is gone."""
     queue.enqueue({"n": 1}, job_id="j")
     mark = queue.claimed / mark_name("j")
-    os.symlink(mark_text(dead_owner(), 1, None), mark)
+    elsewhere = tmp_path / "moved-on.json"
+    elsewhere.write_text("{}")
+    os.link(elsewhere, mark)
     claim = queue.claimer().claim()
     assert claim is not None and claim.job_id == "j"
-    assert os.readlink(mark) == f"{claim.owner}.1"
+    assert os.path.samefile(mark, claim.path)
+    assert elsewhere.stat().st_nlink == 1  # only the stale name went
     queue.complete(claim)
     assert not os.path.lexists(mark)
 
+    queue.enqueue({"n": 2}, job_id="k")
+    old = queue.claimed / mark_name("k")
+    os.symlink(mark_text(dead_owner(), 1, None), old)
+    claim = queue.claimer().claim()
+    assert claim is not None and claim.job_id == "k"
+    assert os.path.samefile(old, claim.path) and not old.is_symlink()
+    queue.complete(claim)
 
-def test_recovery_sweeps_stale_marks(queue: Queue) -> None:
-    """recover() removes marks whose claim is gone, and leaves a live claim's mark."""
+
+def test_a_dead_claims_mark_holds_its_id_until_recovery(queue: Queue) -> None:
+    """A claim whose runner died keeps its mark (its file is still the claim in claimed/): a
+    copy of the id is refused as a duplicate meanwhile, and recovery, not the copy, settles
+    the dead claim's attempt."""
+    job_id = queue.enqueue({"n": 1}, job_id="j")
+    assert claim_and_die(queue) == job_id
+    (queue.queue / "j.json").write_text('{"n": 2}')  # a producer bypassing lanekit
+    drops: list[Dropped] = []
+    assert queue.claimer(on_drop=drops.append).claim() is None
+    assert [(d.job_id, d.reason) for d in drops] == [("j", DropReason.DUPLICATE)]
+    [dead] = [p for p in queue.claimed.iterdir() if p.name.endswith(".json")]
+    assert str(dead) in (queue.failed / "j.error").read_text()
+    assert os.path.samefile(queue.claimed / mark_name("j"), dead)
+    [item] = queue.recover(stale_after=3600, max_attempts=3)
+    assert (item.state, item.attempts) == (JobState.QUEUED, 1)
+
+
+def test_a_mark_is_not_cleared_while_its_files_lock_is_held(queue: Queue, tmp_path: Path) -> None:
+    """Whoever clears a stale mark holds its file's flock (the claim's lock) while it judges
+    and removes it: a mark whose file someone holds locked (an owner or recoverer settling
+    it, with the file already moved on) is left, and the copy is refused, not run beside it."""
+    import fcntl
+
+    from lanekit.queue import mark as marks
+
+    queue.enqueue({"n": 1}, job_id="j")
+    mark = queue.claimed / mark_name("j")
+    moving = tmp_path / "settling.json"
+    moving.write_text("{}")
+    os.link(moving, mark)
+    fd = os.open(moving, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        assert marks.clear_stale(queue, "j") is False
+        drops: list[Dropped] = []
+        assert queue.claimer(on_drop=drops.append).claim() is None
+        assert [(d.job_id, d.reason) for d in drops] == [("j", DropReason.DUPLICATE)]
+        assert os.path.samefile(mark, moving)
+    finally:
+        os.close(fd)
+    assert marks.clear_stale(queue, "j") is True
+    assert not os.path.lexists(mark) and moving.exists()
+
+
+def test_a_claim_cut_short_between_its_mark_and_its_running_line_never_started(
+    queue: Queue,
+) -> None:
+    """A claim with its mark but no `running` line died before its attempt started: recovery
+    gives it back with its count unchanged and removes the mark."""
+    job_id = queue.enqueue({"n": 1})
+    claimed = queue.claimed / f"{job_id}.{dead_owner()}.json"
+    os.rename(queue.queue / f"{job_id}.json", claimed)
+    os.link(claimed, queue.claimed / mark_name(job_id))
+    [item] = queue.recover(stale_after=3600, max_attempts=3)
+    assert (item.state, item.attempts) == (JobState.QUEUED, 0)
+    assert not os.path.lexists(queue.claimed / mark_name(job_id))
+    claim = queue.claimer().claim()
+    assert claim is not None and claim.attempt == 1
+
+
+def test_an_unmarked_copy_recovered_beside_a_running_one_leaves_its_record(
+    queue: Queue,
+) -> None:
+    """Two copies of one id: one runs (its mark, its `running` line), the other's runner
+    died between its claim rename and its mark. Recovering the unmarked copy must not write
+    the record (it is the running copy's: its attempt would be lost), nor fail the copy on
+    the running copy's attempts."""
+    job_id = queue.enqueue({"n": 1}, job_id="twin")
+    running = queue.claimer().claim()
+    assert running is not None
+    before = queue.store.path(job_id).read_bytes()
+    (queue.queue / "twin.json").write_text('{"n": 2}')
+    os.rename(queue.queue / "twin.json", queue.claimed / f"twin.{dead_owner()}.json")
+    [item] = queue.recover(stale_after=3600, max_attempts=1)
+    assert item.state is JobState.QUEUED
+    assert queue.store.path(job_id).read_bytes() == before
+    assert os.path.samefile(queue.claimed / mark_name(job_id), running.path)
+    queue.complete(running)
+    record = queue.store.read(job_id)
+    assert record is not None and (record.state, record.attempts) == (JobState.SUCCEEDED, 1)
+
+
+def test_a_claim_marked_by_the_previous_version_is_recovered(queue: Queue) -> None:
+    """Upgrading mid-run from the version whose marks were symlinks carrying the attempt
+    (and no `running` line): recovery counts the attempt from the symlink and removes it; a
+    copy is refused while such a claim's owner lives."""
+    queue.enqueue({"n": 1}, job_id="sym")
+    owner = dead_owner()
+    os.rename(queue.queue / "sym.json", queue.claimed / f"sym.{owner}.json")
+    os.symlink(mark_text(owner, 2, "pm"), queue.claimed / mark_name("sym"))
+    view = queue.job("sym")
+    assert view is not None and view.record is not None
+    assert (view.record.state, view.record.attempts, view.record.lane) == (
+        JobState.RUNNING,
+        2,
+        "pm",
+    )
+    [item] = queue.recover(stale_after=3600, max_attempts=3)
+    assert (item.state, item.attempts) == (JobState.QUEUED, 2)
+    assert not os.path.lexists(queue.claimed / mark_name("sym"))
+    again = queue.claimer().claim()
+    assert again is not None and (again.attempt, again.record.lane) == (3, "pm")
+    queue.complete(again)
+
+    queue.enqueue({"n": 2}, job_id="live")
+    live = f"{procinfo.hosttag()}-{os.getppid()}-1"
+    os.rename(queue.queue / "live.json", queue.claimed / f"live.{live}.json")
+    os.symlink(mark_text(live, 1, None), queue.claimed / mark_name("live"))
+    (queue.queue / "live.json").write_text("{}")
+    drops: list[Dropped] = []
+    assert Queue(queue.dir, durable=False).claimer(on_drop=drops.append).claim() is None
+    assert [(d.job_id, d.reason) for d in drops] == [("live", DropReason.DUPLICATE)]
+
+
+def test_recovery_sweeps_stale_marks(queue: Queue, tmp_path: Path) -> None:
+    """recover() removes marks whose file is no claim in claimed/ (a link to a file moved on,
+    a symlink of the previous version whose claim is gone), and leaves a live claim's mark."""
     queue.enqueue({"n": 1}, job_id="live")
     live = queue.claimer().claim()
     assert live is not None
     stale = queue.claimed / mark_name("gone")
     os.symlink(mark_text(dead_owner(), 1, None), stale)
+    moved = tmp_path / "moved.json"
+    moved.write_text("{}")
+    linked = queue.claimed / mark_name("moved")
+    os.link(moved, linked)
     assert queue.recover(stale_after=3600, max_attempts=3) == []
-    assert not os.path.lexists(stale)
-    assert os.readlink(queue.claimed / mark_name("live")) == f"{live.owner}.1"
+    assert not os.path.lexists(stale) and not os.path.lexists(linked)
+    assert os.path.samefile(queue.claimed / mark_name("live"), live.path)
     queue.complete(live)
 
 

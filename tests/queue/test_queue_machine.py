@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 
@@ -20,7 +19,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from crashes import Say, in_dying_process
 from lanekit.queue import Claim, Queue, Verdict
 from lanekit.queue.state import QueueState
-from lanekit.records import JobState
+from lanekit.records import JobState, Record
 
 MAX_ATTEMPTS = 3
 
@@ -132,23 +131,32 @@ class QueueMachine(RuleBasedStateMachine):
 
     @rule(
         point=st.sampled_from(
-            ["before-mark", "mid-record", "mid-replace", "after-record", "after-unmark"]
+            [
+                "before-mark",
+                "before-running",
+                "mid-record",
+                "mid-replace",
+                "after-record",
+                "after-unmark",
+            ]
         ),
         succeeded=st.booleans(),
     )
     def crash_at(self, point: str, succeeded: bool) -> None:
         """A real process dies at one step of the hot path: after the claim rename but before
-        the running mark (the attempt never started); in the settle while its record line is
-        appended (cut short half-way) or, where the file must be replaced, while it is put in
-        place (the old one removed, the new one not yet there): either way the attempt counts,
+        the running mark, or after the mark but before the `running` line that starts the
+        attempt (either way the attempt never started); in the settle while its record line is
+        appended (cut short half-way) or, where the file must be replaced, before the new one
+        is renamed in (the old one, with the `running` line, still there): either way the
+        attempt counts,
         the outcome is lost and the job runs again; or after the record was written, before or
         after the mark was removed (the outcome counts)."""
-        if not self._queued() or (point == "mid-replace" and sys.platform == "darwin"):
-            return  # on macOS the record is replaced by one rename: there is no such step
+        if not self._queued():
+            return
         job_id = in_dying_process(lambda say: self._die_at(point, succeeded, say))
         assert job_id in self._queued()
         self.crashed.add(job_id)
-        if point == "before-mark":
+        if point in {"before-mark", "before-running"}:
             self.after_recovery[job_id] = JobState.QUEUED
             return
         self.attempts[job_id] += 1
@@ -177,6 +185,14 @@ class QueueMachine(RuleBasedStateMachine):
                 os._exit(0)
 
             patch.setattr(claiming, "take_mark", unmarked)
+        elif point == "before-running":
+            from lanekit.records import RecordStore
+
+            def marked(_store: object, _held: object, record: Record) -> None:
+                say(record.job_id)
+                os._exit(0)
+
+            patch.setattr(RecordStore, "mark_running", marked)
         claim = self.queue.claimer().claim()
         assert claim is not None
         say(claim.job_id)
@@ -188,10 +204,10 @@ class QueueMachine(RuleBasedStateMachine):
                 os.write(fd, data[: len(data) // 2])
                 os._exit(0)
 
-            patch.setattr(fsops, "_write_all", half_then_die)  # the record line's append
+            patch.setattr(fsops, "write_all", half_then_die)  # the record line's append
         elif point == "mid-replace":
             patch.setattr(fsops, "append_line", lambda *_args, **_kwargs: False)
-            patch.setattr(fsops, "rename_noreplace", die)  # the record's, on Linux
+            patch.setattr(fsops.os, "replace", die)  # the record's rename into place
         else:
             from lanekit.queue.mark import drop as unmark
 

@@ -238,7 +238,7 @@ class Claimer:
                 owner=owner,
                 lock=lock,
                 data=read_all(fd, st.st_size),
-                written=st.st_mtime,
+                st=st,
             )
         except BaseException as exc:
             if lock.held:
@@ -275,7 +275,7 @@ class Claimer:
         owner: str,
         lock: ClaimLock,
         data: bytes,
-        written: float,
+        st: os.stat_result,
     ) -> Claim | Dropped:
         queue = self.queue
         now = queue.clock()
@@ -286,7 +286,8 @@ class Claimer:
                 job_id, path, lock, DropReason.INVALID_ID, detail=detail, prev=None, now=now
             )
         try:
-            prev, seen = queue.store.read_identified(job_id)
+            # Kept open: the attempt's `running` line is appended through it (mark_running).
+            prev, seen, held = queue.store.read_open(job_id)
         except RecordError as exc:
             return self._drop(
                 job_id,
@@ -297,22 +298,9 @@ class Claimer:
                 prev=None,
                 now=now,
             )
-        if prev is None and queue.store.succeeded(job_id, prev):
-            detail = f"job {job_id} succeeded before its record was purged (records/.guard/)"
-            return self._drop(
-                job_id, path, lock, DropReason.ALREADY_SUCCEEDED, detail=detail, prev=prev, now=now
-            )
-        if prev is not None and prev.state is JobState.SUCCEEDED:
-            detail = f"record {queue.store.path(job_id)} says succeeded"
-            return self._drop(
-                job_id, path, lock, DropReason.ALREADY_SUCCEEDED, detail=detail, prev=prev, now=now
-            )
-        if prev is None or prev.state is JobState.RUNNING:
-            # No record, or one a settle could not finish (see observe.done_file): done/ decides.
-            # Never on the common path, where the record says queued.
-            done = done_file(queue, job_id)
-            if done is not None:
-                detail = f"{done} shows it succeeded"
+        try:
+            if prev is None and queue.store.succeeded(job_id, prev):
+                detail = f"job {job_id} succeeded before its record was purged (records/.guard/)"
                 return self._drop(
                     job_id,
                     path,
@@ -322,53 +310,87 @@ class Claimer:
                     prev=prev,
                     now=now,
                 )
-        payload = payload_problem(data)
-        if payload is not None:
-            detail = f"job file is {payload}"
-            return self._drop(
-                job_id, path, lock, DropReason.CORRUPT, detail=detail, prev=prev, now=now
-            )
-        stamp = iso_utc(now)
-        if prev is not None and prev.state is JobState.FAILED:
-            # A failed record is the end of the id's earlier life (a failed job's file is in
-            # failed/, so this copy was enqueued again): a new life, with all its attempts. Its
-            # record is replaced now (rare: only a new life pays a write at claim), so that a
-            # failed record next to a mark always is this claim's own settle (recover.py).
-            queue.store.write(Record(job_id, JobState.QUEUED, 0, stamp, stamp, self.lane))
-            prev, seen = None, queue.store.identity(job_id)
-        elif prev is not None and prev.state is JobState.RUNNING:
-            # A `running` record is a claim by an earlier version (it wrote one per claim and
-            # no mark): its claim is found by name.
-            other = self._other_claim(job_id, claimed_name)
-            if other is not None:
-                detail = f"another copy of job {job_id} is running ({other})"
+            if prev is not None and prev.state is JobState.SUCCEEDED:
+                detail = f"record {queue.store.path(job_id)} says succeeded"
                 return self._drop(
-                    job_id, path, lock, DropReason.DUPLICATE, detail=detail, prev=prev, now=now
+                    job_id,
+                    path,
+                    lock,
+                    DropReason.ALREADY_SUCCEEDED,
+                    detail=detail,
+                    prev=prev,
+                    now=now,
                 )
-        # The attempt's state, built in one step (records.Record.carry_over) and kept in memory:
-        # the mark counts the attempt, the settle writes the record.
-        queued_at, lane, attempts = self._attempt(job_id, prev, written)
-        # Not fsynced even on a durable queue (like the `running` record it replaces): losing
-        # it to a power cut only loses the count of the attempt that was cut short.
-        held = take_mark(queue, job_id, owner, attempts, lane)
-        if held is not None:
-            return self._refuse_held(job_id, path, lock, held, prev, now)
-        if queue.store.identity(job_id) != seen:
-            # Another copy of the id settled between our read of the record and our mark (a
-            # settle writes its record, then removes its mark): what we read is stale, and
-            # running on it could succeed twice. Decide again on what that settle wrote.
-            release_mark(queue, job_id, owner)
-            return self._admit(
-                job_id=job_id,
-                path=path,
-                claimed_name=claimed_name,
-                owner=owner,
-                lock=lock,
-                data=data,
-                written=written,
-            )
-        record = Record(job_id, JobState.RUNNING, attempts, queued_at, stamp, lane)
-        return Claim(job_id, queue.claimed / claimed_name, attempts, owner, record, lock, path)
+            if prev is None or prev.state is JobState.RUNNING:
+                # No record, or one a settle could not finish (observe.done_file): done/ decides.
+                # Never on the common path, where the record says queued.
+                done = done_file(queue, job_id)
+                if done is not None:
+                    detail = f"{done} shows it succeeded"
+                    return self._drop(
+                        job_id,
+                        path,
+                        lock,
+                        DropReason.ALREADY_SUCCEEDED,
+                        detail=detail,
+                        prev=prev,
+                        now=now,
+                    )
+            payload = payload_problem(data)
+            if payload is not None:
+                detail = f"job file is {payload}"
+                return self._drop(
+                    job_id, path, lock, DropReason.CORRUPT, detail=detail, prev=prev, now=now
+                )
+            stamp = iso_utc(now)
+            if prev is not None and prev.state is JobState.FAILED:
+                # A failed record is the end of the id's earlier life (a failed job's file is in
+                # failed/, so this copy was enqueued again): a new life, with all its attempts. Its
+                # record is replaced now (rare: only a new life pays a write at claim), so that a
+                # failed record next to a mark always is this claim's own settle (recover.py).
+                queue.store.write(Record(job_id, JobState.QUEUED, 0, stamp, stamp, self.lane))
+                held.close()  # the file it read is replaced: the `running` line replaces it too
+                prev, seen = None, queue.store.identity(job_id)
+            elif prev is not None and prev.state is JobState.RUNNING:
+                # A `running` record is a claim by an earlier version (it wrote one per claim and
+                # no mark): its claim is found by name.
+                other = self._other_claim(job_id, claimed_name)
+                if other is not None:
+                    detail = f"another copy of job {job_id} is running ({other})"
+                    return self._drop(
+                        job_id, path, lock, DropReason.DUPLICATE, detail=detail, prev=prev, now=now
+                    )
+            # The attempt's state, built in one step (records.Record.carry_over).
+            queued_at, lane, attempts = self._attempt(job_id, prev, st.st_mtime)
+            taken = take_mark(queue, job_id, path, st)
+            if taken is not None:
+                return self._refuse_held(job_id, path, lock, taken, prev, now)
+            if queue.store.identity(job_id) != seen:
+                # Another copy of the id settled between our read of the record and our mark (a
+                # settle writes its record, then removes its mark): what we read is stale, and
+                # running on it could succeed twice. Decide again on what that settle wrote.
+                release_mark(queue, job_id, owner, path)
+                return self._admit(
+                    job_id=job_id,
+                    path=path,
+                    claimed_name=claimed_name,
+                    owner=owner,
+                    lock=lock,
+                    data=data,
+                    st=st,
+                )
+            record = Record(job_id, JobState.RUNNING, attempts, queued_at, stamp, lane)
+            # The attempt starts with this line (the mark only says the id is taken): one
+            # write into the record's block, on the descriptor it was read through, no file
+            # created. Cut short before it, the attempt never started (lanekit.queue.mark).
+            try:
+                queue.store.mark_running(held, record)
+            except OSError:
+                release_mark(queue, job_id, owner, path)
+                raise
+            return Claim(job_id, queue.claimed / claimed_name, attempts, owner, record, lock, path)
+        finally:
+            held.close()
 
     def _attempt(
         self, job_id: str, prev: Record | None, written: float

@@ -25,7 +25,7 @@ from lanekit.queue.layout import (
     split_owned_name,
 )
 from lanekit.queue.liveness import local_owner_gone
-from lanekit.queue.mark import attempt_record
+from lanekit.queue.mark import attempt_record, held_elsewhere
 from lanekit.queue.mark import release as release_mark
 from lanekit.queue.mark import sweep as sweep_marks
 from lanekit.queue.model import Recovered
@@ -180,7 +180,7 @@ def recover_bad_file(  # noqa: PLR0917 - called once, with recover's own values
     destination = f"{q.failed_dir}/{queued_name(job_id)}"
     owner_text = "" if owner is None else str(owner)
     if not dry_run:
-        release_mark(q, job_id, owner_text)
+        release_mark(q, job_id, owner_text, path)
         try:
             destination = to_failed(q, path, job_id, f"job file {exc.strerror}")
         except FileNotFoundError:
@@ -213,13 +213,16 @@ def give_back(
     except RecordError as exc:
         unreadable = exc.message
     else:
-        # The attempt is counted by the claim's mark (or, for a claim by an earlier version, by
-        # its `running` record): lanekit.queue.mark.
+        # The attempt is counted by the claim's `running` line (or, for a claim by an earlier
+        # version, its symlink mark or `running` record): lanekit.queue.mark.
         prev = attempt_record(q, job_id, owner_text or None, prev, now)
     attempts = 0 if prev is None else prev.attempts
     # A settled record means the owner died between recording the outcome and moving the
     # file: finish the move and keep the record, never run the job again.
     settled = prev is not None and prev.state in {JobState.SUCCEEDED, JobState.FAILED}
+    # The id's mark stands for another copy (ours died before marking): ours never started,
+    # and the record, attempts and all, is that copy's, not ours to write or to count.
+    foreign = not settled and unreadable is None and held_elsewhere(q, job_id, owner_text, path)
     status = watcher.status_path(path)
     outcome = None if settled or unreadable is not None else watcher.read_outcome(status)
     if outcome is not None:
@@ -235,19 +238,18 @@ def give_back(
             dry_run=dry_run,
             now=now,
         )
-    if unreadable is not None:
-        state, destination = JobState.FAILED, f"{q.failed_dir}/{queued_name(job_id)}"
-    elif prev is not None and prev.state is JobState.SUCCEEDED:
-        state, destination = JobState.SUCCEEDED, f"{q.day_path(now)}/{queued_name(job_id)}"
-    elif settled or attempts >= max_attempts:
-        state, destination = JobState.FAILED, f"{q.failed_dir}/{queued_name(job_id)}"
+    if prev is not None and prev.state is JobState.SUCCEEDED:
+        state = JobState.SUCCEEDED
+    elif unreadable is not None or settled or (attempts >= max_attempts and not foreign):
+        state = JobState.FAILED
     else:
-        state, destination = JobState.QUEUED, f"{q.queue_dir}/{queued_name(job_id)}"
+        state = JobState.QUEUED
+    destination = _destination(q, job_id, state, now)
     if dry_run:
         return Recovered(job_id, reason, Path(destination), state, owner_text, attempts)
     try:
         if state is JobState.SUCCEEDED:
-            release_mark(q, job_id, owner_text)
+            release_mark(q, job_id, owner_text, path)
             destination = to_done(q, path, job_id, now)
         elif state is JobState.FAILED:
             if unreadable is not None:
@@ -256,18 +258,19 @@ def give_back(
                 error = prev.error or f"failed ({why} before moving it to failed/)"
             else:
                 error = f"{why}; gave up after {attempts} attempts"
-            release_mark(q, job_id, owner_text)
+            release_mark(q, job_id, owner_text, path)
             destination = to_failed(q, path, job_id, error)
             if unreadable is None and not settled:
                 write_failed_record(q, job_id, prev, error, now)
         else:
             # The record first: it counts the attempt once the mark is gone (we hold the
             # claim's flock, so no other recoverer moves it meanwhile).
-            record = Record(
-                job_id, JobState.QUEUED, attempts, iso_utc(now), iso_utc(now), error=why
-            )
-            q.store.write(record.carry_over(prev))
-            release_mark(q, job_id, owner_text)
+            if not foreign:
+                record = Record(
+                    job_id, JobState.QUEUED, attempts, iso_utc(now), iso_utc(now), error=why
+                )
+                q.store.write(record.carry_over(prev))
+            release_mark(q, job_id, owner_text, path)
             try:
                 fsops.rename_noreplace(path, destination)
             except FileExistsError:
@@ -276,6 +279,15 @@ def give_back(
     except FileNotFoundError:
         return None  # another recoverer moved it first
     return Recovered(job_id, reason, Path(destination), state, owner_text, attempts)
+
+
+def _destination(q: QueueState, job_id: str, state: JobState, now: float) -> str:
+    """Where a claim given back in `state` goes: done/<day>/, failed/ or queue/."""
+    if state is JobState.SUCCEEDED:
+        return f"{q.day_path(now)}/{queued_name(job_id)}"
+    if state is JobState.FAILED:
+        return f"{q.failed_dir}/{queued_name(job_id)}"
+    return f"{q.queue_dir}/{queued_name(job_id)}"
 
 
 def settle_finished(
@@ -322,7 +334,7 @@ def settle_finished(
         if state is JobState.SUCCEEDED:
             record = Record(job_id, JobState.SUCCEEDED, 0, stamp, stamp)
             unwritten = record_outcome(q, record.carry_over(prev))
-            release_mark(q, job_id, owner_text)
+            release_mark(q, job_id, owner_text, path)
             destination = to_done(q, path, job_id, now)
             if unwritten is not None:
                 raise not_recorded(q, record, unwritten, destination) from unwritten
@@ -330,7 +342,7 @@ def settle_finished(
             error = error if outcome.cancelled else gave_up(error, attempts)
             failed = Record(job_id, JobState.FAILED, 0, stamp, stamp, error=error)
             unwritten = record_outcome(q, failed.carry_over(prev))
-            release_mark(q, job_id, owner_text)
+            release_mark(q, job_id, owner_text, path)
             destination = to_failed(q, path, job_id, error)
             if unwritten is not None:
                 raise not_recorded(q, failed, unwritten, destination) from unwritten
@@ -339,7 +351,7 @@ def settle_finished(
             lane = None if prev is None else prev.lane
             queued_at = stamp if prev is None or not prev.queued_at else prev.queued_at
             q.store.write(Record(job_id, JobState.QUEUED, spent, queued_at, stamp, lane, error))
-            release_mark(q, job_id, owner_text)
+            release_mark(q, job_id, owner_text, path)
             try:
                 fsops.rename_noreplace(path, destination)
             except FileExistsError:
