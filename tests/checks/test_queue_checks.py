@@ -303,11 +303,11 @@ def disk_full(queue: Queue, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.parametrize(("settle", "outcome"), [("complete", "succeeded"), ("fail", "failed")])
-def test_settle_without_its_record_leaves_a_queued_record(
+def test_settle_without_its_record_leaves_a_running_record(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, settle: str, outcome: str
 ) -> None:
     """A settle whose record write fails (RecordNotWrittenError) still moves the job out of
-    claimed/; its record keeps saying queued (claims write none). The warning names the id,
+    claimed/; its record keeps saying running (the claim's line). The warning names the id,
     the record's word, where the file is and what happened; the fix is the command that shows
     the job."""
     world = World.make(tmp_path)
@@ -325,7 +325,7 @@ def test_settle_without_its_record_leaves_a_queued_record(
     monkeypatch.undo()
     [finding] = world.run("queue.record-mismatch", world.queue_target())
     assert finding.severity is Severity.WARNING
-    assert finding.message.startswith("job job-1: its record says queued, but no file of it")
+    assert finding.message.startswith("job job-1: its record says running, but no file of it")
     assert f"the file is in {info.value.moved_to.parent}: the job {outcome}" in finding.message
     stale = "finished" if outcome == "succeeded" else "failed"
     assert finding.fix == (
