@@ -41,8 +41,8 @@ def floor_loop(root: Path, count: int) -> float:
     created) and renameat2 into done/ (the settle). Same directories, same file sizes, no
     fsync (as the library with durable=false). What the library does beyond it is its price
     for the promise: the flock that makes liveness exact, the claim's age (futimens), the
-    guard's record read, and the running mark (symlink + unlink) that counts the attempt and
-    refuses a second copy."""
+    guard's record read, the running mark (link + unlink) that refuses a second copy, and the
+    `running` line that counts the attempt."""
     base = fresh(root, "floor")
     for name in ("queue", "claimed", "done", "records"):
         (base / name).mkdir()
@@ -163,18 +163,20 @@ def bench_cycle(root: Path, count: int, rounds: int) -> Figure:
         limits="The floor is the protocol's minimum: the claim rename, the job read (open, "
         "read, close), the one record write lanekit keeps (the record line appended: open, "
         "write, close; no file created) and the done rename: 9 syscalls, no inode. A "
-        "claim+complete makes 20 (strace, docs/benchmarks.md): the flock (exact liveness), the "
-        "claim's futimens (its age), the guard's record read (open, fstat, read, close) and "
-        "its identity check (lstat), the running mark (a symlink at claim, an unlink at "
-        "settle: the attempt count and the two-copies guard; the one inode a job still "
-        "creates), the append's own checks (fstat, pread: a regular file that ends in a whole "
-        "line), plus the Python around them: on tmpfs, where syscalls are cheap, a "
+        "claim+complete makes 21 (strace, docs/benchmarks.md), and creates no inode either: "
+        "the flock (exact liveness), the claim's futimens (its age), the guard's record read "
+        "(open, fstat, read, close) and its identity check (lstat), the running mark (a hard "
+        "link at claim, an unlink at settle: the two-copies guard), the attempt's `running` "
+        "line (one write on the record's descriptor), the append's own checks (fstat, pread: "
+        "a regular file that ends in a whole line), plus the Python around them: on tmpfs, "
+        "where syscalls are cheap, a "
         "claim+complete costs ~150 us of user CPU against the floor's ~15 (about 160 Python "
         "calls: the record parsed and two built, the payload's strict JSON check, two ISO "
         "timestamps, two Path objects, three ctypes renames). On ext4 here creating an inode "
         "costs ~20-30 us when the journal is idle and 75-830 us while it commits, which a "
-        "link, rename, read or append never does: the mark's symlink is why the library's "
-        "rounds still swing. dirq's lock is a link and its remove two unlinks (about 6 "
+        "link, rename, read or append never does: the mark was a symlink until session 7, "
+        "and made the library's rounds swing. dirq's lock is a link and its remove two "
+        "unlinks (about 6 "
         "syscalls a job, no inode, no record): the floor alone comes near it (the line above), "
         "and each syscall lanekit adds for the promise costs ~5-10 us on this VM",
     )

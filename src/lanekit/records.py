@@ -4,17 +4,19 @@ One record file per job. A job whose record says `succeeded` is never run again,
 makes enqueueing the same id twice harmless.
 
 The file is a short log: each line is a whole record, and the record is the last complete
-line (one that ends in a newline). Every writer but one replaces the file atomically with a
-single line. The one that does not is the settle of a claim (`RecordStore.settle`: complete,
-fail, release), once per job: it appends its line, because creating a file is what a job's
-record write cost (the inode: ~30 us on an idle ext4 journal, up to ~800 us while it commits;
-an append into the file's one block allocates nothing). A settle never appends to a file that
-would outgrow one block (FILE_LIMIT) or whose last line was cut short: it replaces the file
-then, so a file holds at most a few attempts' lines. Reading:
+line (one that ends in a newline). Every writer replaces the file atomically with a single
+line, except the two lines each claim adds: its `running` line (`RecordStore.mark_running`: the
+attempt it starts, on the descriptor the claim read the record through) and its settle's
+(`RecordStore.settle`: complete, fail, release). Both are appended, because creating a file is
+what a job's record write cost (the inode: ~30 us on an idle ext4 journal, up to ~800 us while
+it commits; an append into the file's one block allocates nothing). Neither appends to a file
+that would outgrow one block (FILE_LIMIT) or whose last line was cut short: the file is
+replaced then (atomically: the `running` line stays until the outcome replaces it), so a file
+holds at most a few attempts' lines. Reading:
 - a last line without its newline is a write cut short (a crash mid-append) and is passed
   over when a complete line precedes it; alone, it is unreadable, as any torn record;
 - a success is never rolled back by a later line: if an earlier line says `succeeded`, the
-  record is that line (no settle appends after a success; the guard refuses to run it);
+  record is that line (nothing is appended after a success; the guard refuses to run it);
 - lines before the last complete one are otherwise not read.
 
 Purging (`lanekit purge`, retention) removes old records, but not the guard: the ids of the
@@ -561,7 +563,8 @@ class RecordStore:
 
     def write(self, record: Record, *, durable: bool | None = None) -> None:
         """Replace the record of `record.job_id` atomically; `durable` overrides the store's
-        setting for one write (the queue skips fsyncs for the short-lived `running` record)."""
+        setting for one write (a claim's `running` record, where it cannot be appended, is
+        not fsynced)."""
         fsops.replace_file(
             f"{self._dir}/{record.job_id}.json",
             record.to_bytes(),

@@ -207,7 +207,7 @@ class QueueMachine(RuleBasedStateMachine):
             patch.setattr(fsops, "write_all", half_then_die)  # the record line's append
         elif point == "mid-replace":
             patch.setattr(fsops, "append_line", lambda *_args, **_kwargs: False)
-            patch.setattr(fsops.os, "replace", die)  # the record's rename into place
+            patch.setattr(os, "replace", die)  # the record's rename into place (fsops)
         else:
             from lanekit.queue.mark import drop as unmark
 

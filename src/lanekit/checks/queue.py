@@ -284,7 +284,8 @@ def _stale_running(
     lane: LaneSpec, claimed: str, record: Record, location: JobLocation | None
 ) -> Problem:
     """The finding for a record a settle could not update, whose job is not in claimed/
-    (`claimed`): `queued` (claims write no record), or `running` (an earlier version's)."""
+    (`claimed`): `running` (the claim's own line, or an earlier version's record), or `queued`
+    (a claim of the version whose marks carried the attempt wrote none)."""
     says = f"job {record.job_id}: its record says {record.state}"
     inspect = cmdline("lanekit", "job", lane.name, record.job_id)
     if location is None:

@@ -1,7 +1,7 @@
 """Claiming: one no-replace rename from queue/ to claimed/<id>.<owner>.json, then the flock,
-the re-execution guard and the running mark (claimed/.<id>.running -> `<owner>.<attempt>`,
-lanekit.queue.mark): no record is written at claim, the settle writes the job's one record
-(design.md section 3; why a mark and not the name, lanekit.queue.layout).
+the re-execution guard, the running mark (claimed/.<id>.running, a hard link of the claimed
+file, lanekit.queue.mark) and the attempt's `running` line appended to the record: a claim
+creates no file (design.md section 3; why a mark and not the name, lanekit.queue.layout).
 
 The claim path uses `os` with `str` paths and imports nothing heavy: it runs once per job.
 """
@@ -352,8 +352,9 @@ class Claimer:
                 held.close()  # the file it read is replaced: the `running` line replaces it too
                 prev, seen = None, queue.store.identity(job_id)
             elif prev is not None and prev.state is JobState.RUNNING:
-                # A `running` record is a claim by an earlier version (it wrote one per claim and
-                # no mark): its claim is found by name.
+                # A `running` record is another claim's attempt (its `running` line, or an
+                # earlier version's record with no mark): while that claim is in claimed/, ours
+                # is a duplicate; it is found by name.
                 other = self._other_claim(job_id, claimed_name)
                 if other is not None:
                     detail = f"another copy of job {job_id} is running ({other})"

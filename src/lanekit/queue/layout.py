@@ -1,24 +1,27 @@
 """The directory queue's layout: its directories, job ids, claim owners, and the one grammar
 of its file names (`<id>.json`, `<id>.<owner>.json`, `<id>.<not-before>.json`, and the
-running mark `claimed/.<id>.running` -> `<owner>.<attempt>[/<lane>]`).
+running mark `claimed/.<id>.running`; the previous version's marks were symlinks to
+`<owner>.<attempt>[/<lane>]`).
 
 Every module that needs to know what a name in a queue directory means asks this one
 (history, entry and the checks included); nobody else parses names.
 
-The running mark (see `mark_name`) is how one job costs one record write: a claim is the
-rename into claimed/<id>.<owner>.json (the owner, for liveness) and then a symlink created at
-a name fixed per id, whose target says who runs it and which attempt this is. symlink(2)
-never replaces: a second copy of a running id collides with the first one's mark (EEXIST)
-and is refused, exactly and without listing claimed/ (a listing can miss a name renamed
-while it reads). The attempt cannot ride in the claimed file's name: it is known only once
-the record has been read, and the record may be read only after the claim rename (read
-before it, a copy that succeeded in between would look queued); a second rename to put it
-there would cost what the mark costs and still leave the copies to a listing. The mark is
-created after the job's record was read and before the job runs, and removed by whoever
-settles the claim (runner or recoverer, holding its flock) after writing the settling record
-and before moving the file, so every claim either has its mark or a record that already
-counts its attempt. Claims left by earlier versions have no mark and a `running` record
-that counts the attempt: both are read.
+The running mark (see `mark_name`) is how a claim creates no file: a claim is the rename into
+claimed/<id>.<owner>.json (the owner, for liveness), then a hard link of that file at a name
+fixed per id, then the attempt's `running` line appended to the job's record. link(2) never
+replaces: a second copy of a running id collides with the first one's mark (EEXIST) and is
+refused, exactly and without listing claimed/ (a listing can miss a name renamed while it
+reads); its holder is found by inode only then. A link allocates no inode, where a symlink (the
+previous version's mark, which carried the attempt) waits for the filesystem's journal. The
+attempt cannot ride in the claimed file's name: it is known only once the record has been read,
+and the record may be read only after the claim rename (read before it, a copy that succeeded in
+between would look queued); a second rename to put it there would cost what the mark costs and
+still leave the copies to a listing. The mark is created after the job's record was read, the
+`running` line after the mark and before the job runs; both are undone by whoever settles the
+claim (runner or recoverer, holding its flock), which appends the settling record and removes
+the mark before moving the file. So a claim whose record does not end in its `running` line
+never started. Claims left by earlier versions have a symlink mark counting the attempt, or no
+mark and a `running` record: both are read.
 """
 
 from __future__ import annotations
@@ -226,14 +229,15 @@ def mark_name(job_id: str) -> str:
 
 
 def mark_text(owner: str, attempt: int, lane: str | None) -> str:
-    """The mark's target: `<owner>.<attempt>`, then `/<lane>` for a claim made by a lane (lane
-    names have no `/`). Short, so that it fits in the inode (a fast symlink)."""
+    """The previous version's mark target: `<owner>.<attempt>`, then `/<lane>` for a claim made
+    by a lane (lane names have no `/`). Still read (Mark.parse), no longer written."""
     return f"{owner}.{attempt}" if lane is None else f"{owner}.{attempt}/{lane}"
 
 
 @dataclass(frozen=True, slots=True)
 class Mark:
-    """What a running mark says: who holds the claim, which attempt it is, for which lane."""
+    """What a previous version's running mark (a symlink) says: who holds the claim, which
+    attempt it is, for which lane."""
 
     owner: str
     attempt: int

@@ -153,9 +153,10 @@ def claims(q: QueueState, now: float | None = None) -> list[ClaimView]:
 
 def _contradicts(record: Record, *, in_claimed: bool, found: JobState | None) -> bool:
     """Whether a record disagrees with the files: `running` with no file of the id in
-    claimed/ (an earlier version's claim record), `queued` with its file only in done/ or
-    failed/ (a settle could not write its record; claims write none), or `succeeded` with
-    its file (`found` is where) in queue/ or delayed/."""
+    claimed/ (a settle could not write its record after the claim's `running` line),
+    `queued` with its file only in done/ or failed/ (the same, for a claim of the version
+    whose marks carried the attempt), or `succeeded` with its file (`found` is where) in
+    queue/ or delayed/."""
     if record.state is JobState.RUNNING:
         return not in_claimed
     if record.state is JobState.QUEUED:
@@ -168,8 +169,9 @@ def contradictions(queue: QueueState) -> list[tuple[Record, JobLocation | None]]
 
     Three contradictions: `queued` while the id's file is only in done/ or failed/, and
     `running` while no file of the id is in claimed/ (a settle whose record could not be
-    written moved the file all the same: claims write no record, an earlier version's wrote
-    `running`), and `succeeded` while the file waits in queue/ or delayed/ (the guard will
+    written moved the file all the same, after the claim's `running` line; a claim of the
+    version whose marks carried the attempt left `queued`), and `succeeded` while the file
+    waits in queue/ or delayed/ (the guard will
     skip it). A suspect is confirmed by a second look (a
     fresh listing of claimed/, `locate`, and the record read again, unchanged), so a job that
     was claimed, settled or given back while the first pass ran is not reported.

@@ -1,7 +1,7 @@
 """Settling a claim: complete, fail, release (and due retries back from delayed/). The record
-goes first (the job's one record write), then the claim's running mark is removed (the record
-now counts the attempt, lanekit.queue.mark), then the move out of claimed/ by a no-replace
-rename (see settle_record_first)."""
+goes first (its line appended after the claim's `running` line), then the claim's running mark
+is removed (lanekit.queue.mark), then the move out of claimed/ by a no-replace rename (see
+settle_record_first)."""
 
 # ruff: noqa: PTH119
 # (str paths and os.* on purpose: the claim path, see lanekit.queue)
