@@ -299,43 +299,17 @@ class Claimer:
                 now=now,
             )
         try:
-            if prev is None and queue.store.succeeded(job_id, prev):
-                detail = f"job {job_id} succeeded before its record was purged (records/.guard/)"
+            succeeded = self._succeeded_before(job_id, prev)
+            if succeeded is not None:
                 return self._drop(
                     job_id,
                     path,
                     lock,
                     DropReason.ALREADY_SUCCEEDED,
-                    detail=detail,
+                    detail=succeeded,
                     prev=prev,
                     now=now,
                 )
-            if prev is not None and prev.state is JobState.SUCCEEDED:
-                detail = f"record {queue.store.path(job_id)} says succeeded"
-                return self._drop(
-                    job_id,
-                    path,
-                    lock,
-                    DropReason.ALREADY_SUCCEEDED,
-                    detail=detail,
-                    prev=prev,
-                    now=now,
-                )
-            if prev is None or prev.state is JobState.RUNNING:
-                # No record, or one a settle could not finish (observe.done_file): done/ decides.
-                # Never on the common path, where the record says queued.
-                done = done_file(queue, job_id)
-                if done is not None:
-                    detail = f"{done} shows it succeeded"
-                    return self._drop(
-                        job_id,
-                        path,
-                        lock,
-                        DropReason.ALREADY_SUCCEEDED,
-                        detail=detail,
-                        prev=prev,
-                        now=now,
-                    )
             payload = payload_problem(data)
             if payload is not None:
                 detail = f"job file is {payload}"
@@ -392,6 +366,22 @@ class Claimer:
             return Claim(job_id, queue.claimed / claimed_name, attempts, owner, record, lock, path)
         finally:
             held.close()
+
+    def _succeeded_before(self, job_id: str, prev: Record | None) -> str | None:
+        """How the id is known to have succeeded (its record, the guard's purge index, or
+        done/), else None."""
+        queue = self.queue
+        if prev is not None and prev.state is JobState.SUCCEEDED:
+            return f"record {queue.store.path(job_id)} says succeeded"
+        if prev is None and queue.store.succeeded(job_id, prev):
+            return f"job {job_id} succeeded before its record was purged (records/.guard/)"
+        if prev is None or prev.state is JobState.RUNNING:
+            # No record, or one a settle could not finish (observe.done_file): done/ decides.
+            # Never on the common path, where the record says queued.
+            done = done_file(queue, job_id)
+            if done is not None:
+                return f"{done} shows it succeeded"
+        return None
 
     def _attempt(
         self, job_id: str, prev: Record | None, written: float

@@ -193,11 +193,7 @@ def clear_stale(q: QueueState, job_id: str, *, own_is_stale: bool = False) -> bo
             return False  # cleared and marked again since we opened it
         if linked_claim(q, job_id, st) is not None:
             return False  # a claim whose owner died: its recoverer releases the mark
-        try:
-            os.unlink(path)
-        except FileNotFoundError:
-            return False
-        return True
+        return _unlink(path)
     finally:
         os.close(fd)
 
@@ -218,13 +214,18 @@ def _clear_stale_symlink(q: QueueState, job_id: str, *, own_is_stale: bool) -> b
         claim = f"{q.claimed_dir}/{mark.claim_name(job_id)}"
         if not (own_is_stale and mark.owner == own_owner()) and os.path.lexists(claim):
             return False
-        try:
-            os.unlink(path)
-        except FileNotFoundError:
-            return False
-        return True
+        return _unlink(path)
     finally:
         os.close(fd)
+
+
+def _unlink(path: str) -> bool:
+    """Remove a mark judged stale; False if it was gone already."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def read(q: QueueState, job_id: str, owner: str | None = None) -> Mark | None:
