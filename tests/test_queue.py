@@ -1474,3 +1474,30 @@ def test_start_up_probe_refuses_a_volume_without_no_replace_rename(
     assert "exFAT" in caught.value.message
     assert "APFS" in caught.value.hint
     assert not list((tmp_path / "q").rglob(".probe-*")), "the probe file is cleaned up"
+
+
+def test_start_up_probe_refuses_a_volume_without_hard_links(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A volume that renames without replacing but has no hard links is refused at start-up
+    with the cause: each claim's running mark is a hard link in claimed/."""
+    from lanekit.errors import QueueError
+
+    real_link = os.link
+
+    def no_links(src: str, dst: str, **kwargs: object) -> None:
+        if ".probe-" in str(src):
+            raise OSError(errno.EPERM, os.strerror(errno.EPERM), src, None, dst)
+        real_link(src, dst, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "link", no_links)
+    queue = Queue(tmp_path / "q")
+    with pytest.raises(QueueError) as caught:
+        queue.ensure()
+    assert "no hard links" in caught.value.message
+    assert str(queue.claimed) in caught.value.message
+    assert "APFS" in caught.value.hint
+    assert not list((tmp_path / "q").rglob(".probe-*")), "the probe file is cleaned up"
+    monkeypatch.undo()
+    queue.ensure()  # a volume with hard links passes, and leaves nothing behind
+    assert not list((tmp_path / "q").rglob(".probe-*"))

@@ -79,7 +79,10 @@ def take(q: QueueState, job_id: str, claim: str, st: os.stat_result) -> Held | N
     path = mark_path(q, job_id)
     for _ in range(_TRIES):
         try:
-            os.link(claim, path, follow_symlinks=False)
+            # link(2) itself, not linkat(2) with no flag: xnu's link.2 says the latter "may
+            # result in some file systems returning an error" (ENOTSUP) on macOS. `claim` is no
+            # symlink to follow: the claimer opened it O_NOFOLLOW and holds it, in claimed/.
+            os.link(claim, path)
         except FileExistsError:
             held = _holder(q, job_id, path, st)
             if held is _OURS:

@@ -141,7 +141,8 @@ def check(q: QueueState) -> None:
 
 
 def probe_renames(q: QueueState) -> None:
-    """Rename a probe file through every directory: catches bind mounts st_dev cannot see."""
+    """Rename a probe file through every directory: catches bind mounts st_dev cannot see. In
+    claimed/ it is also linked once: every claim's running mark is a hard link there."""
     name = f".probe-{os.getpid()}-{os.urandom(4).hex()}"
     here = f"{q.tmp_dir}/{name}"
     try:
@@ -174,9 +175,28 @@ def probe_renames(q: QueueState) -> None:
                     "keep every queue directory on one local filesystem, writable by you",
                 ) from None
             here = there
+            if target == "claimed":
+                probe_link(there)
     finally:
         with contextlib.suppress(OSError):
             os.unlink(here)
+
+
+def probe_link(path: str) -> None:
+    """Hard-link the probe at `path` and remove the link again; QueueError if the volume has
+    no hard links (the running mark, lanekit.queue.mark), naming the cause rather than
+    leaving every claim to fail."""
+    link = f"{path}.link"
+    try:
+        os.link(path, link)  # link(2), as the mark is made (lanekit.queue.mark.take)
+    except OSError as exc:
+        raise QueueError(
+            f"{os.path.dirname(path)}: this volume has no hard links ({exc.strerror}), and "
+            "each claim's running mark is one, so no job could be claimed",
+            "put the queue on an APFS or HFS+ volume (`lanekit doctor` reports "
+            "volume.no-rename-excl for exFAT and FAT)",
+        ) from None
+    os.unlink(link)
 
 
 def check_access(path: str, st: os.stat_result) -> None:
