@@ -268,6 +268,22 @@ def test_an_unmarked_copy_recovered_beside_a_running_one_leaves_its_record(
     assert record is not None and (record.state, record.attempts) == (JobState.SUCCEEDED, 1)
 
 
+def test_a_job_that_replaced_its_own_file_is_still_counted(queue: Queue) -> None:
+    """A job that rewrites its claimed file by a rename (`sed -i {job}`) leaves its mark a
+    link to the old file. Its runner dies: recovery still counts the attempt its `running`
+    line started and fails the job once they are spent; the mark, now no claim's, is swept."""
+    job_id = queue.enqueue({"n": 1})
+    assert claim_and_die(queue) == job_id
+    [claimed] = [p for p in queue.claimed.iterdir() if p.name.endswith(".json")]
+    rewritten = queue.tmp / "rewritten"
+    rewritten.write_text('{"n": 2}')
+    os.rename(rewritten, claimed)
+    [item] = queue.recover(stale_after=3600, max_attempts=1)
+    assert (item.state, item.attempts) == (JobState.FAILED, 1)
+    assert queue.recover(stale_after=3600, max_attempts=1) == []
+    assert not os.path.lexists(queue.claimed / mark_name(job_id))
+
+
 def test_a_claim_marked_by_the_previous_version_is_recovered(queue: Queue) -> None:
     """Upgrading mid-run from the version whose marks were symlinks carrying the attempt
     (and no `running` line): recovery counts the attempt from the symlink and removes it; a

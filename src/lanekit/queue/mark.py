@@ -283,8 +283,10 @@ def release(q: QueueState, job_id: str, owner: str, claim: str) -> None:
 
 
 def held_elsewhere(q: QueueState, job_id: str, owner: str, claim: str) -> bool:
-    """Whether the id's mark stands for another claim than the one at `claim` (`owner`'s): a
-    claim without its mark then never started, and the record is the marked claim's."""
+    """Whether the id's mark stands for another claim in claimed/ than the one at `claim`
+    (`owner`'s): a claim without its mark then never started, and the record is the marked
+    claim's. A mark that is no claim's (stale, or its job replaced its own file by a rename)
+    stands for nobody."""
     path = mark_path(q, job_id)
     try:
         st = os.lstat(path)
@@ -299,8 +301,10 @@ def held_elsewhere(q: QueueState, job_id: str, owner: str, claim: str) -> bool:
     try:
         mine = os.lstat(claim)
     except FileNotFoundError:
-        return True
-    return (mine.st_ino, mine.st_dev) != (st.st_ino, st.st_dev)
+        mine = None
+    if mine is not None and (mine.st_ino, mine.st_dev) == (st.st_ino, st.st_dev):
+        return False
+    return linked_claim(q, job_id, st) is not None
 
 
 def sweep(q: QueueState, now: float) -> list[str]:
