@@ -268,6 +268,22 @@ def test_an_unmarked_copy_recovered_beside_a_running_one_leaves_its_record(
     assert record is not None and (record.state, record.attempts) == (JobState.SUCCEEDED, 1)
 
 
+def test_a_corrupt_copy_beside_a_running_one_leaves_its_record(queue: Queue) -> None:
+    """A corrupt copy of an id that is running goes to failed/ as corrupt, and the record,
+    which holds the running copy's `running` line, is left as it is: that copy's crash would
+    otherwise be read as settled."""
+    job_id = queue.enqueue({"n": 1}, job_id="twin")
+    assert claim_and_die(queue) == job_id
+    before = queue.store.path(job_id).read_bytes()
+    (queue.queue / "twin.json").write_text("{not json")
+    drops: list[Dropped] = []
+    assert queue.claimer(on_drop=drops.append).claim() is None
+    assert [(d.job_id, d.reason) for d in drops] == [("twin", DropReason.CORRUPT)]
+    assert queue.store.path(job_id).read_bytes() == before
+    [item] = queue.recover(stale_after=3600, max_attempts=3)
+    assert (item.state, item.attempts) == (JobState.QUEUED, 1)
+
+
 def test_a_job_that_replaced_its_own_file_is_still_counted(queue: Queue) -> None:
     """A job that rewrites its claimed file by a rename (`sed -i {job}`) leaves its mark a
     link to the old file. Its runner dies: recovery still counts the attempt its `running`

@@ -30,7 +30,7 @@ from lanekit.queue.layout import (
     own_owner,
     owner_tail_problem,
 )
-from lanekit.queue.mark import clear_stale
+from lanekit.queue.mark import clear_stale, held_elsewhere
 from lanekit.queue.mark import release as release_mark
 from lanekit.queue.mark import take as take_mark
 from lanekit.queue.model import Claim, ClaimLock, Dropped, DropReason
@@ -444,7 +444,11 @@ class Claimer:
             else:
                 # Only a corrupt job's record is ours to change: a duplicate's belongs to the
                 # copy that runs, an unreadable one stays for inspection, an invalid id has none.
-                if reason is DropReason.CORRUPT:
+                # So does a corrupt copy's while another copy of the id runs (its mark): the
+                # record then holds that copy's `running` line, which counts its attempt.
+                if reason is DropReason.CORRUPT and not held_elsewhere(
+                    queue, job_id, own_owner(), path
+                ):
                     write_failed_record(queue, job_id, prev, detail, now)
                 # An id with an owner's tail is renamed on its way (`~` is in no id): under its
                 # own name it would read as another id in failed/ (see owner_tail_problem).
