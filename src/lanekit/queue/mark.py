@@ -253,33 +253,37 @@ def drop(q: QueueState, job_id: str) -> None:
         pass
 
 
+def _whose(path: str, owner: str, claim: str) -> tuple[bool | None, os.stat_result | None]:
+    """Whether the mark at `path` is the claim's at `claim` (`owner`'s; None: there is no
+    mark), with the mark's lstat: a link mark by inode, a previous version's symlink by the
+    owner it names."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None, None
+    if st.st_mode & _S_IFMT == _S_IFLNK:
+        try:
+            mark = Mark.parse(os.readlink(path))
+        except OSError:
+            return None, None
+        return mark is not None and mark.owner == owner, st
+    try:
+        mine = os.lstat(claim)
+    except FileNotFoundError:
+        return False, st
+    return (mine.st_ino, mine.st_dev) == (st.st_ino, st.st_dev), st
+
+
 def release(q: QueueState, job_id: str, owner: str, claim: str) -> None:
     """Remove the mark of `job_id` if it is the claim's at `claim` (`owner`'s: a recoverer
     settling that claim, its record written, the claim still in place). Another claim's mark
     is left alone."""
     path = mark_path(q, job_id)
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return
-    if st.st_mode & _S_IFMT == _S_IFLNK:
-        try:
-            mark = Mark.parse(os.readlink(path))
+    if _whose(path, owner, claim)[0]:
+        try:  # noqa: SIM105 - contextlib.suppress costs more than the unlink on this path
+            os.unlink(path)
         except FileNotFoundError:
-            return
-        if mark is None or mark.owner != owner:
-            return
-    else:
-        try:
-            mine = os.lstat(claim)
-        except FileNotFoundError:
-            return
-        if (mine.st_ino, mine.st_dev) != (st.st_ino, st.st_dev):
-            return
-    try:  # noqa: SIM105 - contextlib.suppress costs more than the unlink on this path
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
+            pass
 
 
 def held_elsewhere(q: QueueState, job_id: str, owner: str, claim: str) -> bool:
@@ -287,23 +291,11 @@ def held_elsewhere(q: QueueState, job_id: str, owner: str, claim: str) -> bool:
     (`owner`'s): a claim without its mark then never started, and the record is the marked
     claim's. A mark that is no claim's (stale, or its job replaced its own file by a rename)
     stands for nobody."""
-    path = mark_path(q, job_id)
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
+    ours, st = _whose(mark_path(q, job_id), owner, claim)
+    if ours is not False or st is None:
         return False
     if st.st_mode & _S_IFMT == _S_IFLNK:
-        try:
-            mark = Mark.parse(os.readlink(path))
-        except OSError:
-            return False
-        return mark is None or mark.owner != owner
-    try:
-        mine = os.lstat(claim)
-    except FileNotFoundError:
-        mine = None
-    if mine is not None and (mine.st_ino, mine.st_dev) == (st.st_ino, st.st_dev):
-        return False
+        return True
     return linked_claim(q, job_id, st) is not None
 
 
