@@ -982,7 +982,7 @@ def test_a_settle_that_cannot_write_its_record_still_moves_the_job(
     job_id = queue.enqueue({})
     claim = drain(queue)[0]
 
-    def disk_full(record: Record, *, durable: bool | None = None) -> None:
+    def disk_full(record: Record, held: object = None, *, durable: bool | None = None) -> None:
         raise OSError(errno.ENOSPC, "No space left on device", str(queue.store.path(job_id)))
 
     monkeypatch.setattr(queue.store, "write", disk_full)

@@ -413,13 +413,15 @@ def tmp_suffix() -> str:
 
 @dataclass(slots=True)
 class OpenRecord:
-    """A record file a claim keeps open from its read to its `running` line
-    (RecordStore.read_open): the descriptor (-1: no file, or one it may not write), the
-    file's size, and whether what was read ends in a whole line (an append may follow)."""
+    """A record file a claim keeps open from its read until its settle (RecordStore.read_open):
+    the descriptor (-1: no file, or one it may not write), the file's size, whether what was
+    read ends in a whole line (an append may follow), and its inode (which file the name held:
+    the settle appends through the descriptor only while the name still is that file)."""
 
     fd: int
     size: int
     whole: bool
+    ino: int = 0
 
     def close(self) -> None:
         """Close the descriptor (once; later calls do nothing)."""
@@ -507,7 +509,7 @@ class RecordStore:
                 f"{path}: cannot read the record ({exc.strerror})",
                 "check the permissions of the queue's records/ directory",
             ) from None
-        held = OpenRecord(fd, st.st_size, whole=False)
+        held = OpenRecord(fd, st.st_size, whole=False, ino=st.st_ino)
         try:
             # One read: a regular file's read comes back short of the size+1 asked for only
             # at its end. Longer means it grew since the fstat: read on to the end.
@@ -559,6 +561,7 @@ class RecordStore:
             fsops.write_all(held.fd, line)
             held.size += len(line)
             return
+        held.close()  # the file it read is replaced: the settle goes by the name
         self.write(record, durable=False)
 
     def write(self, record: Record, *, durable: bool | None = None) -> None:
@@ -572,18 +575,39 @@ class RecordStore:
             durable=self.durable if durable is None else durable,
         )
 
-    def settle(self, record: Record) -> None:
+    def settle(self, record: Record, held: OpenRecord | None = None) -> None:
         """Write the record that settles a claim this process holds the running mark of
         (lanekit.queue.mark): appended to the record file (see the module docstring), else
         (the file would outgrow FILE_LIMIT, or ends in a line cut short) replacing it
         atomically, so that the claim's `running` line is there until the outcome is: cut
-        short anywhere, the attempt still counts."""
+        short anywhere, the attempt still counts.
+
+        `held`: the claim's record, open since its `running` line (mark_running). The line is
+        appended through it while the record's name still is that file (one lstat: a hand's
+        `lanekit retry` of a failed copy of the id may have replaced it meanwhile); else by
+        the name, as without it."""
         line = record.to_bytes()
+        if held is not None and held.fd >= 0 and held.whole and self._still(held, record):
+            if held.size + len(line) <= FILE_LIMIT:
+                fsops.write_all(held.fd, line)
+                if self.durable:
+                    fsops.full_fsync(held.fd)  # the append is its own commit point
+                held.size += len(line)
+                return
+            self.write(record)
+            return
         if fsops.append_line(
             f"{self._dir}/{record.job_id}.json", line, limit=FILE_LIMIT, durable=self.durable
         ):
             return
         self.write(record)
+
+    def _still(self, held: OpenRecord, record: Record) -> bool:
+        """Whether the record's name is still the file `held` has open."""
+        try:
+            return os.lstat(f"{self._dir}/{record.job_id}.json").st_ino == held.ino
+        except OSError:
+            return False
 
     def stage(self, record: Record, *, durable: bool | None = None) -> str:
         """Write `record` to a fresh temp file for `create`; returns its path."""

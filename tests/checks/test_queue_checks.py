@@ -295,7 +295,7 @@ def test_job_twice_in_done(tmp_path: Path) -> None:
 def disk_full(queue: Queue, monkeypatch: pytest.MonkeyPatch) -> None:
     """Make every record write of `queue` fail as on a full disk."""
 
-    def refuse(record: Record, *, durable: bool | None = None) -> None:
+    def refuse(record: Record, held: object = None, *, durable: bool | None = None) -> None:
         raise OSError(errno.ENOSPC, "No space left on device", str(queue.store.path(record.job_id)))
 
     monkeypatch.setattr(queue.store, "write", refuse)

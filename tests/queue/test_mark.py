@@ -373,7 +373,7 @@ def test_a_success_without_its_record_keeps_its_mark_as_proof(
     claim = queue.claimer(lane="funnel").claim()
     assert claim is not None
 
-    def full(record: Record, *, durable: bool | None = None) -> None:
+    def full(record: Record, held: object = None, *, durable: bool | None = None) -> None:
         raise OSError(errno.ENOSPC, "No space left on device", "records")
 
     monkeypatch.setattr(queue.store, "write", full)

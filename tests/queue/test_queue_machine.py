@@ -206,7 +206,11 @@ class QueueMachine(RuleBasedStateMachine):
 
             patch.setattr(fsops, "write_all", half_then_die)  # the record line's append
         elif point == "mid-replace":
-            patch.setattr(fsops, "append_line", lambda *_args, **_kwargs: False)
+            from lanekit import records
+
+            # The line would outgrow the record's block: the settle replaces the file, by
+            # either way it appends (through the claim's open record, or by the name).
+            patch.setattr(records, "FILE_LIMIT", 0)
             patch.setattr(os, "replace", die)  # the record's rename into place (fsops)
         else:
             from lanekit.queue.mark import drop as unmark

@@ -286,7 +286,8 @@ class Claimer:
                 job_id, path, lock, DropReason.INVALID_ID, detail=detail, prev=None, now=now
             )
         try:
-            # Kept open: the attempt's `running` line is appended through it (mark_running).
+            # Kept open: the attempt's `running` line is appended through it (mark_running),
+            # and, once admitted, the settle's line too (the claim's lock keeps it).
             prev, seen, held = queue.store.read_open(job_id)
         except RecordError as exc:
             return self._drop(
@@ -363,9 +364,11 @@ class Claimer:
             except OSError:
                 release_mark(queue, job_id, owner, path)
                 raise
+            lock.record = held
             return Claim(job_id, queue.claimed / claimed_name, attempts, owner, record, lock, path)
         finally:
-            held.close()
+            if lock.record is not held:
+                held.close()
 
     def _succeeded_before(self, job_id: str, prev: Record | None) -> str | None:
         """How the id is known to have succeeded (its record, the guard's purge index, or

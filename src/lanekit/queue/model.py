@@ -20,7 +20,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from lanekit.records import Record
+    from lanekit.records import OpenRecord, Record
 
 
 class JobExistsError(UsageError):
@@ -43,16 +43,20 @@ class RecordNotWrittenError(QueueError):
 
 
 class ClaimLock:
-    """The open claimed file whose flock marks the owner as alive (released once, idempotently).
+    """The open claimed file whose flock marks the owner as alive (released once, idempotently),
+    and the job's record, open since the claim read it (`record`: its settle appends through
+    it, RecordStore.settle; None once closed, or when the claim has none open).
 
     The flock belongs to the open file description, not to the process or the name: every
-    process that inherits the descriptor holds it too, and renames do not affect it.
+    process that inherits the descriptor holds it too, and renames do not affect it. The
+    record's descriptor is close-on-exec and never given to the job.
     """
 
-    __slots__ = ("fd",)
+    __slots__ = ("fd", "record")
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, record: OpenRecord | None = None) -> None:
         self.fd = fd
+        self.record = record
 
     @property
     def held(self) -> bool:
@@ -60,7 +64,10 @@ class ClaimLock:
         return self.fd >= 0
 
     def release(self) -> None:
-        """Close the file (dropping the flock); later calls do nothing."""
+        """Close the record, then the file (dropping the flock); later calls do nothing."""
+        record, self.record = self.record, None
+        if record is not None:
+            record.close()
         fd, self.fd = self.fd, -1
         if fd >= 0:
             os.close(fd)
@@ -77,8 +84,8 @@ class Claim:
     """1 on the first run, counting every start (a crash mid-run counts too)."""
     owner: str
     record: Record
-    """The attempt's `running` state, in memory: nothing writes it (the claim's running mark
-    counts the attempt, lanekit.queue.mark); the settle writes the job's record from it."""
+    """The attempt's `running` state, as its `running` line in the job's record says it (the
+    line counts the attempt, lanekit.queue.mark); the settle writes the outcome from it."""
     lock: ClaimLock = field(repr=False, compare=False)
     file: str = field(default="", repr=False, compare=False)
     """`path` as a str (what the queue renames; empty: use str(path))."""

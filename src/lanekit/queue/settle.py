@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
     from lanekit.queue.model import Claim, Verdict
     from lanekit.queue.state import QueueState
+    from lanekit.records import OpenRecord
 
 
 def settle(q: QueueState, claim: Claim, verdict: Verdict) -> Settled:
@@ -69,7 +70,7 @@ def complete(q: QueueState, claim: Claim) -> Path:
             iso_utc(now),
             running.lane,
         )
-        unwritten = record_outcome(q, record)
+        unwritten = record_outcome(q, record, claim.lock.record)
         if unwritten is None:
             drop_mark(q, job_id)  # kept otherwise: the guard then asks done/ (queue.mark)
         day = q.done_bucket(now)
@@ -137,7 +138,7 @@ def release_claim(  # noqa: PLR0917 - release()'s own values, in its order
         lane=claim.record.lane,
         error=error or None,
     )
-    q.store.settle(record)
+    q.store.settle(record, claim.lock.record)
     drop_mark(q, claim.job_id)
     if wait > 0:
         not_before = int(now + wait + 0.999)
@@ -245,11 +246,17 @@ def fail_claimed(q: QueueState, claim: Claim, error: str) -> str:
         record.carry_over(claim.record),
         lambda: to_failed(q, claim.file or str(claim.path), claim.job_id, error),
         mark=True,
+        held=claim.lock.record,
     )
 
 
 def settle_record_first(
-    q: QueueState, record: Record, move: Callable[[], str], *, mark: bool = False
+    q: QueueState,
+    record: Record,
+    move: Callable[[], str],
+    *,
+    mark: bool = False,
+    held: OpenRecord | None = None,
 ) -> str:
     """Write a finished job's record, then `move` its file out of claimed/ (to done/ or
     failed/); returns where it went.
@@ -261,10 +268,11 @@ def settle_record_first(
     missing record is then a RecordNotWrittenError (a QueueError: the run exits 69), naming
     the record that was not updated and where the job went.
     `mark`: the claim is this process's and has a running mark, removed between the two once
-    the record is written (kept when it is not: lanekit.queue.mark).
+    the record is written (kept when it is not: lanekit.queue.mark); `held`, its open record
+    (record_outcome).
     (complete() does the same steps inline: it is on every job's path.)
     """
-    unwritten = record_outcome(q, record)
+    unwritten = record_outcome(q, record, held)
     if mark and unwritten is None:
         drop_mark(q, record.job_id)
     target = move()
@@ -273,11 +281,12 @@ def settle_record_first(
     return target
 
 
-def record_outcome(q: QueueState, record: Record) -> OSError | None:
-    """Write a settling record (its claim's mark stands meanwhile: RecordStore.settle); the
-    OSError if it could not be written (see `settle_record_first`)."""
+def record_outcome(q: QueueState, record: Record, held: OpenRecord | None = None) -> OSError | None:
+    """Write a settling record (its claim's mark stands meanwhile: RecordStore.settle, through
+    the claim's open record `held` if it has one); the OSError if it could not be written (see
+    `settle_record_first`)."""
     try:
-        q.store.settle(record)
+        q.store.settle(record, held)
     except OSError as exc:
         return exc
     return None
