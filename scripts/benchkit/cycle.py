@@ -85,6 +85,64 @@ def floor_job(
     return True
 
 
+_RECORD_READ = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
+_RECORD_OPEN = os.O_RDWR | os.O_APPEND | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def promise_loop(root: Path, count: int) -> float:
+    """Seconds per job for the library's own syscalls (strace of claim+complete, 18 a job,
+    docs/benchmarks.md) with no logic around them: what the promise costs in the kernel, apart
+    from the Python that decides them. A mirror of lanekit.queue's claim and settle, kept in
+    step with the strace table: the claim rename; the claimed file opened, fstat, flocked,
+    dated (futimens) and read; the record opened for appending, fstat and read; the running
+    mark linked; the record's identity (lstat); the `running` line written; then the settle's
+    identity check (lstat), its line written on the same descriptor, the record closed, the
+    mark unlinked, the done rename and the claimed file closed."""
+    import fcntl
+
+    base = fresh(root, "promise")
+    for name in ("queue", "claimed", "done", "records"):
+        (base / name).mkdir()
+    names = [f"{n:020d}-0000001-abcdef01" for n in range(count)]
+    for name in names:
+        (base / "queue" / f"{name}.json").write_bytes(b'{"n": 1}\n')
+        (base / "records" / f"{name}.json").write_bytes(_FLOOR_RECORD)
+    rename = native_noreplace()
+    b = str(base)
+    plan = [
+        (
+            f"{b}/queue/{n}.json".encode(),
+            f"{b}/claimed/{n}.owner.json",
+            f"{b}/records/{n}.json",
+            f"{b}/done/{n}.json".encode(),
+            f"{b}/claimed/.{n}.running",
+        )
+        for n in names
+    ]
+    lock = fcntl.LOCK_EX | fcntl.LOCK_NB
+    stamp = time.time()
+    started = time.perf_counter()
+    for src, claimed, rec, done, mark in plan:
+        rename(src, claimed.encode())
+        fd = os.open(claimed, _RECORD_READ)
+        size = os.fstat(fd).st_size
+        fcntl.flock(fd, lock)
+        os.utime(fd, (stamp, stamp))
+        os.read(fd, size + 1)
+        rfd = os.open(rec, _RECORD_OPEN)
+        os.read(rfd, os.fstat(rfd).st_size + 1)
+        os.link(claimed, mark)
+        os.lstat(rec)
+        os.write(rfd, _FLOOR_RECORD)
+        os.lstat(rec)
+        os.write(rfd, _FLOOR_RECORD)
+        os.close(rfd)
+        os.unlink(mark)  # noqa: PTH108 - the library's own call, on a str path
+        rename(claimed.encode(), done)
+        os.close(fd)
+    return (time.perf_counter() - started) / count
+
+
 def library_loop(root: Path, count: int) -> float:
     """Seconds per job for claim() + complete() through lanekit.queue (durable=False)."""
     queue = Queue(fresh(root, "library"), durable=False)
@@ -126,15 +184,25 @@ def dirq_loop(root: Path, count: int) -> float | None:
 def bench_cycle(root: Path, count: int, rounds: int) -> Figure:
     """(a): the library's claim+complete against the syscall floor, interleaved rounds (and
     against dirq in one process)."""
-    lib, raw, dirq = [], [], []
+    lib, raw, dirq, kernel = [], [], [], []
     for _ in range(rounds):
         raw.append(floor_loop(root, count))
+        kernel.append(promise_loop(root, count))
         lib.append(library_loop(root, count))
         one = dirq_loop(root, count)
         if one is not None:
             dirq.append(one)
     per_round = [mine / floor for mine, floor in zip(lib, raw, strict=True)]
     ratio = median(per_round)
+    promise_vs = [syscalls / floor for syscalls, floor in zip(kernel, raw, strict=True)]
+    python_vs = [mine / syscalls for mine, syscalls in zip(lib, kernel, strict=True)]
+    split = (
+        f"the library's own 18 syscalls alone (promise_loop: no Python deciding them), same "
+        f"rounds: {median(kernel) * 1e6:.1f} us/job, {median(promise_vs):.2f}x the floor "
+        f"(p10-p90 {percentile(promise_vs, 0.1):.2f}-{percentile(promise_vs, 0.9):.2f}x); the "
+        f"library is {median(python_vs):.2f}x them (p10-p90 {percentile(python_vs, 0.1):.2f}-"
+        f"{percentile(python_vs, 0.9):.2f}x): the rest is its Python"
+    )
     versus = []
     if dirq:
         vs_dirq = [mine / theirs for mine, theirs in zip(lib, dirq, strict=True)]
@@ -146,6 +214,8 @@ def bench_cycle(root: Path, count: int, rounds: int) -> Figure:
             f"the floor alone vs dirq, same rounds: {median(floor_vs):.2f}x per job (p10-p90 "
             f"{percentile(floor_vs, 0.1):.2f}-{percentile(floor_vs, 0.9):.2f}x): the protocol's "
             "minimum, its record line appended, before lanekit adds anything",
+            "the library's own syscalls alone vs dirq, same rounds: "
+            f"{median(kernel) / median(dirq):.2f}x per job (medians)",
         ]
     return Figure(
         key="a",
@@ -158,25 +228,25 @@ def bench_cycle(root: Path, count: int, rounds: int) -> Figure:
             f"library: {median(lib) * 1e6:.1f} us/job, floor: {median(raw) * 1e6:.1f} us/job "
             f"({count} jobs x {rounds} rounds, interleaved; the ratio is the median of the "
             "rounds' ratios; durable=false, like the floor)",
+            split,
             *versus,
         ],
         limits="The floor is the protocol's minimum: the claim rename, the job read (open, "
         "read, close), the one record write lanekit keeps (the record line appended: open, "
         "write, close; no file created) and the done rename: 9 syscalls, no inode. A "
-        "claim+complete makes 21 (strace, docs/benchmarks.md), and creates no inode either: "
+        "claim+complete makes 18 (strace, docs/benchmarks.md) and creates no inode either: "
         "the flock (exact liveness), the claim's futimens (its age), the guard's record read "
-        "(open, fstat, read, close) and its identity check (lstat), the running mark (a hard "
-        "link at claim, an unlink at settle: the two-copies guard), the attempt's `running` "
-        "line (one write on the record's descriptor), the append's own checks (fstat, pread: "
-        "a regular file that ends in a whole line), plus the Python around them: on tmpfs, "
-        "where syscalls are cheap, a "
-        "claim+complete costs ~150 us of user CPU against the floor's ~15 (about 160 Python "
-        "calls: the record parsed and two built, the payload's strict JSON check, two ISO "
-        "timestamps, two Path objects, three ctypes renames). On ext4 here creating an inode "
+        "(open, fstat, read) on a descriptor kept until the settle, the record's identity "
+        "checked twice (lstat: after the mark, and before the settle's line goes through that "
+        "descriptor), the running mark (a hard link at claim, an unlink at settle: the "
+        "two-copies guard) and two lines written (the attempt's `running` line, the outcome). "
+        "Those syscalls alone, with no Python deciding them, are the promise_loop line above: "
+        "what the library spends beyond them is its Python, ~130-150 us of user CPU a job "
+        "against the floor's ~15 (about 160 calls: the record parsed and two built, the "
+        "payload's strict JSON check, two ISO timestamps, two Path objects, two ctypes "
+        "renames). dirq's lock is a link and its remove two unlinks (link, utime, open, read, "
+        "close, unlink, unlink: 7 syscalls a job, no record). On ext4 here creating an inode "
         "costs ~20-30 us when the journal is idle and 75-830 us while it commits, which a "
         "link, rename, read or append never does: the mark was a symlink until session 7, "
-        "and made the library's rounds swing. dirq's lock is a link and its remove two "
-        "unlinks (about 6 "
-        "syscalls a job, no inode, no record): the floor alone comes near it (the line above), "
-        "and each syscall lanekit adds for the promise costs ~5-10 us on this VM",
+        "and made the library's rounds swing",
     )

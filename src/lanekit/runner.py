@@ -535,7 +535,7 @@ class _LaneRun:
             if self.launcher is None:
                 # Settled: the status and any cancel request have done their work (leftovers
                 # are swept by recover).
-                for done_with in (status, watcher.cancel_path(claim.file or str(claim.path))):
+                for done_with in (status, watcher.cancel_path(claim.file)):
                     with contextlib.suppress(OSError):
                         os.unlink(done_with)  # noqa: PTH108 - a str path on the claim path
 

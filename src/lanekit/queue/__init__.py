@@ -282,7 +282,7 @@ class Queue(QueueState):
         to the claim (lanekit.watcher), which recover() settles by."""
         from lanekit import watcher
 
-        return watcher.status_path(claim.file or str(claim.path)), self.tmp_dir
+        return watcher.status_path(claim.file), self.tmp_dir
 
     def succeeded(self, job_id: str) -> bool:
         """The re-execution guard: the record says succeeded, or the purge index lists it."""

@@ -365,7 +365,7 @@ class Claimer:
                 release_mark(queue, job_id, owner, path)
                 raise
             lock.record = held
-            return Claim(job_id, queue.claimed / claimed_name, attempts, owner, record, lock, path)
+            return Claim(job_id, path, attempts, owner, record, lock)
         finally:
             if lock.record is not held:
                 held.close()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from enum import StrEnum
+from pathlib import Path
 
 from lanekit.errors import QueueError, UsageError
 from lanekit.queue.observed import RecoverReason
@@ -18,8 +19,6 @@ CANCELLED = "cancelled"
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from lanekit.records import OpenRecord, Record
 
 
@@ -78,8 +77,8 @@ class Claim:
     """A job this process owns: claimed/<id>.<owner>.json, flocked until settled."""
 
     job_id: str
-    path: Path
-    """The claimed file; the job's command gets this path."""
+    file: str
+    """The claimed file, as the queue renames it (`path` is the same as a Path)."""
     attempt: int
     """1 on the first run, counting every start (a crash mid-run counts too)."""
     owner: str
@@ -87,8 +86,12 @@ class Claim:
     """The attempt's `running` state, as its `running` line in the job's record says it (the
     line counts the attempt, lanekit.queue.mark); the settle writes the outcome from it."""
     lock: ClaimLock = field(repr=False, compare=False)
-    file: str = field(default="", repr=False, compare=False)
-    """`path` as a str (what the queue renames; empty: use str(path))."""
+
+    @property
+    def path(self) -> Path:
+        """The claimed file; the job's command gets this path. Made when asked: a claim settled
+        without it (a library's loop) never parses one."""
+        return Path(self.file)
 
     @property
     def held(self) -> bool:

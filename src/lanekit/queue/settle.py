@@ -74,7 +74,7 @@ def complete(q: QueueState, claim: Claim) -> Path:
         if unwritten is None:
             drop_mark(q, job_id)  # kept otherwise: the guard then asks done/ (queue.mark)
         day = q.done_bucket(now)
-        target = to_terminal(q, claim.file or str(claim.path), day, job_id)
+        target = to_terminal(q, claim.file, day, job_id)
         if unwritten is not None:
             raise not_recorded(q, record, unwritten, target) from unwritten
         # A child of the bucket's Path costs less than parsing a new Path (on every job).
@@ -145,7 +145,7 @@ def release_claim(  # noqa: PLR0917 - release()'s own values, in its order
         target = f"{q.delayed_dir}/{delayed_name(claim.job_id, not_before)}"
     else:
         target = f"{q.queue_dir}/{queued_name(claim.job_id)}"
-    src = str(claim.path)
+    src = claim.file
     try:
         fsops.rename_noreplace(src, target)
     except FileExistsError:
@@ -244,7 +244,7 @@ def fail_claimed(q: QueueState, claim: Claim, error: str) -> str:
     return settle_record_first(
         q,
         record.carry_over(claim.record),
-        lambda: to_failed(q, claim.file or str(claim.path), claim.job_id, error),
+        lambda: to_failed(q, claim.file, claim.job_id, error),
         mark=True,
         held=claim.lock.record,
     )
