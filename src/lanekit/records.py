@@ -7,7 +7,8 @@ The file is a short log: each line is a whole record, and the record is the last
 line (one that ends in a newline). Every writer replaces the file atomically with a single
 line, except the two lines each claim adds: its `running` line (`RecordStore.mark_running`: the
 attempt it starts, on the descriptor the claim read the record through) and its settle's
-(`RecordStore.settle`: complete, fail, release). Both are appended, because creating a file is
+(`RecordStore.settle`: complete, fail, release; on that same descriptor, kept open by the claim,
+while the record's name still is that file). Both are appended, because creating a file is
 what a job's record write cost (the inode: ~30 us on an idle ext4 journal, up to ~800 us while
 it commits; an append into the file's one block allocates nothing). Neither appends to a file
 that would outgrow one block (FILE_LIMIT) or whose last line was cut short: the file is
