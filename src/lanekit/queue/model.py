@@ -1,7 +1,7 @@
 """The directory queue's values for moving jobs: claims, what claim/recover/settle/verbs
 report, and its two errors of its own (what observing a queue returns is in
-lanekit.queue.observed). Frozen dataclasses and closed vocabularies, no I/O (ClaimLock closes a
-descriptor, nothing else)."""
+lanekit.queue.observed). Frozen dataclasses and closed vocabularies, no I/O (ClaimLock closes
+its descriptors, nothing else)."""
 
 from __future__ import annotations
 
