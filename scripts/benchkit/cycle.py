@@ -244,8 +244,8 @@ def bench_cycle(root: Path, count: int, rounds: int) -> Figure:
         "what the library spends beyond them is its Python, ~130-150 us of user CPU a job "
         "against the floor's ~15 (about 160 calls: the record parsed and two built, the "
         "payload's strict JSON check, two ISO timestamps, the Path complete returns, two "
-        "ctypes renames). dirq's lock is a link and its remove two unlinks (link, utime, open, read, "
-        "close, unlink, unlink: 7 syscalls a job, no record). On ext4 here creating an inode "
+        "ctypes renames). dirq's lock is a link and its remove two unlinks (link, utime, open, "
+        "read, close, unlink, unlink: 7 syscalls a job, no record). On ext4 here creating an inode "
         "costs ~20-30 us when the journal is idle and 75-830 us while it commits, which a "
         "link, rename, read or append never does: the mark was a symlink until session 7, "
         "and made the library's rounds swing",
