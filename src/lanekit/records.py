@@ -424,6 +424,18 @@ class OpenRecord:
     whole: bool
     ino: int = 0
 
+    def append(self, line: bytes, *, durable: bool) -> bool:
+        """Append `line` on the descriptor if what it holds ends in a whole line and stays
+        within FILE_LIMIT with it (fsynced if `durable`: the append is its own commit point);
+        False, with nothing written, otherwise (no descriptor, a line cut short, too long)."""
+        if self.fd < 0 or not self.whole or self.size + len(line) > FILE_LIMIT:
+            return False
+        fsops.write_all(self.fd, line)
+        if durable:
+            fsops.full_fsync(self.fd)
+        self.size += len(line)
+        return True
+
     def close(self) -> None:
         """Close the descriptor (once; later calls do nothing)."""
         if self.fd >= 0:
@@ -557,10 +569,7 @@ class RecordStore:
         record, or the line would not fit in FILE_LIMIT or follow a whole line, the file is
         replaced. Not fsynced even on a durable queue: a power cut then only loses the count of
         the attempt it cut short (lanekit.queue.mark)."""
-        line = record.to_bytes()
-        if held.fd >= 0 and held.whole and held.size + len(line) <= FILE_LIMIT:
-            fsops.write_all(held.fd, line)
-            held.size += len(line)
+        if held.append(record.to_bytes(), durable=False):
             return
         held.close()  # the file it read is replaced: the settle goes by the name
         self.write(record, durable=False)
@@ -588,14 +597,9 @@ class RecordStore:
         `lanekit retry` of a failed copy of the id may have replaced it meanwhile); else by
         the name, as without it."""
         line = record.to_bytes()
-        if held is not None and held.fd >= 0 and held.whole and self._still(held, record):
-            if held.size + len(line) <= FILE_LIMIT:
-                fsops.write_all(held.fd, line)
-                if self.durable:
-                    fsops.full_fsync(held.fd)  # the append is its own commit point
-                held.size += len(line)
-                return
-            self.write(record)
+        if held is not None and held.fd >= 0 and self._still(held, record):
+            if not held.append(line, durable=self.durable):
+                self.write(record)  # a line cut short, or the block is full: replaced
             return
         if fsops.append_line(
             f"{self._dir}/{record.job_id}.json", line, limit=FILE_LIMIT, durable=self.durable
