@@ -45,7 +45,7 @@ class Figure:
         low, high = percentile(self.rounds, 0.1), percentile(self.rounds, 0.9)
         if self.key in "ef":
             return f"{low * 100:.1f}-{high * 100:.1f}%"
-        return f"{low:.2f}-{high:.2f}x"
+        return p10_p90(self.rounds)
 
 
 def median(values: Sequence[float]) -> float:
@@ -57,6 +57,11 @@ def percentile(values: Sequence[float], q: float) -> float:
     """A simple nearest-rank percentile, for the spread of a sample."""
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+def p10_p90(ratios: Sequence[float]) -> str:
+    """`1.81-3.24x`: the p10 and p90 of a sample of ratios, as every figure shows them."""
+    return f"{percentile(ratios, 0.1):.2f}-{percentile(ratios, 0.9):.2f}x"
 
 
 def say(text: str) -> None:

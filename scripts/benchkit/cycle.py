@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from benchkit.common import Figure, fill, fresh, median, percentile
+from benchkit.common import Figure, fill, fresh, median, p10_p90
 from lanekit.queue import Queue
 from lanekit.queue.enqueue import payload_problem
 from lanekit.records import JobState, Record, iso_utc
@@ -264,17 +264,15 @@ def bench_cycle(root: Path, count: int, rounds: int) -> Figure:
     split = (
         f"the library's own 18 syscalls alone (promise_loop: no Python deciding them), same "
         f"rounds: {median(kernel) * 1e6:.1f} us/job, {median(promise_vs):.2f}x the floor "
-        f"(p10-p90 {percentile(promise_vs, 0.1):.2f}-{percentile(promise_vs, 0.9):.2f}x); the "
-        f"library is {median(python_vs):.2f}x them (p10-p90 {percentile(python_vs, 0.1):.2f}-"
-        f"{percentile(python_vs, 0.9):.2f}x): the rest is its Python"
+        f"(p10-p90 {p10_p90(promise_vs)}); the library is {median(python_vs):.2f}x them "
+        f"(p10-p90 {p10_p90(python_vs)}): the rest is its Python"
     )
     structure = [mine / least for mine, least in zip(lib, flat, strict=True)]
     ceiling = (
         f"the library's common path written flat (flat_loop: the same syscalls, the record "
         f"parsed, the payload checked, two records written, nothing else), same rounds: "
         f"{median(flat) * 1e6:.1f} us/job; the library is {median(structure):.2f}x it (p10-p90 "
-        f"{percentile(structure, 0.1):.2f}-{percentile(structure, 0.9):.2f}x): its structure "
-        "and its checks for the uncommon cases"
+        f"{p10_p90(structure)}): its structure and its checks for the uncommon cases"
     )
     versus = []
     if dirq:
@@ -283,16 +281,16 @@ def bench_cycle(root: Path, count: int, rounds: int) -> Figure:
         floor_vs = [floor / theirs for floor, theirs in zip(raw, dirq, strict=True)]
         versus = [
             f"one process vs dirq QueueSimple (lock, get, remove): {median(dirq) * 1e6:.1f} "
-            f"us/job, lanekit {median(vs_dirq):.2f}x per job (p10-p90 "
-            f"{percentile(vs_dirq, 0.1):.2f}-{percentile(vs_dirq, 0.9):.2f}x; target <= 2x)",
+            f"us/job, lanekit {median(vs_dirq):.2f}x per job (p10-p90 {p10_p90(vs_dirq)}; "
+            "target <= 2x)",
             f"the floor alone vs dirq, same rounds: {median(floor_vs):.2f}x per job (p10-p90 "
-            f"{percentile(floor_vs, 0.1):.2f}-{percentile(floor_vs, 0.9):.2f}x): the protocol's "
-            "minimum, its record line appended, before lanekit adds anything",
+            f"{p10_p90(floor_vs)}): the protocol's minimum, its record line appended, before "
+            "lanekit adds anything",
             "the library's own syscalls alone vs dirq, same rounds: "
             f"{median(kernel) / median(dirq):.2f}x per job (medians)",
             f"the flat common path vs dirq, same rounds: {median(flat_vs):.2f}x per job "
-            f"(p10-p90 {percentile(flat_vs, 0.1):.2f}-{percentile(flat_vs, 0.9):.2f}x): what "
-            "CPython needs at least for these syscalls and decisions, against the target's 2x",
+            f"(p10-p90 {p10_p90(flat_vs)}): what CPython needs at least for these syscalls and "
+            "decisions, against the target's 2x",
         ]
     return Figure(
         key="a",

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchkit.common import BENCH, LANE, PY, Figure, fill, fresh, lane_spec, median, percentile, say
+from benchkit.common import BENCH, LANE, PY, Figure, fill, fresh, lane_spec, median, p10_p90, say
 from benchkit.cycle import floor_job, native_noreplace
 from lanekit.queue import Queue
 
@@ -361,11 +361,7 @@ def bench_drain(
     detail = [
         f"lanekit library vs dirq QueueSimple: {vs.get('dirq', float('nan')):.2f}x "
         f"(target >= 1.0x, issue 13; {len(per_round)} interleaved round(s), median"
-        + (
-            f", p10-p90 {percentile(per_round, 0.1):.2f}-{percentile(per_round, 0.9):.2f}x)"
-            if len(per_round) >= 3
-            else ")"
-        ),
+        + (f", p10-p90 {p10_p90(per_round)})" if len(per_round) >= 3 else ")"),
         f"the protocol's minimum alone (figure (a)'s floor per job, no flock, no guard, no "
         f"mark, no Python around it) vs dirq QueueSimple, same rounds: "
         f"{median(floor_vs) if floor_vs else float('nan'):.2f}x: the protocol's minimum, its "
