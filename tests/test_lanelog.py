@@ -298,3 +298,31 @@ def test_read_between_tolerates_lines_a_little_out_of_order(tmp_path: Path) -> N
     _busy_log(path, 1.7e9 + 10060, 1000, 10.0)
     got = [f["job"] for f in read_between(path, 1.7e9 + 9985, 1.7e9 + 9995)]
     assert got == ["j999", "late"]
+
+
+def test_read_between_reads_awkward_bytes_as_a_full_read_does(tmp_path: Path) -> None:
+    """read_between decodes a chunk at a time: a character cut by a chunk's edge, bytes that
+    are not UTF-8 and CRLF line ends read as read_events reads them."""
+    path = tmp_path / "busy.log"
+    for pad in range(40):
+        lines = [
+            format_line(
+                format_ts(1.7e9 + n),
+                "busy",
+                "claimed",
+                {"job": f"j{n}", "note": "x" * pad + "é" * 300},
+            )
+            for n in range(400)
+        ]
+        data = "".join(lines).encode("utf-8")
+        if data[65535] == 0xC3:  # the first 64 KiB chunk ends inside an é
+            break
+    else:
+        pytest.fail("no padding put a chunk's edge inside a character")
+    data += f"ts={format_ts(1.7e9 + 500)} lane=busy event=odd note=".encode() + b"\xff\xfe\r\n"
+    data += format_line(format_ts(1.7e9 + 501), "busy", "done", {"job": "crlf"}).encode()[:-1]
+    data += b"\r\n"
+    path.write_bytes(data)
+    expected = list(read_events(path))
+    assert len(expected) == 402
+    assert list(read_between(path, 0.0, 3e9)) == expected

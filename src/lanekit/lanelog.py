@@ -461,12 +461,22 @@ def _scan(
         if not chunk:
             break
         pos += len(chunk)
-        *lines, pending = (pending + chunk).split(b"\n")
-        for raw in lines:
-            ts = _line_ts(raw)
-            if ts is not None and ts >= give_up_at:
-                return
-            fields = _parsed(raw)
+        data = pending + chunk
+        cut = data.rfind(b"\n") + 1
+        pending = data[cut:]
+        # Decoded a chunk at a time, as read_events' text file is: the cut follows a newline,
+        # which no UTF-8 sequence contains, so each line decodes as it would alone.
+        for line in data[:cut].decode("utf-8", "replace").split("\n"):
+            if (
+                line.startswith("ts=")
+                and len(line) >= _TS_WIDTH
+                and line[3:_TS_WIDTH] >= give_up_at
+            ):
+                return  # the ts as _line_ts reads it (format_line writes it in ASCII)
+            try:
+                fields = parse_line(line)
+            except ValueError:
+                continue
             if fields and floor <= fields.get("ts", "") < ceiling:
                 yield fields
     fields = _parsed(pending)
