@@ -190,7 +190,8 @@ def cancel(
 
 
 def stop_and_cancel(queue: JobQueue, job_id: str, specs: Sequence[LaneSpec]) -> Moved:
-    """Stop a running job through its watcher and wait until it is in failed/ as cancelled.
+    """Stop a running job through its watcher and wait until it is in failed/ as cancelled,
+    its reason readable.
 
     StopPendingError (exit 3) when it has not ended within the lanes' kill_grace and a margin
     (the request stays: the watcher still acts on it); LanekitError (exit 1) when the job
@@ -204,7 +205,13 @@ def stop_and_cancel(queue: JobQueue, job_id: str, specs: Sequence[LaneSpec]) -> 
         location = queue.locate(job_id)
         state = None if location is None else location.state
         if location is not None and state is JobState.FAILED:
-            return Moved(job_id, claim, location.path, JobState.FAILED)
+            # The settle moves the job into failed/, then writes why (its .error): return once
+            # the reason can be read too (`lanekit job` right after shows it), or at the deadline.
+            view = queue.job(job_id)
+            if (view is not None and view.error is not None) or time.monotonic() >= deadline:
+                return Moved(job_id, claim, location.path, JobState.FAILED)
+            time.sleep(STOP_POLL)
+            continue
         if location is not None and state is JobState.QUEUED:
             # Settled as not finished (a bootout stopped the run first): cancel it there. A
             # runner may claim it again meanwhile; then it is running, and asked again.
