@@ -370,8 +370,13 @@ _TS_WIDTH = len("ts=2026-09-17T10:40:00.123Z")
 
 def _line_ts(line: bytes) -> str | None:
     """The `ts=` of a log line without parsing the rest (format_line always writes it first)."""
-    if line.startswith(b"ts=") and len(line) >= _TS_WIDTH:
-        return line[3:_TS_WIDTH].decode("ascii", "replace")
+    return _text_ts(line[:_TS_WIDTH].decode("ascii", "replace"))
+
+
+def _text_ts(line: str) -> str | None:
+    """_line_ts of a decoded line."""
+    if line.startswith("ts=") and len(line) >= _TS_WIDTH:
+        return line[3:_TS_WIDTH]
     return None
 
 
@@ -467,25 +472,19 @@ def _scan(
         # Decoded a chunk at a time, as read_events' text file is: the cut follows a newline,
         # which no UTF-8 sequence contains, so each line decodes as it would alone.
         for line in data[:cut].decode("utf-8", "replace").split("\n"):
-            if (
-                line.startswith("ts=")
-                and len(line) >= _TS_WIDTH
-                and line[3:_TS_WIDTH] >= give_up_at
-            ):
-                return  # the ts as _line_ts reads it (format_line writes it in ASCII)
-            try:
-                fields = parse_line(line)
-            except ValueError:
-                continue
+            ts = _text_ts(line)
+            if ts is not None and ts >= give_up_at:
+                return
+            fields = _parsed(line)
             if fields and floor <= fields.get("ts", "") < ceiling:
                 yield fields
-    fields = _parsed(pending)
+    fields = _parsed(pending.decode("utf-8", "replace"))
     if fields and floor <= fields.get("ts", "") < ceiling:
         yield fields
 
 
-def _parsed(raw: bytes) -> dict[str, str]:
+def _parsed(text: str) -> dict[str, str]:
     try:
-        return parse_line(raw.decode("utf-8", "replace"))
+        return parse_line(text)
     except ValueError:
         return {}
