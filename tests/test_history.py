@@ -287,6 +287,26 @@ def test_find_job(queue: Queue) -> None:
         find_job(queue, "../etc/passwd")
 
 
+def test_find_job_reads_why_from_the_record_before_the_error_file_exists(queue: Queue) -> None:
+    """A failure's record is written before the move into failed/, its .error after it: a
+    reader between the two (or a crash there) still gets the reason, in the .error's form."""
+    job_id = queue.enqueue({})
+    claim = queue.claimer().claim()
+    assert claim is not None
+    queue.fail(claim, "exit 9\nthe job's stderr tail\n\n")
+    error_file = queue.failed / f"{job_id}.error"
+    from_file = find_job(queue, job_id)
+    error_file.unlink()
+    view = find_job(queue, job_id)
+    assert view is not None and from_file is not None
+    assert view.state is JobState.FAILED
+    assert view.error == from_file.error == "exit 9\nthe job's stderr tail\n"
+    # A record that does not say failed (a retry by hand rewrote it) is no reason of this file.
+    queue.store.write(Record(job_id, JobState.QUEUED, 0, "q", "u", error="exit 9"))
+    view = find_job(queue, job_id)
+    assert view is not None and view.error is None
+
+
 def test_find_job_with_only_a_record(queue: Queue) -> None:
     """A job whose file was cleaned away is still known from its record."""
     queue.store.write(Record("gone", JobState.SUCCEEDED, 1, "q", time.strftime("%Y")))

@@ -205,8 +205,9 @@ def stop_and_cancel(queue: JobQueue, job_id: str, specs: Sequence[LaneSpec]) -> 
         location = queue.locate(job_id)
         state = None if location is None else location.state
         if location is not None and state is JobState.FAILED:
-            # The settle moves the job into failed/, then writes why (its .error): return once
-            # the reason can be read too (`lanekit job` right after shows it), or at the deadline.
+            # Return once the reason can be read too (`lanekit job` right after shows it), or at
+            # the deadline: the view reads it from the record, written before the move, or from
+            # the .error, written after it (the one left when the record could not be written).
             view = queue.job(job_id)
             if (view is not None and view.error is not None) or time.monotonic() >= deadline:
                 return Moved(job_id, claim, location.path, JobState.FAILED)

@@ -472,11 +472,14 @@ def _scan(
         # Decoded a chunk at a time, as read_events' text file is: the cut follows a newline,
         # which no UTF-8 sequence contains, so each line decodes as it would alone.
         for line in data[:cut].decode("utf-8", "replace").split("\n"):
-            ts = _text_ts(line)
-            if ts is not None and ts >= give_up_at:
-                return
+            # The give-up test reads the parsed ts, not the line's first bytes a second time
+            # (a tenth of the scan). A line that does not parse is skipped either way; the
+            # next one with a late ts ends the scan.
             fields = _parsed(line)
-            if fields and floor <= fields.get("ts", "") < ceiling:
+            ts = fields.get("ts", "")
+            if ts >= give_up_at:
+                return
+            if floor <= ts < ceiling:
                 yield fields
     fields = _parsed(pending.decode("utf-8", "replace"))
     if fields and floor <= fields.get("ts", "") < ceiling:

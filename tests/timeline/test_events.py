@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime
 
 import pytest
 
-from lanekit.timeline.events import RULES, Kind, classify, parse_ts, to_event
+from lanekit.timeline.events import RULES, Event, Kind, classify, parse_ts, to_event
 
 
 @pytest.mark.parametrize(
@@ -63,6 +64,33 @@ def test_to_event_keeps_unknown_fields_and_events() -> None:
     assert event.number("new_key") is None
 
 
+def test_to_event_builds_what_the_dataclass_builds() -> None:
+    """to_event makes its Event without Event's __init__ (figure (f)); the object is the one
+    Event(...) makes from the same values: every field, equality, frozenness. A field added
+    to Event without a place in to_event's constructor fails here."""
+    fields = {"ts": "2026-11-30T15:40:00.250Z", "event": "claimed", "job": "j1", "attempt": "2"}
+    event = to_event(fields, "funnel")
+    assert event is not None
+    values = {f.name: getattr(event, f.name) for f in dataclasses.fields(Event)}
+    assert values == {
+        "at": datetime(2026, 11, 30, 15, 40, 0, 250000, tzinfo=UTC),
+        "lane": "funnel",
+        "kind": Kind.CLAIMED,
+        "name": "claimed",
+        "job": "j1",
+        "fields": {"attempt": "2"},
+    }
+    assert event == Event(**values)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        event.lane = "other"  # type: ignore[misc]
+    assert fields == {  # the caller's mapping is copied, not emptied
+        "ts": "2026-11-30T15:40:00.250Z",
+        "event": "claimed",
+        "job": "j1",
+        "attempt": "2",
+    }
+
+
 @pytest.mark.parametrize(
     "fields",
     [
@@ -80,3 +108,7 @@ def test_parse_ts_is_utc() -> None:
     """Log timestamps are UTC with a Z; an offset-less one is taken as UTC too."""
     assert parse_ts("2026-11-30T15:40:00.000Z") == datetime(2026, 11, 30, 15, 40, tzinfo=UTC)
     assert parse_ts("2026-11-30T15:40:00") == datetime(2026, 11, 30, 15, 40, tzinfo=UTC)
+    offset = parse_ts("2026-11-30T17:40:00+02:00")
+    assert offset == datetime(2026, 11, 30, 15, 40, tzinfo=UTC)
+    assert offset is not None
+    assert offset.tzinfo is UTC

@@ -192,6 +192,11 @@ def delayed_name(job_id: str, not_before: int) -> str:
     return f"{job_id}.{not_before}.json"
 
 
+def error_name(job_file: str) -> str:
+    """failed/<name>.json -> failed/<name>.error: why the job beside it failed."""
+    return job_file[:-5] + ".error"
+
+
 def is_job_name(name: str) -> bool:
     """A job file's name (`*.json`, not hidden): what every listing of a queue dir keeps."""
     return name.endswith(".json") and name[:1] != "."

@@ -17,6 +17,12 @@ from lanekit.records import JobState
 CANCELLED = "cancelled"
 """The reason `lanekit cancel` records (the record's error and the job's .error)."""
 
+
+def error_file_text(reason: str) -> str:
+    """What a failed job's .error holds for `reason` (a record's error): it, one final newline."""
+    return reason.rstrip("\n") + "\n"
+
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from lanekit.records import OpenRecord, Record

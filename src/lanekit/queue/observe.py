@@ -15,6 +15,7 @@ from lanekit.errors import LanekitError
 from lanekit.queue.counting import list_claims
 from lanekit.queue.fileio import job_names, listdir, read_all
 from lanekit.queue.layout import (
+    error_name,
     has_id,
     owned_id,
     split_owned_name,
@@ -107,7 +108,7 @@ def error_text(q: QueueState, location: JobLocation) -> str | None:
     if location.state is not JobState.FAILED:
         return None
     try:
-        fd = fsops.open_regular(str(location.path)[:-5] + ".error")
+        fd = fsops.open_regular(error_name(str(location.path)))
     except (FileNotFoundError, fsops.NotRegularFileError):
         return None
     try:

@@ -27,6 +27,7 @@ from lanekit.queue.layout import (
     validate_job_id,
 )
 from lanekit.queue.mark import claim_record
+from lanekit.queue.model import error_file_text
 from lanekit.queue.observe import error_text, locate
 from lanekit.records import JobState, Record, RecordError, iso_utc
 
@@ -251,12 +252,17 @@ def find_job(queue: QueueState, job_id: str) -> JobView | None:
         return JobView(job_id, record.state, None, record, record.error)
     if location.state is JobState.RUNNING:
         record = claim_record(queue, str(location.path), record)
+    error = error_text(queue, location)
+    if error is None and record is not None and location.state is record.state is JobState.FAILED:
+        # A failure's record (with its reason) is written before the move into failed/, its
+        # .error after it: between the two (or after a crash there) the record says why.
+        error = None if record.error is None else error_file_text(record.error)
     return JobView(
         job_id,
         location.state,
         location.path,
         record,
-        error_text(queue, location),
+        error,
         _retry_at(queue, location.path),
     )
 

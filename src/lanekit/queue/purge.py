@@ -10,7 +10,7 @@ import os
 import time
 
 from lanekit.queue.fileio import io_errors, job_names
-from lanekit.queue.layout import owned_id
+from lanekit.queue.layout import error_name, owned_id
 from lanekit.queue.model import Purged
 from lanekit.queue.safety import check
 from lanekit.records import JobState, RecordError
@@ -84,7 +84,7 @@ def purge_failed(q: QueueState, cutoff: float, dry_run: bool) -> list[str]:
     purged = []
     for name in job_names(q.failed_dir):
         path = f"{q.failed_dir}/{name}"
-        error = path[:-5] + ".error"
+        error = error_name(path)
         try:
             failed_at = os.stat(error).st_mtime
         except FileNotFoundError:

@@ -14,9 +14,9 @@ from pathlib import Path
 from lanekit import fsops
 from lanekit.errors import QueueError
 from lanekit.queue.fileio import io_errors, listdir, queue_error, rename_into
-from lanekit.queue.layout import delayed_name, delayed_until, queued_name
+from lanekit.queue.layout import delayed_name, delayed_until, error_name, queued_name
 from lanekit.queue.mark import drop as drop_mark
-from lanekit.queue.model import RecordNotWrittenError, Settled, VerdictKind
+from lanekit.queue.model import RecordNotWrittenError, Settled, VerdictKind, error_file_text
 from lanekit.records import JobState, Record, iso_utc
 
 TYPE_CHECKING = False
@@ -213,11 +213,10 @@ def to_done(q: QueueState, src: str, job_id: str, now: float) -> str:
 def to_failed(q: QueueState, src: str, job_id: str, error: str) -> str:
     """Move into failed/ and write its .error (why)."""
     target = to_terminal(q, src, q.failed_dir, job_id)
-    text = error.rstrip("\n") + "\n"
-    error_file = target[:-5] + ".error"
+    error_file = error_name(target)
     fsops.replace_file(
         error_file,
-        text.encode("utf-8", "replace"),
+        error_file_text(error).encode("utf-8", "replace"),
         tmp=q.tmp_name("error"),
         durable=q.durable,
     )

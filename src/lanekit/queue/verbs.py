@@ -13,7 +13,7 @@ from pathlib import Path
 from lanekit import fsops
 from lanekit.errors import UsageError
 from lanekit.queue.fileio import io_errors, job_names
-from lanekit.queue.layout import has_id, validate_job_id
+from lanekit.queue.layout import error_name, has_id, validate_job_id
 from lanekit.queue.model import CANCELLED, JobExistsError, Moved
 from lanekit.queue.observe import locate
 from lanekit.queue.safety import check
@@ -62,7 +62,7 @@ def retry(q: QueueState, job_id: str, *, dry_run: bool = False, now: float | Non
     if dry_run:
         return moved
     now = q.clock() if now is None else now
-    error_file = src[:-5] + ".error"
+    error_file = error_name(src)
     reason = (prev.error if prev is not None else None) or read_text(error_file)
     stamp = iso_utc(now)
     record = Record(
