@@ -33,7 +33,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from benchkit.common import Figure, say
+from benchkit.common import Figure, empty_trash, say
 from benchkit.cycle import bench_cycle
 from benchkit.drain import bench_drain, worker_main
 from benchkit.interactive import bench_cli_startup, bench_enqueue
@@ -146,7 +146,8 @@ def main(argv: list[str] | None = None) -> int:
                 )
             )
         info = machine_info(root)
-    load_after = os.getloadavg()
+        load_after = os.getloadavg()  # before the trees are deleted (not measured)
+        empty_trash(root)
     info.append(
         f"- load average (1/5/15 min) before: {load_before[0]:.2f}/{load_before[1]:.2f}/"
         f"{load_before[2]:.2f}, after: {load_after[0]:.2f}/{load_after[1]:.2f}/"

@@ -3,6 +3,7 @@ queue helpers (scripts/bench.py)."""
 
 from __future__ import annotations
 
+import itertools
 import shutil
 import statistics
 import subprocess
@@ -69,13 +70,30 @@ def say(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
+TRASH = ".trash"
+"""Where fresh() puts what an earlier round left, under the bench root; empty_trash() deletes
+it once every figure is measured."""
+_trashed = itertools.count()
+
+
 def fresh(root: Path, name: str) -> Path:
-    """An empty directory under the bench root."""
+    """An empty directory under the bench root. What an earlier round left there is renamed
+    into the trash, not deleted: ext4 without a journal (this machine's) skips every inode freed
+    in the last 60-360 s when it allocates one, so deleting a round's 40,000 files would make
+    each file created in the next minutes cost ~25x (docs/benchmarks.md), charged to whichever
+    contender creates files, which is the bench's doing, not the contender's."""
     path = root / name
     if path.exists():
-        shutil.rmtree(path)
+        trash = root / TRASH
+        trash.mkdir(exist_ok=True)
+        path.rename(trash / f"{name.replace('/', '_')}.{next(_trashed)}")
     path.mkdir(parents=True)
     return path
+
+
+def empty_trash(root: Path) -> None:
+    """Delete what fresh() set aside under `root` (after the last figure: nothing is timed)."""
+    shutil.rmtree(root / TRASH, ignore_errors=True)
 
 
 def fill(queue: Queue, count: int) -> list[str]:

@@ -20,6 +20,15 @@ GROUPS = {
 rewrites the block of every group the run measured whole (queue figures, CLI figures)."""
 
 
+def ext4_journal(device: str, jbd2: Path = Path("/proc/fs/jbd2")) -> str:
+    """Whether the ext4 on `device` has a journal (jbd2 lists each journal it runs): without
+    one, ext4 does not reuse an inode freed in the last 60-360 s, which makes creating files
+    after many deletions slow (docs/benchmarks.md, "what a file creation costs")."""
+    if (jbd2 / f"{Path(device).name}-8").exists():
+        return ", with a journal"
+    return ", no journal: an inode freed in the last 60-360 s is not reused"
+
+
 def machine_info(root: Path) -> list[str]:
     """What the figures were measured on."""
     cpu = platform.processor() or platform.machine()
@@ -36,7 +45,9 @@ def machine_info(root: Path) -> list[str]:
         for mount in Path("/proc/mounts").read_text().splitlines():
             parts = mount.split()
             if str(root.resolve()).startswith(parts[1]) and len(parts[1]) > len(best):
-                best, fs = parts[1], parts[2]
+                best, fs = parts[1], f"{parts[2]} ({parts[3]})"
+                if parts[2] == "ext4":
+                    fs += ext4_journal(parts[0])
     except OSError:
         pass
     return [

@@ -1,0 +1,55 @@
+"""The bench's own helpers (scripts/benchkit): what a round leaves is set aside, not deleted,
+until every figure is measured, and the machine line says whether ext4 has a journal."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+if str(SCRIPTS) not in sys.path:
+    sys.path.insert(0, str(SCRIPTS))
+
+from benchkit import common, report  # noqa: E402 - after the path that holds them
+
+
+def test_fresh_sets_an_earlier_round_aside_and_empty_trash_deletes_it(tmp_path: Path) -> None:
+    first = common.fresh(tmp_path, "round")
+    (first / "job.json").write_text("{}")
+    inode = (first / "job.json").stat().st_ino
+
+    second = common.fresh(tmp_path, "round")
+
+    assert second == first
+    assert list(second.iterdir()) == []
+    kept = list((tmp_path / common.TRASH).rglob("job.json"))
+    assert [p.stat().st_ino for p in kept] == [inode]  # renamed, not deleted
+    common.fresh(tmp_path, "round")
+    assert len(list((tmp_path / common.TRASH).iterdir())) == 2
+
+    common.empty_trash(tmp_path)
+
+    assert not (tmp_path / common.TRASH).exists()
+    assert (tmp_path / "round").is_dir()
+
+
+def test_fresh_of_a_nested_name_keeps_it_in_one_trash_entry(tmp_path: Path) -> None:
+    common.fresh(tmp_path, "a/b")
+    common.fresh(tmp_path, "a/b")
+
+    (entry,) = (tmp_path / common.TRASH).iterdir()
+    assert entry.name.startswith("a_b.")
+    assert (tmp_path / "a" / "b").is_dir()
+
+
+@pytest.mark.parametrize(
+    ("journals", "expected"),
+    [(["vda-8"], ", with a journal"), (["vdb-8"], ", no journal"), ([], ", no journal")],
+)
+def test_ext4_journal_reads_jbd2s_list(tmp_path: Path, journals: list[str], expected: str) -> None:
+    for name in journals:
+        (tmp_path / name).mkdir()
+
+    assert report.ext4_journal("/dev/vda", tmp_path).startswith(expected)
