@@ -325,7 +325,8 @@ def bench_cycle(root: Path, count: int, rounds: int) -> Figure:
         "payload's strict JSON check, two ISO timestamps, the Path complete returns, two "
         "ctypes renames). dirq's lock is a link and its remove two unlinks (link, utime, open, "
         "read, close, unlink, unlink: 7 syscalls a job, no record). On ext4 here creating an inode "
-        "costs ~20-30 us when the journal is idle and 75-830 us while it commits, which a "
-        "link, rename, read or append never does: the mark was a symlink until session 7, "
-        "and made the library's rounds swing",
+        "costs ~35 us, and up to ~900 us in the minutes after many deletions (without a "
+        "journal it passes over every inode freed in the last 60-360 s), which a link, "
+        "rename, read or append never does: the mark was a symlink until session 7, and made "
+        "the library's rounds swing",
     )

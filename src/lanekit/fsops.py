@@ -269,10 +269,11 @@ def append_line(path: str, line: bytes, *, limit: int, durable: bool) -> bool:
     waited on or written), is empty, would grow past `limit`, or ends in a line cut short.
 
     Why: a write into an existing file allocates no inode, where creating a file (a temp file
-    to rename in) waits for the filesystem's journal (ext4 here: 30 us idle, up to 800 us while
-    it commits). A file kept within one block never allocates one either. The append is not
-    atomic under a power cut; readers take the last complete line (lanekit.records), and a
-    line cut short is never appended to: the caller then replaces the file.
+    to rename in) does (ext4 here: ~35 us, up to ~900 us in the minutes after many deletions,
+    docs/benchmarks.md). A file kept within one block never allocates a block either. The
+    append is not atomic under a power cut; readers take the last complete line
+    (lanekit.records), and a line cut short is never appended to: the caller then replaces
+    the file.
     OSError from the write itself (ENOSPC, EIO) is raised: part of the line may be there."""
     try:
         fd = os.open(path, _APPEND)

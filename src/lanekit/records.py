@@ -9,11 +9,11 @@ line, except the two lines each claim adds: its `running` line (`RecordStore.mar
 attempt it starts, on the descriptor the claim read the record through) and its settle's
 (`RecordStore.settle`: complete, fail, release; on that same descriptor, kept open by the claim,
 while the record's name still is that file). Both are appended, because creating a file is
-what a job's record write cost (the inode: ~30 us on an idle ext4 journal, up to ~800 us while
-it commits; an append into the file's one block allocates nothing). Neither appends to a file
-that would outgrow one block (FILE_LIMIT) or whose last line was cut short: the file is
-replaced then (atomically: the `running` line stays until the outcome replaces it), so a file
-holds at most a few attempts' lines. Reading:
+what a job's record write cost (the inode: ~35 us on this machine's ext4, up to ~900 us in the
+minutes after many deletions, docs/benchmarks.md; an append into the file's one block allocates
+nothing). Neither appends to a file that would outgrow one block (FILE_LIMIT) or whose last
+line was cut short: the file is replaced then (atomically: the `running` line stays until the
+outcome replaces it), so a file holds at most a few attempts' lines. Reading:
 - a last line without its newline is a write cut short (a crash mid-append) and is passed
   over when a complete line precedes it; alone, it is unreadable, as any torn record;
 - a success is never rolled back by a later line: if an earlier line says `succeeded`, the

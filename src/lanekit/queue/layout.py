@@ -12,7 +12,7 @@ fixed per id, then the attempt's `running` line appended to the job's record. li
 replaces: a second copy of a running id collides with the first one's mark (EEXIST) and is
 refused, exactly and without listing claimed/ (a listing can miss a name renamed while it
 reads); its holder is found by inode only then. A link allocates no inode, where a symlink (the
-previous version's mark, which carried the attempt) waits for the filesystem's journal. The
+previous version's mark, which carried the attempt) pays for one like any file creation. The
 attempt cannot ride in the claimed file's name: it is known only once the record has been read,
 and the record may be read only after the claim rename (read before it, a copy that succeeded in
 between would look queued); a second rename to put it there would cost what the mark costs and
