@@ -48,8 +48,29 @@ def test_fresh_of_a_nested_name_keeps_it_in_one_trash_entry(tmp_path: Path) -> N
     ("journals", "expected"),
     [(["vda-8"], ", with a journal"), (["vdb-8"], ", no journal"), ([], ", no journal")],
 )
-def test_ext4_journal_reads_jbd2s_list(tmp_path: Path, journals: list[str], expected: str) -> None:
+def test_ext4_journal_reads_the_list_of_journals(
+    tmp_path: Path, journals: list[str], expected: str
+) -> None:
+    jbd2 = tmp_path / "jbd2"
+    jbd2.mkdir()
     for name in journals:
-        (tmp_path / name).mkdir()
+        (jbd2 / name).mkdir()
+    disk = tmp_path / "vda"
+    disk.touch()
 
-    assert report.ext4_journal("/dev/vda", tmp_path).startswith(expected)
+    assert report.ext4_journal(str(disk), jbd2).startswith(expected)
+
+
+def test_ext4_journal_names_a_mapped_device_by_the_node_it_links_to(tmp_path: Path) -> None:
+    jbd2 = tmp_path / "jbd2"
+    (jbd2 / "dm-0-8").mkdir(parents=True)
+    (tmp_path / "dm-0").touch()
+    (tmp_path / "mapper").mkdir()
+    (tmp_path / "mapper" / "vg-root").symlink_to("../dm-0")
+
+    assert report.ext4_journal(str(tmp_path / "mapper" / "vg-root"), jbd2) == ", with a journal"
+
+
+@pytest.mark.parametrize("device", ["/dev/no-such-disk", "rootfs", ""])
+def test_ext4_journal_says_nothing_about_a_device_it_cannot_find(device: str) -> None:
+    assert report.ext4_journal(device, Path("/nonexistent")) == ""

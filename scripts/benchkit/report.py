@@ -21,10 +21,15 @@ rewrites the block of every group the run measured whole (queue figures, CLI fig
 
 
 def ext4_journal(device: str, jbd2: Path = Path("/proc/fs/jbd2")) -> str:
-    """Whether the ext4 on `device` has a journal (jbd2 lists each journal it runs): without
-    one, ext4 does not reuse an inode freed in the last 60-360 s, which makes creating files
-    after many deletions slow (docs/benchmarks.md, "what a file creation costs")."""
-    if (jbd2 / f"{Path(device).name}-8").exists():
+    """Whether the ext4 on `device` has a journal (jbd2 lists each journal it runs, by the
+    kernel's device name: /dev/mapper/x is a link to /dev/dm-N), '' when that cannot be told.
+    Without one, ext4 does not reuse an inode freed in the last 60-360 s, which makes creating
+    files after many deletions slow (docs/benchmarks.md, "Why a creation is slow after
+    deletions")."""
+    node = Path(device)
+    if not node.is_absolute() or not node.exists():
+        return ""
+    if (jbd2 / f"{node.resolve().name}-8").exists():
         return ", with a journal"
     return ", no journal: an inode freed in the last 60-360 s is not reused"
 
