@@ -28,6 +28,11 @@ def test_fresh_sets_an_earlier_round_aside_and_empty_trash_deletes_it(tmp_path: 
     assert [p.stat().st_ino for p in kept] == [inode]  # renamed, not deleted
     common.fresh(tmp_path, "round")
     assert len(list((tmp_path / common.TRASH).iterdir())) == 2
+    # what another process set aside under the same name stays apart
+    (tmp_path / common.TRASH / "round.0").mkdir()
+    ((tmp_path / common.TRASH / "round.0") / "left").write_text("")
+    common.fresh(tmp_path, "round")
+    assert len(list((tmp_path / common.TRASH).iterdir())) == 4
 
     common.empty_trash(tmp_path)
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from lanekit import runner, watcher
+from lanekit import runner, watcher, watching
 from lanekit.lanelog import read_events
 from lanekit.queue import Queue
 from lanekit.records import JobState
@@ -300,7 +300,7 @@ def test_a_command_that_cannot_start_is_an_oserror(tmp_path: Path) -> None:
     fd = os.open(tmp_path / "lockfile", os.O_RDWR | os.O_CREAT, 0o600)
     try:
         with pytest.raises(FileNotFoundError):
-            watcher.start(
+            watching.start(
                 ["/nonexistent/command"],
                 {},
                 lock_fd=fd,
@@ -330,7 +330,7 @@ def test_stop_reaches_the_job_through_its_watcher(tmp_path: Path) -> None:
     fd = os.open(tmp_path / "lockfile", os.O_RDWR | os.O_CREAT, 0o600)
     status = str(tmp_path / ".x.status")
     try:
-        job = watcher.start(
+        job = watching.start(
             [PY, "-c", script],
             dict(os.environ),
             lock_fd=fd,
@@ -378,3 +378,157 @@ def test_a_runner_dead_before_the_start_report_does_not_abandon_the_job(tmp_path
     outcome = watcher.read_outcome(str(status))
     assert outcome is not None
     assert outcome.exit == 0
+
+
+FD_PROBE = """
+import os, sys
+lock = os.stat(sys.argv[1])
+held = []
+for fd in range(3, 256):
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        continue
+    if (st.st_dev, st.st_ino) == (lock.st_dev, lock.st_ino):
+        held.append(fd)
+with open(sys.argv[2], "a") as out:
+    out.write(f"{os.getppid()} {held}\\n")
+"""
+
+
+def _start(
+    run: watching.RunWatcher, argv: Sequence[str], lock: int, tmp: Path
+) -> watching.WatchedJob:
+    return run.start(
+        argv,
+        dict(os.environ),
+        lock_fd=lock,
+        status=str(tmp / f".{len(list(tmp.glob('.*.status')))}.status"),
+        tmp_dir=str(tmp),
+        timeout=None,
+        kill_grace=1.0,
+        stop_grace=1.0,
+    )
+
+
+def test_one_watcher_watches_a_runs_jobs_one_after_another(tmp_path: Path) -> None:
+    """Three jobs, one watcher process (forked once), each job's outcome its own; no job gets
+    the claim's descriptor the watcher was handed; close() ends the watcher."""
+    lockfile, ledger = tmp_path / "lockfile", tmp_path / "ledger"
+    run = watching.RunWatcher()
+    pids, codes = [], []
+    try:
+        for exit_code in (0, 3, 0):
+            fd = os.open(lockfile, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            try:
+                job = _start(
+                    run,
+                    [PY, "-c", FD_PROBE + f"\nsys.exit({exit_code})", str(lockfile), str(ledger)],
+                    fd,
+                    tmp_path,
+                )
+                codes.append(job.wait())
+            finally:
+                os.close(fd)
+            pids.append(job.pid)
+    finally:
+        run.close()
+    assert codes == [0, 3, 0]
+    assert len(set(pids)) == 1
+    lines = ledger.read_text().splitlines()
+    assert lines == [f"{pids[0]} []"] * 3  # the watcher is each job's parent; no lock fd
+    with pytest.raises(ProcessLookupError):
+        os.kill(pids[0], 0)  # reaped by close()
+
+
+def test_a_watcher_killed_between_jobs_is_replaced(tmp_path: Path) -> None:
+    """SIGKILL of the idle watcher: the next job starts under a new one."""
+    run = watching.RunWatcher()
+    fd = os.open(tmp_path / "lockfile", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        first = _start(run, ["/bin/true"], fd, tmp_path)
+        assert first.wait() == 0
+        os.kill(first.pid, signal.SIGKILL)
+        wait_for(lambda: _gone(first.pid), "the watcher's death")
+        second = _start(run, ["/bin/sh", "-c", "exit 4"], fd, tmp_path)
+        assert second.wait() == 4
+        assert second.pid != first.pid
+    finally:
+        os.close(fd)
+        run.close()
+
+
+def _gone(pid: int) -> bool:
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return done == pid
+
+
+def test_a_stop_between_jobs_does_not_reach_the_next_job(tmp_path: Path) -> None:
+    """A stop the runner sent as its job ended lands in the idle watcher: it is dropped, not
+    kept for the next job."""
+    run = watching.RunWatcher()
+    fd = os.open(tmp_path / "lockfile", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        first = _start(run, ["/bin/true"], fd, tmp_path)
+        assert first.wait() == 0
+        os.kill(first.pid, signal.SIGTERM)
+        time.sleep(0.2)
+        second = _start(run, ["/bin/sh", "-c", "sleep 0.5; exit 0"], fd, tmp_path)
+        assert second.wait() == 0
+        outcome = second.outcome()
+        assert outcome is not None
+        assert (outcome.exit, outcome.stopped) == (0, False)
+        assert second.pid == first.pid
+    finally:
+        os.close(fd)
+        run.close()
+
+
+def test_a_request_cut_short_runs_nothing_and_closes_what_came(tmp_path: Path) -> None:
+    """A runner that died while sending its request: the watcher closes the descriptors that
+    came with it and reads the end of the run."""
+    import socket
+
+    ours, theirs = socket.socketpair()
+    r, w = os.pipe()
+    socket.send_fds(ours, [(100).to_bytes(4, "big") + b'{"argv": '], [w])
+    os.close(w)
+    ours.close()
+    try:
+        assert watcher._receive(theirs) is None
+        assert os.read(r, 1) == b""  # every copy of the write end is closed
+    finally:
+        os.close(r)
+        theirs.close()
+
+
+def test_a_request_larger_than_the_sockets_buffer_arrives_whole(tmp_path: Path) -> None:
+    """An environment of ~600 KB (beyond a socket buffer here, far beyond macOS's 8 KB) reaches
+    the job intact: the request is framed and read to its end."""
+    out = tmp_path / "env"
+    env = {**os.environ, **{f"BIG{i}": f"{i}" * 60_000 for i in range(10)}}
+    script = (
+        "import os, sys\n"
+        "open(sys.argv[1], 'w').write(str(sum(len(os.environ[f'BIG{i}']) for i in range(10))))\n"
+    )
+    run = watching.RunWatcher()
+    fd = os.open(tmp_path / "lockfile", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        job = run.start(
+            [PY, "-c", script, str(out)],
+            env,
+            lock_fd=fd,
+            status=str(tmp_path / ".x.status"),
+            tmp_dir=str(tmp_path),
+            timeout=None,
+            kill_grace=1.0,
+            stop_grace=1.0,
+        )
+        assert job.wait() == 0
+    finally:
+        os.close(fd)
+        run.close()
+    assert out.read_text() == str(600_000)

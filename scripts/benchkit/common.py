@@ -3,11 +3,11 @@ queue helpers (scripts/bench.py)."""
 
 from __future__ import annotations
 
-import itertools
 import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -73,7 +73,6 @@ def say(text: str) -> None:
 TRASH = ".trash"
 """Where fresh() puts what an earlier round left, under the bench root; empty_trash() deletes
 it once every figure is measured."""
-_trashed = itertools.count()
 
 
 def fresh(root: Path, name: str) -> Path:
@@ -86,7 +85,10 @@ def fresh(root: Path, name: str) -> Path:
     if path.exists():
         trash = root / TRASH
         trash.mkdir(exist_ok=True)
-        path.rename(trash / f"{name.replace('/', '_')}.{next(_trashed)}")
+        # A directory of its own in the trash: unique whatever an earlier process left there
+        # (a bench interrupted before empty_trash, with --dir).
+        aside = tempfile.mkdtemp(prefix=f"{name.replace('/', '_')}.", dir=trash)
+        path.rename(Path(aside) / "tree")
     path.mkdir(parents=True)
     return path
 

@@ -36,7 +36,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from lanekit import watcher
+from lanekit import watcher, watching
 from lanekit.clock import epoch
 from lanekit.errors import EnvironmentUnusableError, ExitCode, LanekitError, UsageError
 from lanekit.jobenv import job_env
@@ -304,17 +304,20 @@ class _LaneRun:
         claimer = queue.claimer(lane=spec.lane, on_drop=self._dropped)
         deadline = None if spec.max_seconds is None else started + spec.max_seconds
         ran = 0
-        while not self.stop.stopping():
-            if ran >= spec.max_jobs:
-                return "max-jobs"
-            if deadline is not None and self.clock() >= deadline:
-                return "max-seconds"
-            claim = claimer.claim()
-            if claim is None:
-                break
-            self.claimed += 1
-            ran += 1
-            self._run_one(queue, claim)
+        try:
+            while not self.stop.stopping():
+                if ran >= spec.max_jobs:
+                    return "max-jobs"
+                if deadline is not None and self.clock() >= deadline:
+                    return "max-seconds"
+                claim = claimer.claim()
+                if claim is None:
+                    break
+                self.claimed += 1
+                ran += 1
+                self._run_one(queue, claim)
+        finally:
+            watching.stop_watching()  # the run's watcher, idle once its last job is settled
         return "empty"
 
     def _purge_daily(self) -> None:
@@ -490,7 +493,7 @@ class _LaneRun:
                     # process) must not be read as this attempt's.
                     with contextlib.suppress(FileNotFoundError):
                         os.unlink(status)  # noqa: PTH108 - a str path on the claim path
-                    job = watcher.start(
+                    job = watching.start(
                         job_argv(spec.command, claim.path),
                         _claim_env(self.env, spec, claim),
                         lock_fd=claim.lock_fd,
@@ -523,7 +526,7 @@ class _LaneRun:
             finally:
                 stop.finished()
                 stop.end_group(job)
-            outcome = job.outcome() if isinstance(job, watcher.WatchedJob) else None
+            outcome = job.outcome() if isinstance(job, watching.WatchedJob) else None
             # The watcher knows whether the stop reached the job before it ended on its own.
             stopped = stop.stopped(job, code) and (outcome is None or outcome.stopped)
             self._settle(queue, claim, code, stopped, began, outcome)

@@ -1,31 +1,35 @@
-"""The job watcher: a fork of the runner that starts one job, sees it end, and says how.
+"""The job watcher: a fork of the runner that starts each job of the run, sees it end, and
+says how, one job at a time.
 
-The runner forks one watcher per job. The watcher, not the job, holds the claim's flock: it
-inherits the runner's descriptor (one open file description, so both hold the one lock) and
-the job never gets it, so nothing the job does with its descriptors can drop the claim, and a
-daemon the job leaves behind cannot keep it. The watcher leads a session of its own, apart
-from the runner's process group and the job's, so a SIGKILL of the runner (or launchd's kill
-of the runner's group) leaves it running; it outlives every process of the job's group.
+The runner forks one watcher per run, at its first job (lanekit.watching), and hands it each job
+over a socket. The watcher, not the job, holds the claim's flock: the runner passes it the
+claim's descriptor with the job (SCM_RIGHTS: one open file description, so both hold the one
+lock), and the job never gets it, so nothing the job does with its descriptors can drop the
+claim, and a daemon the job leaves behind cannot keep it. The watcher leads a session of its
+own, apart from the runner's process group and the job's, so a SIGKILL of the runner (or
+launchd's kill of the runner's group) leaves it running; it outlives every process of the job's
+group.
 
-It starts the job in a new process group with stderr through a pipe (copied on to the
-runner's stderr as it comes, the last lines kept), enforces the lane's `timeout` (SIGTERM to
-the job's group, SIGKILL `kill_grace` later), forwards a stop from the runner (SIGTERM /
-SIGINT / SIGHUP; SIGUSR1 means SIGKILL now), stops the job the same way as a timeout when
-`lanekit cancel --stop` leaves a cancel request next to the claim (claimed/.<claim name>.cancel,
-looked for every CANCEL_POLL seconds: no pid has to be found or trusted, and a request made
-before the job started is seen at its start), ends what the job left in its group once the
-leader exited, then writes the job's outcome atomically next to the claim
-(claimed/.<claim name>.status) and only then exits, dropping the lock. The same outcome also
-goes to the runner through a pipe, so a live runner knows how its job ended even when the
-status file cannot be written (a full disk).
+It starts the job in a new process group with stderr through a pipe (copied on to the runner's
+stderr as it comes, the last lines kept), enforces the lane's `timeout` (SIGTERM to the job's
+group, SIGKILL `kill_grace` later), forwards a stop from the runner (SIGTERM / SIGINT / SIGHUP;
+SIGUSR1 means SIGKILL now), stops the job the same way as a timeout when `lanekit cancel --stop`
+leaves a cancel request next to the claim (claimed/.<claim name>.cancel, looked for every
+CANCEL_POLL seconds: no pid has to be found or trusted, and a request made before the job
+started is seen at its start), ends what the job left in its group once the leader exited, then
+writes the job's outcome atomically next to the claim (claimed/.<claim name>.status) and only
+then closes the claim's descriptor, dropping the lock, and then the job's report pipe. The same
+outcome also goes to the runner through that pipe, so a live runner knows how its job ended even
+when the status file cannot be written (a full disk).
 
 So a claim whose lock is free either has a status (the job ended: recovery settles it by that
-status and never runs it again) or has none (the job did not finish: it runs again, which is
-the at-least-once half of design.md section 8). While the lock is held, the job or what it
-left may still run, and nobody else starts the job.
+status and never runs it again) or has none (the job did not finish: it runs again, which is the
+at-least-once half of design.md section 8). While the lock is held, the job or what it left may
+still run, and nobody else starts the job. Between jobs the watcher holds no claim; it exits at
+the end of the run, or, when the runner died, once the job it watches has ended.
 
-Processes start here and in the three seams design.md names; tests/test_process_seams.py
-lists this module deliberately.
+Processes start here and in the three seams design.md names; tests/test_process_seams.py lists
+this module deliberately.
 """
 
 from __future__ import annotations
@@ -43,8 +47,10 @@ from lanekit.runstop import LEFTOVER_GRACE, STOP_SIGNALS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import socket
     from collections.abc import Mapping, Sequence
     from types import FrameType
+    from typing import Any
 
 STATUS_VERSION = 1
 """Version history: 1 - first version (v, exit, stopped, timed_out, duration, stderr, limit);
@@ -194,128 +200,6 @@ def tail(data: bytes) -> str:
     return b"\n".join(lines).decode("utf-8", "replace")
 
 
-# --- the runner's side ------------------------------------------------------------------
-
-
-class WatchedJob:
-    """The runner's handle on a job through its watcher (lanekit.runner's Job protocol)."""
-
-    def __init__(self, pid: int, status: str, report: int = -1, head: bytes = b"") -> None:
-        self.pid = pid
-        self.status = status
-        self._report = report
-        self._head = head
-        self._reaped = False
-        self._outcome: Outcome | None = None
-
-    def wait(self) -> int:
-        """Reap the watcher, then the job's exit code: as the watcher reported it through the
-        report pipe (which needs no disk space: a success is known even on a full disk), else
-        from its status file; -9 when it left neither (it was killed, and with it the job)."""
-        data = [self._head]
-        if self._report >= 0:
-            try:
-                while chunk := os.read(self._report, 1 << 16):  # EOF: the watcher has exited
-                    data.append(chunk)
-            except OSError:
-                pass
-            finally:
-                os.close(self._report)
-                self._report = -1
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(self.pid, 0)
-        self._reaped = True
-        reported = b"".join(data)
-        self._outcome = (Outcome.from_bytes(reported) if reported else None) or read_outcome(
-            self.status
-        )
-        return -signal.SIGKILL if self._outcome is None else self._outcome.exit
-
-    def outcome(self) -> Outcome | None:
-        """What the watcher recorded (after wait())."""
-        return self._outcome
-
-    def leader_alive(self) -> bool:
-        """Until reaped, the watcher may still be waiting on the job."""
-        return not self._reaped
-
-    def signal_group(self, sig: int) -> None:
-        """Pass a stop to the watcher, which forwards it to the job's group (SIGKILL becomes
-        KILL_NOW: the watcher must live to record the end and drop the lock)."""
-        if self._reaped:
-            return
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(self.pid, KILL_NOW if sig == signal.SIGKILL else sig)
-
-    def group_alive(self) -> bool:
-        """The watcher ends the job's group itself before it exits."""
-        return not self._reaped
-
-
-def start(
-    argv: Sequence[str],
-    env: Mapping[str, str],
-    *,
-    lock_fd: int,
-    status: str,
-    tmp_dir: str,
-    timeout: float | None,
-    kill_grace: float,
-    stop_grace: float,
-) -> WatchedJob:
-    """Fork a watcher that runs `argv` (see the module docstring); the runner's handle.
-
-    OSError when the command cannot be started (missing, not executable): the watcher reports
-    the spawn's errno through a pipe before it exits, and no status is written."""
-    report_r, report_w = os.pipe()
-    # Stops stay blocked across the fork until the watcher's own handlers are in place: a
-    # SIGTERM in between would otherwise run the runner's handler in the watcher, or kill it.
-    masked = signal.pthread_sigmask(signal.SIG_BLOCK, (*STOP_SIGNALS, KILL_NOW))
-    try:
-        pid = os.fork()
-    except BaseException:
-        signal.pthread_sigmask(signal.SIG_SETMASK, masked)
-        os.close(report_r)
-        os.close(report_w)
-        raise
-    if pid == 0:  # the watcher
-        code = 70
-        try:
-            os.close(report_r)
-            code = _watch(
-                argv,
-                env,
-                lock_fd=lock_fd,
-                report=report_w,
-                status=status,
-                tmp_dir=tmp_dir,
-                timeout=timeout,
-                kill_grace=kill_grace,
-                stop_grace=stop_grace,
-            )
-        except BaseException:  # nothing may unwind into the runner's code in the watcher
-            code = 70
-        finally:
-            os._exit(code)
-    signal.pthread_sigmask(signal.SIG_SETMASK, masked)
-    os.close(report_w)
-    try:
-        report = os.read(report_r, 64)
-    except BaseException:
-        os.close(report_r)
-        raise
-    if not report or report.startswith(b"E"):
-        os.close(report_r)
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, 0)
-        if not report:
-            raise OSError(errno.EIO, "the job's watcher ended before starting it", argv[0])
-        number = int(report[1:] or errno.ENOEXEC)
-        raise OSError(number, os.strerror(number), argv[0])
-    # "S", then (at the end, perhaps already) the outcome: wait() reads the rest.
-    return WatchedJob(pid, status, report_r, report[1:])
-
-
 # --- the watcher's side -------------------------------------------------------------------
 
 
@@ -359,6 +243,102 @@ def _kill_group(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
 
 
+class _Current:
+    """The watcher's job of the moment, which the signal handlers act on (none between jobs:
+    a stop that arrives then is a late one for the job before, and is dropped)."""
+
+    def __init__(self) -> None:
+        self.watch: _Watch | None = None
+        self.wake = -1
+        """The read end of the signal wake-up pipe (set_wakeup_fd)."""
+
+    def on_stop(self, signum: int, frame: FrameType | None) -> None:
+        if self.watch is not None:
+            self.watch.on_stop(signum, frame)
+
+    def on_kill(self, signum: int, frame: FrameType | None) -> None:
+        if self.watch is not None:
+            self.watch.on_kill(signum, frame)
+
+
+def _become_watcher(keep: Sequence[int]) -> _Current:
+    """What a watcher does once, before any job: its own session, every descriptor but
+    stdin/stdout/stderr and `keep` closed, its signal handlers in place, stops unblocked."""
+    os.setsid()  # out of the runner's process group and session: its death is not ours
+    # The lane lock above all: a watcher outliving its runner must not keep the lane busy.
+    low = 3
+    for fd in sorted(set(keep)):
+        os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, 1 << 16)
+    wake_r, wake_w = os.pipe()
+    for fd in (wake_r, wake_w):
+        os.set_blocking(fd, False)
+    current = _Current()
+    current.wake = wake_r
+    signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, current.on_stop)
+    signal.signal(KILL_NOW, current.on_kill)
+    signal.signal(signal.SIGCHLD, lambda _s, _f: None)  # only to wake the select below
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, (*STOP_SIGNALS, KILL_NOW))
+    return current
+
+
+def serve(sock: socket.socket) -> int:
+    """The run watcher's life (lanekit.watching forks it): each request the runner sends,
+    watched to its end; 0 at the socket's EOF (the run is over, or the runner died)."""
+    current = _become_watcher([sock.fileno()])
+    while (got := _receive(sock)) is not None:
+        request, fds = got
+        if len(fds) != 2:  # not the runner's request: what came is closed, nothing runs
+            for fd in fds:
+                os.close(fd)
+            return 70
+        lock_fd, report = fds
+        try:
+            _watch_one(
+                current,
+                request["argv"],
+                request["env"],
+                lock_fd=lock_fd,
+                report=report,
+                status=request["status"],
+                tmp_dir=request["tmp_dir"],
+                timeout=request["timeout"],
+                kill_grace=request["kill_grace"],
+                stop_grace=request["stop_grace"],
+            )
+        finally:
+            current.watch = None
+            os.close(lock_fd)  # the lock drops once the status is written (in _follow)
+            os.close(report)  # then the runner's wait() sees EOF
+    return 0
+
+
+def _receive(sock: socket.socket) -> tuple[dict[str, Any], list[int]] | None:
+    """The next request and the descriptors sent with it; None at EOF or a request cut
+    short (a runner that died sending it: the descriptors are closed, nothing runs)."""
+    import json
+    import socket
+
+    head, fds, _flags, _addr = socket.recv_fds(sock, 4, 2)
+    for fd in fds:
+        os.set_inheritable(fd, False)  # never passed on to a job (recv_fds leaves them so)
+    body = bytearray()
+    while len(head) < 4 and (more := sock.recv(4 - len(head))):
+        head += more
+    need = int.from_bytes(head, "big") if len(head) == 4 else -1
+    while 0 <= len(body) < need and (more := sock.recv(need - len(body))):
+        body += more
+    if need < 0 or len(body) != need:
+        for fd in fds:
+            os.close(fd)
+        return None
+    value = json.loads(body.decode("utf-8", "surrogatepass"))
+    return value, fds
+
+
 def _watch(
     argv: Sequence[str],
     env: Mapping[str, str],
@@ -371,25 +351,41 @@ def _watch(
     kill_grace: float,
     stop_grace: float,
 ) -> int:
-    os.setsid()  # out of the runner's process group and session: its death is not ours
-    # Keep stdin/stdout/stderr, the claim's descriptor and the report pipe; drop the rest
-    # (the lane lock above all: a watcher outliving its runner must not keep the lane busy).
-    keep = sorted({lock_fd, report})
-    low = 3
-    for fd in keep:
-        os.closerange(low, fd)
-        low = fd + 1
-    os.closerange(low, 1 << 16)
-    wake_r, wake_w = os.pipe()
-    for fd in (wake_r, wake_w):
-        os.set_blocking(fd, False)
+    """One job watched by a process of its own (what the run watcher does for each job,
+    after _become_watcher once)."""
+    current = _become_watcher([lock_fd, report])
+    return _watch_one(
+        current,
+        argv,
+        env,
+        lock_fd=lock_fd,
+        report=report,
+        status=status,
+        tmp_dir=tmp_dir,
+        timeout=timeout,
+        kill_grace=kill_grace,
+        stop_grace=stop_grace,
+    )
+
+
+def _watch_one(
+    current: _Current,
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    *,
+    lock_fd: int,
+    report: int,
+    status: str,
+    tmp_dir: str,
+    timeout: float | None,
+    kill_grace: float,
+    stop_grace: float,
+) -> int:
     watch = _Watch(0, stop_grace)
-    watch.wake = wake_r
-    signal.set_wakeup_fd(wake_w)
-    for sig in STOP_SIGNALS:
-        signal.signal(sig, watch.on_stop)
-    signal.signal(KILL_NOW, watch.on_kill)
-    signal.signal(signal.SIGCHLD, lambda _s, _f: None)  # only to wake the select below
+    watch.wake = current.wake
+    with contextlib.suppress(BlockingIOError):
+        while os.read(current.wake, 512):  # wake-ups left from between jobs
+            pass
     err_r, err_w = os.pipe()
     began = time.monotonic()
     try:
@@ -402,16 +398,22 @@ def _watch(
             file_actions=[(os.POSIX_SPAWN_DUP2, err_w, 2), (os.POSIX_SPAWN_CLOSE, err_r)],
         )
     except OSError as exc:
+        os.close(err_r)
+        os.close(err_w)
         with contextlib.suppress(OSError):  # a runner that died meanwhile reads nothing
             os.write(report, b"E%d" % (exc.errno or errno.ENOEXEC))
         return 0
     watch.job = job
+    current.watch = watch  # before the start report: the runner's stops come after it
     try:
         _follow(watch, err_r, err_w, report, status, tmp_dir, timeout, kill_grace, began)
     except BaseException:
         # Never leave the job running without the lock this process is about to drop.
         _kill_group(job, signal.SIGKILL)
         raise
+    finally:
+        current.watch = None
+        os.close(err_r)
     return 0
 
 
