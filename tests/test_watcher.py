@@ -532,3 +532,58 @@ def test_a_request_larger_than_the_sockets_buffer_arrives_whole(tmp_path: Path) 
         os.close(fd)
         run.close()
     assert out.read_text() == str(600_000)
+
+
+def test_closing_the_run_leaves_a_watcher_that_still_watches_a_job(tmp_path: Path) -> None:
+    """A run that ends on an error while its job runs does not wait for the job: its watcher
+    sees it to the end and writes the status, as for a runner that died."""
+    status = tmp_path / ".x.status"
+    run = watching.RunWatcher()
+    fd = os.open(tmp_path / "lockfile", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        run.start(
+            ["/bin/sh", "-c", "sleep 3"],
+            {},
+            lock_fd=fd,
+            status=str(status),
+            tmp_dir=str(tmp_path),
+            timeout=None,
+            kill_grace=1.0,
+            stop_grace=1.0,
+        )
+    finally:
+        os.close(fd)
+    began = time.monotonic()
+    run.close()
+    assert time.monotonic() - began < 2.9  # returned before the job could end
+    assert not status.exists()
+    wait_for(status.exists, "the job's status", timeout=30)
+    outcome = watcher.read_outcome(str(status))
+    assert outcome is not None
+    assert outcome.exit == 0
+
+
+def test_a_child_of_the_runner_does_not_use_the_runners_watcher(tmp_path: Path) -> None:
+    """After a fork the child's run watcher is a new one: it never sends to the parent's."""
+    fd = os.open(tmp_path / "lockfile", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        job = watching.start(
+            ["/bin/true"],
+            {},
+            lock_fd=fd,
+            status=str(tmp_path / ".x.status"),
+            tmp_dir=str(tmp_path),
+            timeout=None,
+            kill_grace=1.0,
+            stop_grace=1.0,
+        )
+        assert job.wait() == 0
+        child = os.fork()
+        if child == 0:
+            os._exit(0 if watching._run_watcher._sock is None else 1)
+        _, wait_status = os.waitpid(child, 0)
+        assert os.waitstatus_to_exitcode(wait_status) == 0
+        assert watching._run_watcher._sock is not None  # the parent's is untouched
+    finally:
+        os.close(fd)
+        watching.stop_watching()

@@ -151,13 +151,39 @@ class RunWatcher:
         return WatchedJob(self._pid, status, report_r, report[1:], reap=False)
 
     def close(self) -> None:
-        """End the watcher (idle between jobs: it exits on the socket's EOF) and reap it."""
+        """End the watcher: idle between jobs, it exits on the socket's EOF and is reaped. One
+        still watching a job (the run ended on an error while its job ran) is not waited for:
+        it sees that job to its end, as it would for a runner that died."""
         if self._sock is None:
             return
         self._sock.close()
         self._sock = None
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(self._pid, 0)
+        self._reap(_CLOSE_WAIT)
+
+    def after_fork_in_child(self) -> None:
+        """A child of the runner (the watcher itself, or any fork) must not send jobs to the
+        runner's watcher: it forgets it, closing only its own copy of the socket."""
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+        self._pid = 0
+
+    def _reap(self, seconds: float) -> None:
+        """Reap the watcher if it exits within `seconds` (polled; never blocks longer)."""
+        import time
+
+        deadline = time.monotonic() + seconds
+        while self._pid:
+            try:
+                done, _ = os.waitpid(self._pid, os.WNOHANG)
+            except ChildProcessError:
+                done = self._pid
+            if done:
+                self._pid = 0
+            elif time.monotonic() >= deadline:
+                return
+            else:
+                time.sleep(0.005)
 
     def _send(self, message: bytes, fds: list[int]) -> None:
         import socket  # here, not at import: a run with no job never needs it (figure c)
@@ -177,11 +203,11 @@ class RunWatcher:
                     raise
 
     def _forget(self) -> None:
+        """The watcher is gone (its socket broke, or it ended before starting a job)."""
         if self._sock is not None:
             self._sock.close()
             self._sock = None
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(self._pid, 0)
+        self._reap(_CLOSE_WAIT)
 
     def _fork(self) -> None:
         import socket
@@ -211,7 +237,11 @@ class RunWatcher:
         self._pid, self._sock = pid, ours
 
 
+_CLOSE_WAIT = 2.0
+"""Seconds close() gives an idle watcher to exit before leaving it to exit on its own."""
+
 _run_watcher = RunWatcher()
+os.register_at_fork(after_in_child=_run_watcher.after_fork_in_child)
 
 
 def start(
