@@ -1501,3 +1501,37 @@ def test_start_up_probe_refuses_a_volume_without_hard_links(
     monkeypatch.undo()
     queue.ensure()  # a volume with hard links passes, and leaves nothing behind
     assert not list((tmp_path / "q").rglob(".probe-*"))
+
+
+@given(
+    names=st.lists(
+        st.text(alphabet="0123456789-ab.", min_size=1, max_size=12), unique=True, max_size=600
+    ),
+    count=st.integers(min_value=1, max_value=40),
+    order=st.sampled_from(["as-drawn", "sorted", "reversed"]),
+)
+def test_oldest_is_nsmallest_whatever_the_order(names: list[str], count: int, order: str) -> None:
+    """The first listing's window is exactly heapq.nsmallest, in any listing order (a
+    directory's order is the filesystem's: ext4 hash order, or sorted, or anything)."""
+    import heapq
+
+    from lanekit.queue.claim import oldest
+
+    if order == "sorted":
+        names = sorted(names)
+    elif order == "reversed":
+        names = sorted(names, reverse=True)
+    assert oldest(names, count) == heapq.nsmallest(count, names)
+
+
+def test_oldest_of_a_big_generated_listing_is_nsmallest() -> None:
+    """100,000 generated ids in a shuffled order, the claimer's window of 1,024."""
+    import heapq
+    import random
+
+    rng = random.Random(7)
+    names = [f"{rng.randrange(10**19):020d}-{n:07d}-{n:08x}.json" for n in range(100_000)]
+    rng.shuffle(names)
+    from lanekit.queue.claim import oldest
+
+    assert oldest(names, 1024) == heapq.nsmallest(1024, names)

@@ -60,6 +60,28 @@ _FIRST_WINDOW = 1024
 jobs: selecting them is O(n), sorting 100k names would cost more than listing them)."""
 
 
+def oldest(names: list[str], count: int) -> list[str]:
+    """The `count` smallest of `names`, in order: exactly heapq.nsmallest(count, names), in
+    ~0.7x its time on a big listing (100,000 generated names, 1,024 kept: 18 ms against 26,
+    timeit here; figure d): both pay one comparison a name, this one in a comprehension
+    rather than heapq's Python loop. A cutoff is read off an evenly spaced sample of about
+    2 x `count` names, at the rank that about 2 x `count` names of the whole pass; only those
+    are sorted. The names may come in any order: when fewer than `count` pass, or many more
+    than expected, nsmallest decides."""
+    import heapq
+
+    step = len(names) // (2 * count)
+    if step < 2:
+        return heapq.nsmallest(count, names)
+    sample = sorted(names[::step])
+    cutoff = sample[min(len(sample) - 1, 2 * count // step)]
+    passed = [name for name in names if name <= cutoff]
+    if count <= len(passed) <= 8 * count:
+        passed.sort()
+        return passed[:count]
+    return heapq.nsmallest(count, names)
+
+
 class _LostRaceError(Exception):
     """Internal: the rename lost the race (or the name cannot be ours): try another job."""
 
@@ -153,9 +175,7 @@ class Claimer:
         listed = listdir(self.queue.queue_dir)
         names: list[str] = []
         if self._first and len(listed) > 4 * _FIRST_WINDOW:
-            import heapq
-
-            names = self._jobs_among(heapq.nsmallest(_FIRST_WINDOW, listed))
+            names = self._jobs_among(oldest(listed, _FIRST_WINDOW))
         if not names:  # not windowed, or the window held only hidden or foreign files
             listed.sort()
             names = self._jobs_among(listed)
