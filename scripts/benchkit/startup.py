@@ -127,8 +127,8 @@ def bench_backlog(root: Path, small: int, large: int, runs: int) -> Figure:
         "names os.listdir takes 80-100 ms, ~70 of them getdents64 in the kernel (strace -c), "
         "then the claimer keeps the oldest 1,024 (one comparison a name: ~10-18 ms); no "
         "per-claim listing. The oldest job first (a lone lane never leaves old jobs behind "
-        "new ones) needs every name: ext4 returns them in hash order. The rest of a run (20 spawns of /bin/true) is "
-        "the same at both backlogs",
+        "new ones) needs every name: ext4 returns them in hash order. The rest of a run "
+        "(20 spawns of /bin/true) is the same at both backlogs",
     )
 
 
