@@ -417,7 +417,7 @@ def _watch_one(
     return 0
 
 
-def _follow(  # noqa: PLR0917 - private, called once by _watch with its own values
+def _follow(  # noqa: PLR0917 - private, called once by _watch_one with its own values
     watch: _Watch,
     err_r: int,
     err_w: int,
