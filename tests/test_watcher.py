@@ -537,12 +537,12 @@ def test_a_request_larger_than_the_sockets_buffer_arrives_whole(tmp_path: Path) 
 def test_closing_the_run_leaves_a_watcher_that_still_watches_a_job(tmp_path: Path) -> None:
     """A run that ends on an error while its job runs does not wait for the job: its watcher
     sees it to the end and writes the status, as for a runner that died."""
-    status = tmp_path / ".x.status"
+    status, gate = tmp_path / ".x.status", tmp_path / "gate"
     run = watching.RunWatcher()
     fd = os.open(tmp_path / "lockfile", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
         run.start(
-            ["/bin/sh", "-c", "sleep 3"],
+            ["/bin/sh", "-c", 'while [ ! -e "$0" ]; do sleep 0.05; done', str(gate)],
             {},
             lock_fd=fd,
             status=str(status),
@@ -553,11 +553,20 @@ def test_closing_the_run_leaves_a_watcher_that_still_watches_a_job(tmp_path: Pat
         )
     finally:
         os.close(fd)
-    began = time.monotonic()
-    run.close()
-    assert time.monotonic() - began < 2.9  # returned before the job could end
-    assert not status.exists()
-    wait_for(status.exists, "the job's status", timeout=30)
+
+    def hung(signum: int, frame: object) -> None:
+        raise AssertionError("close() waited for a job that only the test can end")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.setitimer(signal.ITIMER_REAL, 60.0)  # a guard against a hang, not a timing check
+    try:
+        run.close()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert not status.exists()  # the job still waits for its gate
+    gate.touch()
+    wait_for(status.exists, "the job's status")
     outcome = watcher.read_outcome(str(status))
     assert outcome is not None
     assert outcome.exit == 0
