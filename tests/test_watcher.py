@@ -397,13 +397,22 @@ with open(sys.argv[2], "a") as out:
 
 
 def _start(
-    run: watching.RunWatcher, argv: Sequence[str], lock: int, tmp: Path
+    run: watching.RunWatcher,
+    argv: Sequence[str],
+    lock: int,
+    tmp: Path,
+    *,
+    env: dict[str, str] | None = None,
+    status: Path | None = None,
 ) -> watching.WatchedJob:
+    """`argv` under `run`, with the environment, limits and a fresh status path by default."""
+    if status is None:
+        status = tmp / f".{len(list(tmp.glob('.*.status')))}.status"
     return run.start(
         argv,
-        dict(os.environ),
+        dict(os.environ) if env is None else env,
         lock_fd=lock,
-        status=str(tmp / f".{len(list(tmp.glob('.*.status')))}.status"),
+        status=str(status),
         tmp_dir=str(tmp),
         timeout=None,
         kill_grace=1.0,
@@ -517,16 +526,7 @@ def test_a_request_larger_than_the_sockets_buffer_arrives_whole(tmp_path: Path) 
     run = watching.RunWatcher()
     fd = os.open(tmp_path / "lockfile", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
-        job = run.start(
-            [PY, "-c", script, str(out)],
-            env,
-            lock_fd=fd,
-            status=str(tmp_path / ".x.status"),
-            tmp_dir=str(tmp_path),
-            timeout=None,
-            kill_grace=1.0,
-            stop_grace=1.0,
-        )
+        job = _start(run, [PY, "-c", script, str(out)], fd, tmp_path, env=env)
         assert job.wait() == 0
     finally:
         os.close(fd)
@@ -541,16 +541,8 @@ def test_closing_the_run_leaves_a_watcher_that_still_watches_a_job(tmp_path: Pat
     run = watching.RunWatcher()
     fd = os.open(tmp_path / "lockfile", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
-        run.start(
-            ["/bin/sh", "-c", 'while [ ! -e "$0" ]; do sleep 0.05; done', str(gate)],
-            {},
-            lock_fd=fd,
-            status=str(status),
-            tmp_dir=str(tmp_path),
-            timeout=None,
-            kill_grace=1.0,
-            stop_grace=1.0,
-        )
+        gated = ["/bin/sh", "-c", 'while [ ! -e "$0" ]; do sleep 0.05; done', str(gate)]
+        _start(run, gated, fd, tmp_path, env={}, status=status)
     finally:
         os.close(fd)
 

@@ -297,8 +297,7 @@ def serve(sock: socket.socket) -> int:
             return 70
         lock_fd, report = fds
         try:
-            _watch_one(
-                current,
+            _watch(
                 request["argv"],
                 request["env"],
                 lock_fd=lock_fd,
@@ -308,6 +307,7 @@ def serve(sock: socket.socket) -> int:
                 timeout=request["timeout"],
                 kill_grace=request["kill_grace"],
                 stop_grace=request["stop_grace"],
+                current=current,
             )
         finally:
             current.watch = None
@@ -335,7 +335,7 @@ def _receive(sock: socket.socket) -> tuple[dict[str, Any], list[int]] | None:
         for fd in fds:
             os.close(fd)
         return None
-    value = json.loads(body.decode("utf-8", "surrogatepass"))
+    value = json.loads(body)  # ASCII: json.dumps escapes every other character
     return value, fds
 
 
@@ -350,37 +350,12 @@ def _watch(
     timeout: float | None,
     kill_grace: float,
     stop_grace: float,
+    current: _Current | None = None,
 ) -> int:
-    """One job watched by a process of its own (what the run watcher does for each job,
-    after _become_watcher once)."""
-    current = _become_watcher([lock_fd, report])
-    return _watch_one(
-        current,
-        argv,
-        env,
-        lock_fd=lock_fd,
-        report=report,
-        status=status,
-        tmp_dir=tmp_dir,
-        timeout=timeout,
-        kill_grace=kill_grace,
-        stop_grace=stop_grace,
-    )
-
-
-def _watch_one(
-    current: _Current,
-    argv: Sequence[str],
-    env: Mapping[str, str],
-    *,
-    lock_fd: int,
-    report: int,
-    status: str,
-    tmp_dir: str,
-    timeout: float | None,
-    kill_grace: float,
-    stop_grace: float,
-) -> int:
+    """Watch one job to its end. `current`: the run watcher's state (serve); None for a
+    process that watches this one job only, which becomes a watcher first."""
+    if current is None:
+        current = _become_watcher([lock_fd, report])
     watch = _Watch(0, stop_grace)
     watch.wake = current.wake
     with contextlib.suppress(BlockingIOError):
@@ -417,7 +392,7 @@ def _watch_one(
     return 0
 
 
-def _follow(  # noqa: PLR0917 - private, called once by _watch_one with its own values
+def _follow(  # noqa: PLR0917 - private, called once by _watch with its own values
     watch: _Watch,
     err_r: int,
     err_w: int,

@@ -25,23 +25,20 @@ if TYPE_CHECKING:
 class WatchedJob:
     """The runner's handle on a job through its watcher (lanekit.runner's Job protocol)."""
 
-    def __init__(
-        self, pid: int, status: str, report: int = -1, head: bytes = b"", *, reap: bool = True
-    ) -> None:
+    def __init__(self, pid: int, status: str, report: int = -1, head: bytes = b"") -> None:
         self.pid = pid
+        """The run watcher's (RunWatcher reaps it; it lives on to the next job)."""
         self.status = status
         self._report = report
         self._head = head
-        self._reap = reap
-        """False for a run watcher's job: the watcher lives on to the next job."""
         self._reaped = False
         self._outcome: Outcome | None = None
 
     def wait(self) -> int:
-        """Wait until the watcher is done with the job (reaping it, if it was the job's alone),
-        then the job's exit code: as the watcher reported it through the
-        report pipe (which needs no disk space: a success is known even on a full disk), else
-        from its status file; -9 when it left neither (it was killed, and with it the job)."""
+        """Wait until the watcher is done with the job, then the job's exit code: as the
+        watcher reported it through the report pipe (which needs no disk space: a success is
+        known even on a full disk), else from its status file; -9 when it left neither (it
+        was killed, and with it the job)."""
         data = [self._head]
         if self._report >= 0:
             try:
@@ -52,9 +49,6 @@ class WatchedJob:
             finally:
                 os.close(self._report)
                 self._report = -1
-        if self._reap:
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(self.pid, 0)
         self._reaped = True
         reported = b"".join(data)
         self._outcome = (Outcome.from_bytes(reported) if reported else None) or read_outcome(
@@ -67,7 +61,7 @@ class WatchedJob:
         return self._outcome
 
     def leader_alive(self) -> bool:
-        """Until reaped, the watcher may still be waiting on the job."""
+        """Until the watcher is done with it, the job may still run."""
         return not self._reaped
 
     def signal_group(self, sig: int) -> None:
@@ -126,7 +120,7 @@ class RunWatcher:
                 "kill_grace": kill_grace,
                 "stop_grace": stop_grace,
             }
-        ).encode("utf-8", "surrogatepass")
+        ).encode()  # ASCII: json.dumps escapes every other character (lone surrogates too)
         report_r, report_w = os.pipe()
         try:
             self._send(len(request).to_bytes(4, "big") + request, [lock_fd, report_w])
@@ -148,7 +142,7 @@ class RunWatcher:
             number = int(report[1:] or errno.ENOEXEC)
             raise OSError(number, os.strerror(number), argv[0])
         # "S", then (at the end, perhaps already) the outcome: wait() reads the rest.
-        return WatchedJob(self._pid, status, report_r, report[1:], reap=False)
+        return WatchedJob(self._pid, status, report_r, report[1:])
 
     def close(self) -> None:
         """End the watcher: idle between jobs, it exits on the socket's EOF and is reaped. One
@@ -244,30 +238,7 @@ _run_watcher = RunWatcher()
 os.register_at_fork(after_in_child=_run_watcher.after_fork_in_child)
 
 
-def start(
-    argv: Sequence[str],
-    env: Mapping[str, str],
-    *,
-    lock_fd: int,
-    status: str,
-    tmp_dir: str,
-    timeout: float | None,
-    kill_grace: float,
-    stop_grace: float,
-) -> WatchedJob:
-    """Start `argv` under this process's run watcher (RunWatcher.start)."""
-    return _run_watcher.start(
-        argv,
-        env,
-        lock_fd=lock_fd,
-        status=status,
-        tmp_dir=tmp_dir,
-        timeout=timeout,
-        kill_grace=kill_grace,
-        stop_grace=stop_grace,
-    )
-
-
-def stop_watching() -> None:
-    """End this process's run watcher, if it has one (the runner, once its run is over)."""
-    _run_watcher.close()
+start = _run_watcher.start
+"""Start a job under this process's run watcher (RunWatcher.start)."""
+stop_watching = _run_watcher.close
+"""End this process's run watcher, if it has one (the runner, once its run is over)."""
