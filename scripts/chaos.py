@@ -31,7 +31,7 @@ from pathlib import Path
 
 from lanekit.lanelog import read_events
 from lanekit.queue import Queue
-from lanekit.records import RecordStore
+from lanekit.recordstore import RecordStore
 from lanekit.snapshot import RunSpec
 
 LANE = "chaos"

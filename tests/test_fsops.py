@@ -268,3 +268,25 @@ def test_append_line_never_follows_a_symlink_or_waits_on_a_fifo(tmp_path: Path) 
         assert fsops.append_line(str(tmp_path / name), b"x\n", limit=99, durable=False) is False
     assert target.read_bytes() == b"one\n"
     assert not (tmp_path / "missing").exists()
+
+
+def test_temp_names_differ_in_a_forked_child() -> None:
+    """tmp_suffix: a fork's child continues the parent's serial but not its names (its own pid,
+    its own random part), and names never repeat within a process."""
+    ours = [fsops.tmp_suffix() for _ in range(1000)]
+    assert len(set(ours)) == len(ours)
+    assert {name.split(".")[0] for name in ours} == {str(os.getpid())}
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through the pipe
+        try:
+            os.write(write, " ".join(fsops.tmp_suffix() for _ in range(50)).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        child = pipe.read().decode().split()
+    os.waitpid(pid, 0)
+    after = [fsops.tmp_suffix() for _ in range(50)]
+    assert {name.split(".")[0] for name in child} == {str(pid)}
+    assert {name.split(".")[2] for name in child}.isdisjoint(name.split(".")[2] for name in after)

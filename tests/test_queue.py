@@ -26,7 +26,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lanekit import fsops, procinfo, records
+from lanekit import fsops, procinfo
 from lanekit import queue as queue_module
 from lanekit.errors import ExitCode, QueueError, UsageError
 from lanekit.fsops import NoReplaceRename
@@ -148,8 +148,7 @@ class Killed(BaseException):
 
 def restart_serials(monkeypatch: pytest.MonkeyPatch) -> None:
     """Temp-name counters as in a fresh process (one that got a dead process's pid)."""
-    monkeypatch.setattr(queue_module, "_tmp_serial", itertools.count(), raising=False)
-    monkeypatch.setattr(records, "_tmp_serial", itertools.count(), raising=False)
+    monkeypatch.setattr(fsops, "_tmp_serial", itertools.count())
 
 
 # -- ids -------------------------------------------------------------------------------------
@@ -301,7 +300,7 @@ def test_enqueue_of_an_id_differing_only_in_case_is_refused_as_such(queue: Queue
     """On a case-insensitive volume (default APFS) `job1` opens `Job1`'s record: enqueue says
     the ids differ only in case (exit 2), never "remove or repair the record file". The
     volume's answer is planted as the file it would return."""
-    from lanekit.records import IdCaseCollisionError
+    from lanekit.recordstore import IdCaseCollisionError
 
     queue.enqueue({}, job_id="Job1")
     queue.complete(drain(queue)[0])

@@ -20,7 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lanekit.queue import Queue, validate_job_id
-from lanekit.records import JobState, RecordStore
+from lanekit.records import JobState
+from lanekit.recordstore import RecordStore
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -391,10 +392,10 @@ def test_success_without_its_record_is_still_refused(small_fs: Path, tmp_path: P
 
     A settle appends its line into the record file's block, which needs no free space; so
     the record here has held enough earlier attempts that the success's line must replace the
-    file (records.FILE_LIMIT), which does."""
+    file (recordstore.FILE_LIMIT), which does."""
     from lanekit import runner
     from lanekit.queue import JobExistsError
-    from lanekit.records import FILE_LIMIT
+    from lanekit.recordstore import FILE_LIMIT
 
     queue_dir = small_fs / "q"
     queue = Queue(queue_dir, durable=False)

@@ -23,7 +23,8 @@ from lanekit.lanelock import LaneLock, lane_busy, lane_lock_path
 from lanekit.lanelog import parse_line, read_events
 from lanekit.paths import Paths
 from lanekit.queue import Queue, RecordNotWrittenError
-from lanekit.records import JobState, Record, RecordStore, iso_utc
+from lanekit.records import JobState, Record, iso_utc
+from lanekit.recordstore import RecordStore
 from lanekit.runner import (
     job_argv,
     main,

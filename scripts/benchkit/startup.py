@@ -23,7 +23,7 @@ from benchkit.common import (
 from lanekit.history import page_jobs
 from lanekit.plist import ENTRYPOINT_CODE, INTERPRETER_FLAGS
 from lanekit.queue import Queue
-from lanekit.records import RecordStore
+from lanekit.recordstore import RecordStore
 
 # --- (c) start-up on an empty queue --------------------------------------------------------
 

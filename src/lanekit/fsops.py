@@ -13,8 +13,9 @@
   about 20 ms on an Apple SSD (~50 a second) and buy nothing.
 - `write_new` / `replace_file`: create a file exclusively, or replace one atomically through a
   temporary file, durably when asked.
+- `tmp_suffix()`: the unique part of every temp file's name (no syscall per name).
 - `append_line`: add a line to a small regular file that ends in one, in place: no inode is
-  created (the settle's record, lanekit.records).
+  created (the settle's record, lanekit.recordstore).
 - `open_regular` / `flock_held`: open only a regular file, never through a symlink or into a
   FIFO; whether someone holds a file's flock.
 
@@ -30,6 +31,7 @@ ctypes (about 5 ms to import) is loaded on the first no-replace rename, never at
 from __future__ import annotations
 
 import errno
+import itertools
 import os
 import sys
 
@@ -225,6 +227,38 @@ def write_all(fd: int, data: bytes) -> None:
             view = view[os.write(fd, view) :]
 
 
+_tmp_serial = itertools.count()
+_pid = os.getpid()
+_rng = int.from_bytes(os.urandom(8), "little") | 1
+
+
+def _after_fork() -> None:
+    """A forked child is another process: its own pid, and random names apart from its
+    parent's (the serial may go on: the pid tells the two apart)."""
+    global _pid, _rng  # noqa: PLW0603 - per-process constants, renewed in a fork's child
+    _pid = os.getpid()
+    _rng = int.from_bytes(os.urandom(8), "little") | 1
+
+
+os.register_at_fork(after_in_child=_after_fork)
+
+
+def tmp_suffix() -> str:
+    """`<pid>.<serial>.<random>`: unique among this process's temp files, and unlike the names
+    a SIGKILLed process with the same pid left behind (its serials also started at 0).
+
+    No syscall per name (a claim and its settle make two): the pid is known since start (or
+    the fork), the random part is a xorshift64 seeded from os.urandom once per process. The
+    names need not be secret: tmp/ is 0700 and every temp file is created O_EXCL."""
+    global _rng  # noqa: PLW0603 - see _after_fork
+    x = _rng
+    x ^= (x << 13) & 0xFFFFFFFFFFFFFFFF
+    x ^= x >> 7
+    x ^= (x << 17) & 0xFFFFFFFFFFFFFFFF
+    _rng = x
+    return f"{_pid}.{next(_tmp_serial)}.{x & 0xFFFFFFFF:08x}"
+
+
 def write_new(path: str, data: bytes, *, durable: bool, mode: int = 0o600) -> None:
     """Create `path` holding `data`; FileExistsError if it exists. Removed again on failure."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
@@ -272,7 +306,7 @@ def append_line(path: str, line: bytes, *, limit: int, durable: bool) -> bool:
     to rename in) does (ext4 here: ~35 us, up to ~900 us in the minutes after many deletions,
     docs/benchmarks.md). A file kept within one block never allocates a block either. The
     append is not atomic under a power cut; readers take the last complete line
-    (lanekit.records), and a line cut short is never appended to: the caller then replaces
+    (lanekit.recordstore), and a line cut short is never appended to: the caller then replaces
     the file.
     OSError from the write itself (ENOSPC, EIO) is raised: part of the line may be there."""
     try:
@@ -336,7 +370,7 @@ def open_regular_stat(path: str, *, append: bool = False) -> tuple[int, os.stat_
     """Open `path` for reading only if it is a regular file; its descriptor (close-on-exec)
     and the fstat that proved it (callers reuse its size and times: no second fstat).
     `append`: for appending as well (the flags of `append_line`), so that a reader can add a
-    line on the descriptor it read through (a claim's `running` line, lanekit.records).
+    line on the descriptor it read through (a claim's `running` line, lanekit.recordstore).
 
     O_NOFOLLOW: a symlink is refused, never followed to someone else's file. O_NONBLOCK: a
     FIFO opens at once instead of waiting forever for a writer (it is then refused by type).

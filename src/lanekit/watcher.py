@@ -127,7 +127,7 @@ class Outcome:
     def from_bytes(cls, data: bytes) -> Outcome | None:
         """The outcome in a status file, or None when it is not one this lanekit wrote (a
         torn or foreign file is no evidence: the job is then treated as not finished)."""
-        from lanekit.records import strict_loads
+        from lanekit.strictjson import strict_loads
 
         try:
             value = strict_loads(data)
@@ -476,7 +476,7 @@ def _follow(  # noqa: PLR0917 - private, called once by _watch with its own valu
         cancelled=look.seen,
     )
     from lanekit import fsops
-    from lanekit.records import tmp_suffix
+    from lanekit.fsops import tmp_suffix
 
     data = outcome.to_bytes()
     # Written before the lock drops (at exit): whoever takes the lock next finds it. A full

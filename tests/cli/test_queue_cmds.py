@@ -16,7 +16,8 @@ from typer.testing import CliRunner
 from lanekit.cli import app
 from lanekit.lanelog import read_events
 from lanekit.queue import Queue
-from lanekit.records import JobState, RecordStore
+from lanekit.records import JobState
+from lanekit.recordstore import RecordStore
 
 CONFIG = """
 [defaults]

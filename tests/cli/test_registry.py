@@ -248,7 +248,8 @@ def test_status_imports_neither_pydantic_nor_rich_nor_reconcile(tmp_path: Path) 
     # that classify claims and read records.
     assert {"lanekit.queue.counting", "lanekit.queue.counted"} <= modules
     observers = {"lanekit.queue.observe", "lanekit.queue.observed", "lanekit.queue.liveness"}
-    assert sorted((observers | {"lanekit.records"}) & modules) == []
+    records = {"lanekit.records", "lanekit.recordstore", "lanekit.strictjson"}
+    assert sorted((observers | records) & modules) == []
     moving = {"claim", "settle", "recover", "enqueue", "mark", "verbs", "purge", "pages"}
     assert sorted(m for m in modules if m.split(".")[-1] in moving or m == "lanekit.watcher") == []
     # The emulated domain's `print` reads the definition kept at bootstrap: no plist parser.

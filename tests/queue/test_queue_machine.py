@@ -186,7 +186,7 @@ class QueueMachine(RuleBasedStateMachine):
 
             patch.setattr(claiming, "take_mark", unmarked)
         elif point == "before-running":
-            from lanekit.records import RecordStore
+            from lanekit.recordstore import RecordStore
 
             def marked(_store: object, _held: object, record: Record) -> None:
                 say(record.job_id)
@@ -206,11 +206,11 @@ class QueueMachine(RuleBasedStateMachine):
 
             patch.setattr(fsops, "write_all", half_then_die)  # the record line's append
         elif point == "mid-replace":
-            from lanekit import records
+            from lanekit import recordstore
 
             # The line would outgrow the record's block: the settle replaces the file, by
             # either way it appends (through the claim's open record, or by the name).
-            patch.setattr(records, "FILE_LIMIT", 0)
+            patch.setattr(recordstore, "FILE_LIMIT", 0)
             patch.setattr(os, "replace", die)  # the record's rename into place (fsops)
         else:
             from lanekit.queue.mark import drop as unmark

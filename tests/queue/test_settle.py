@@ -88,13 +88,13 @@ def test_an_outgrown_record_is_replaced_with_the_outcome(
 ) -> None:
     """A line that would take the record past its block replaces the file (one rename), from
     the open record's size: never an append by name past the limit."""
-    from lanekit import records
+    from lanekit import recordstore
 
     job_id = queue.enqueue({"n": 1})
     before = queue.store.path(job_id).stat().st_ino
     claim = claimed(queue)
     by_name_refused(monkeypatch)
-    monkeypatch.setattr(records, "FILE_LIMIT", queue.store.path(job_id).stat().st_size)
+    monkeypatch.setattr(recordstore, "FILE_LIMIT", queue.store.path(job_id).stat().st_size)
     queue.complete(claim)
     path = queue.store.path(job_id)
     assert path.stat().st_ino != before

@@ -15,7 +15,8 @@ from lanekit.queue.layout import has_id, new_job_id, validate_job_id
 from lanekit.queue.model import JobExistsError
 from lanekit.queue.observe import done_file
 from lanekit.queue.safety import check
-from lanekit.records import JobState, NestedTooDeepError, Record, iso_utc, strict_loads
+from lanekit.records import JobState, Record, iso_utc
+from lanekit.strictjson import NestedTooDeepError, strict_loads
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -25,7 +25,8 @@ def error_file_text(reason: str) -> str:
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from lanekit.records import OpenRecord, Record
+    from lanekit.records import Record
+    from lanekit.recordstore import OpenRecord
 
 
 class JobExistsError(UsageError):

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from lanekit.queue.model import Claim, Verdict
     from lanekit.queue.state import QueueState
-    from lanekit.records import OpenRecord
+    from lanekit.recordstore import OpenRecord
 
 
 def settle(q: QueueState, claim: Claim, verdict: Verdict) -> Settled:

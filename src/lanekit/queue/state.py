@@ -21,7 +21,7 @@ from lanekit.queue.fileio import listdir
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from lanekit.records import RecordStore
+    from lanekit.recordstore import RecordStore
 
 DEFAULT_BACKOFF_BASE = 30.0
 DEFAULT_BACKOFF_MAX = 3600.0
@@ -76,18 +76,18 @@ class QueueState:
 
     @functools.cached_property
     def store(self) -> RecordStore:
-        """The queue's records/ (lanekit.records), made on first use: counting a queue
+        """The queue's records/ (lanekit.recordstore), made on first use: counting a queue
         (`lanekit status`, benchmark (i)) reads no record, so it does not import them. Cached
         in the instance, so the claim path pays the lookup of a plain attribute."""
-        from lanekit.records import RecordStore
+        from lanekit.recordstore import RecordStore
 
         return RecordStore(self.records, durable=self.durable, tmp_dir=self.tmp)
 
     @functools.cached_property
     def _tmp_suffix(self) -> Callable[[], str]:
-        """lanekit.records.tmp_suffix, imported on first use (see `store`) and kept here: an
+        """lanekit.fsops.tmp_suffix, imported on first use (see `store`) and kept here: an
         import statement per name would cost each enqueue more than making the name."""
-        from lanekit.records import tmp_suffix
+        from lanekit.fsops import tmp_suffix
 
         return tmp_suffix
 
