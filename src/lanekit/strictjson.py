@@ -2,11 +2,10 @@
 a watcher's request).
 
 Strict means: a duplicate key, NaN/Infinity, bytes after the value, non-UTF-8 bytes or a BOM
-make the text unreadable (a ValueError with the reason), never "last key wins". A torn write
-followed by a newer one on the same line reads as `{"state":"succeeded",...}{"state":"running",
-...}`; accepting it would roll a finished job back from the reading side (lanekit.records).
-Nesting deeper than the parser recurses is a ValueError too (NestedTooDeepError), never a
-RecursionError, and integers longer than Python's default digit limit are refused in words.
+make the text unreadable (a ValueError with the reason), never "last key wins" (why that
+matters for a record: lanekit.records). Nesting deeper than the parser recurses is a
+ValueError too (NestedTooDeepError), never a RecursionError, and integers longer than
+Python's default digit limit are refused in words.
 """
 
 from __future__ import annotations
