@@ -1,22 +1,30 @@
 #!/usr/bin/env python3
 """Chaos run: many `lanekit run` processes, started again and again as launchd would, while a
-random one is SIGKILLed every few milliseconds. Checks that no job is lost and none succeeds
-twice.
+random one (or its job watcher, or both together, as one `pkill -9 -f 'lanekit run'` does) is
+SIGKILLed, or SIGSTOPped and continued, every few milliseconds. Checks that no job is lost,
+none succeeds twice, no two copies of one job ever run at once, and no job fails because a
+process of lanekit's died.
 
     scripts/chaos.py --jobs 20000 --runners 8 --kill-every-ms 200 --seed 1
+    scripts/chaos.py --hostile --kinds runner,watcher,both,stop --jobs 2000 --work-ms 100
+    scripts/chaos.py --hostile --kinds both --unprotected ...   # the control: must fail
 
 Each job's command appends `start <id>` to a ledger, works a little (so most kills land while
 a job runs), then appends `end <id>` (each line one O_APPEND write), so executions and their
-overlaps are counted independently of lanekit's own bookkeeping. Re-executions after a kill
-are reported (a job whose runner died is settled by the exit status its watcher recorded, so
-they should be rare); a lost job, a job that reached done/ twice, or two copies of one job
-running at the same time (a second `start` before the first `end`) is a failure (exit 1).
+overlaps are counted independently of lanekit's own bookkeeping. With --hostile the jobs are
+the ones that defeat a lock held by descriptor or process group: by job number they close
+every descriptor, leave their session (setsid), fork a daemon that does the work, ignore
+SIGTERM, or do none of that; the worker takes a per-job flock before its `start` line and
+writes `busy <id>` when another live copy holds it, and every line carries the monotonic time.
+--unprotected runs the runners with lanekit.jobenv.COPIES_KEEP_CLAIM off: the control,
+which must show overlaps, or this run proves nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import json
 import os
 import random
@@ -47,6 +55,60 @@ def job_script(work_ms: int) -> str:
     return JOB_SCRIPT.format(work=f"sleep {work_ms / 1000:.3f}; " if work_ms > 0 else "")
 
 
+HOSTILE_MODES = ("plain", "closefds", "setsid", "daemon", "ignoreterm")
+HOSTILE_JOB = """
+import fcntl, os, signal, sys, time
+ledger, locks, work = sys.argv[1], sys.argv[2], float(sys.argv[3])
+jid = os.environ["LANEKIT_JOB_ID"]
+mode = int(jid.rsplit("-", 1)[1]) % 5
+def line(kind):
+    fd = os.open(ledger, os.O_WRONLY | os.O_APPEND)
+    os.write(fd, f"{kind} {jid} {time.monotonic():.6f}\\n".encode())
+    os.close(fd)
+def work_once():
+    fd = os.open(f"{locks}/{jid}", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        line("busy")  # another copy of this job is alive and working
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    line("start")
+    time.sleep(work)
+    line("end")
+if mode == 1:  # closes every descriptor it was given
+    os.closerange(0, 65536)
+    work_once()
+elif mode == 2:  # the work leaves the job's process group and session
+    child = os.fork()
+    if child == 0:
+        os.setsid()
+        work_once()
+        os._exit(0)
+    os.waitpid(child, 0)
+elif mode == 3:  # a daemon (double fork, setsid, descriptors closed) does the work
+    r, w = os.pipe()
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            os.closerange(0, r)
+            os.closerange(r + 1, w)
+            os.closerange(w + 1, 65536)
+            os.close(r)
+            work_once()
+            os._exit(0)
+        os._exit(0)
+    os.close(w)
+    while os.read(r, 1):  # EOF once the daemon has exited
+        pass
+elif mode == 4:  # ignores SIGTERM
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    work_once()
+else:
+    work_once()
+"""
+"""The hostile job (mode by the job's id, which ends in the enqueue serial)."""
+
+
 @dataclass(frozen=True, slots=True)
 class ChaosResult:
     """What a chaos run observed."""
@@ -73,6 +135,10 @@ class ChaosResult:
     """Jobs seen running twice at the same time (a `start` while an earlier one had no `end`)."""
     settled_by_status: int = 0
     """Recoveries that settled a job by the exit status its watcher recorded."""
+    kills_by_kind: dict[str, int] = field(default_factory=dict)
+    """How many times each kind of kill struck (runner, watcher, both, stop)."""
+    protected: bool = True
+    """False for the control run (jobenv.COPIES_KEEP_CLAIM off)."""
 
     @property
     def reexecution_ratio(self) -> float:
@@ -93,7 +159,13 @@ class ChaosResult:
 
 
 def make_spec(
-    root: Path, *, lane: str, max_jobs: int, stale_after: float, work_ms: int = 20
+    root: Path,
+    *,
+    lane: str,
+    max_jobs: int,
+    stale_after: float,
+    work_ms: int = 20,
+    hostile: bool = False,
 ) -> RunSpec:
     """One of the lanes that drain the chaos queue (a snapshot file, as `apply` would write).
 
@@ -101,14 +173,30 @@ def make_spec(
     its own lane lock, so the runners really claim side by side (runners of ONE lane would
     take turns on its lock and never race)."""
     ledger = root / "ledger.txt"
+    if hostile:
+        command: tuple[str, ...] = (
+            sys.executable,
+            "-I",
+            "-S",
+            "-c",
+            HOSTILE_JOB,
+            str(ledger),
+            str(root / "locks"),
+            f"{work_ms / 1000:.3f}",
+        )
+    else:
+        command = ("/bin/sh", "-c", job_script(work_ms), "chaos-job", str(ledger))
     return RunSpec(
         lane=lane,
         label=f"local.chaos.{lane}",
         queue_dir=root / "queue",
-        command=("/bin/sh", "-c", job_script(work_ms), "chaos-job", str(ledger)),
+        command=command,
         max_jobs=max_jobs,
         max_seconds=None,
-        max_attempts=1_000_000,  # kills must never push a job to failed/: that would hide loss
+        # One attempt: a job's only failure would be a crash of lanekit's counted as its own
+        # (nothing else fails these jobs), and it would land in failed/, which the verdict
+        # counts.
+        max_attempts=1,
         stale_after=stale_after,
         exit_timeout=5,
         log_path=root / "queue" / "logs" / f"{lane}.log",
@@ -131,12 +219,14 @@ def _failed_ids(queue: Queue) -> set[str]:
 
 def read_ledger(text: str) -> tuple[collections.Counter[str], set[str]]:
     """(executions per job, jobs that had two copies running at once) from the ledger's
-    `start <id>` / `end <id>` lines, in the order they were appended."""
+    `start <id>` / `end <id>` lines (a monotonic time may follow the id), in the order they
+    were appended, and `busy <id>`: a copy found another one holding the job's lock."""
     starts: collections.Counter[str] = collections.Counter()
     running: collections.Counter[str] = collections.Counter()
     overlapping: set[str] = set()
     for line in text.splitlines():
-        kind, _, job = line.partition(" ")
+        kind, _, rest = line.partition(" ")
+        job = rest.split(" ", 1)[0]
         if kind == "start":
             if running[job]:
                 overlapping.add(job)
@@ -144,6 +234,8 @@ def read_ledger(text: str) -> tuple[collections.Counter[str], set[str]]:
             starts[job] += 1
         elif kind == "end" and running[job]:
             running[job] -= 1
+        elif kind == "busy":
+            overlapping.add(job)
     return starts, overlapping
 
 
@@ -191,72 +283,58 @@ def run_chaos(
     timeout: float = 3600.0,
     progress: bool = False,
     work_ms: int = 20,
+    kinds: tuple[str, ...] = ("runner",),
+    hostile: bool = False,
+    protect: bool = True,
 ) -> ChaosResult:
-    """Enqueue `jobs`, keep `runners` `lanekit run` processes going, SIGKILL a random one every
-    `kill_every_ms`, until the queue is empty; then compare done/, records and the ledger."""
+    """Enqueue `jobs`, keep `runners` `lanekit run` processes going, strike a random one every
+    `kill_every_ms` with one of `kinds` (KILL_KINDS), until the queue is empty and no copy of
+    a job is left; then compare done/, records and the ledger. `hostile`: HOSTILE_JOB instead
+    of the shell job; `protect=False`: the control (COPIES_KEEP_CLAIM off in the runners)."""
+    unknown = set(kinds) - set(KILL_KINDS)
+    if unknown:
+        raise ValueError(f"unknown kill kinds {sorted(unknown)}: use {', '.join(KILL_KINDS)}")
     rng = random.Random(seed)
     root.mkdir(parents=True, exist_ok=True)
+    (root / "locks").mkdir(exist_ok=True)
     specs = [
-        make_spec(root, lane=f"{LANE}{i}", max_jobs=max_jobs, stale_after=2.0, work_ms=work_ms)
+        make_spec(
+            root,
+            lane=f"{LANE}{i}",
+            max_jobs=max_jobs,
+            stale_after=2.0,
+            work_ms=work_ms,
+            hostile=hostile,
+        )
         for i in range(runners)
     ]
     argvs = []
     for spec in specs:
         snapshot = root / f"{spec.label}.json"
         spec.write(snapshot)
-        argvs.append(
-            [sys.executable, "-m", "lanekit", "run", spec.lane, "--snapshot", str(snapshot)]
-        )
+        args = ["run", spec.lane, "--snapshot", str(snapshot)]
+        if protect:
+            argvs.append([sys.executable, "-m", "lanekit", *args])
+        else:
+            argvs.append([sys.executable, "-c", UNPROTECTED, *args])
     queue = Queue(specs[0].queue_dir, durable=False)
     queue.ensure()
-    ids = [queue.enqueue({"n": n}) for n in range(jobs)]
+    ids = [queue.enqueue({"n": n}, job_id=f"chaos-{n:07d}") for n in range(jobs)]
     ledger = root / "ledger.txt"
     ledger.touch()
 
-    out = (root / "runners.log").open("ab")
-    slots: list[subprocess.Popen[bytes] | None] = [None] * runners
-    runs_started = kills = 0
     started = time.monotonic()
-    next_kill = started + kill_every_ms / 1000
-    last_report = started
-    try:
-        while True:
-            now = time.monotonic()
-            if now - started > timeout:
-                raise SystemExit(f"chaos: gave up after {timeout:.0f}s with work left")
-            for i, slot in enumerate(slots):
-                if slot is not None and slot.poll() is not None:
-                    slots[i] = None
-            live = [p for p in slots if p is not None]
-            if not live and _queue_empty(queue):
-                break  # checked with no runner alive: a killed one's claim would show here
-            if not _queue_empty(queue):
-                for i, slot in enumerate(slots):
-                    if slot is None:
-                        # launchd starts the lane again on its next fire; here: at once
-                        slots[i] = subprocess.Popen(argvs[i], stdout=out, stderr=out)
-                        runs_started += 1
-            if kill_every_ms > 0 and now >= next_kill:
-                next_kill = now + kill_every_ms / 1000
-                live = [p for p in slots if p is not None and p.poll() is None]
-                if live:
-                    victim = rng.choice(live)
-                    victim.send_signal(signal.SIGKILL)
-                    kills += 1
-            if progress and now - last_report > 5:
-                last_report = now
-                counts = queue.counts()
-                print(
-                    f"  {now - started:6.1f}s queued={counts.queued} claimed={counts.claimed}"
-                    f" delayed={counts.delayed} done={counts.done} kills={kills}",
-                    file=sys.stderr,
-                )
-            time.sleep(0.01)
-    finally:
-        for proc in slots:
-            if proc is not None and proc.poll() is None:
-                proc.wait()
-        out.close()
+    runs_started, by_kind = _drive(
+        queue,
+        argvs,
+        rng=rng,
+        kinds=kinds,
+        kill_every_ms=kill_every_ms,
+        log=root / "runners.log",
+        timeout=timeout,
+        progress=progress,
+    )
+    kills = by_kind.total()
     # The loop ends only once claimed/ is empty, so every job has ended (a job whose runner was
     # killed keeps its claim, through its watcher, until it has).
     seconds = time.monotonic() - started
@@ -294,7 +372,156 @@ def run_chaos(
         lanes_that_finished_jobs=len(lanes_done),
         overlapping=len(overlapping),
         settled_by_status=tally.settled_by_status,
+        kills_by_kind=dict(sorted(by_kind.items())),
+        protected=protect,
     )
+
+
+def _drive(
+    queue: Queue,
+    argvs: list[list[str]],
+    *,
+    rng: random.Random,
+    kinds: tuple[str, ...],
+    kill_every_ms: int,
+    log: Path,
+    timeout: float,
+    progress: bool,
+) -> tuple[int, collections.Counter[str]]:
+    """Keep one runner per argv going and strike them until the queue is empty and no copy
+    of a job is left: (runs started, strikes by kind)."""
+    out = log.open("ab")
+    slots: list[subprocess.Popen[bytes] | None] = [None] * len(argvs)
+    stopped: dict[int, float] = {}
+    """Processes SIGSTOPped by the run: pid -> when they get SIGCONT."""
+    by_kind: collections.Counter[str] = collections.Counter()
+    runs_started = 0
+    started = time.monotonic()
+    next_kill = started + kill_every_ms / 1000
+    last_report = started
+    try:
+        while True:
+            now = time.monotonic()
+            if now - started > timeout:
+                raise SystemExit(f"chaos: gave up after {timeout:.0f}s with work left")
+            _resume_due(stopped, now)
+            slots = [None if p is None or p.poll() is not None else p for p in slots]
+            if not any(slots) and not stopped and _queue_empty(queue):
+                if not _job_copies_alive():
+                    break  # no runner, no claim, no copy of a job left anywhere
+                time.sleep(0.05)  # an orphaned copy works on; its claim was settled
+                continue
+            if not _queue_empty(queue):
+                for i, slot in enumerate(slots):
+                    if slot is None:
+                        # launchd starts the lane again on its next fire; here: at once
+                        slots[i] = subprocess.Popen(argvs[i], stdout=out, stderr=out)
+                        runs_started += 1
+            if kill_every_ms > 0 and now >= next_kill:
+                next_kill = now + kill_every_ms / 1000
+                live = [p for p in slots if p is not None and p.poll() is None]
+                if live:
+                    kind = rng.choice(kinds)
+                    if _strike(kind, rng.choice(live).pid, rng, stopped, now):
+                        by_kind[kind] += 1
+            if progress and now - last_report > 5:
+                last_report = now
+                counts = queue.counts()
+                print(
+                    f"  {now - started:6.1f}s queued={counts.queued} claimed={counts.claimed}"
+                    f" delayed={counts.delayed} done={counts.done} kills={by_kind.total()}",
+                    file=sys.stderr,
+                )
+            time.sleep(0.01)
+    finally:
+        for pid in stopped:
+            _signal(pid, signal.SIGCONT)
+        for proc in slots:
+            if proc is not None and proc.poll() is None:
+                proc.wait()
+        out.close()
+    return runs_started, by_kind
+
+
+KILL_KINDS = ("runner", "watcher", "both", "stop")
+"""runner: SIGKILL the runner; watcher: SIGKILL its job watcher alone; both: the two at once
+(one `pkill -9 -f 'lanekit run'`); stop: SIGSTOP the runner and its watcher, SIGCONT 50-500 ms
+later."""
+UNPROTECTED = (
+    "import sys; import lanekit.jobenv as jobenv; "
+    "jobenv.COPIES_KEEP_CLAIM = False; "
+    "from lanekit.__main__ import main; main(sys.argv[1:])"
+)
+"""`python -m lanekit` with the protection under test switched off (the control run)."""
+
+
+def _resume_due(stopped: dict[int, float], now: float) -> None:
+    """SIGCONT to each stopped process whose time has come."""
+    for pid, until in list(stopped.items()):
+        if now >= until:
+            _signal(pid, signal.SIGCONT)
+            del stopped[pid]
+
+
+def _signal(pid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, sig)
+
+
+def _watcher_of(runner: int) -> int | None:
+    """The runner's job watcher: its one child that is no job (a fork of the runner, with the
+    runner's command line), or None between watchers."""
+    import psutil
+
+    try:
+        parent = psutil.Process(runner)
+        command = parent.cmdline()
+        for child in parent.children():
+            if child.cmdline() == command:
+                return child.pid
+    except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
+        return None
+    return None
+
+
+def _strike(
+    kind: str, runner: int, rng: random.Random, stopped: dict[int, float], now: float
+) -> bool:
+    """Strike the runner `runner` (and/or its watcher) with `kind`; False when the watcher
+    `kind` needs is not there (between jobs: nothing struck)."""
+    watcher = _watcher_of(runner) if kind != "runner" else None
+    if kind in {"watcher", "both"} and watcher is None:
+        return False
+    if kind == "runner":
+        _signal(runner, signal.SIGKILL)
+    elif kind == "watcher":
+        assert watcher is not None
+        _signal(watcher, signal.SIGKILL)
+    elif kind == "both":
+        assert watcher is not None
+        _signal(watcher, signal.SIGKILL)
+        _signal(runner, signal.SIGKILL)
+    else:
+        until = now + rng.uniform(0.05, 0.5)
+        for pid in (runner, watcher):
+            if pid is not None and pid not in stopped:
+                _signal(pid, signal.SIGSTOP)
+                stopped[pid] = until
+    return True
+
+
+def _job_copies_alive() -> bool:
+    """Whether any process still runs a chaos job (its environment names a lane of ours)."""
+    import psutil
+
+    for process in psutil.process_iter():
+        try:
+            ours = process.environ().get("LANEKIT_LANE", "").startswith(LANE)
+            if ours and process.status() != psutil.STATUS_ZOMBIE:
+                return True
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+    return False
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -309,6 +536,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--work-ms", type=int, default=20, help="each job's work between start and end"
     )
+    parser.add_argument(
+        "--kinds",
+        default="runner",
+        help=f"comma-separated kill kinds among {','.join(KILL_KINDS)} (default: runner)",
+    )
+    parser.add_argument("--hostile", action="store_true", help="jobs that escape (see above)")
+    parser.add_argument(
+        "--unprotected", action="store_true", help="the control: job copies not looked for"
+    )
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="lanekit-chaos-") as tmp:
@@ -322,6 +558,9 @@ def main(argv: list[str] | None = None) -> int:
             max_jobs=args.max_jobs,
             progress=not args.json,
             work_ms=args.work_ms,
+            kinds=tuple(args.kinds.split(",")),
+            hostile=args.hostile,
+            protect=not args.unprotected,
         )
     if args.json:
         document = {"schema": 1, **asdict(result), "ok": result.ok}

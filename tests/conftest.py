@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from lanekit.paths import Paths
+from neighbours import SECOND_UID, SecondUser
 
 
 @pytest.fixture(autouse=True)
@@ -29,3 +33,26 @@ def _isolated_env(
 def paths(tmp_path: Path) -> Paths:
     """A Paths tree under tmp_path (emulated backend)."""
     return Paths.under(tmp_path)
+
+
+@pytest.fixture
+def second_user() -> Iterator[SecondUser]:
+    """A second, unprivileged local user (nobody) to act as the hostile neighbour: files are
+    handed to it with os.chown and commands run as it with setpriv, so the test runs as root.
+    Elsewhere it skips saying why, but never in CI as root (CI=true): there it must run."""
+    missing = []
+    if os.geteuid() != 0:
+        missing.append("root (to hand files to another uid and to drop to it)")
+    if shutil.which("setpriv") is None:
+        missing.append("setpriv (util-linux)")
+    if missing:
+        reason = f"acting as a second user needs {' and '.join(missing)}"
+        if os.environ.get("CI") == "true" and os.geteuid() == 0:
+            pytest.fail(f"{reason}; CI as root must run these tests")
+        pytest.skip(reason)
+    shared = Path(tempfile.mkdtemp(prefix="lanekit-neighbours-"))
+    shared.chmod(0o755)
+    try:
+        yield SecondUser(SECOND_UID, shared)
+    finally:
+        shutil.rmtree(shared)

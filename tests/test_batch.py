@@ -109,3 +109,30 @@ def test_a_queue_failing_mid_batch_keeps_what_was_done(queue: Queue) -> None:
     assert batch.stopped is not None
     assert batch.exit_code == batch.stopped.exit_code
     assert len(queued(queue)) == 1
+
+
+def test_a_line_over_max_job_bytes_is_a_bad_line_never_held_whole(tmp_path: Path) -> None:
+    """A line longer than the queue's max_job_bytes is a bad line with its size, read through
+    in bounded pieces (no read asks for a whole line); the lines after it are enqueued
+    (issue 30 item 12)."""
+    queue = Queue(tmp_path / "q", durable=False, max_job_bytes=64)
+    queue.ensure()
+    long_line = b'{"pad": "' + b"x" * 10_000 + b'"}\n'
+    asked: list[int] = []
+
+    class Recording(io.BytesIO):
+        def readline(self, size: int | None = -1, /) -> bytes:
+            asked.append(-1 if size is None else size)
+            return super().readline(size)
+
+    stream = Recording(b'{"n": 1}\n' + long_line + b'{"n": 2}\n')
+    batch = enqueue_jsonl(queue, "-", stdin=stream)
+    assert batch.exit_code is ExitCode.FAILURE
+    assert [line for line, _ in batch.enqueued] == [1, 3]
+    [bad] = batch.bad
+    assert bad.line == 2
+    assert bad.message == (
+        f"job payload is {len(long_line) - 1} bytes, over the queue's max_job_bytes (64 bytes)"
+    )
+    assert max(asked) <= 1 << 16
+    assert all(size > 0 for size in asked)

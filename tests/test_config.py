@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 from pathlib import Path
 
@@ -24,10 +25,11 @@ from lanekit.config import (
     select_lanes,
     validate_config,
 )
-from lanekit.errors import ConfigError, ExitCode, UsageError
+from lanekit.errors import ConfigError, ExitCode, UnsafeStateError, UsageError
 from lanekit.paths import Paths
 from lanekit.schedule import CalendarEntry, Schedule
 from lanekit.snapshot_fields import DEFAULT_EXIT_TIMEOUT
+from neighbours import SECOND_UID, SecondUser
 
 BASE = """
 [queues.notes]
@@ -450,6 +452,22 @@ def test_run_spec_carries_what_the_runner_needs(paths: Paths) -> None:
     assert run_spec(zero).max_seconds is None
 
 
+def test_run_spec_keeps_the_environment_the_plist_carries(paths: Paths) -> None:
+    """The snapshot keeps exactly the lane's EnvironmentVariables, from the one function the
+    plist renders them with (a run by hand builds launchd's environment from them)."""
+    from lanekit.plist import lane_plist
+
+    lane = _load(paths, BASE + 'env = { TOKEN = "x" }\npath = ["/opt/bin", "/usr/bin"]\n')
+    funnel = lane.lanes["funnel"]
+    plist = lane_plist(funnel, interpreter="/usr/bin/python3", snapshot=paths.snapshot_for("x"))
+    assert run_spec(funnel).environment == plist["EnvironmentVariables"]
+    assert plist["EnvironmentVariables"] == {
+        "TOKEN": "x",
+        "PATH": "/opt/bin:/usr/bin",
+        "LANEKIT_LANE": "funnel",
+    }
+
+
 @pytest.mark.parametrize(
     ("value", "expected"),
     [
@@ -483,3 +501,108 @@ def test_bad_session_types_are_refused(paths: Paths, value: str, error: str) -> 
     assert len(errors) == 1
     assert errors[0].startswith("lanes.toml: lanes.funnel.session_type: ")
     assert error in errors[0]
+
+
+def test_max_job_bytes_is_read_defaulted_and_carried_to_the_snapshot(paths: Paths) -> None:
+    """[queues.NAME] max_job_bytes sets the queue's largest job (default 1 MiB) and reaches
+    the runner through the snapshot; below 2 bytes (`{}`) or not an integer it is refused at
+    its key (issue 30 item 12)."""
+    default = _load(paths, BASE).lanes["funnel"]
+    assert default.queue.max_job_bytes == 1024 * 1024
+    assert run_spec(default).max_job_bytes == 1024 * 1024
+    text = BASE.replace('dir = "~/q"\n', 'dir = "~/q"\nmax_job_bytes = 4096\n')
+    lane = _load(paths, text).lanes["funnel"]
+    assert lane.queue.max_job_bytes == 4096
+    assert run_spec(lane).max_job_bytes == 4096
+    assert json.loads(run_spec(lane).to_json())["max_job_bytes"] == 4096
+    for value, error in (("1", "must be at least 2, got 1"), ('"1MiB"', "expected an integer")):
+        bad = BASE.replace('dir = "~/q"\n', f'dir = "~/q"\nmax_job_bytes = {value}\n')
+        [message] = _errors(paths, bad)
+        assert message.startswith("lanes.toml: queues.notes.max_job_bytes: "), message
+        assert error in message
+
+
+# -- issue 30 item 4: a lanes.toml someone other than you or root could have written ---------
+
+
+@pytest.mark.parametrize(
+    ("where", "mode", "what"),
+    [
+        ("file", 0o666, "lanes.toml: configuration is writable by group and others (mode 0666)"),
+        ("file", 0o664, "lanes.toml: configuration is writable by group (mode 0664)"),
+        ("dir", 0o777, "lanes.toml: configuration is reached through {dir}, which is writable"),
+    ],
+)
+def test_a_lanes_toml_others_may_write_is_refused(
+    paths: Paths, where: str, mode: int, what: str
+) -> None:
+    """lanes.toml says what every lane and the watchdog run as you: writable by group or
+    others (the file, or a directory above it, not sticky) it is refused before it is read,
+    by load_config and by validate's read_config alike: exit 69, the chmod that fixes it."""
+    path = _write(paths, BASE)
+    part = path if where == "file" else path.parent
+    part.chmod(mode)
+    try:
+        for read in (load_config, read_config, validate_config):
+            with pytest.raises(UnsafeStateError) as caught:
+                read(path, paths)
+            assert caught.value.exit_code is ExitCode.UNAVAILABLE
+            assert caught.value.message.startswith(what.format(dir=part))
+            assert caught.value.hint == f"chmod go-w {part}"
+    finally:
+        part.chmod(0o700 if where == "dir" else 0o644)
+    assert load_config(path, paths).lanes
+
+
+def test_a_lanes_toml_in_another_users_directory_is_refused_without_a_chown(
+    paths: Paths, second_user: SecondUser
+) -> None:
+    """In a directory of another user (reached directly or through a symlink of ours) it
+    could be replaced by them: refused, and the fix is a directory of your own, never a chown
+    of theirs. Another user's lanes.toml in your own directory: a copy of your own."""
+    theirs = second_user.mkdir("theirs")
+    config = theirs / "lanes.toml"
+    config.write_text(BASE, encoding="utf-8")
+    link = paths.cwd / "linked.toml"
+    link.symlink_to(config)
+    for path in (config, link):
+        with pytest.raises(UnsafeStateError) as caught:
+            load_config(path, paths)
+        assert f"is reached through {theirs}, which is owned by uid {SECOND_UID}" in (
+            caught.value.message
+        )
+        assert caught.value.hint.startswith("keep lanes.toml in a directory of your own")
+        assert "chown" not in caught.value.hint
+    mine = _write(paths, BASE)
+    os.chown(mine, SECOND_UID, SECOND_UID)
+    with pytest.raises(UnsafeStateError, match=f"configuration is owned by uid {SECOND_UID}"):
+        load_config(mine, paths)
+
+
+@pytest.mark.parametrize(
+    ("key", "where"),
+    [
+        ("log", "~/q/queue/funnel.log"),
+        ("stdout_log", "~/q/failed/out.log"),
+        ("stderr_log", "~/other/records"),
+        ("log", "~/other/done/2026-01-01/funnel.log"),
+    ],
+)
+def test_a_log_inside_a_queues_directories_is_refused(paths: Paths, key: str, where: str) -> None:
+    """A lane's log, stdout_log or stderr_log inside any queue's own directories (its own or
+    another's) would be taken for the queue's: in queue/ the event log is claimed as a job.
+    Refused at the lane's key, naming the queue and the fix (issue 30 item 9)."""
+    text = BASE + f'{key} = "{where}"\n[queues.other]\ndir = "~/other"\n'
+    [message] = _errors(paths, text)
+    shown = where.replace("~", str(paths.home))
+    assert message.startswith(f"lanes.toml: lanes.funnel.{key}: {shown} is inside "), message
+    assert "of queue " in message
+    _, errors = validate_config(_write(paths, text), paths)
+    assert errors[0].hint.startswith(f"leave {key} out (its default is {paths.home}/q/logs/")
+
+
+def test_a_log_in_a_queues_logs_dir_or_beside_it_is_accepted(paths: Paths) -> None:
+    """logs/ is the lanes' own (the default), and the queue's top directory holds no jobs."""
+    text = BASE + 'log = "~/q/logs/mine.log"\nstdout_log = "~/q/out.log"\n'
+    lane = _load(paths, text).lanes["funnel"]
+    assert lane.log_path == paths.home / "q" / "logs" / "mine.log"

@@ -404,7 +404,7 @@ def test_launchd_unreachable_is_a_note_not_a_crash(tmp_path: Path) -> None:
     ctx = DoctorContext(paths, launchd=Down())  # type: ignore[arg-type]
     report = run_checks([plist_target(plist, None)], ctx, select_checks(["launchd.not-loaded"]))
     assert report.findings == ()
-    assert report.notes == ("launchd checks skipped: launchctl: no GUI session",)
+    assert report.notes == ("launchd checks skipped: launchctl: no GUI session; log in",)
 
 
 def test_a_check_run_alone_answers_as_in_a_full_run(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -201,7 +202,12 @@ def test_snapshot_keys_match_runspec() -> None:
 
 def test_snapshot_reads_like_json(tmp_path: Path) -> None:
     """A snapshot apply wrote reads to what json reads."""
-    spec = make_spec(tmp_path, command=("tool", "--name=é 😀", "{job}"), max_seconds=2.5)
+    spec = make_spec(
+        tmp_path,
+        command=("tool", "--name=é 😀", "{job}"),
+        max_seconds=2.5,
+        environment={"PATH": "/usr/bin:/bin", "NOTE": 'é \\ "q"'},
+    )
     data = read_snapshot(str(tmp_path / "snap.json"))
     assert data is not None
     assert same(data, json.loads(spec.to_json()))
@@ -303,6 +309,37 @@ def test_errors_are_reported_by_the_full_path(
     (tmp_path / "snap.json").write_text("{")
     assert main(args(tmp_path)) == 2
     assert "lane snapshot is unreadable" in capsys.readouterr().err
+
+
+def test_lanekit_run_by_hand_runs_jobs_as_launchd_would(tmp_path: Path) -> None:
+    """`lanekit run LANE` typed in a terminal whose PATH has a tool the lane's `path` lacks:
+    the job (that tool) cannot start, exactly as under launchd (exit 69, the job back in
+    queue/, `requeued reason=cannot-start`); nothing else is printed than that error."""
+    directory = tmp_path / "terminal-bin"
+    directory.mkdir()
+    tool = directory / "only-in-terminal"
+    tool.write_text("#!/bin/sh\nexit 0\n")
+    tool.chmod(0o755)
+    spec = make_spec(
+        tmp_path,
+        command=("only-in-terminal", "{job}"),
+        environment={"PATH": "/usr/bin:/bin", "LANEKIT_LANE": "work"},
+    )
+    Queue(spec.queue_dir, durable=False).enqueue({"n": 1})
+    terminal = {k: v for k, v in os.environ.items() if k != "XPC_SERVICE_NAME"}
+    terminal["PATH"] = f"{directory}{os.pathsep}{os.environ['PATH']}"
+    ran = subprocess.run(
+        [PY, "-m", "lanekit", "run", *args(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=terminal,
+        check=False,
+    )
+    assert ran.returncode == 69, ran.stderr
+    assert ran.stdout == ""
+    assert ran.stderr.startswith("error: lane work: cannot start 'only-in-terminal'")
+    assert Queue(spec.queue_dir, durable=False).counts().queued == 1
+    assert ("requeued", "cannot-start") in [(e["event"], e.get("reason")) for e in logged(spec)]
 
 
 def _bare_modules() -> set[str]:

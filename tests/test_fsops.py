@@ -290,3 +290,17 @@ def test_temp_names_differ_in_a_forked_child() -> None:
     after = [fsops.tmp_suffix() for _ in range(50)]
     assert {name.split(".")[0] for name in child} == {str(pid)}
     assert {name.split(".")[2] for name in child}.isdisjoint(name.split(".")[2] for name in after)
+
+
+def test_open_regular_refuses_a_socket_by_its_kind(tmp_path: Path) -> None:
+    """A unix socket fails open(2) itself (ENXIO here): it is still NotRegularFileError
+    naming its kind, like a FIFO refused on its descriptor, not an error of the directory."""
+    import socket
+
+    path = tmp_path / "s.json"
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(path))
+        with pytest.raises(fsops.NotRegularFileError) as caught:
+            fsops.open_regular(str(path))
+    assert caught.value.kind == "a socket"
+    assert "a socket, not a regular file" in str(caught.value)

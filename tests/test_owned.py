@@ -10,7 +10,15 @@ from pathlib import Path
 import pytest
 
 from lanekit.errors import ExitCode, UnsafeStateError
-from lanekit.owned import check_private, make_private_dirs, read_regular, unsafe_reason
+from lanekit.owned import (
+    check_private,
+    check_trusted,
+    make_private_dirs,
+    read_regular,
+    unsafe_reason,
+    untrusted_part,
+)
+from neighbours import SecondUser
 
 OTHER_UID = 65534  # nobody: the tests run as root, so os.chown can hand a file to another user
 
@@ -145,3 +153,138 @@ def test_read_regular_refuses_a_symlink_unless_asked_to_follow(tmp_path: Path) -
     assert read is not None
     assert read[0] == b"data"
     assert read_regular(tmp_path / "missing", "plist") is None
+
+
+# -- issue 30 items 4 and 5: a path someone other than you or root could have written --------
+
+
+def test_a_path_under_pytests_tmp_is_trusted(tmp_path: Path) -> None:
+    """The chain the tests live in is acceptable: /tmp is sticky and root's, pytest's
+    directories are ours; what is missing below a trusted part is the caller's to create."""
+    config = tmp_path / "lanes.toml"
+    config.write_text("")
+    assert untrusted_part(config) is None
+    assert untrusted_part(tmp_path / "not" / "yet") is None
+    assert untrusted_part("/tmp") is None
+
+
+@pytest.mark.parametrize(
+    ("where", "mode", "reason"),
+    [
+        ("file", 0o664, "is writable by group (mode 0664)"),
+        ("file", 0o646, "is writable by others (mode 0646)"),
+        ("parent", 0o777, "is writable by group and others (mode 0777)"),
+        ("grandparent", 0o775, "is writable by group (mode 0775)"),
+    ],
+)
+def test_a_part_others_may_write_is_named(
+    tmp_path: Path, where: str, mode: int, reason: str
+) -> None:
+    """The file itself or any directory above it (not sticky) that group or others may write."""
+    parent = tmp_path / "a" / "b"
+    parent.mkdir(parents=True)
+    config = parent / "lanes.toml"
+    config.write_text("")
+    part = {"file": config, "parent": parent, "grandparent": parent.parent}[where]
+    part.chmod(mode)
+    found = untrusted_part(config)
+    assert found is not None
+    assert (found.part, found.reason) == (str(part), reason)
+    assert not found.theirs
+
+
+def test_a_sticky_directory_of_root_or_yours_is_fine_but_not_anothers(
+    second_user: SecondUser,
+) -> None:
+    """Sticky and world-writable like /tmp: fine when root's (or yours: others may add names,
+    never replace yours); another user's sticky directory is theirs to empty."""
+    mine = second_user.mkdir("sticky", mode=0o1777, uid=0)
+    (mine / "lanes.toml").write_text("")
+    assert untrusted_part(mine / "lanes.toml") is None
+    os.chown(mine, OTHER_UID, OTHER_UID)
+    found = untrusted_part(mine / "lanes.toml")
+    assert found is not None
+    assert found.part == str(mine)
+    assert found.reason == f"is owned by uid {OTHER_UID} (nobody), not by you (uid 0 (root))"
+    assert found.theirs
+
+
+def test_another_users_file_or_directory_is_named_even_through_a_symlink(
+    second_user: SecondUser, tmp_path: Path
+) -> None:
+    """A directory of another user on the way, reached directly or through a symlink of ours,
+    and the first existing part of a path that does not exist yet (what apply would create)."""
+    theirs = second_user.mkdir("theirs")
+    assert untrusted_part(theirs / "q" / "jobs").part == str(theirs)  # type: ignore[union-attr]
+    link = tmp_path / "q"
+    link.symlink_to(theirs)
+    found = untrusted_part(link / "jobs")
+    assert found is not None
+    assert found.part == str(theirs)
+    assert found.theirs
+    config = tmp_path / "lanes.toml"
+    config.write_text("")
+    os.chown(config, OTHER_UID, OTHER_UID)
+    found = untrusted_part(config)
+    assert found is not None
+    assert (found.part, found.theirs) == (str(config), True)
+
+
+def test_a_symlink_another_user_owns_in_a_sticky_directory_is_refused(
+    second_user: SecondUser, tmp_path: Path
+) -> None:
+    """In a sticky directory its owner may replace a symlink at will: it is judged too."""
+    target = tmp_path / "lanes.toml"
+    target.write_text("")
+    link = second_user.shared / "lanes.toml"
+    link.symlink_to(target)
+    os.lchown(link, OTHER_UID, OTHER_UID)
+    second_user.shared.chmod(0o1777)
+    found = untrusted_part(link)
+    assert found is not None
+    assert found.part == str(link)
+
+
+def test_directories_above_your_home_are_not_judged(tmp_path: Path) -> None:
+    """The walk judges from your home down: a too-open directory above it is the system's."""
+    above = tmp_path / "Users"
+    home = above / "me"
+    home.mkdir(parents=True)
+    above.chmod(0o777)
+    (home / "lanes.toml").write_text("")
+    assert untrusted_part(home / "lanes.toml", home=home) is None
+    found = untrusted_part(home / "lanes.toml", home=tmp_path / "elsewhere")
+    assert found is not None
+    assert found.part == str(above)
+
+
+def test_the_fix_is_a_chmod_of_yours_and_never_a_chown_of_anothers_directory(
+    second_user: SecondUser, tmp_path: Path
+) -> None:
+    """Exit 69 with one line each: your too-open part gets a quoted chmod; another user's
+    directory the place of your own the caller names, never `chown` (which would take it
+    over); another user's file in your directory a copy of your own."""
+    config = tmp_path / "it's lanes.toml"
+    config.write_text("")
+    config.chmod(0o666)
+    with pytest.raises(UnsafeStateError) as caught:
+        check_trusted(config, "configuration", elsewhere="use ~/mine")
+    assert caught.value.exit_code is ExitCode.UNAVAILABLE
+    assert caught.value.message.startswith(f"{config}: configuration is writable by group")
+    assert caught.value.hint.startswith("chmod go-w '")
+    theirs = second_user.mkdir("theirs")
+    with pytest.raises(UnsafeStateError) as caught:
+        check_trusted(theirs / "q", "queue directory", elsewhere="use ~/mine")
+    assert caught.value.message.startswith(
+        f"{theirs / 'q'}: queue directory is reached through {theirs}, which is owned by uid "
+        f"{OTHER_UID} (nobody)"
+    )
+    assert caught.value.hint == "use ~/mine"
+    config.chmod(0o644)
+    os.chown(config, OTHER_UID, OTHER_UID)
+    with pytest.raises(UnsafeStateError) as caught:
+        check_trusted(config, "configuration", elsewhere="use ~/mine")
+    assert "chown" not in caught.value.hint
+    assert caught.value.hint.startswith("check what it says, then replace it with a copy")
+    for error in caught.value.message, caught.value.hint:
+        assert "\n" not in error

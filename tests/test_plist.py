@@ -14,7 +14,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from lanekit.config import Config, LaneSpec, QueueSpec, load_config
-from lanekit.errors import ConfigError, EnvironmentUnusableError
+from lanekit.errors import ConfigError, EnvironmentUnusableError, ExitCode, UnsafeStateError
 from lanekit.paths import Paths
 from lanekit.plist import (
     ENTRYPOINT_CODE,
@@ -29,6 +29,7 @@ from lanekit.plist import (
 )
 from lanekit.schedule import Schedule
 from lanekit.validate import check_config
+from neighbours import SECOND_UID, SecondUser
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = Path(__file__).resolve().parent / "golden"
@@ -365,6 +366,48 @@ def test_user_dir_without_the_template_falls_back_to_the_shipped_one(tmp_path: P
     empty = tmp_path / "empty"
     empty.mkdir()
     assert _render(config.lanes["daily"], paths, empty) == _render(config.lanes["daily"], paths)
+
+
+@pytest.mark.parametrize("part", ["directory", "template", "included"])
+def test_a_user_template_others_may_write_is_refused(tmp_path: Path, part: str) -> None:
+    """A template renders the plist, so it says what launchd runs as you: one that group or
+    others may write (the directory, the template, or a template it includes) is refused,
+    exit 69 with the chmod, not rendered (issue 30 item 4)."""
+    config, paths = _golden_config(tmp_path)
+    user = _user_templates(
+        tmp_path,
+        '{% extends "lanekit/lane.plist.j2" %}\n'
+        '{% block extra_keys %}{% include "extra.j2" %}{% endblock %}\n',
+    )
+    (user / "extra.j2").write_text("\t<key>KeepAlive</key>\n\t<false/>\n", encoding="utf-8")
+    assert plistlib.loads(_render(config.lanes["daily"], paths, user))["KeepAlive"] is False
+    target = {
+        "directory": user,
+        "template": user / LANE_TEMPLATE,
+        "included": user / "extra.j2",
+    }[part]
+    target.chmod(0o777 if part == "directory" else 0o666)
+    with pytest.raises(UnsafeStateError) as caught:
+        _render(config.lanes["daily"], paths, user)
+    assert caught.value.exit_code is ExitCode.UNAVAILABLE
+    assert caught.value.message.startswith(f"{target}: ")
+    assert "is writable by group and others" in caught.value.message
+    assert caught.value.hint == f"chmod go-w {target}"
+
+
+def test_another_users_template_is_refused(tmp_path: Path, second_user: SecondUser) -> None:
+    """A template another user owns (or one in their directory) could be theirs to change:
+    refused, with a copy of your own as the fix, never a chown of their directory."""
+    config, paths = _golden_config(tmp_path)
+    user = _user_templates(tmp_path, _shipped())
+    os.chown(user / LANE_TEMPLATE, SECOND_UID, SECOND_UID)
+    with pytest.raises(UnsafeStateError, match=f"template is owned by uid {SECOND_UID}"):
+        _render(config.lanes["daily"], paths, user)
+    theirs = second_user.mkdir("templates")
+    (theirs / LANE_TEMPLATE).write_text(_shipped(), encoding="utf-8")
+    with pytest.raises(UnsafeStateError) as caught:
+        _render(config.lanes["daily"], paths, theirs)
+    assert caught.value.hint.startswith("keep your templates in a directory of your own")
 
 
 @pytest.mark.parametrize(

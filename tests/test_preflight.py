@@ -3,6 +3,7 @@ that `validate` and `apply` both call (issue 12 items 13, 14 and 19)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -10,8 +11,10 @@ from typer.testing import CliRunner, Result
 
 from lanekit.cli import app
 from lanekit.config import LaneSpec, QueueSpec
-from lanekit.preflight import preflight, throttle_warning
+from lanekit.errors import ExitCode, UnsafeStateError
+from lanekit.preflight import preflight, throttle_warning, untrusted_dirs
 from lanekit.schedule import build_schedule
+from neighbours import SECOND_UID, SecondUser
 
 
 def lane_on(
@@ -138,6 +141,40 @@ def test_validate_refuses_what_apply_refuses(here: Path) -> None:
     assert not where.exists()
 
 
+@pytest.mark.parametrize("inside", [False, True])
+def test_a_queue_dir_that_is_a_file_is_refused_by_validate_and_apply(
+    here: Path, inside: bool
+) -> None:
+    """A queue `dir` that is a regular file (or lies under one): validate fails naming the key
+    and the fix, and apply fails the lane with the same words, without a traceback (before,
+    validate said OK and apply crashed in flock on <dir>/logs/work.lock; issue 30 item 7)."""
+    afile = here / "inbox"
+    afile.write_text("not a queue\n")
+    where = afile / "jobs" if inside else afile
+    config = _lanes_toml(here, where)
+    what = (
+        f"is not a directory ({afile} is a regular file)"
+        if inside
+        else ("is a regular file, not a directory")
+    )
+    checked = _run("validate", "-c", str(config))
+    assert checked.exit_code == 1
+    assert checked.stderr.splitlines() == [
+        f"error: lanes.toml: queues.q.dir: {where}: {what}",
+        "hint: point the queue's dir at a directory (or where `lanekit apply` may create one), "
+        "or move the file out of the way",
+        "lanes.toml: 1 error",
+    ]
+    for command in ("plan", "apply"):
+        done = _run(command, "-c", str(config))
+        assert done.exception is None or isinstance(done.exception, SystemExit), command
+        assert "Traceback" not in done.output
+    applied = _run("apply", "-c", str(config))
+    assert applied.exit_code == 1
+    assert f"{where}: {what}" in applied.output
+    assert afile.read_text() == "not a queue\n"
+
+
 def test_validate_names_every_bad_schedule_entry(here: Path) -> None:
     """Each bad element of a schedule array is its own error, not only the first."""
     config = _lanes_toml(here, here / "q")
@@ -184,3 +221,29 @@ def test_schedule_command_warns_with_both_meanings() -> None:
     assert "runs: at 01:01 on days 1 to 7 of every month and every Sunday" in result.stdout
     as_json = _run("schedule", "1 1 1-7 * */7", "--json")
     assert '"warnings": [\n    "\\"1 1 1-7 * */7\\": Vixie/Debian cron' in as_json.stdout
+
+
+def test_a_queue_or_log_in_another_users_directory_is_refused_before_it_exists(
+    tmp_path: Path, second_user: SecondUser
+) -> None:
+    """The queue dir, or a log's directory, inside a directory of another user (or reached
+    through a symlink into one): refused with exit 69 naming that directory and a place of
+    your own, never a chown of theirs; nothing needs to exist below it (issue 30 item 5)."""
+    theirs = second_user.mkdir("theirs")
+    (tmp_path / "linked").symlink_to(theirs)
+    for where in (theirs / "jobs", tmp_path / "linked" / "jobs"):
+        [refusal] = preflight(lane_on(tmp_path, queue_dir=where)).refusals
+        assert isinstance(refusal, UnsafeStateError)
+        assert refusal.exit_code is ExitCode.UNAVAILABLE
+        assert refusal.message.startswith(
+            f"{where}: queue directory is reached through {theirs}, which is owned by uid "
+            f"{SECOND_UID} (nobody)"
+        )
+        assert refusal.hint.startswith("point [queues.q] dir at a directory of your own, e.g. ")
+        assert "chown" not in refusal.hint
+        assert not (theirs / "jobs").exists()
+    lane = replace(lane_on(tmp_path), log_path=theirs / "logs" / "work.log")
+    [refusal] = untrusted_dirs(lane)
+    assert refusal.message.startswith(f"{theirs / 'logs'}: log directory is reached through")
+    assert refusal.hint.startswith("point [lanes.work] log at a directory of your own")
+    assert untrusted_dirs(lane_on(tmp_path)) == []

@@ -1033,7 +1033,7 @@ def _claim_and_hang(root: str, ready: Connection) -> None:
 def test_sigkill_mid_job_then_recover_returns_it(queue: Queue) -> None:
     """A runner killed with SIGKILL mid-job leaves its claim; while it lives recover() leaves
     it alone, after its death recover() puts the job back in queue/ and the next claim is
-    attempt 2."""
+    attempt 1 again: the job never ended, its runner crashed, which spends no attempt."""
     job_id = queue.enqueue({"n": 1})
     receiver, sender = FORK.Pipe(duplex=False)
     child = FORK.Process(target=_claim_and_hang, args=(str(queue.dir), sender))
@@ -1049,13 +1049,13 @@ def test_sigkill_mid_job_then_recover_returns_it(queue: Queue) -> None:
     assert queue.list_claims()[0].owner_alive is False
     recovered = queue.recover(stale_after=3600, max_attempts=3)
     assert [(r.job_id, r.reason, r.state, r.attempts) for r in recovered] == [
-        (job_id, RecoverReason.OWNER_DEAD, JobState.QUEUED, 1)
+        (job_id, RecoverReason.OWNER_DEAD, JobState.QUEUED, 0)
     ]
     assert recovered[0].destination == queue.queue / f"{job_id}.json"
     owner = Owner.parse(recovered[0].owner)
     assert owner is not None and (owner.host, owner.pid) == (procinfo.hosttag(), child.pid)
     assert names(queue.claimed) == []
-    assert drain(queue)[0].attempt == 2
+    assert drain(queue)[0].attempt == 1
 
 
 def test_pid_reuse_is_detected_by_start_token(queue: Queue) -> None:
@@ -1095,14 +1095,14 @@ def test_other_host_claims_recover_only_when_stale(queue: Queue) -> None:
     assert [(r.job_id, r.reason) for r in recovered] == [("far", RecoverReason.STALE)]
 
 
-def test_recover_out_of_attempts_goes_to_failed(queue: Queue) -> None:
-    """A dead owner's job that has used all its attempts is failed, with the reason."""
+def test_recover_at_the_last_attempt_runs_it_again(queue: Queue) -> None:
+    """A dead owner's job at its last attempt goes back to queue/ with that attempt taken
+    back: a crash never spends a job's attempts (the job never ended)."""
     fake_claim(queue, "spent", f"{procinfo.hosttag()}-{dead_pid()}-1", attempts=3)
     recovered = queue.recover(stale_after=3600, max_attempts=3)
-    assert [(r.state, r.destination) for r in recovered] == [
-        (JobState.FAILED, queue.failed / "spent.json")
+    assert [(r.state, r.destination, r.attempts) for r in recovered] == [
+        (JobState.QUEUED, queue.queue / "spent.json", 2)
     ]
-    assert "gave up after 3 attempts" in (queue.failed / "spent.error").read_text()
 
 
 def test_recover_finishes_a_success_instead_of_rerunning(queue: Queue) -> None:

@@ -162,6 +162,52 @@ def test_fifo_in_claimed_does_not_hang_doctor_or_recover(project: Path) -> None:
     assert "a FIFO, not a regular file" in failed_reason(queue, "aa-fifo")
 
 
+def test_socket_in_queue_goes_to_failed_and_the_run_goes_on(project: Path) -> None:
+    """A unix socket named *.json in queue/ fails open(2) itself (ENXIO on Linux, EOPNOTSUPP
+    on macOS): it goes to failed/ as "a socket, not a regular file" like a FIFO, instead of
+    exiting 69 on every run with the jobs sorted after it never run (issue 30 item 6)."""
+    import socket
+
+    queue = inbox(project)
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(queue.queue / "aa-sock.json"))
+        good = enqueue_good(project)
+        proc = run_lane(project)
+    no_traceback(proc)
+    assert proc.returncode == 1, proc.stderr
+    assert "a socket, not a regular file" in failed_reason(queue, "aa-sock")
+    assert queue.store.read(good).state is JobState.SUCCEEDED  # type: ignore[union-attr]
+    again = run_lane(project)
+    assert again.returncode == 0, again.stderr
+
+
+def test_hard_link_in_queue_is_refused_and_its_file_untouched(project: Path, outside: Path) -> None:
+    """A hard link dropped into queue/ shares its inode with a file elsewhere: it goes to
+    failed/ with the reason, the next job runs, and the other file keeps its contents and
+    mtime (the `outside` fixture checks both; issue 30 item 10)."""
+    queue = inbox(project)
+    os.link(outside, queue.queue / "aa-hard.json")
+    good = enqueue_good(project)
+    proc = run_lane(project)
+    no_traceback(proc)
+    assert proc.returncode == 1, proc.stderr
+    assert "2 hard links" in failed_reason(queue, "aa-hard")
+    assert queue.store.read(good).state is JobState.SUCCEEDED  # type: ignore[union-attr]
+
+
+def test_job_over_the_default_size_limit_goes_to_failed(project: Path) -> None:
+    """A file over 1 MiB (the default max_job_bytes) dropped in queue/ goes to failed/ with
+    its size and the limit in the reason, and the run goes on (issue 30 item 12)."""
+    queue = inbox(project)
+    (queue.queue / "aa-big.json").write_bytes(b'{"pad": "' + b"x" * (1 << 20) + b'"}')
+    good = enqueue_good(project)
+    proc = run_lane(project)
+    no_traceback(proc)
+    assert proc.returncode == 1, proc.stderr
+    assert "over the queue's max_job_bytes (1048576)" in failed_reason(queue, "aa-big")
+    assert queue.store.read(good).state is JobState.SUCCEEDED  # type: ignore[union-attr]
+
+
 def test_directory_named_like_a_job_goes_to_failed(project: Path) -> None:
     """A directory `x.json` in queue/ is moved to failed/ ("a directory"), not put back to block
     every later run with exit 69."""

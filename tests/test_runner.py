@@ -465,6 +465,114 @@ def test_command_not_found_restores_the_job_and_exits_69(
     assert log[3]["exit"] == "69"
 
 
+# --- a run by hand: jobs get the lane's environment, as under launchd ----------------------
+
+LANE_ENV = {"PATH": "/usr/bin:/bin", "GREETING": "from lanes.toml", "LANEKIT_LANE": "work"}
+"""The lane's EnvironmentVariables as its snapshot keeps them (lanekit.config.lane_environment)."""
+
+
+def terminal(monkeypatch: pytest.MonkeyPatch, root: Path) -> Path:
+    """This process as a terminal: a PATH with a directory the lane's `path` lacks (holding
+    the tool `only-in-terminal`), GREETING and TERMINAL_ONLY of its own, and no
+    XPC_SERVICE_NAME (launchd did not start it). The tool's path."""
+    directory = root / "terminal-bin"
+    directory.mkdir()
+    tool = directory / "only-in-terminal"
+    tool.write_text("#!/bin/sh\nexit 0\n")
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{directory}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("GREETING", "from the terminal")
+    monkeypatch.setenv("TERMINAL_ONLY", "1")
+    monkeypatch.delenv("XPC_SERVICE_NAME", raising=False)
+    return tool
+
+
+def env_job(root: Path) -> tuple[list[str], Path]:
+    """A job command that writes its whole environment as JSON to the file it returns."""
+    seen = root / "seen.json"
+    script = write_script(
+        root / "env_job.py",
+        "import json, os, sys\n"
+        "with open(sys.argv[1], 'w') as out:\n"
+        "    json.dump(dict(os.environ), out)\n",
+    )
+    return [PY, str(script), str(seen)], seen
+
+
+def test_a_run_by_hand_gives_jobs_the_lanes_environment(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`lanekit run LANE` in a terminal runs the job as launchd would: with the lane's PATH
+    and env and what launchd adds (XPC_SERVICE_NAME), nothing of the terminal's."""
+    terminal(monkeypatch, root)
+    command, seen = env_job(root)
+    spec = make_spec(root, command, environment=LANE_ENV)
+    job_id = queue_of(spec).enqueue({"n": 1})
+    spec.write(root / "snap.json")
+    assert main(["work", "--snapshot", str(root / "snap.json")]) == ExitCode.OK
+    env = json.loads(seen.read_text())
+    env.pop("LC_CTYPE", None)  # Python's own locale coercion (PEP 538) in the job
+    assert env == {
+        **LANE_ENV,
+        "XPC_SERVICE_NAME": "test.work",
+        "LANEKIT_JOB_ID": job_id,
+        "LANEKIT_JOB_FILE": env["LANEKIT_JOB_FILE"],
+        "LANEKIT_ATTEMPT": "1",
+    }
+
+
+def test_a_command_only_on_the_terminals_path_cannot_start_by_hand(
+    root: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A command found only on the terminal's PATH cannot start by hand either, as under
+    launchd: the job goes back untouched and the run exits 69 (`lane.cannot-start` is then
+    a true finding: launchd's runs would fail the same way)."""
+    terminal(monkeypatch, root)
+    spec = make_spec(root, ["only-in-terminal", "{job}"], environment=LANE_ENV)
+    job_id = queue_of(spec).enqueue({"n": 1})
+    spec.write(root / "snap.json")
+    assert main(["work", "--snapshot", str(root / "snap.json")]) == ExitCode.UNAVAILABLE
+    assert "cannot start 'only-in-terminal'" in capsys.readouterr().err
+    assert names(spec.queue_dir / "queue") == [f"{job_id}.json"]
+    assert [(e["event"], e.get("reason")) for e in events(spec)][1:3] == [
+        ("claimed", None),
+        ("requeued", "cannot-start"),
+    ]
+
+
+def test_a_run_launchd_started_keeps_the_environment_launchd_gave_it(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under launchd (XPC_SERVICE_NAME is the lane's label; the emulated domain and `lanekit
+    try` set it too) the run's own environment is launchd's: jobs get it as it is, with
+    whatever launchd or the emulated domain added (LANEKIT_LAUNCHD here)."""
+    terminal(monkeypatch, root)
+    monkeypatch.setenv("XPC_SERVICE_NAME", "test.work")
+    command, seen = env_job(root)
+    spec = make_spec(root, command, environment=LANE_ENV)
+    queue_of(spec).enqueue({"n": 1})
+    assert run_lane(spec).done == 1
+    env = json.loads(seen.read_text())
+    assert (env["GREETING"], env["TERMINAL_ONLY"], env["LANEKIT_LAUNCHD"]) == (
+        "from the terminal",
+        "1",
+        "emulated",
+    )
+
+
+def test_a_snapshot_without_the_lanes_environment_keeps_the_callers(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A snapshot an older lanekit wrote has no `environment`: a run by hand cannot build
+    launchd's, and gives jobs its own environment as before (`lanekit apply` rewrites it)."""
+    terminal(monkeypatch, root)
+    command, seen = env_job(root)
+    spec = make_spec(root, command)
+    queue_of(spec).enqueue({"n": 1})
+    assert run_lane(spec).done == 1
+    assert json.loads(seen.read_text())["GREETING"] == "from the terminal"
+
+
 def test_unexpected_error_never_strands_a_claim(root: Path) -> None:
     """A bug while running a job still settles it: the claim goes back to queue/."""
     spec = make_spec(root, ["tool"])
@@ -746,7 +854,7 @@ def job_scripts(root: Path) -> Iterator[dict[str, Path]]:
         root / "leader.py",
         "import os, signal, subprocess, sys, time\n"
         "marks = sys.argv[1]\n"
-        "if os.environ['LANEKIT_ATTEMPT'] != '1' and os.environ.get('SECOND_RUN_OK'):\n"
+        "if os.path.exists(marks + '/started') and os.environ.get('SECOND_RUN_OK'):\n"
         "    open(marks + '/second-run', 'w').close()\n"
         "    sys.exit(0)\n"
         "if os.environ.get('IGNORE'):\n"
@@ -821,7 +929,8 @@ def test_job_ignoring_sigterm_is_killed_within_the_grace(
 @pytest.mark.slow
 def test_sigkill_mid_job_then_next_run_recovers(root: Path, job_scripts: dict[str, Path]) -> None:
     """The runner and the job's watcher are SIGKILLed mid-job (no finally runs, no status is
-    written): the job did not finish, so the next run recovers the claim and runs it again."""
+    written), then the job: it did not finish, so the next run recovers the claim and runs it
+    again, as the same attempt (a crash spends none)."""
     marks = job_scripts["marks"]
     spec = make_spec(root, [PY, str(job_scripts["leader"]), str(marks)])
     job_id = queue_of(spec).enqueue({"n": 1})
@@ -856,7 +965,7 @@ def test_sigkill_mid_job_then_next_run_recovers(root: Path, job_scripts: dict[st
     ]
     record = RecordStore(spec.queue_dir / "records").read(job_id)
     assert record is not None
-    assert (record.state, record.attempts) == (JobState.SUCCEEDED, 2)
+    assert (record.state, record.attempts) == (JobState.SUCCEEDED, 1)
 
 
 def _ended(pid: int) -> bool:
@@ -1019,3 +1128,15 @@ def test_a_start_refused_with_eperm_is_logged_as_not_permitted(root: Path) -> No
     assert [e["event"] for e in log][-1] == "requeued"
     assert log[-1]["reason"] == "not-permitted"
     assert names(spec.queue_dir / "queue") == [f"{job_id}.json"]
+
+
+def test_a_run_claims_with_its_queues_max_job_bytes(root: Path) -> None:
+    """The lane's snapshot carries its queue's `max_job_bytes`, and the run's queue applies it:
+    a job file dropped in queue/ over that size goes to failed/ unread, a smaller one runs."""
+    spec = make_spec(root, ["/bin/true"], max_job_bytes=64)
+    queue_dir = spec.queue_dir
+    (queue_dir / "queue" / "small.json").write_text('{"n": 1}')
+    (queue_dir / "queue" / "large.json").write_text('{"pad": "' + "x" * 100 + '"}')
+    result = run_lane(spec, env={"PATH": "/usr/bin:/bin"})
+    assert (result.done, names(queue_dir / "failed")) == (1, ["large.json"])
+    assert "64" in (queue_dir / "failed" / "large.error").read_text()

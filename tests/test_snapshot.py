@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import fields
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from lanekit.errors import ExitCode, UnsafeStateError, UsageError
-from lanekit.snapshot import RunSpec
+from lanekit.snapshot import RunSpec, WatchChannels
 from lanekit.snapshot_fields import FIELDS
 from lanekit.snapshot_reader import read_snapshot
+from neighbours import SECOND_UID, SecondUser
 
 GOOD = RunSpec(
     lane="l",
@@ -119,3 +120,48 @@ def test_written_snapshots_are_0600(tmp_path: Path) -> None:
     finally:
         os.umask(old)
     assert (tmp_path / "s" / "l.json").stat().st_mode & 0o777 == 0o600
+
+
+def test_load_refuses_a_snapshot_reached_through_a_directory_others_may_write(
+    tmp_path: Path, second_user: SecondUser
+) -> None:
+    """The directories above the snapshot's own, up to your home, count too (issue 30 item
+    4): a state directory others may write, or another user's, could swap the whole
+    snapshots directory for theirs."""
+    state = tmp_path / "state"
+    snapshots = state / "lanes"
+    snapshots.mkdir(parents=True, mode=0o700)
+    path = snapshots / "l.json"
+    GOOD.write(path)
+    state.chmod(0o777)
+    with pytest.raises(UnsafeStateError) as caught:
+        RunSpec.load(path)
+    assert caught.value.exit_code is ExitCode.UNAVAILABLE
+    assert caught.value.message.startswith(
+        f"{snapshots}: lane snapshot directory is reached through {state}, which is writable "
+        "by group and others (mode 0777)"
+    )
+    assert caught.value.hint == f"chmod go-w {state}"
+    state.chmod(0o700)
+    assert RunSpec.load(path) == GOOD
+    theirs = second_user.mkdir("state", mode=0o711)
+    (theirs / "lanes").mkdir(mode=0o700)
+    GOOD.write(theirs / "lanes" / "l.json")
+    with pytest.raises(UnsafeStateError, match=f"owned by uid {SECOND_UID}"):
+        RunSpec.load(theirs / "lanes" / "l.json")
+
+
+def test_only_the_watchdogs_snapshot_records_channels() -> None:
+    """The watchdog's channels (what its passes run) round-trip; any other lane's snapshot
+    has no `watch` key at all."""
+    assert "watch" not in json.loads(GOOD.to_json())
+    channels = WatchChannels(notify=("macos",), command=("/bin/notify", "x"), webhook=None)
+    spec = replace(GOOD, watch=channels)
+    assert json.loads(spec.to_json())["watch"] == {
+        "notify": ["macos"],
+        "command": ["/bin/notify", "x"],
+        "webhook": None,
+    }
+    assert RunSpec.from_json(spec.to_json(), Path("/s")) == spec
+    with pytest.raises(UsageError, match="watch must be null or an object"):
+        RunSpec.from_json(_with(watch={"command": "sh"}), Path("/s"))

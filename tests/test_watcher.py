@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -588,3 +589,152 @@ def test_a_child_of_the_runner_does_not_use_the_runners_watcher(tmp_path: Path) 
     finally:
         os.close(fd)
         watching.stop_watching()
+
+
+# --- a job outliving its lanekit processes (issue 30, items 1 and 2) -----------------------
+
+ESCAPING_JOB = """
+import os, sys, time
+ledger, gate = sys.argv[1], sys.argv[2]
+def line(text):
+    fd = os.open(ledger, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    os.write(fd, (text + "\\n").encode())
+    os.close(fd)
+line(f"start {os.environ['LANEKIT_ATTEMPT']}")
+if os.fork() == 0:  # the daemon: out of the job's group and session, every descriptor closed
+    os.setsid()
+    os.closerange(0, 4096)
+    while not os.path.exists(gate):
+        time.sleep(0.02)
+    line("daemon end")
+    os._exit(0)
+while not os.path.exists(gate):
+    time.sleep(0.02)
+line("end")
+"""
+
+
+@dataclass
+class _Escaping:
+    """A real run of one ESCAPING_JOB (one attempt), caught while the job runs."""
+
+    queue: Queue
+    job_id: str
+    ledger: Path
+    gate: Path
+    runner: subprocess.Popen[bytes]
+    watcher: int
+    """The run's job watcher's pid."""
+
+
+def _escaping_run(tmp_path: Path) -> _Escaping:
+    import psutil
+
+    ledger, gate = tmp_path / "ledger", tmp_path / "gate"
+    spec = make_spec(tmp_path, [PY, "-c", ESCAPING_JOB, str(ledger), str(gate)], max_attempts=1)
+    queue = Queue(spec.queue_dir)
+    job_id = queue.enqueue({"n": 1})
+    spec.write(tmp_path / "snap.json")
+    proc = start_runner(tmp_path / "snap.json", {})
+    wait_for(lambda: ledger_lines(ledger) == ["start 1"], "the job's start")
+    children = psutil.Process(proc.pid).children()
+    assert len(children) == 1, children  # the run's watcher (the job is its child)
+    return _Escaping(queue, job_id, ledger, gate, proc, children[0].pid)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("protected", [True, False])
+def test_a_job_outliving_runner_and_watcher_keeps_its_claim(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, protected: bool
+) -> None:
+    """The runner and its watcher are SIGKILLed together (one `pkill -9 -f 'lanekit run'`)
+    while the job, and a daemon it forked out of its session with every descriptor closed,
+    still run: recovery leaves the claim (orphaned) until both have ended, then puts the job
+    back without spending an attempt. The control (copies not looked for) gives the claim
+    back while they run, which is how a second copy started beside them."""
+    from lanekit import jobenv
+    from lanekit.queue.observed import ClaimState
+
+    monkeypatch.setattr(jobenv, "COPIES_KEEP_CLAIM", protected)
+    run = _escaping_run(tmp_path)
+    queue, job_id, ledger, gate = run.queue, run.job_id, run.ledger, run.gate
+    proc, watcher_pid = run.runner, run.watcher
+    try:
+        os.kill(watcher_pid, signal.SIGKILL)
+        proc.kill()
+        proc.wait(timeout=30)
+        wait_for(lambda: _gone(watcher_pid), "the watcher's death")
+        recovered = queue.recover(stale_after=3600.0, max_attempts=1)
+        if not protected:
+            assert [r.job_id for r in recovered] == [job_id]  # back in queue/ while it runs
+            return
+        assert recovered == []
+        assert [view.state for view in queue.claims()] == [ClaimState.ORPHANED]
+        gate.touch()
+        wait_for(lambda: {"end", "daemon end"} <= set(ledger_lines(ledger)), "the job's end")
+        wait_for(lambda: not jobenv.job_copies(str(queue.list_claims()[0].path)), "no copy")
+        recovered = queue.recover(stale_after=3600.0, max_attempts=1)
+        assert [(r.job_id, r.state) for r in recovered] == [(job_id, JobState.QUEUED)]
+        record = queue.store.read(job_id)
+        assert record is not None
+        assert (record.state, record.attempts) == (JobState.QUEUED, 0)  # the crash not counted
+        assert "before its job's end was recorded" in (record.error or "")
+    finally:
+        gate.touch()
+        if proc.poll() is None:
+            proc.kill()
+
+
+@pytest.mark.slow
+def test_a_watcher_killed_alone_is_not_the_jobs_failure(tmp_path: Path) -> None:
+    """SIGKILL of the watcher alone while its job runs: the runner, alive and still holding the
+    claim, waits until the job (and its daemon) have ended, gives it back unspent and runs it
+    again in the same run. Before: the job was settled as `killed by signal 9` at once, its
+    one attempt spent (failed/), while it still ran."""
+    run = _escaping_run(tmp_path)
+    queue, job_id, ledger, gate = run.queue, run.job_id, run.ledger, run.gate
+    proc, watcher_pid = run.runner, run.watcher
+    try:
+        os.kill(watcher_pid, signal.SIGKILL)
+        wait_for(lambda: _gone(watcher_pid), "the watcher's death")
+        time.sleep(0.5)  # time for a runner that gives the claim back at once to do so
+        assert proc.poll() is None
+        assert ledger_lines(ledger) == ["start 1"]
+        assert queue.counts().claimed == 1
+        gate.touch()  # the job, its daemon, then the second attempt all end on the gate
+        assert proc.wait(timeout=60) == 1  # a run that requeued a job exits 1 (then it ran)
+    finally:
+        gate.touch()
+        if proc.poll() is None:
+            proc.kill()
+    lines = ledger_lines(ledger)
+    assert lines.count("start 1") == 2  # the same attempt again: the crash was not counted
+    assert lines.index("start 1", 1) > max(lines.index("end"), lines.index("daemon end"))
+    record = queue.store.read(job_id)
+    assert record is not None
+    assert (record.state, record.attempts) == (JobState.SUCCEEDED, 1)
+    log = queue.dir / "logs" / "work.log"
+    reasons = [e.get("reason") for e in read_events(log) if e["event"] == "requeued"]
+    assert reasons == ["watcher-died"]
+
+
+def test_a_jobs_program_is_found_on_the_path_it_is_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """argv[0] is looked up on the job's PATH (its lane's), never on the watcher's own (a run
+    by hand has the terminal's): first executable match wins, a file we may not execute is
+    EACCES, none at all ENOENT, a name with a slash is taken as it is."""
+    lane_bin, terminal_bin, locked_bin = (tmp_path / d for d in ("lane", "terminal", "locked"))
+    for directory in (lane_bin, terminal_bin, locked_bin):
+        directory.mkdir()
+    for directory, mode in ((lane_bin, 0o755), (terminal_bin, 0o755), (locked_bin, 0o644)):
+        (directory / "tool").write_text("#!/bin/sh\n")
+        (directory / "tool").chmod(mode)
+    monkeypatch.setenv("PATH", str(terminal_bin))
+    env = {"PATH": f"{tmp_path / 'missing'}:{lane_bin}:{terminal_bin}"}
+    assert watcher.find_program("tool", env) == f"{lane_bin}/tool"
+    assert watcher.find_program("./tool", {"PATH": str(lane_bin)}) == "./tool"
+    with pytest.raises(FileNotFoundError):
+        watcher.find_program("tool", {"PATH": str(tmp_path / "missing")})
+    with pytest.raises(PermissionError):  # root too: access(X_OK) needs an x bit
+        watcher.find_program("tool", {"PATH": str(locked_bin)})

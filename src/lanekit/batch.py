@@ -4,7 +4,8 @@ A loop of `lanekit enqueue` pays an interpreter start per job; here the queue is
 and each line costs one enqueue (benchmark figure (f)). Each line stands alone: a good line is
 enqueued (atomically, as a single enqueue is), a bad one is reported with its line number and
 enqueues nothing, and the lines after it are still read. An id comes from the line's own field
-named by `--id-field` when given and present; otherwise it is generated.
+named by `--id-field` when given and present; otherwise it is generated. A line longer than the
+queue's max_job_bytes is a bad line, read through without being held whole.
 """
 
 from __future__ import annotations
@@ -33,6 +34,13 @@ class BadLine:
 
 
 @dataclass(frozen=True, slots=True)
+class LongLine:
+    """A line over the queue's max_job_bytes: only its size, its bytes were read through."""
+
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
 class Batch:
     """What `enqueue --jsonl` did, line by line."""
 
@@ -58,9 +66,11 @@ def enqueue_jsonl(
 ) -> Batch:
     """Enqueue every line of FILE (or stdin for `-`). UsageError (exit 2, nothing enqueued)
     when the input cannot be opened."""
+    limit = queue.max_job_bytes
     if source == "-":
         stream = stdin if stdin is not None else sys.stdin.buffer
-        return enqueue_lines(queue, stream, source="stdin", id_field=id_field)
+        lines = bounded_lines(stream, limit)
+        return enqueue_lines(queue, lines, source="stdin", id_field=id_field)
     try:
         handle = Path(source).open("rb")  # noqa: SIM115 - closed below, after the lines are read
     except FileNotFoundError:
@@ -70,17 +80,45 @@ def enqueue_jsonl(
     except OSError as exc:
         raise UsageError(f"{source}: cannot read ({exc.strerror})", "check the path") from None
     with handle:
-        return enqueue_lines(queue, handle, source=source, id_field=id_field)
+        lines = bounded_lines(handle, limit)
+        return enqueue_lines(queue, lines, source=source, id_field=id_field)
+
+
+def bounded_lines(stream: BinaryIO, limit: int) -> Iterator[bytes | LongLine]:
+    """The lines of `stream`, none holding more than `limit` + 2 bytes in memory: a longer
+    line (its job would be over max_job_bytes anyway) is read through in pieces and comes
+    out as its LongLine, so a 100 MB line costs no 100 MB."""
+    while line := stream.readline(limit + 2):
+        if line.endswith(b"\n") or len(line) < limit + 2:
+            yield line  # whole: at most limit + 1 bytes of job, enqueue judges it exactly
+            continue
+        size = len(line)
+        while not line.endswith(b"\n"):
+            line = stream.readline(1 << 16)
+            if not line:
+                break
+            size += len(line)
+        yield LongLine(size - 1 if line.endswith(b"\n") else size)  # the job's, not its newline
 
 
 def enqueue_lines(
-    queue: JobQueue, lines: Iterable[bytes], *, source: str, id_field: str | None = None
+    queue: JobQueue,
+    lines: Iterable[bytes | LongLine],
+    *,
+    source: str,
+    id_field: str | None = None,
 ) -> Batch:
     """Enqueue each non-blank line (one JSON object each)."""
+    from lanekit.queue import too_large
+
     enqueued: list[tuple[int, str]] = []
     bad: list[BadLine] = []
     queue.check()  # an unusable queue is one error before any line is read
     for number, data in _numbered(lines):
+        if isinstance(data, LongLine):
+            refusal = too_large(data.size, queue.max_job_bytes)
+            bad.append(BadLine(number, refusal.message, refusal.hint))
+            continue
         try:
             job_id = _line_id(data, id_field)
             enqueued.append((number, queue.enqueue(data, job_id)))
@@ -91,9 +129,9 @@ def enqueue_lines(
     return Batch(source, tuple(enqueued), tuple(bad))
 
 
-def _numbered(lines: Iterable[bytes]) -> Iterator[tuple[int, bytes]]:
+def _numbered(lines: Iterable[bytes | LongLine]) -> Iterator[tuple[int, bytes | LongLine]]:
     for number, raw in enumerate(lines, start=1):
-        data = raw.strip()
+        data = raw if isinstance(raw, LongLine) else raw.strip()
         if data:
             yield number, data
 

@@ -376,12 +376,24 @@ def open_regular_stat(path: str, *, append: bool = False) -> tuple[int, os.stat_
     FIFO opens at once instead of waiting forever for a writer (it is then refused by type).
     The type is checked on the open descriptor, so nothing can be swapped in between; the
     flag is cleared again for the regular file (it has no effect on one anyway).
+    Some kinds fail open(2) itself instead (a unix socket: ENXIO on Linux, EOPNOTSUPP on
+    macOS; a device without a driver: ENXIO/ENODEV): after a failed open the name is
+    lstat'ed, so that those too are NotRegularFileError, not an error of the directory.
     NotRegularFileError for anything else; FileNotFoundError and other OSErrors as open(2)."""
     try:
         fd = os.open(path, _APPEND if append else _OPEN_REGULAR)
+    except FileNotFoundError:
+        raise
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise NotRegularFileError(path, "a symlink") from None
+        # Only on this failure path (never on a successful open): what is the name, really?
+        try:
+            mode = os.lstat(path).st_mode
+        except OSError:
+            raise exc from None
+        if (mode & 0o170000) != 0o100000:  # not S_IFREG
+            raise NotRegularFileError(path, file_kind(mode)) from None
         raise
     try:
         st = os.fstat(fd)
@@ -406,8 +418,8 @@ def flock_held(path: str | os.PathLike[str]) -> bool | None:
         # O_NONBLOCK|O_NOFOLLOW: a FIFO planted under the name opens at once (and is probed,
         # not read), a symlink is not followed to another file.
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOFOLLOW)
-    except FileNotFoundError:
-        return None
+    except (FileNotFoundError, NotADirectoryError):
+        return None  # ENOTDIR: a directory above it is a file, so the file cannot exist
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             return False  # a symlink: nobody locks a link, and its target is not ours to probe

@@ -12,14 +12,23 @@ next run execute their command as the owner. So:
   (`check_private`), never trusted;
 - files lanekit reads from places others may write into are opened without following a symlink,
   without blocking (a FIFO named `x.plist` must not hang `apply`), and type-checked on the
-  descriptor before a byte is read (`read_regular`).
+  descriptor before a byte is read (`read_regular`);
+- what decides what lanekit runs (lanes.toml, a user template, a lane snapshot) and where it
+  creates a queue is judged along its whole path (`untrusted_part`, `check_trusted`): the file
+  or directory itself and every directory a name of its path is looked up in, symlinks
+  followed, from your home directory down (from `/` for a path outside your home). Each must
+  be owned by you or root and writable by nobody else; a sticky directory of yours or root's
+  (`/tmp`) is the one exception, since others may add names there but not replace yours. So
+  `apply` refuses, before it creates anything, a queue inside another user's directory
+  (directly or through a symlink), and no command reads a lanes.toml another local user could
+  have rewritten.
 
-Builtin modules only (os, stat): the empty-run fast path (lanekit.snapshot_reader) uses
-`unsafe_reason`.
+Builtin modules only (os, stat; pwd, imported when a message names a user or a home): the
+empty-run fast path (lanekit.snapshot_reader) uses `unsafe_reason`.
 The error classes are imported when an error is raised, not at import time, for the same reason.
 """
 
-# ruff: noqa: PTH100, PTH102, PTH116, PTH120
+# ruff: noqa: PTH100, PTH102, PTH115, PTH116, PTH117, PTH118, PTH120
 # (os on str paths: the empty-run fast path imports this module and must not import pathlib)
 from __future__ import annotations
 
@@ -95,17 +104,36 @@ def unsafe_reason(info: os.stat_result, *, directory: bool = False) -> str | Non
     wanted = stat.S_ISDIR if directory else stat.S_ISREG
     if not wanted(info.st_mode):
         return f"is {kind_of(info.st_mode)}, not a {'directory' if directory else 'regular file'}"
+    return writers(info)
+
+
+def _who(uid: int) -> str:
+    import pwd
+
+    try:
+        return f"uid {uid} ({pwd.getpwuid(uid).pw_name})"
+    except KeyError:
+        return f"uid {uid}"
+
+
+def writers(info: os.stat_result, *, root: bool = False, sticky: bool = False) -> str | None:
+    """Why someone other than you may write the object `info` describes, or None: it is owned
+    by another user (root counts as such unless `root`), or group or others may write it (a
+    sticky directory aside, with `sticky`: others may add names there, not replace yours).
+    The one judgement behind unsafe_reason (lanekit's own state) and untrusted_part (the
+    files and directories on a path lanekit reads or creates)."""
     euid = os.geteuid()
-    if info.st_uid != euid:
-        return f"is owned by uid {info.st_uid}, not by you (uid {euid})"
+    if info.st_uid != euid and not (root and info.st_uid == 0):
+        owners = f"you ({_who(euid)})" + (" or root" if root and euid != 0 else "")
+        return f"is owned by {_who(info.st_uid)}, not by {owners}"
     writable = [
         who
         for bit, who in ((stat.S_IWGRP, "group"), (stat.S_IWOTH, "others"))
         if info.st_mode & bit
     ]
-    if writable:
-        return f"is writable by {' and '.join(writable)} (mode {stat.S_IMODE(info.st_mode):04o})"
-    return None
+    if not writable or (sticky and stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_ISVTX):
+        return None
+    return f"is writable by {' and '.join(writable)} (mode {stat.S_IMODE(info.st_mode):04o})"
 
 
 def unsafe_error(
@@ -186,3 +214,171 @@ def _lstat(path: StrPath) -> os.stat_result | None:
         return os.lstat(path)
     except OSError:
         return None
+
+
+_MAX_SYMLINKS = 40
+"""As many symlinks as the kernel follows in one path (MAXSYMLINKS) before ELOOP."""
+
+
+class Untrusted:
+    """A part of a path someone other than you or root could have written: the path itself,
+    a directory one of its names is looked up in, or a symlink on the way."""
+
+    __slots__ = ("info", "part", "reason")
+
+    def __init__(self, part: str, info: os.stat_result, reason: str) -> None:
+        self.part = part
+        """The part, as an absolute path with the symlinks before it resolved."""
+        self.info = info
+        self.reason = reason
+        """`is owned by uid 65534 (nobody), not by you (uid 501 (ann)) or root`, `is writable
+        by group and others (mode 0777)`."""
+
+    @property
+    def theirs(self) -> bool:
+        """Owned by another user (not you, not root): never suggest taking it over."""
+        return self.info.st_uid not in (os.geteuid(), 0)
+
+
+def home_directory() -> str:
+    """Your home directory, with its symlinks resolved: $HOME, which `~` in lanes.toml means
+    too (lanekit.paths), else the effective user's entry in the user database."""
+    home = os.environ.get("HOME", "")
+    if not os.path.isabs(home):
+        import pwd
+
+        try:
+            home = pwd.getpwuid(os.geteuid()).pw_dir
+        except KeyError:
+            home = "/"
+    return os.path.realpath(home or "/")
+
+
+def _judge(part: str, info: os.stat_result, *, container: bool) -> Untrusted | None:
+    """`part` as Untrusted when someone other than you or root may write it, else None.
+    `container`: a directory a name is looked up in (or one the path ends at), which may be
+    sticky."""
+    reason = writers(info, root=True, sticky=container)
+    return None if reason is None else Untrusted(part, info, reason)
+
+
+def _names(path: str) -> list[str]:
+    return [name for name in path.split("/") if name not in ("", ".")]
+
+
+def untrusted_part(path: StrPath, *, home: StrPath | None = None) -> Untrusted | None:
+    """The first part of `path` that someone other than you or root could have written, or
+    None when nobody else could have (or the part that would be judged next does not exist
+    yet: what is missing is the caller's to create, inside parts already judged).
+
+    The path is walked as the kernel resolves it, one name at a time from `/`, following
+    symlinks. Judged are every directory a name is looked up in, every symlink on the way and
+    what the path finally names: each must be owned by you or root and writable by nobody
+    else, but for a sticky directory (`/tmp`, whose other users may add names but not replace
+    yours). For a path that resolves inside your home (`home`, default home_directory()),
+    the directories above your home are not judged (they are the system's): the walk judges
+    from your home down; for any other path, from `/` down. An unreadable part (EACCES, a
+    file where a directory should be) ends the walk too: whatever then opens the path fails
+    on its own.
+    """
+    top = os.path.realpath(home) if home is not None else home_directory()
+    absolute = os.path.abspath(os.fspath(path))
+    real = os.path.realpath(absolute)
+    if real != top and not real.startswith(top.rstrip("/") + "/"):
+        top = "/"  # not under your home: every directory from / down is judged
+    pending = list(reversed(_names(absolute)))
+    current = "/"
+    links = 0
+
+    def above_home(directory: str) -> bool:
+        return directory != top and (top + "/").startswith(directory.rstrip("/") + "/")
+
+    try:
+        while pending:
+            name = pending.pop()
+            if name == "..":
+                current = os.path.dirname(current)
+                continue
+            judged = not above_home(current)
+            if judged:
+                found = _judge(current, os.stat(current), container=True)
+                if found is not None:
+                    return found
+            candidate = os.path.join(current, name)
+            info = os.lstat(candidate)
+            if not stat.S_ISLNK(info.st_mode):
+                current = candidate
+                continue
+            if judged and info.st_uid not in (os.geteuid(), 0):
+                return _judge(candidate, info, container=False)
+            links += 1
+            if links > _MAX_SYMLINKS:
+                return None  # ELOOP for whoever opens it
+            target = os.readlink(candidate)
+            if target.startswith("/"):
+                current = "/"
+            pending.extend(reversed(_names(target)))
+        if above_home(current):
+            return None
+        info = os.stat(current)
+    except OSError:
+        return None
+    return _judge(current, info, container=stat.S_ISDIR(info.st_mode))
+
+
+def trust_error(
+    path: StrPath,
+    what: str,
+    found: Untrusted,
+    *,
+    elsewhere: str,
+    risk: str = "change what lanekit runs as you",
+    shown: str | None = None,
+) -> LanekitError:
+    """The refusal (UnsafeStateError, exit 69) of `path`, a `what` (configuration, template,
+    queue directory...), because of `found`, with the fix: a chmod for a part of yours (sudo
+    for root's) that is too open; for another user's file, a copy of your own in its place;
+    for another user's directory or symlink never a chown, which would take it over from
+    them, but `elsewhere`: a place of your own. `risk`: what that other user could do;
+    `shown`: how to name `path` (default: as given)."""
+    from lanekit.errors import UnsafeStateError
+    from lanekit.quoting import cmdline
+
+    shown = os.fspath(path) if shown is None else shown
+    part = found.part
+    if part == os.path.abspath(os.fspath(path)):
+        where = f"{shown}: {what} {found.reason}"
+    else:
+        where = f"{shown}: {what} is reached through {part}, which {found.reason}"
+    if found.theirs:
+        if stat.S_ISREG(found.info.st_mode):
+            mine = f"{part}.mine"
+            fix = (
+                "check what it says, then replace it with a copy of your own: "
+                f"{cmdline('cp', '--', part, mine)} && {cmdline('mv', '--', mine, part)}"
+            )
+        else:
+            fix = elsewhere
+    else:
+        chmod = cmdline("chmod", "go-w", part)
+        fix = chmod if found.info.st_uid == os.geteuid() else f"sudo {chmod}, or {elsewhere}"
+    return UnsafeStateError(
+        f"{where}; someone other than you or root could {risk}, so lanekit will not trust it",
+        fix,
+    )
+
+
+def check_trusted(
+    path: StrPath,
+    what: str,
+    *,
+    elsewhere: str,
+    risk: str = "change what lanekit runs as you",
+    shown: str | None = None,
+    home: StrPath | None = None,
+) -> None:
+    """Refuse (UnsafeStateError, exit 69) `path` when a part of it someone other than you or
+    root could have written (untrusted_part, trust_error); a missing path is fine."""
+    found = untrusted_part(path, home=home)
+    if found is not None:
+        raise trust_error(path, what, found, elsewhere=elsewhere, risk=risk, shown=shown)

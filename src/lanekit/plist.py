@@ -17,7 +17,7 @@ import json
 import os
 import plistlib
 import stat
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -32,13 +32,13 @@ from lanekit.config import (
     CONFIG_NAME,
     LaneSpec,
     display_path,
+    lane_environment,
     load_config,
     one_line,
     select_lanes,
 )
 from lanekit.errors import ConfigError, EnvironmentUnusableError
 from lanekit.owned import PRIVATE_FILE
-from lanekit.ownership import MARKER
 from lanekit.paths import Paths
 
 LANE_TEMPLATE = "lane.plist.j2"
@@ -73,7 +73,7 @@ def lane_plist(lane: LaneSpec, *, interpreter: str, snapshot: Path) -> dict[str,
     plist: dict[str, Any] = {
         "Label": lane.label,
         "ProgramArguments": program_arguments(lane, interpreter=interpreter, snapshot=snapshot),
-        "EnvironmentVariables": environment(lane),
+        "EnvironmentVariables": lane_environment(lane),
         "WorkingDirectory": str(lane.queue.dir),
         "StandardOutPath": str(lane.stdout_path),
         "StandardErrorPath": str(lane.stderr_path),
@@ -133,11 +133,6 @@ def session_types(lane: LaneSpec) -> str | list[str]:
     return lane.session_type[0] if len(lane.session_type) == 1 else list(lane.session_type)
 
 
-def environment(lane: LaneSpec) -> dict[str, str]:
-    """EnvironmentVariables: the lane env, an explicit PATH and the LANEKIT_LANE marker."""
-    return {**lane.env, "PATH": ":".join(lane.path), MARKER: lane.name}
-
-
 def render_lane(
     lane: LaneSpec, *, interpreter: str, snapshot: Path, templates: Path | None = None
 ) -> bytes:
@@ -152,7 +147,7 @@ def render_lane(
         "lane": lane,
         "label": lane.label,
         "program_arguments": model["ProgramArguments"],
-        "environment": environment(lane),
+        "environment": lane_environment(lane),
         "calendar": [entry.to_plist() for entry in lane.schedule.calendar],
         "interval": lane.schedule.interval,
         "working_directory": str(lane.queue.dir),
@@ -332,15 +327,46 @@ def _toml_string(value: object) -> str:
     return json.dumps(str(value), ensure_ascii=False).replace("\x7f", "\\u007f")
 
 
+def _refuse_untrusted(path: Path | str, what: str) -> None:
+    """Refuse (UnsafeStateError, exit 69) a user template, or its directory, that someone
+    other than you or root could have written (lanekit.owned.untrusted_part): a template
+    renders the plist, so it says what launchd runs as you."""
+    from lanekit.owned import check_trusted, home_directory
+    from lanekit.quoting import shell_quote
+
+    check_trusted(
+        path,
+        what,
+        elsewhere="keep your templates in a directory of your own (under "
+        f"{shell_quote(home_directory())}) and point `templates` in [defaults] at it",
+    )
+
+
+class _UserTemplates(jinja2.FileSystemLoader):
+    """The user's template directory; each template it loads (extended and included ones
+    too) is refused when someone else could have written it."""
+
+    def get_source(
+        self, environment: jinja2.Environment, template: str
+    ) -> tuple[str, str, Callable[[], bool]]:
+        source, filename, uptodate = super().get_source(environment, template)
+        _refuse_untrusted(filename, "template")
+        return source, filename, uptodate
+
+
 @functools.lru_cache(maxsize=8)
 def _environment(user_dir: Path | None) -> jinja2.Environment:
     shipped = jinja2.FileSystemLoader(templates_dir())
     loaders: list[jinja2.BaseLoader] = []
     if user_dir is not None:
-        loaders.append(jinja2.FileSystemLoader(user_dir))
+        loaders.append(_UserTemplates(user_dir))
     loaders += [jinja2.PrefixLoader({SHIPPED_PREFIX: shipped}, delimiter="/"), shipped]
     env = jinja2.Environment(
         loader=jinja2.ChoiceLoader(loaders),
+        # With a user directory nothing is cached: every template and include is loaded,
+        # and judged (_UserTemplates), at each render; jinja would reuse a compiled one made
+        # writable since (its cache checks the mtime only).
+        cache_size=400 if user_dir is None else 0,
         # XML escaping for plists; TOML templates quote values with the `toml` filter instead.
         autoescape=jinja2.select_autoescape(
             enabled_extensions=("plist.j2", "xml"),
@@ -363,10 +389,13 @@ def _template(user_dir: Path | None, name: str) -> jinja2.Template:
             f"templates directory {user_dir} does not exist",
             "fix `templates` in [defaults] or --templates, or drop it to use the shipped ones",
         )
+    if user_dir is not None:
+        _refuse_untrusted(user_dir, "templates directory")
     try:
-        return _environment(user_dir).get_template(name)
+        template = _environment(user_dir).get_template(name)
     except jinja2.TemplateError as exc:
         raise _template_error(exc, None, user_dir) from None
+    return template
 
 
 def _template_error(

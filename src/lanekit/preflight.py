@@ -2,9 +2,12 @@
 so the two cannot disagree.
 
 Refusals are what apply will not do (install a lane whose queue sits in a Dropbox or iCloud
-folder, or on a network filesystem); warnings are what launchd will do differently from what
-lanes.toml seems to say (an `every` below ThrottleInterval, a cron line whose day fields cron
-ANDs and launchd ORs). Rendering the plist is checked by both through lanekit.plist.
+folder, or on a network filesystem; create a queue or log directory inside a directory
+someone other than you or root could change, directly or through a symlink: `untrusted_dirs`,
+which apply checks for every lane before it creates anything); warnings are what launchd will
+do differently from what lanes.toml seems to say (an `every` below ThrottleInterval, a cron
+line whose day fields cron ANDs and launchd ORs). Rendering the plist is checked by both
+through lanekit.plist.
 
 A lane that cannot start fails early too: `cannot_start` runs doctor's own
 `path.command-missing` on the plist `apply` would install, so a job command missing from the
@@ -46,7 +49,7 @@ def preflight(lane: LaneSpec) -> Preflight:
     """The lane's refusals and warnings, without touching the disk beyond reading it."""
     from lanekit.queue import location_error
 
-    refusals: list[LanekitError] = []
+    refusals: list[LanekitError] = list(untrusted_dirs(lane))
     refusal = location_error(lane.queue.dir)
     if refusal is not None:
         refusals.append(refusal)
@@ -55,6 +58,46 @@ def preflight(lane: LaneSpec) -> Preflight:
     if throttled is not None:
         warnings.append(throttled)
     return Preflight(lane=lane.name, refusals=tuple(refusals), warnings=tuple(warnings))
+
+
+def untrusted_dirs(lane: LaneSpec) -> list[LanekitError]:
+    """The refusal (UnsafeStateError, exit 69) of the lane's queue directory, or of a log
+    file's directory, when a part of its path that exists already could be changed by
+    someone other than you or root (lanekit.owned.untrusted_part: owned by another user, or
+    writable by others and not a sticky directory of yours or root's). The walk judges what
+    exists, so it refuses before `apply` creates anything; its fix names a place of your own,
+    never a chown of another user's directory."""
+    from lanekit.owned import home_directory, trust_error, untrusted_part
+    from lanekit.quoting import shell_quote
+
+    home = home_directory()
+    places = [(lane.queue.dir, "queue directory", f"[queues.{lane.queue.name}] dir")]
+    places += [
+        (path.parent, "log directory", f"[lanes.{lane.name}] {key}")
+        for key, path in (
+            ("stdout_log", lane.stdout_path),
+            ("stderr_log", lane.stderr_path),
+            ("log", lane.log_path),
+        )
+    ]
+    refusals: list[LanekitError] = []
+    seen: set[str] = set()
+    for path, what, key in places:
+        found = untrusted_part(path, home=home)
+        if found is None or found.part in seen:
+            continue
+        seen.add(found.part)
+        mine = shell_quote(f"{home}/lanekit/{lane.queue.name}")
+        refusals.append(
+            trust_error(
+                path,
+                what,
+                found,
+                elsewhere=f"point {key} at a directory of your own, e.g. {mine}",
+                risk="take, replace or add jobs and logs",
+            )
+        )
+    return refusals
 
 
 def throttle_warning(lane: LaneSpec) -> str | None:

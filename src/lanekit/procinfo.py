@@ -191,3 +191,29 @@ def liveness(pid: int, token: str, *, platform: str | None = None) -> Liveness:
 def is_alive(pid: int, token: str) -> bool:
     """True unless the process is known to be gone or replaced (UNKNOWN counts as alive)."""
     return liveness(pid, token) in {Liveness.ALIVE, Liveness.UNKNOWN}
+
+
+def env_carriers(name: str, value: str) -> list[int]:
+    """The pids of this user's live processes (this one aside) whose environment holds
+    `name`=`value`: how a copy of a job is found whatever it did to its process group,
+    session and descriptors (a daemon it forked keeps the environment it was given).
+
+    Rare paths only (a claim whose runner is gone): it reads every process's environment
+    (psutil: /proc/<pid>/environ on Linux, sysctl KERN_PROCARGS2 on macOS), a few ms. What
+    it cannot see: a process that replaced its environment by exec'ing with another one,
+    and one the OS will not let us read (another user's; on macOS a few protected ones)."""
+    import psutil
+
+    me, uid = os.getpid(), os.getuid()
+    found = []
+    for process in psutil.process_iter():
+        if process.pid == me:
+            continue
+        try:
+            if process.uids().real != uid or process.status() == psutil.STATUS_ZOMBIE:
+                continue
+            if process.environ().get(name) == value:
+                found.append(process.pid)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+    return found

@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import signal
 import sys
 import time
 from dataclasses import dataclass
@@ -40,6 +41,7 @@ from lanekit import watcher, watching
 from lanekit.clock import epoch
 from lanekit.errors import EnvironmentUnusableError, ExitCode, LanekitError, UsageError
 from lanekit.jobenv import job_env
+from lanekit.laneenv import lane_process_env
 from lanekit.lanelock import LaneLock, lane_lock_path
 from lanekit.lanelog import LaneLog, log_finish, log_warner, rotate_if_needed
 from lanekit.peek import nothing_queued, purge_due, purge_stamp, utc_day
@@ -173,8 +175,14 @@ def run_lane(
     """Drain the lane's queue once. Raises LanekitError when the queue cannot be used (before
     anything moved) or the job command cannot be started (its claim restored first).
 
-    `launcher`, `env` and the clocks are seams for tests; `handle_signals=False` leaves the
-    process's signal handlers alone (for callers outside the main thread)."""
+    Each job's environment is the one launchd gives the lane's process (lanekit.laneenv): this
+    process's own when launchd started it, else launchd's built from the snapshot's
+    `environment`, so a run by hand (`lanekit run LANE`) runs jobs exactly as launchd would,
+    never with the terminal's PATH. `env` replaces it (a seam for tests, like `launcher` and
+    the clocks); `handle_signals=False` leaves the process's signal handlers alone (for
+    callers outside the main thread)."""
+    if env is None:
+        env = lane_process_env(os.environ, spec.label, spec.environment)
     log_failed = log_warner(spec.log_path)
     try:
         for path in (spec.log_path, spec.stdout_path, spec.stderr_path):
@@ -203,7 +211,7 @@ def run_lane(
             log=log,
             stop=StopHandler(grace_seconds(spec.exit_timeout), clock),
             launcher=launcher,
-            env=os.environ if env is None else env,
+            env=env,
             clock=clock,
         )
         if handle_signals:
@@ -219,7 +227,12 @@ def open_queue(spec: RunSpec) -> JobQueue:
     loads the queue machinery (start-up on an empty queue is a benchmark figure)."""
     from lanekit.queue import Queue
 
-    return Queue(spec.queue_dir, durable=spec.durable)
+    return Queue(spec.queue_dir, durable=spec.durable, max_job_bytes=spec.max_job_bytes)
+
+
+_COPIES_POLL = 0.2
+"""Seconds between looks for a job's copies once its watcher died (each look reads every
+process's environment: a few ms)."""
 
 
 class _LaneRun:
@@ -469,6 +482,34 @@ class _LaneRun:
                 )
             raise
 
+    def _outlive_watcher(self, queue: JobQueue, claim: Claim, began: float) -> None:
+        """The job's watcher died before recording the job's end: a crash of lanekit's (it
+        was killed alone), not the job's doing. The job may still run, and this runner still
+        holds its claim's lock: wait until no copy of the job runs (stopped at the lane's
+        timeout or on a stop, as its watcher would have), then give it back without spending
+        an attempt. Its exit status died with the watcher, so it runs again (at least once),
+        never while a copy of it still runs."""
+        from lanekit.jobenv import job_copies
+
+        spec, stop = self.spec, self.stop
+        term_at: float | None = None
+        while copies := job_copies(str(claim.path)):
+            now = self.clock()
+            expired = spec.timeout is not None and now - began >= spec.timeout
+            sig = None
+            if term_at is None and (stop.stopping() or expired):
+                term_at, sig = now, signal.SIGTERM
+            elif term_at is not None and now - term_at >= min(spec.kill_grace, stop.grace):
+                sig = signal.SIGKILL
+            for pid in copies:
+                if sig is not None:
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.kill(pid, sig)
+            time.sleep(_COPIES_POLL)
+        message = "its watcher died before the job's end was recorded: run again, not counted"
+        self._give_back(queue, claim, message)
+        self.log.event("requeued", job=claim.job_id, reason="watcher-died")
+
     def _run_one(self, queue: JobQueue, claim: Claim) -> None:
         """Run one claimed job and settle it, whatever happens (the `finally` below)."""
         spec, log, stop = self.spec, self.log, self.stop
@@ -503,6 +544,10 @@ class _LaneRun:
                         kill_grace=spec.kill_grace,
                         stop_grace=stop.grace,
                     )
+            except watching.WatcherGoneError:
+                # The watcher died with the request in hand: it may have started the job.
+                self._outlive_watcher(queue, claim, began)
+                return
             except OSError as exc:
                 # The command itself is missing or not executable: every job would fail the
                 # same way, so this is the lane's environment, not the job's fault.
@@ -527,6 +572,9 @@ class _LaneRun:
                 stop.finished()
                 stop.end_group(job)
             outcome = job.outcome() if isinstance(job, watching.WatchedJob) else None
+            if outcome is None and isinstance(job, watching.WatchedJob):
+                self._outlive_watcher(queue, claim, began)
+                return
             # The watcher knows whether the stop reached the job before it ended on its own.
             stopped = stop.stopped(job, code) and (outcome is None or outcome.stopped)
             self._settle(queue, claim, code, stopped, began, outcome)

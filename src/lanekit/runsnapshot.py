@@ -11,8 +11,14 @@ from lanekit.snapshot import RunSpec
 
 
 def find_snapshot(lane: str, snapshots: Path) -> Path:
-    """The installed snapshot whose lane is `lane` (when launchd did not pass --snapshot)."""
+    """The installed snapshot whose lane is `lane` (when launchd did not pass --snapshot).
+
+    A snapshot that cannot be read (damaged, or someone else's) is never run from; when no
+    readable one is the lane's, the damaged ones are what is wrong, not a missing install: the
+    one named like the lane's label (`<prefix>.<lane>.json`) is reported with its own error
+    (the error `--snapshot` gives), else the first of them."""
     matches = []
+    damaged: list[tuple[Path, LanekitError]] = []
     try:
         candidates = sorted(snapshots.glob("*.json"))
     except OSError:
@@ -20,10 +26,21 @@ def find_snapshot(lane: str, snapshots: Path) -> Path:
     for candidate in candidates:
         try:
             spec = RunSpec.load(candidate)
-        except LanekitError:
-            continue  # damaged, or someone else's: never a lane's snapshot to run from
+        except LanekitError as exc:
+            damaged.append((candidate, exc))
+            continue
         if spec.lane == lane:
             matches.append(candidate)
+    if not matches and damaged:
+        for candidate, problem in damaged:
+            if candidate.stem == lane or candidate.stem.endswith(f".{lane}"):
+                raise problem  # the lane's own, by its label's name: what --snapshot says
+        first = damaged[0][1]
+        raise UsageError(
+            f"lane {lane}: no readable installed snapshot in {snapshots} is this lane's, and "
+            f"{len(damaged)} cannot be read: {first.message}",
+            f"{first.hint}, or pass --snapshot PATH" if first.hint else "run `lanekit apply`",
+        )
     if not matches:
         raise UsageError(
             f"lane {lane}: no installed lane snapshot in {snapshots}",

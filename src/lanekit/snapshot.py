@@ -7,20 +7,22 @@ changes a lane until `lanekit apply` says so. Kept tiny and stdlib-only: the run
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from lanekit.atomic import write_atomic
 from lanekit.errors import UsageError
-from lanekit.owned import check_private, read_regular, unsafe_error, unsafe_reason
+from lanekit.owned import check_private, check_trusted, read_regular, unsafe_error, unsafe_reason
 from lanekit.snapshot_fields import (
     DEFAULT_KEEP_DONE,
     DEFAULT_KEEP_FAILED,
+    DEFAULT_MAX_JOB_BYTES,
     SNAPSHOT_SCHEMA,
     snapshot_problem,
 )
 
-__all__ = ["SNAPSHOT_SCHEMA", "RunSpec"]
+__all__ = ["SNAPSHOT_SCHEMA", "RunSpec", "WatchChannels"]
 _PATH_FIELDS = ("queue_dir", "log_path", "stdout_path", "stderr_path", "project")
 
 
@@ -34,6 +36,16 @@ def snapshot_project(data: bytes | None) -> Path | None:
     except (ValueError, AttributeError, RecursionError):
         return None
     return Path(value) if isinstance(value, str) and value else None
+
+
+@dataclass(frozen=True, slots=True)
+class WatchChannels:
+    """The watchdog's channels as `apply` installed them (`[watch]` notify, command and
+    webhook): what its passes run and where they post, whatever lanes.toml says since."""
+
+    notify: tuple[str, ...] = ()
+    command: tuple[str, ...] | None = None
+    webhook: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,9 +77,18 @@ class RunSpec:
     """The queue's retention of done/ in seconds (the runner purges once a day)."""
     keep_failed: int = DEFAULT_KEEP_FAILED
     """The queue's retention of failed/ in seconds."""
+    max_job_bytes: int = DEFAULT_MAX_JOB_BYTES
+    """The queue's largest job: a larger file in queue/ goes to failed/ unread."""
     project: Path | None = None
     """The lanes.toml the lane was applied from: the project that owns the label (None in
     snapshots written before lanekit recorded it)."""
+    environment: Mapping[str, str] | None = None
+    """The lane's EnvironmentVariables, as its plist carries them (lanekit.config
+    .lane_environment: its env, PATH from its `path`, LANEKIT_LANE). A run launchd did not
+    start gives its jobs what launchd gives from these (lanekit.laneenv.lane_process_env).
+    None in snapshots written before lanekit recorded it."""
+    watch: WatchChannels | None = None
+    """The watchdog lane's channels (None for every other lane, and then not written)."""
 
     def to_json(self) -> str:
         """Stable JSON (sorted keys) so an unchanged lane writes an unchanged snapshot."""
@@ -76,6 +97,8 @@ class RunSpec:
             value = getattr(self, key)
             data[key] = None if value is None else str(value)
         data["command"] = list(self.command)
+        if self.watch is None:
+            del data["watch"]  # a lane's snapshot: only the watchdog's has channels
         data["schema"] = SNAPSHOT_SCHEMA
         return json.dumps(data, sort_keys=True, indent=2) + "\n"
 
@@ -95,14 +118,29 @@ class RunSpec:
             if data[key] is not None:
                 data[key] = Path(data[key])
         data["command"] = tuple(data["command"])
+        watch = data.get("watch")
+        if watch is not None:
+            command = watch["command"]
+            data["watch"] = WatchChannels(
+                notify=tuple(watch["notify"]),
+                command=None if command is None else tuple(command),
+                webhook=watch["webhook"],
+            )
         return cls(**data)
 
     @classmethod
     def load(cls, path: Path) -> RunSpec:
         """Read a snapshot file: a regular file of ours, in a directory of ours, that nobody
-        else may write (UnsafeStateError otherwise: it could make the run execute another
-        user's command)."""
+        else may write, reached through directories only you or root may write, from your
+        home down (UnsafeStateError otherwise: it could make the run execute another user's
+        command)."""
         check_private(path.parent, "lane snapshot directory", directory=True)
+        check_trusted(  # the directories above it (the file: unsafe_reason, below)
+            path.parent,
+            "lane snapshot directory",
+            elsewhere="keep lanekit's state directory ($LANEKIT_STATE_DIR) in a directory "
+            "of your own, and run `lanekit apply`",
+        )
         read = read_regular(path, "lane snapshot")
         if read is None:
             raise UsageError(

@@ -23,6 +23,13 @@ DEFAULT_KEEP_DONE = 30 * 86400
 """A queue's `keep_done` default: finished jobs are purged after 30 days."""
 DEFAULT_KEEP_FAILED = 90 * 86400
 """A queue's `keep_failed` default: failed jobs are purged after 90 days."""
+DEFAULT_MAX_JOB_BYTES = 1024 * 1024
+"""A queue's `max_job_bytes` default: 1 MiB. A job is a small JSON object that names its work
+(a path, a URL, a few parameters: tens to hundreds of bytes), not the work itself, so 1 MiB is
+thousands of times any job and the same bound as Kafka's default message size. It bounds what
+one job costs: its file is read whole at claim and parsed (about 3x its size in memory: a
+100 MB payload took 310 MB), and enqueue holds it whole too. Bulk data belongs in a file the
+job names."""
 
 
 def pause_marker(snapshot: Path) -> Path:
@@ -59,6 +66,27 @@ def _flag(value: object) -> bool:
     return isinstance(value, bool)
 
 
+def _optional_strings(value: object) -> bool:
+    return value is None or (
+        isinstance(value, dict)
+        and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
+    )
+
+
+def _watch_channels(value: object) -> bool:
+    """The watchdog's channels as apply recorded them (lanekit.snapshot.WatchChannels)."""
+    if value is None:
+        return True
+    return (
+        isinstance(value, dict)
+        and value.keys() == {"notify", "command", "webhook"}
+        and isinstance(value["notify"], list)
+        and all(isinstance(name, str) for name in value["notify"])
+        and (value["command"] is None or _command(value["command"]))
+        and _optional_text(value["webhook"])
+    )
+
+
 FIELDS: dict[str, tuple[Callable[[object], bool], str]] = {
     "schema": (_int, "an integer"),
     "lane": (_text, "a non-empty string"),
@@ -80,14 +108,19 @@ FIELDS: dict[str, tuple[Callable[[object], bool], str]] = {
     "stderr_path": (_optional_text, "a non-empty string or null"),
     "keep_done": (_int, "an integer"),
     "keep_failed": (_int, "an integer"),
+    "max_job_bytes": (_int, "an integer"),
     "project": (_optional_text, "a non-empty string or null"),
+    "environment": (_optional_strings, "an object of strings or null"),
+    "watch": (_watch_channels, "null or an object of notify, command and webhook"),
 }
 """Every key RunSpec.to_json writes (a test pins them to RunSpec's fields), with its type."""
 
 SNAPSHOT_KEYS = frozenset(FIELDS)
-OPTIONAL_KEYS = frozenset({"timeout", "kill_grace"})
+OPTIONAL_KEYS = frozenset({"timeout", "kill_grace", "environment", "max_job_bytes", "watch"})
 """Keys added after snapshots were first installed: a snapshot an older lanekit wrote lacks
-them and means their defaults (no timeout, a 5 s kill grace), so it keeps running unchanged."""
+them and means their defaults (no timeout, a 5 s kill grace, no recorded environment, 1 MiB
+jobs), so it keeps running unchanged. `watch` is written for the watchdog lane only (its
+applied channels); a watchdog snapshot without it sends nothing until `lanekit apply`."""
 
 
 def snapshot_problem(value: object) -> str | None:

@@ -20,6 +20,7 @@ from typing import Any
 
 from lanekit.atomic import write_atomic
 from lanekit.errors import LanekitError
+from lanekit.laneenv import TRY_INFIX
 from lanekit.launchd import Launchd, ServiceInfo
 
 POLL_SECONDS = 0.2
@@ -56,8 +57,9 @@ def one_shot_plist(job: Mapping[str, Any], label: str) -> dict[str, Any]:
 
 
 def try_label(label: str) -> str:
-    """`<label>.try-<random>`: never the lane's own label, so the real lane is untouched."""
-    return f"{label}.try-{secrets.token_hex(4)}"
+    """`<label>.try-<random>`: never the lane's own label, so the real lane is untouched (a
+    run it starts still knows launchd started it: lanekit.laneenv.started_by_launchd)."""
+    return f"{label}{TRY_INFIX}{secrets.token_hex(4)}"
 
 
 def _finished(info: ServiceInfo) -> bool:

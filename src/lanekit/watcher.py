@@ -261,6 +261,24 @@ class _Current:
             self.watch.on_kill(signum, frame)
 
 
+def find_program(name: str, env: Mapping[str, str]) -> str:
+    """The file a job's argv[0] names, looked up as execvp(3) does but on the PATH the job is
+    given (its lane's), not on this process's own, which posix_spawnp would search: a run
+    started by hand has the terminal's. A name with a slash is used as it is. OSError
+    (ENOENT, or EACCES when only a file we may not execute was found) when there is none."""
+    if "/" in name:
+        return name
+    denied = False
+    for directory in env.get("PATH", os.defpath).split(os.pathsep):
+        candidate = f"{directory or '.'}/{name}"
+        if os.path.isfile(candidate):  # noqa: PTH113 - no pathlib on the job path
+            if os.access(candidate, os.X_OK):
+                return candidate
+            denied = True
+    code = errno.EACCES if denied else errno.ENOENT
+    raise OSError(code, os.strerror(code), name)
+
+
 def _become_watcher(keep: Sequence[int]) -> _Current:
     """What a watcher does once, before any job: its own session, every descriptor but
     stdin/stdout/stderr and `keep` closed, its signal handlers in place, stops unblocked."""
@@ -364,8 +382,8 @@ def _watch(
     err_r, err_w = os.pipe()
     began = time.monotonic()
     try:
-        job = os.posix_spawnp(
-            argv[0],
+        job = os.posix_spawn(
+            find_program(argv[0], env),
             list(argv),
             dict(env),
             setpgroup=0,

@@ -22,6 +22,11 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
 
+class WatcherGoneError(OSError):
+    """The watcher ended with a job's request in hand, before saying whether it started the
+    job: the job may be running without it (lanekit.runner then waits for its copies)."""
+
+
 class WatchedJob:
     """The runner's handle on a job through its watcher (lanekit.runner's Job protocol)."""
 
@@ -37,8 +42,9 @@ class WatchedJob:
     def wait(self) -> int:
         """Wait until the watcher is done with the job, then the job's exit code: as the
         watcher reported it through the report pipe (which needs no disk space: a success is
-        known even on a full disk), else from its status file; -9 when it left neither (it
-        was killed, and with it the job)."""
+        known even on a full disk), else from its status file; -9 when it left neither: the
+        watcher was killed, the job perhaps not, and outcome() is None (the runner then
+        waits for the job's copies itself)."""
         data = [self._head]
         if self._report >= 0:
             try:
@@ -138,7 +144,7 @@ class RunWatcher:
             os.close(report_r)
             if not report:
                 self._forget()  # it died with the job in hand: the next job forks anew
-                raise OSError(errno.EIO, "the job's watcher ended before starting it", argv[0])
+                raise WatcherGoneError(errno.EIO, "the job's watcher ended", argv[0])
             number = int(report[1:] or errno.ENOEXEC)
             raise OSError(number, os.strerror(number), argv[0])
         # "S", then (at the end, perhaps already) the outcome: wait() reads the rest.

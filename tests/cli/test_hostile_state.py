@@ -8,6 +8,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -20,6 +21,7 @@ import pytest
 
 from lanekit.cli import main as cli_main  # imported here, so forked children start at once
 from lanekit.queue import Queue
+from neighbours import SECOND_UID, THIRD_UID, SecondUser
 
 OTHER_UID = 65534  # nobody; the tests run as root, so os.chown hands a file to another user
 TIMEOUT = 60
@@ -408,3 +410,159 @@ def _waiters(world: World) -> int:
     inode = (world.state / "apply.lock").stat().st_ino
     text = Path("/proc/locks").read_text()
     return sum(1 for line in text.splitlines() if "->" in line and f":{inode} " in line)
+
+
+# -- issue 30 item 8: a FIFO at the emulated domain's state file ------------------------------
+
+
+def test_a_fifo_at_the_emulated_domain_state_ends_every_command(world: World) -> None:
+    """A FIFO planted at the emulated domain's domain.json: status, kick, plan and apply end
+    at once with one error naming it and the fix (69), doctor ends and says the same, and the
+    FIFO is left for inspection (before, each of them waited forever for a writer)."""
+    _ok(world.apply())
+    state = world.state / "emulator" / "domain.json"
+    state.unlink()
+    os.mkfifo(state)
+    for args in (
+        ("status", "-c", "lanes.toml"),
+        ("kick", "alpha", "-c", "lanes.toml"),
+        ("plan", "-c", "lanes.toml"),
+        ("apply", "-c", "lanes.toml"),
+    ):
+        result = world.lanekit(*args)
+        _refused(result, 69, f"{state}: emulated launchd state is a FIFO, not a regular file")
+        assert "hint: inspect it, then move it aside: mv -- " in result.stderr, args
+    doctor = world.lanekit("doctor", "-c", "lanes.toml")
+    assert "Traceback" not in doctor.stderr
+    assert f"{state}: emulated launchd state is a FIFO" in doctor.stderr
+    assert "move it aside" in doctor.stderr
+    assert stat.S_ISFIFO(state.lstat().st_mode)
+
+
+# -- issue 30 item 4: a lanes.toml others may write ------------------------------------------
+
+
+@pytest.mark.parametrize("part", ["lanes.toml", "its directory"])
+def test_a_lanes_toml_others_may_write_is_refused_by_every_command(world: World, part: str) -> None:
+    """lanes.toml (or the directory it is in) writable by group and others: validate, plan,
+    apply, status and kick exit 69 with one error naming it and the chmod that fixes it,
+    before anything is read or installed."""
+    project = world.root / "project"
+    project.mkdir()
+    config = project / "lanes.toml"
+    config.write_text(LANES, encoding="utf-8")
+    _ok(world.lanekit("apply", "-c", str(config)))
+    target = config if part == "lanes.toml" else project
+    target.chmod(0o777 if target.is_dir() else 0o666)
+    for args in (
+        ("validate", "-c", str(config)),
+        ("plan", "-c", str(config)),
+        ("apply", "-c", str(config)),
+        ("status", "-c", str(config)),
+        ("kick", "alpha", "-c", str(config)),
+    ):
+        result = world.lanekit(*args)
+        _refused(result, 69, "project/lanes.toml: configuration ", "writable by group and others")
+        assert f"hint: chmod go-w {target}" in result.stderr, args
+        assert len(result.stderr.splitlines()) == 2, result.stderr
+    target.chmod(0o755 if target.is_dir() else 0o644)
+    _ok(world.lanekit("apply", "-c", str(config)))
+
+
+# -- issue 30 item 5: apply never creates a queue inside another user's directory -----------
+
+
+def _queue_in(world: World, directory: Path) -> None:
+    (world.root / "lanes.toml").write_text(
+        LANES.replace('dir = "~/q"', f'dir = "{directory}"'), encoding="utf-8"
+    )
+
+
+@pytest.mark.parametrize("how", ["its root", "inside", "through a symlink"])
+def test_apply_refuses_a_queue_in_another_users_directory_before_creating_anything(
+    world: World, second_user: SecondUser, how: str
+) -> None:
+    """A queue dir that is, or lies inside, a directory of another user (directly or through
+    a symlink of ours): apply and validate refuse it (apply 69) with one error naming that
+    directory and a place of your own, never `chown` of theirs, and nothing is created in it
+    (before, apply made the queue's directories there, then exited 1 suggesting `chown 0`)."""
+    theirs = second_user.mkdir("theirs")
+    before = sorted(theirs.rglob("*"))
+    if how == "through a symlink":
+        (world.root / "home" / "linked").symlink_to(theirs)
+        queue = world.root / "home" / "linked" / "jobs"
+    else:
+        queue = theirs if how == "its root" else theirs / "jobs"
+    _queue_in(world, queue)
+    for result in (world.apply(), world.apply("--dry-run")):
+        _refused(result, 69, f"{queue}: queue directory ", f"owned by uid {SECOND_UID} (nobody)")
+        assert "hint: point [queues.q] dir at a directory of your own, e.g. " in result.stderr
+        assert "chown" not in result.stderr
+        assert len(result.stderr.splitlines()) == 2, result.stderr
+    checked = world.lanekit("validate", "-c", "lanes.toml")
+    assert checked.returncode == 1
+    assert f"lanes.toml: queues.q.dir: {queue}: queue directory " in checked.stderr
+    assert sorted(theirs.rglob("*")) == before
+    assert not world.plist.exists()
+    assert not world.snapshot.exists()
+
+
+AS_NOBODY = """
+import sys
+# The interpreter the plist names: this venv's may live where nobody cannot look (/root).
+sys.executable = sys.argv[2]
+from lanekit.cli import main
+main(["apply", "-c", sys.argv[1]])
+"""
+PLIST_PYTHON = shutil.which("python3", path="/usr/local/bin:/usr/bin:/bin") or sys.executable
+
+
+def test_apply_as_a_second_user_refuses_a_third_users_open_directory(
+    second_user: SecondUser,
+) -> None:
+    """Run as an unprivileged user (nobody): a queue inside a world-writable directory of a
+    third user, or reached through a symlink in nobody's home, is refused (69) and nothing is
+    created there; a queue in nobody's own home is applied (before, apply created the queue
+    inside the third user's directory and exited 0: its owner could take or swap the jobs)."""
+    owner = second_user.mkdir("nobody", mode=0o700)
+    home = owner / "home"
+    home.mkdir(mode=0o700)
+    os.chown(home, second_user.uid, second_user.uid)
+    open_dir = second_user.mkdir("open", mode=0o777, uid=THIRD_UID)
+    (home / "shared").symlink_to(open_dir)
+    os.lchown(home / "shared", second_user.uid, second_user.uid)
+    env = {
+        "HOME": str(home),
+        "LANEKIT_STATE_DIR": str(owner / "state"),
+        "LANEKIT_LAUNCH_AGENTS": str(owner / "state" / "emulator" / "LaunchAgents"),
+        "LANEKIT_LAUNCHD": "emulated",
+    }
+    config = owner / "lanes.toml"
+    for queue in (open_dir / "q", home / "shared" / "q", home / "q"):
+        config.write_text(LANES.replace('dir = "~/q"', f'dir = "{queue}"'), encoding="utf-8")
+        os.chown(config, second_user.uid, second_user.uid)
+        argv = [sys.executable, "-c", AS_NOBODY, str(config), PLIST_PYTHON]
+        result = second_user.run(argv, env=env, cwd=owner)
+        if queue == home / "q":
+            _ok(result)
+            assert (home / "q" / "queue").is_dir()
+            continue
+        _refused(result, 69, f"{queue}: queue directory ", f"through {open_dir}, which")
+        assert f"owned by uid {THIRD_UID}, not by you (uid {SECOND_UID} (nobody))" in (
+            result.stderr
+        )
+        assert f"e.g. {home}/lanekit/q" in result.stderr
+        assert list(open_dir.iterdir()) == []
+
+
+# -- issue 30 item 11: a corrupt snapshot found without --snapshot ----------------------------
+
+
+def test_a_corrupt_snapshot_is_named_when_run_looks_for_it(world: World) -> None:
+    """`lanekit run LANE` without --snapshot (by hand) finds the lane's snapshot damaged: one
+    error naming the file and what is wrong (2), not "no installed lane snapshot"."""
+    _ok(world.apply())
+    world.snapshot.write_text('{"lane": ')
+    result = world.lanekit("run", "alpha")
+    _refused(result, 2, f"{world.snapshot}: lane snapshot is unreadable (not valid JSON")
+    assert "hint: run `lanekit apply` to write it again" in result.stderr

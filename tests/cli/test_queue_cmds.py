@@ -157,6 +157,28 @@ def test_enqueue_usage_errors(config: Path, tmp_path: Path) -> None:
         assert message in err, args
 
 
+def test_enqueue_refuses_a_job_over_max_job_bytes_reading_no_more(
+    config: Path, tmp_path: Path
+) -> None:
+    """A job larger than its queue's max_job_bytes (default 1 MiB), from stdin or a FILE, is
+    refused with exit 2 and one line naming the input, the queue and its key; the rest of the
+    input is never read (issue 30 item 12)."""
+    big = b'{"pad": "' + b"x" * (1 << 20) + b'"}'
+    code, out, err = invoke("enqueue", "work", "-c", str(config), input=big)
+    assert (code, out) == (2, "")
+    assert err.splitlines() == [
+        "error: stdin: job payload is larger than queue inbox's max_job_bytes (1048576 bytes)",
+        "hint: put bulk data in a file and enqueue a job that names its path, or raise "
+        "max_job_bytes in [queues.inbox] of lanes.toml",
+    ]
+    job = tmp_path / "big.json"
+    job.write_bytes(big)
+    code, _, err = invoke("enqueue", "work", str(job), "-c", str(config))
+    assert code == 2
+    assert err.startswith(f"error: {job}: job payload is larger than queue inbox's max_job_bytes")
+    assert inbox(config).counts().queued == 0
+
+
 def test_enqueue_into_missing_queue_is_exit_69(tmp_path: Path, config: Path) -> None:
     """A queue directory that does not exist yet is an environment error naming it."""
     (tmp_path / "gone.toml").write_text(

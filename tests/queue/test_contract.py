@@ -171,24 +171,28 @@ def test_a_live_claim_is_left_alone_and_reported_live(backend: JobQueue) -> None
     assert backend.claims() == []
 
 
-def test_a_dead_owners_claim_is_recovered_with_its_attempt_counted(backend: JobQueue) -> None:
+def test_a_dead_owners_claim_is_recovered_without_spending_an_attempt(
+    backend: JobQueue,
+) -> None:
     """A process that dies holding a claim: the claim is STRANDED, recover() gives the job
-    back (to queue), and the next claim is attempt 2 (a crash counts)."""
+    back (to queue), and the next claim is attempt 1 again: the attempt was cut short by a
+    crash of lanekit's, not ended by the job, so it is not counted."""
     backend.enqueue({}, job_id="crashy")
     assert claim_in_dead_process(backend) == "crashy"
     assert [view.state for view in backend.claims()] == [ClaimState.STRANDED]
     [item] = backend.recover(stale_after=3600, max_attempts=3)
-    assert (item.job_id, item.state) == ("crashy", JobState.QUEUED)
-    assert claim_one(backend).attempt == 2
+    assert (item.job_id, item.state, item.attempts) == ("crashy", JobState.QUEUED, 0)
+    assert claim_one(backend).attempt == 1
 
 
-def test_a_crash_out_of_attempts_fails_the_job(backend: JobQueue) -> None:
-    """Recovered at its last attempt, the job fails for good instead of running again."""
+def test_a_crash_at_the_last_attempt_never_fails_the_job(backend: JobQueue) -> None:
+    """Recovered at its last attempt, the job runs again: crashes never spend attempts."""
     backend.enqueue({}, job_id="last")
     claim_in_dead_process(backend)
     [item] = backend.recover(stale_after=3600, max_attempts=1)
-    assert item.state is JobState.FAILED
-    assert backend.failed_ids() == ["last"]
+    assert item.state is JobState.QUEUED
+    assert backend.failed_ids() == []
+    assert claim_one(backend).attempt == 1
 
 
 def test_a_job_that_finished_after_its_owner_died_is_not_run_again(backend: JobQueue) -> None:

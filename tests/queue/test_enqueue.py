@@ -81,3 +81,26 @@ def test_a_fast_queue_never_flushes(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     _count(monkeypatch, queue, events)
     queue.enqueue({})
     assert events == []
+
+
+def test_a_payload_over_max_job_bytes_is_refused_and_nothing_queued(tmp_path: Path) -> None:
+    """enqueue refuses a payload larger than the queue's max_job_bytes (bytes before they
+    are parsed, a mapping once written as JSON) with a UsageError naming the size, the limit
+    and the key; one at the limit is queued (issue 30 item 12)."""
+    from lanekit.errors import UsageError
+
+    queue = Queue(tmp_path / "q", durable=False, max_job_bytes=32)
+    queue.ensure()
+    fits = b'{"pad": "' + b"x" * 21 + b'"}'
+    assert len(fits) == 32
+    with pytest.raises(UsageError) as caught:
+        queue.enqueue(fits[:-2] + b'x"}')
+    assert caught.value.message == (
+        "job payload is 33 bytes, over the queue's max_job_bytes (32 bytes)"
+    )
+    assert "max_job_bytes in [queues.NAME]" in caught.value.hint
+    with pytest.raises(UsageError, match="over the queue's max_job_bytes"):
+        queue.enqueue({"pad": "x" * 40})
+    assert os.listdir(queue.queue) == []
+    queue.enqueue(fits, job_id="fits")
+    assert os.listdir(queue.queue) == ["fits.json"]

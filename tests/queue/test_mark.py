@@ -91,8 +91,8 @@ def test_claim_creates_no_file_and_appends_its_attempt(queue: Queue) -> None:
 
 def test_recovery_counts_the_attempt_from_the_running_line(queue: Queue) -> None:
     """A runner that dies mid-job leaves its claim, its mark and its `running` line.
-    Recovery counts that attempt, writes it, removes the mark; the next claim is attempt 2;
-    out of attempts, the job fails with the count."""
+    Recovery takes that attempt back (a crash is not the job's failure), writes the count,
+    removes the mark; the next claim is attempt 1 again."""
     job_id = queue.enqueue({"n": 1})
     assert claim_and_die(queue) == job_id
     record = queue.store.read(job_id)
@@ -106,15 +106,16 @@ def test_recovery_counts_the_attempt_from_the_running_line(queue: Queue) -> None
         "funnel",
     )
     [item] = queue.recover(stale_after=3600, max_attempts=3)
-    assert (item.job_id, item.state, item.attempts) == (job_id, JobState.QUEUED, 1)
+    assert (item.job_id, item.state, item.attempts) == (job_id, JobState.QUEUED, 0)
     assert not os.path.lexists(queue.claimed / mark_name(job_id))
     record = queue.store.read(job_id)
-    assert record is not None and (record.state, record.attempts) == (JobState.QUEUED, 1)
+    assert record is not None and (record.state, record.attempts) == (JobState.QUEUED, 0)
+    assert "before its job's end was recorded" in (record.error or "")
     claim_and_die(queue)
-    [item] = queue.recover(stale_after=3600, max_attempts=2)
-    assert (item.state, item.attempts) == (JobState.FAILED, 2)
-    record = queue.store.read(job_id)
-    assert record is not None and (record.state, record.attempts) == (JobState.FAILED, 2)
+    [item] = queue.recover(stale_after=3600, max_attempts=1)
+    assert (item.state, item.attempts) == (JobState.QUEUED, 0)  # never spends the last one
+    claim = queue.claimer().claim()
+    assert claim is not None and claim.attempt == 1
 
 
 def test_a_claim_cut_short_before_its_mark_never_started(queue: Queue) -> None:
@@ -140,11 +141,11 @@ def test_a_claim_left_by_the_previous_version_is_recovered(queue: Queue) -> None
     assert view is not None and view.record is not None
     assert (view.state, view.record.attempts) == (JobState.RUNNING, 2)
     [item] = queue.recover(stale_after=3600, max_attempts=3)
-    assert (item.state, item.attempts) == (JobState.QUEUED, 2)
+    assert (item.state, item.attempts) == (JobState.QUEUED, 1)  # the crashed one taken back
     record = queue.store.read("old")
-    assert record is not None and (record.state, record.attempts) == (JobState.QUEUED, 2)
+    assert record is not None and (record.state, record.attempts) == (JobState.QUEUED, 1)
     claim = queue.claimer().claim()
-    assert claim is not None and (claim.attempt, claim.record.lane) == (3, "pm")
+    assert claim is not None and (claim.attempt, claim.record.lane) == (2, "pm")
     queue.complete(claim)
 
     # A claim of the previous version still in claimed/ (its runner's liveness is recovery's
@@ -200,7 +201,7 @@ def test_a_dead_claims_mark_holds_its_id_until_recovery(queue: Queue) -> None:
     assert str(dead) in (queue.failed / "j.error").read_text()
     assert os.path.samefile(queue.claimed / mark_name("j"), dead)
     [item] = queue.recover(stale_after=3600, max_attempts=3)
-    assert (item.state, item.attempts) == (JobState.QUEUED, 1)
+    assert (item.state, item.attempts) == (JobState.QUEUED, 0)
 
 
 def test_a_mark_is_not_cleared_while_its_files_lock_is_held(queue: Queue, tmp_path: Path) -> None:
@@ -281,13 +282,13 @@ def test_a_corrupt_copy_beside_a_running_one_leaves_its_record(queue: Queue) -> 
     assert [(d.job_id, d.reason) for d in drops] == [("twin", DropReason.CORRUPT)]
     assert queue.store.path(job_id).read_bytes() == before
     [item] = queue.recover(stale_after=3600, max_attempts=3)
-    assert (item.state, item.attempts) == (JobState.QUEUED, 1)
+    assert (item.state, item.attempts) == (JobState.QUEUED, 0)
 
 
 def test_a_job_that_replaced_its_own_file_is_still_counted(queue: Queue) -> None:
     """A job that rewrites its claimed file by a rename (`sed -i {job}`) leaves its mark a
-    link to the old file. Its runner dies: recovery still counts the attempt its `running`
-    line started and fails the job once they are spent; the mark, now no claim's, is swept."""
+    link to the old file. Its runner dies: recovery still finds the attempt its `running`
+    line started (and takes it back: a crash); the mark, now no claim's, is swept."""
     job_id = queue.enqueue({"n": 1})
     assert claim_and_die(queue) == job_id
     [claimed] = [p for p in queue.claimed.iterdir() if p.name.endswith(".json")]
@@ -295,7 +296,7 @@ def test_a_job_that_replaced_its_own_file_is_still_counted(queue: Queue) -> None
     rewritten.write_text('{"n": 2}')
     os.rename(rewritten, claimed)
     [item] = queue.recover(stale_after=3600, max_attempts=1)
-    assert (item.state, item.attempts) == (JobState.FAILED, 1)
+    assert (item.state, item.attempts) == (JobState.QUEUED, 0)
     assert queue.recover(stale_after=3600, max_attempts=1) == []
     assert not os.path.lexists(queue.claimed / mark_name(job_id))
 
@@ -316,10 +317,10 @@ def test_a_claim_marked_by_the_previous_version_is_recovered(queue: Queue) -> No
         "pm",
     )
     [item] = queue.recover(stale_after=3600, max_attempts=3)
-    assert (item.state, item.attempts) == (JobState.QUEUED, 2)
+    assert (item.state, item.attempts) == (JobState.QUEUED, 1)
     assert not os.path.lexists(queue.claimed / mark_name("sym"))
     again = queue.claimer().claim()
-    assert again is not None and (again.attempt, again.record.lane) == (3, "pm")
+    assert again is not None and (again.attempt, again.record.lane) == (2, "pm")
     queue.complete(again)
 
     queue.enqueue({"n": 2}, job_id="live")

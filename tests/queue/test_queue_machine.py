@@ -41,6 +41,9 @@ class QueueMachine(RuleBasedStateMachine):
         self.successes: dict[str, int] = {}
         self.after_recovery: dict[str, JobState] = {}
         """Where recovery must put a claim whose process died in its settle."""
+        self.cut_short: set[str] = set()
+        """Crashed claims whose attempt had started and was never settled: recovery takes
+        the attempt back (a crash is not the job's failure)."""
         self.serial = 0
 
     def teardown(self) -> None:
@@ -126,8 +129,10 @@ class QueueMachine(RuleBasedStateMachine):
 
         job_id = in_dying_process(work)
         assert job_id in self._queued()
-        self.attempts[job_id] += 1
+        self.attempts[job_id] += 1  # its `running` line, until recovery takes it back
         self.crashed.add(job_id)
+        self.cut_short.add(job_id)
+        self.after_recovery[job_id] = JobState.QUEUED
 
     @rule(
         point=st.sampled_from(
@@ -148,9 +153,9 @@ class QueueMachine(RuleBasedStateMachine):
         attempt (either way the attempt never started); in the settle while its record line is
         appended (cut short half-way) or, where the file must be replaced, before the new one
         is renamed in (the old one, with the `running` line, still there): either way the
-        attempt counts,
-        the outcome is lost and the job runs again; or after the record was written, before or
-        after the mark was removed (the outcome counts)."""
+        outcome is lost and the job runs again, the attempt not counted (a crash is not the
+        job's failure); or after the record was written, before or after the mark was removed
+        (the outcome counts)."""
         if not self._queued():
             return
         job_id = in_dying_process(lambda say: self._die_at(point, succeeded, say))
@@ -160,7 +165,10 @@ class QueueMachine(RuleBasedStateMachine):
             self.after_recovery[job_id] = JobState.QUEUED
             return
         self.attempts[job_id] += 1
-        if succeeded and point not in {"mid-record", "mid-replace"}:
+        if point in {"mid-record", "mid-replace"}:
+            self.cut_short.add(job_id)
+            self.after_recovery[job_id] = JobState.QUEUED
+        elif succeeded:
             self.successes[job_id] = self.successes.get(job_id, 0) + 1
             self.after_recovery[job_id] = JobState.SUCCEEDED
         else:
@@ -235,7 +243,10 @@ class QueueMachine(RuleBasedStateMachine):
             )
             assert item.state is expected, item
             self.where[item.job_id] = expected
+            if item.job_id in self.cut_short:
+                self.attempts[item.job_id] -= 1
         self.crashed.clear()
+        self.cut_short.clear()
 
     @invariant()
     def nothing_lost_nothing_twice(self) -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter
@@ -19,6 +21,8 @@ from watch_world import WATCHED, WatchWorld
 
 from lanekit.queue import Queue
 from lanekit.watch.spec import WATCH_LANE
+from lanekit.watch.watchdog import WatchRequest, run_pass
+from neighbours import SecondUser
 
 THREE_QUEUES = WATCHED.replace(
     "[watch]",
@@ -248,6 +252,7 @@ def test_two_passes_at_once_send_once(tmp_path: Path) -> None:
             "#",
         )
     )
+    world.apply()  # a pass runs the channels applied, not what lanes.toml says since
     results = []
 
     def one() -> None:
@@ -275,3 +280,180 @@ def test_a_pass_logs_start_and_finish_for_the_watchdog_lane(tmp_path: Path) -> N
     stamp = format_ts(at.timestamp())
     assert any(line.startswith(f"ts={stamp} lane=watch event=start") for line in lines)
     assert any(f"ts={stamp} lane=watch event=finish" in line for line in lines)
+
+
+# --- a pass by hand: channels get the watchdog lane's environment, as under launchd ---------
+
+ENV_NOTIFIER = 'cat > /dev/null; env > "$1"'
+"""A command channel that writes the environment it was started with to its first argument."""
+
+
+def _terminal(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """This process as a terminal: a PATH with a directory the [defaults] path lacks (holding
+    `only-in-terminal`, a notifier that appends the notice to sent.jsonl), a variable of its
+    own, and no XPC_SERVICE_NAME (launchd did not start it)."""
+    directory = tmp_path / "terminal-bin"
+    directory.mkdir()
+    tool = directory / "only-in-terminal"
+    tool.write_text(f'#!/bin/sh\ncat >> "{tmp_path / "sent.jsonl"}"\n')
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{directory}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("TERMINAL_ONLY", "1")
+    monkeypatch.delenv("XPC_SERVICE_NAME", raising=False)
+    return tool
+
+
+def _with_command(command: str) -> str:
+    """WATCHED with `command` as its [watch] command channel."""
+    return WATCHED.replace(
+        'command = ["/bin/sh", "-c", "NOTIFIER", "notifier", "FLAG", "SENT"]', command
+    )
+
+
+def test_a_pass_by_hand_gives_the_command_channel_the_watchdogs_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`lanekit watch` in a terminal runs the [watch] command as launchd would: with the
+    watchdog lane's PATH (the [defaults] path) and environment, nothing of the terminal's."""
+    _terminal(monkeypatch, tmp_path)
+    seen = tmp_path / "seen.env"
+    command = f'command = ["/bin/sh", "-c", "{ENV_NOTIFIER}", "notifier", "{seen}"]'
+    command = command.replace('"$1"', '\\"$1\\"')
+    world = WatchWorld.make(tmp_path, _with_command(command))
+    result = world.watch()  # nothing is loaded: launchd.not-loaded notices to send
+    assert result.notices
+    assert result.failed_deliveries == ()
+    env = dict(line.split("=", 1) for line in seen.read_text().splitlines() if "=" in line)
+    lane = world.lane(WATCH_LANE)
+    assert env["PATH"] == "/usr/bin:/bin:/usr/sbin:/sbin"
+    assert env["XPC_SERVICE_NAME"] == lane.label
+    assert env["LANEKIT_STATE_DIR"] == str(world.paths.state)
+    assert env["HOME"] == str(world.paths.home)
+    assert "TERMINAL_ONLY" not in env
+
+
+def test_a_channel_command_only_on_the_terminals_path_fails_by_hand(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bare [watch] command found only on the terminal's PATH is not found by a pass by
+    hand either, as under launchd: the delivery fails (the notice is kept for the next pass)."""
+    _terminal(monkeypatch, tmp_path)
+    world = WatchWorld.make(tmp_path, _with_command('command = ["only-in-terminal"]'))
+    result = world.watch()
+    assert result.notices
+    errors = [d.error or "" for d in result.deliveries]
+    assert errors
+    assert all("only-in-terminal cannot be started" in error for error in errors)
+    assert world.sent() == []
+
+
+def test_a_pass_launchd_started_keeps_the_environment_launchd_gave_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under launchd (XPC_SERVICE_NAME is the watchdog's label) the pass's own environment
+    is launchd's: its channels get it as it is."""
+    tool = _terminal(monkeypatch, tmp_path)
+    world = WatchWorld.make(tmp_path, _with_command('command = ["only-in-terminal"]'))
+    label = world.lane(WATCH_LANE).label
+    result = run_pass(
+        WatchRequest(config_path=world.config_path),
+        world.paths,
+        env={"XPC_SERVICE_NAME": label, "PATH": f"{tool.parent}:/usr/bin:/bin"},
+        launchd=world.domain,
+    )
+    assert result.notices
+    assert result.failed_deliveries == ()
+    assert len(world.sent()) == len(result.notices)
+
+
+# --- issue 30 item 4: a pass runs what was applied; a lanes.toml others may write is refused ---
+
+
+def test_a_pass_runs_the_channels_applied_not_what_lanes_toml_says_now(tmp_path: Path) -> None:
+    """[watch] command edited after apply: passes keep sending through the applied command
+    until `lanekit apply` installs the new one (before, every pass re-read lanes.toml and ran
+    whatever it said)."""
+    world = WatchWorld.make(tmp_path)
+    world.apply()
+    _failed_job_only(world)
+    marker = tmp_path / "edited-command-ran"
+    world.write(WATCHED.replace('"NOTIFIER"', f"'touch {marker}; cat >> \"$2\"'"))
+    first = world.watch()
+    assert first.failed_deliveries == ()
+    assert "queue.failed-jobs" in [n["id"] for n in world.sent()]
+    assert not marker.exists()
+    world.apply()
+    _failed_job_only(world)  # one more failed job: a notice for the new command to send
+    again = world.watch()
+    assert again.notices
+    assert marker.exists()
+
+
+def _hostile(text: str, proof: Path) -> str:
+    """lanes.toml with its [watch] command replaced by one that records who ran it."""
+    lines = text.splitlines()
+    last = max(i for i, line in enumerate(lines) if line.startswith("command = "))
+    lines[last] = f'command = ["/bin/sh", "-c", "id -u > {proof}; cat > /dev/null"]'
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("mistake", ["lanes.toml 0666", "its directory 0777"])
+def test_a_neighbour_who_may_write_lanes_toml_never_runs_a_command_as_its_owner(
+    second_user: SecondUser, mistake: str
+) -> None:
+    """Issue 30 item 4, as it happened: lanes.toml (or its directory) is writable by others;
+    a second local user (nobody, for real: setpriv) rewrites [watch] command; the owner's next
+    `lanekit watch` pass (here root's) refuses lanes.toml with exit 69 and one error naming it
+    and the chmod, and runs nothing (before, it ran nobody's command as root). Once the owner
+    fixes the mode, the pass sends through the channel `apply` installed, still never the
+    neighbour's."""
+    owner = second_user.shared / "owner"
+    owner.mkdir(mode=0o755)
+    world = WatchWorld.make(owner)
+    world.apply()
+    _failed_job_only(world)
+    config = world.config_path
+    proof = second_user.shared / "ran-as-uid"
+    if mistake == "lanes.toml 0666":
+        config.chmod(0o666)
+        rewrite = 'cat > "$1"'
+        part = config
+    else:
+        owner.chmod(0o777)
+        rewrite = 'cat > "$1.new" && mv -f "$1.new" "$1"'
+        part = owner
+    done = second_user.run(
+        ["/bin/sh", "-c", rewrite, "sh", str(config)], input=_hostile(config.read_text(), proof)
+    )
+    assert done.returncode == 0, done.stderr
+    assert str(proof) in config.read_text()
+    env = {
+        "LANEKIT_STATE_DIR": str(world.paths.state),
+        "LANEKIT_LAUNCH_AGENTS": str(world.paths.launch_agents),
+        "LANEKIT_LAUNCHD": "emulated",
+        "HOME": str(world.paths.home),
+    }
+    argv = [sys.executable, "-m", "lanekit", "watch", "--config", str(config)]
+    proc = subprocess.run(
+        argv,
+        cwd=owner,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 69, (proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr
+    [error, hint] = proc.stderr.splitlines()
+    assert error.startswith("error: lanes.toml: configuration ")
+    assert "writable by group and others" in error
+    assert hint == f"hint: chmod go-w {part}"
+    assert not proof.exists()
+    assert world.sent() == []
+    if mistake == "lanes.toml 0666":
+        config.chmod(0o644)  # the mode fixed, the neighbour's text not noticed
+        fixed = world.watch()
+        assert fixed.failed_deliveries == ()
+        assert "queue.failed-jobs" in [n["id"] for n in world.sent()]
+        assert not proof.exists()

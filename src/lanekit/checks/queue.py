@@ -154,15 +154,16 @@ def stale_claim(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
 @check(
     "queue.orphaned-job",
     summary="a claimed job still runs but its runner is dead (kill -9, or launchd's SIGKILL "
-    "after ExitTimeOut): nobody will record how it ends",
+    "after ExitTimeOut): its claim waits for it",
     needs_lane=True,
     needs_plist=False,
     scope=Scope.QUEUE,
 )
 def orphaned_job(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
-    """The job inherits the claim's lock, so a job that outlives its runner keeps its claim
-    (correctly: it may still finish the work) but nobody waits for it: its outcome goes
-    unrecorded and, once it exits, recovery gives the job back as if it never ran."""
+    """A job that outlives its runner keeps its claim (correctly: it may still finish the
+    work): through its watcher's lock, which records how it ends, or, with the watcher killed
+    too, through its copies (lanekit.jobenv.job_copies), whose end nobody records: once every
+    copy has exited, recovery gives the job back to run again, the attempt not counted."""
     lane = target.lane
     if lane is None:
         return
@@ -172,11 +173,12 @@ def orphaned_job(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
         yield Problem(
             Severity.WARNING,
             f"job {claim.job_id} still runs, claimed {_age(claim.age)} ago, but its runner "
-            f"(pid {claim.pid}) is gone: nobody will record how it ends, and once it exits its "
-            "claim is recovered (back to queue/ to run again, or to failed/ when out of "
-            "attempts).",
+            f"(pid {claim.pid}) is gone: the claim waits until it ends. Its watcher, if alive, "
+            "records how, and the next run settles it by that; if the watcher was killed too, "
+            "how it ends is lost and the job runs again once every copy has exited.",
             f"wait for it to finish, then `{recover}` (the lane's next run does it too); or "
-            f"find it (`{cmdline('pgrep', '-f', path)}` or `{cmdline('lsof', path)}`), stop it, "
+            f"find it (its environment's LANEKIT_JOB_FILE is {path}: "
+            f"`{cmdline('pgrep', '-f', path)}` or `{cmdline('lsof', path)}`), stop it, "
             f"then `{recover}`",
         )
 

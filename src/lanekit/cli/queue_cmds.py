@@ -49,7 +49,12 @@ def _open(spec: QueueSpec) -> JobQueue:
     from lanekit.paths import Paths
     from lanekit.queue import open_queue
 
-    return open_queue(spec.dir, durable=spec.durable, clock=clock_for(Paths.from_env()).time)
+    return open_queue(
+        spec.dir,
+        durable=spec.durable,
+        clock=clock_for(Paths.from_env()).time,
+        max_job_bytes=spec.max_job_bytes,
+    )
 
 
 def _queue_named(config: Config, name: str) -> QueueSpec:
@@ -73,18 +78,29 @@ def _refuse_watchdog_queue(config: Config, spec: QueueSpec) -> None:
             )
 
 
-def _read_payload(source: str) -> bytes:
-    """The job payload from FILE, or from stdin for `-`."""
-    if source == "-":
-        return sys.stdin.buffer.read()
+def _read_payload(source: str, spec: QueueSpec) -> bytes:
+    """The job payload from FILE, or from stdin for `-`: at most the queue's max_job_bytes
+    are read (one byte more tells a larger job, refused without reading the rest)."""
+    from lanekit.queue import too_large
+
+    limit = spec.max_job_bytes
     try:
-        return Path(source).read_bytes()
+        if source == "-":
+            data = sys.stdin.buffer.read(limit + 1)
+        else:
+            with Path(source).open("rb") as handle:
+                data = handle.read(limit + 1)
     except FileNotFoundError:
         raise UsageError(
             f"{source}: no such file", "give a JSON file, or - to read the job from stdin"
         ) from None
     except OSError as exc:
         raise UsageError(f"{source}: cannot read ({exc.strerror})", "check the path") from None
+    if len(data) > limit:
+        refusal = too_large(None, limit, spec.name)
+        where = "stdin" if source == "-" else source
+        raise UsageError(f"{where}: {refusal.message}", refusal.hint)
+    return data
 
 
 def enqueue(
@@ -185,7 +201,7 @@ def enqueue(
             "no job given: name a FILE, or pipe the job's JSON into stdin",
             "lanekit enqueue LANE job.json   or   echo '{...}' | lanekit enqueue LANE",
         )
-    data = _read_payload(file or "-")
+    data = _read_payload(file or "-", spec)
     show.enqueued(_open(spec).enqueue(data, job_id))
 
 
@@ -201,7 +217,9 @@ def run(
     ] = None,
     config: ConfigOption = None,
 ) -> None:
-    """Run a lane once, now: claim and run its jobs as launchd would. With --config the lane
+    """Run a lane once, now: claim and run its jobs as launchd would. Jobs get the environment
+    launchd gives them (the lane's `path` as PATH, its `env`) and nothing of this terminal's: a
+    command found only on your shell's PATH cannot start here either. With --config the lane
     comes from lanes.toml (development); without, from the snapshot `apply` installed."""
     from lanekit.cli.render import queue as show
     from lanekit.config import run_spec

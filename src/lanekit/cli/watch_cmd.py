@@ -24,8 +24,10 @@ def watch(
     Runs doctor's checks on every lane and queue of lanes.toml; a problem is sent once when it
     appears, again after `repeat` while it stays, and once more when it is resolved. A channel
     that fails keeps its notices for the next pass. `lanekit apply` installs this as a lane of
-    its own (`<label_prefix>.watch`), so launchd runs it every `every`. --dry-run shows what
-    would be sent, without sending or remembering it. Exit 1 when a channel refused a notice.
+    its own (`<label_prefix>.watch`), so launchd runs it every `every`; run by hand, its
+    channels get that lane's environment as launchd gives it (the [defaults] PATH), not this
+    terminal's. --dry-run shows what would be sent, without sending or remembering it. Exit 1
+    when a channel refused a notice.
     """
     from lanekit.cli.render import watch as show
     from lanekit.paths import Paths

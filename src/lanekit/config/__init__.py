@@ -3,7 +3,8 @@
 Every problem is reported as one line, `<file>: <key path>: <what is wrong>`, plus a hint, and
 validation collects all of them instead of stopping at the first. `<file>` is the config path
 relative to the current directory when it lies inside it (so usually just `lanes.toml`),
-otherwise absolute.
+otherwise absolute. A lanes.toml someone other than you or root could have written (the file,
+or a directory on its path) is refused before a byte is read (`refuse_untrusted`: exit 69).
 
 launchd expands nothing in a plist, so `~`, `$HOME` and `${HOME}` are expanded here, at load
 time, to `Paths.home`: in every path, and at the start of command arguments and env values.
@@ -27,6 +28,7 @@ from pathlib import Path
 from lanekit.config.lanes import (
     config_warnings,
     is_watchdog,
+    lane_environment,
     run_spec,
     select_lanes,
     watchdog_lane,
@@ -93,6 +95,7 @@ __all__ = [
     "expand_home",
     "find_config",
     "is_watchdog",
+    "lane_environment",
     "load_config",
     "one_line",
     "plist_safe",
@@ -155,6 +158,7 @@ def read_config(path: Path, paths: Paths) -> tuple[Config | None, list[ConfigErr
     Never install a partial config.
     """
     display = display_path(path, paths.cwd)
+    refuse_untrusted(path, display)
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -185,6 +189,23 @@ def read_config(path: Path, paths: Paths) -> tuple[Config | None, list[ConfigErr
     reader = DocumentReader(display, paths)
     config = reader.config(path, document)
     return config, reader.errors
+
+
+def refuse_untrusted(path: Path, display: str) -> None:
+    """Refuse (UnsafeStateError, exit 69) a lanes.toml someone other than you or root could
+    have written: the file, or a directory above it up to your home (lanekit.owned.
+    untrusted_part). It says what every lane and the watchdog run, as you: a neighbour who
+    may rewrite it would run their command as you on the next apply or pass."""
+    from lanekit.owned import check_trusted, home_directory
+    from lanekit.quoting import shell_quote
+
+    home = shell_quote(home_directory())
+    check_trusted(
+        path,
+        "configuration",
+        elsewhere=f"keep lanes.toml in a directory of your own (under {home})",
+        shown=display,
+    )
 
 
 def _too_deep(display: str) -> ConfigError:

@@ -9,6 +9,7 @@ from pathlib import Path
 from lanekit.config.model import DEFAULT_PATH, DEFAULT_SESSION_TYPES, Config, LaneSpec, QueueSpec
 from lanekit.config.text import did_you_mean, quoted
 from lanekit.errors import UsageError
+from lanekit.ownership import MARKER
 from lanekit.paths import Paths
 from lanekit.schedule import Schedule
 from lanekit.snapshot_fields import DEFAULT_EXIT_TIMEOUT
@@ -85,6 +86,7 @@ def watchdog_lane(
         session_type=session_type,
         project=project,
         entrypoint=(WATCH_LANE, "--config", str(project)),
+        watch=watch,
     )
 
 
@@ -95,12 +97,26 @@ def is_watchdog(lane: LaneSpec | None) -> bool:
     return lane is not None and lane.name == WATCH_LANE and lane.entrypoint is not None
 
 
+def lane_environment(lane: LaneSpec) -> dict[str, str]:
+    """The lane's EnvironmentVariables: its env, an explicit PATH (its `path`) and the
+    LANEKIT_LANE marker. The plist carries them (lanekit.plist) and the snapshot keeps them
+    (run_spec), so a run launchd did not start gives its jobs what launchd would
+    (lanekit.laneenv.lane_process_env)."""
+    return {**lane.env, "PATH": ":".join(lane.path), MARKER: lane.name}
+
+
 def run_spec(lane: LaneSpec) -> RunSpec:
     """What `lanekit run` needs for this lane (written as the lane snapshot by apply)."""
     # Imported here: reading lanes.toml (`lanekit status`) builds no snapshot, and RunSpec is
     # a dataclass created at import (benchmark (i)).
-    from lanekit.snapshot import RunSpec
+    from lanekit.snapshot import RunSpec, WatchChannels
 
+    watch = lane.watch
+    channels = (
+        None
+        if watch is None
+        else WatchChannels(notify=watch.notify, command=watch.command, webhook=watch.webhook)
+    )
     return RunSpec(
         lane=lane.name,
         label=lane.label,
@@ -118,6 +134,9 @@ def run_spec(lane: LaneSpec) -> RunSpec:
         stdout_path=lane.stdout_path,
         stderr_path=lane.stderr_path,
         keep_done=lane.queue.keep_done,
+        max_job_bytes=lane.queue.max_job_bytes,
         keep_failed=lane.queue.keep_failed,
         project=lane.project,
+        environment=lane_environment(lane),
+        watch=channels,
     )

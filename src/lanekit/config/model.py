@@ -14,6 +14,7 @@ from lanekit.schedule import (
 from lanekit.snapshot_fields import (
     DEFAULT_KEEP_DONE,
     DEFAULT_KEEP_FAILED,
+    DEFAULT_MAX_JOB_BYTES,
 )
 from lanekit.watch.spec import WatchSpec
 
@@ -72,7 +73,10 @@ RETENTION_MINIMUM = 3600
 """keep_done / keep_failed below an hour would purge jobs a person is still looking at."""
 
 
-QUEUE_KEYS = ("dir", "durable", "keep_done", "keep_failed")
+QUEUE_KEYS = ("dir", "durable", "keep_done", "keep_failed", "max_job_bytes")
+
+MIN_JOB_BYTES = 2
+"""The smallest job there is, `{}`: a lower max_job_bytes would refuse every job."""
 
 
 # Lane options that [defaults] may set for every lane.
@@ -123,6 +127,9 @@ class QueueSpec:
     """Seconds a finished job stays in done/ (with its record) before purging removes it."""
     keep_failed: int = DEFAULT_KEEP_FAILED
     """Seconds a failed job stays in failed/ (with its .error and record)."""
+    max_job_bytes: int = DEFAULT_MAX_JOB_BYTES
+    """The largest job file, in bytes: enqueue refuses a larger payload, and a larger file
+    dropped in queue/ goes to failed/ unread (lanekit.snapshot_fields says why 1 MiB)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +173,10 @@ class LaneSpec:
     entrypoint: tuple[str, ...] | None = None
     """lanekit's arguments in the plist instead of `run NAME --snapshot SNAPSHOT`; only the
     watchdog lane has them (`watch --config LANES.TOML`, lanekit.watch)."""
+    watch: WatchSpec | None = None
+    """The watchdog lane's `[watch]` (None for every other lane): `apply` records its channels
+    in the lane's snapshot, and each pass runs the channels applied, never what lanes.toml
+    says since (lanekit.watch.watchdog.applied_channels)."""
 
 
 @dataclass(frozen=True, slots=True)

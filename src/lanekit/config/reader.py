@@ -16,7 +16,9 @@ from lanekit.config.model import (
     DEFAULT_SESSION_TYPES,
     DEFAULTS_KEYS,
     LANE_KEYS,
+    MAX_INT,
     MAX_LABEL_BYTES,
+    MIN_JOB_BYTES,
     QUEUE_KEYS,
     RESERVED_ENV,
     RESERVED_LABEL_PREFIX,
@@ -45,6 +47,7 @@ from lanekit.schedule import (
 from lanekit.snapshot_fields import (
     DEFAULT_KEEP_DONE,
     DEFAULT_KEEP_FAILED,
+    DEFAULT_MAX_JOB_BYTES,
 )
 from lanekit.watch.spec import WATCH_LANE, WatchSpec, read_watch
 
@@ -103,6 +106,7 @@ class DocumentReader(ConfigReader):
                 )
         self.unique_labels(lanes)
         self.unique_log_paths(lanes)
+        self.logs_outside_queues(lanes, queues)
         return Config(
             path=path,
             label_prefix=prefix or DEFAULT_LABEL_PREFIX,
@@ -150,6 +154,7 @@ class DocumentReader(ConfigReader):
         durable = self.boolean(table, (*key, "durable"))
         keep_done = self.duration(table, (*key, "keep_done"), minimum=RETENTION_MINIMUM)
         keep_failed = self.duration(table, (*key, "keep_failed"), minimum=RETENTION_MINIMUM)
+        max_job_bytes = self.integer(table, (*key, "max_job_bytes"), MIN_JOB_BYTES, MAX_INT)
         self.in_file_order(before, table, 2)
         if len(self.failures) > before or directory is None:
             return None
@@ -159,6 +164,7 @@ class DocumentReader(ConfigReader):
             durable=True if durable is None else durable,
             keep_done=DEFAULT_KEEP_DONE if keep_done is None else keep_done,
             keep_failed=DEFAULT_KEEP_FAILED if keep_failed is None else keep_failed,
+            max_job_bytes=DEFAULT_MAX_JOB_BYTES if max_job_bytes is None else max_job_bytes,
         )
 
     def unique_queue_dirs(self, queues: Mapping[str, QueueSpec]) -> None:
@@ -427,6 +433,41 @@ class DocumentReader(ConfigReader):
                     f"{other_key} of lane {other.name} to a path of its own",
                 )
             seen.extend(mine)
+
+    def logs_outside_queues(
+        self, lanes: Mapping[str, LaneSpec], queues: Mapping[str, QueueSpec]
+    ) -> None:
+        """A log inside a queue's directories is taken for what lives there: in queue/ the
+        event log is claimed as a job (and every run then fails it), in tmp/, done/ or failed/
+        it is cleaned away or purged, in records/ read as a record. Each queue's logs/ is the
+        lanes' own (their default). Compared by real path ignoring case, like queue dirs."""
+        from lanekit.queue import MOVED_THROUGH  # the queue's own directories (not logs/)
+
+        every = {queue.dir: queue for queue in queues.values()}
+        every.update({lane.queue.dir: lane.queue for lane in lanes.values()})
+        owned = [
+            (queue, name, _real(queue.dir / name))
+            for queue in every.values()
+            for name in MOVED_THROUGH
+        ]
+        for lane in lanes.values():
+            for key, path in _log_fields(lane):
+                real = _real(path)
+                found = next(
+                    (o for o in owned if _same_path(real, o[2]) or _inside(real, o[2])), None
+                )
+                if found is None:
+                    continue
+                queue, name, _ = found
+                default = lane.queue.dir / "logs" / f"{lane.name}{dict(_LOG_KEYS)[key]}"
+                self.fail(
+                    ("lanes", lane.name, key),
+                    f"{path} is inside {name}/ of queue {quoted(queue.name)} ({queue.dir}), "
+                    "where lanekit takes every file for the queue's own (a log in queue/ is "
+                    "claimed as a job)",
+                    f"leave {key} out (its default is {default}), or point it outside every "
+                    "queue's directories",
+                )
 
     def unique_labels(self, lanes: Mapping[str, LaneSpec]) -> None:
         # Case-insensitive: the plist is <Label>.plist and macOS volumes usually ignore case.

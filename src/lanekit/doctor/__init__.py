@@ -41,6 +41,7 @@ from lanekit.doctor.registry import (
     list_checks,
     registry,
     select_checks,
+    skipped_note,
 )
 from lanekit.doctor.targets import (
     lane_interpreter,
@@ -157,7 +158,7 @@ def diagnose(
         try:
             launchd = open_launchd(paths, env)
         except LanekitError as exc:
-            note = f"launchd checks skipped: {exc.message}"
+            note = skipped_note(exc)
     groups = _targets_by_config(request, paths, configs)
     reports = []
     for config, targets in groups:

@@ -123,6 +123,13 @@ def list_checks() -> list[Check]:
     return list(registry().values())
 
 
+def skipped_note(exc: LanekitError) -> str:
+    """The note for launchd checks doctor could not make: why, and the fix when there is one
+    (an emulated domain whose state file is a FIFO is refused, not waited on)."""
+    note = f"launchd checks skipped: {exc.message}"
+    return f"{note}; {exc.hint}" if exc.hint else note
+
+
 class DoctorContext:
     """What checks may ask about the world: paths, config, launchd, the clock and the caller.
 
@@ -179,7 +186,7 @@ class DoctorContext:
     def _unavailable(self, exc: LanekitError) -> None:
         if self._launchd_error is None:
             self._launchd_error = exc
-            self.notes.append(f"launchd checks skipped: {exc.message}")
+            self.notes.append(skipped_note(exc))
 
     def listing(self) -> Mapping[str, ListEntry]:
         """label -> `launchctl list` row for every loaded job (one call for all targets)."""

@@ -140,10 +140,15 @@ def read_offset(state_dir: Path) -> float:
     """The clock offset in the domain's state file, read without the domain lock (the file is
     replaced atomically) and without reaping anything: 0 when there is no domain yet, or its
     state cannot be read (the next domain operation reports that)."""
+    from lanekit.errors import LanekitError
+    from lanekit.owned import read_regular
+
     try:
-        raw = (Path(state_dir) / "domain.json").read_bytes()
-    except OSError:
+        # Never blocking on a FIFO planted there (lanekit.owned.read_regular).
+        read = read_regular(Path(state_dir) / "domain.json", "emulated launchd state")
+    except (OSError, LanekitError):
         return 0.0
+    raw = b"" if read is None else read[0]
     try:
         return DomainState.from_bytes(raw).offset if raw else 0.0
     except (ValueError, TypeError, AttributeError):

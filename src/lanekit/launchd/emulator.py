@@ -82,7 +82,7 @@ from lanekit.launchd.emulated_plist import (
 )
 from lanekit.launchd.emulated_state import DomainState, JobEntry
 from lanekit.launchd.model import LaunchctlError, ListEntry, ServiceInfo
-from lanekit.owned import PRIVATE_FILE, make_private_dirs
+from lanekit.owned import PRIVATE_FILE, make_private_dirs, read_regular
 from lanekit.quoting import cmdline
 from lanekit.schedule import CalendarEntry, fires_at
 from lanekit.snapshot_fields import DEFAULT_EXIT_TIMEOUT
@@ -412,10 +412,11 @@ class EmulatedDomain:
         return time.time() + self._offset
 
     def _read_state_bytes(self) -> bytes:
-        try:
-            return self._state_file.read_bytes()
-        except FileNotFoundError:
-            return b""
+        # Never blocking, never through a symlink: a FIFO planted at domain.json would hang
+        # every command that asks the domain anything (status, kick, apply, doctor); it is
+        # refused by type instead (UnsafeStateError, exit 69, with the fix).
+        read = read_regular(self._state_file, "emulated launchd state")
+        return b"" if read is None else read[0]
 
     def _parse_state(self, raw: bytes) -> DomainState:
         if not raw:

@@ -35,6 +35,7 @@ import os
 from lanekit.clock import epoch
 from lanekit.queue.layout import SUBDIRS
 from lanekit.queue.state import QueueState
+from lanekit.snapshot_fields import DEFAULT_MAX_JOB_BYTES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -46,9 +47,10 @@ if TYPE_CHECKING:
     from lanekit.history import JobView, Page
     from lanekit.queue.claim import _FIRST_WINDOW, Claimer
     from lanekit.queue.counted import ClaimInfo, QueueCounts
-    from lanekit.queue.enqueue import payload_problem
+    from lanekit.queue.enqueue import payload_problem, too_large
     from lanekit.queue.layout import (
         MAX_ID_LENGTH,
+        MOVED_THROUGH,
         Owner,
         job_id_of,
         new_job_id,
@@ -85,9 +87,10 @@ if TYPE_CHECKING:
 _LAZY = {
     "lanekit.queue.claim": ("_FIRST_WINDOW", "Claimer"),
     "lanekit.queue.counted": ("ClaimInfo", "QueueCounts"),
-    "lanekit.queue.enqueue": ("payload_problem",),
+    "lanekit.queue.enqueue": ("payload_problem", "too_large"),
     "lanekit.queue.layout": (
         "MAX_ID_LENGTH",
+        "MOVED_THROUGH",
         "Owner",
         "job_id_of",
         "new_job_id",
@@ -147,6 +150,7 @@ __all__ = [
     "DEFAULT_BACKOFF_BASE",
     "DEFAULT_BACKOFF_MAX",
     "MAX_ID_LENGTH",
+    "MOVED_THROUGH",
     "SUBDIRS",
     "_FIRST_WINDOW",
     "Claim",
@@ -179,15 +183,23 @@ __all__ = [
     "own_owner",
     "payload_problem",
     "split_owned_name",
+    "too_large",
     "validate_job_id",
 ]
 
 
-def open_queue(dir: Path, *, durable: bool = True, clock: Callable[[], float] = epoch) -> JobQueue:
+def open_queue(
+    dir: Path,
+    *,
+    durable: bool = True,
+    clock: Callable[[], float] = epoch,
+    max_job_bytes: int = DEFAULT_MAX_JOB_BYTES,
+) -> JobQueue:
     """The queue at `dir` (a lane's `queue.dir`), as the JobQueue every caller outside the
     backend uses: the one place a backend is chosen (today the directory queue). `clock` is
-    the epoch seconds it records by (lanekit.clock)."""
-    return Queue(dir, durable=durable, clock=clock)
+    the epoch seconds it records by (lanekit.clock); `max_job_bytes` its largest job (its
+    `[queues.NAME] max_job_bytes`)."""
+    return Queue(dir, durable=durable, clock=clock, max_job_bytes=max_job_bytes)
 
 
 class Queue(QueueState):

@@ -30,7 +30,7 @@ from lanekit.queue.layout import (
     own_owner,
     owner_tail_problem,
 )
-from lanekit.queue.mark import clear_stale, held_elsewhere
+from lanekit.queue.mark import clear_stale, held_elsewhere, mark_path
 from lanekit.queue.mark import release as release_mark
 from lanekit.queue.mark import take as take_mark
 from lanekit.queue.model import Claim, ClaimLock, Dropped, DropReason
@@ -80,6 +80,10 @@ def oldest(names: list[str], count: int) -> list[str]:
         passed.sort()
         return passed[:count]
     return heapq.nsmallest(count, names)
+
+
+_OWN_RECORD = frozenset({DropReason.CORRUPT, DropReason.TOO_LARGE})
+"""Drops whose failed record _drop writes: the file is this id's job, and it can never run."""
 
 
 class _LostRaceError(Exception):
@@ -244,6 +248,11 @@ class Claimer:
             except BlockingIOError:
                 lock.release()
                 return self._pass_over(name, src, path, job_id)
+            if st.st_nlink > 1:  # from the fstat above: no syscall for a job with one name
+                linked = self._linked(name, src, path, job_id, lock, st)
+                if isinstance(linked, Dropped):
+                    return linked
+                st = linked
             # The claim's age starts now (rename keeps the old mtime), by the queue's clock, which
             # claim ages are read against. Best effort: a file we may not touch keeps its mtime.
             stamp = self.queue.clock()
@@ -257,7 +266,8 @@ class Claimer:
                 claimed_name=claimed,
                 owner=owner,
                 lock=lock,
-                data=read_all(fd, st.st_size),
+                # Larger than the queue takes: never read (_admit refuses it by its size).
+                data=read_all(fd, st.st_size) if st.st_size <= queue.max_job_bytes else None,
                 st=st,
             )
         except BaseException as exc:
@@ -294,9 +304,10 @@ class Claimer:
         claimed_name: str,
         owner: str,
         lock: ClaimLock,
-        data: bytes,
+        data: bytes | None,
         st: os.stat_result,
     ) -> Claim | Dropped:
+        """`data`: the job file's bytes; None for a file over the queue's max_job_bytes."""
         queue = self.queue
         now = queue.clock()
         problem = id_problem(job_id)
@@ -330,6 +341,15 @@ class Claimer:
                     detail=succeeded,
                     prev=prev,
                     now=now,
+                )
+            if data is None:
+                detail = (
+                    f"job file is {st.st_size} bytes, over the queue's max_job_bytes "
+                    f"({queue.max_job_bytes}); put bulk data in a file the job names, or raise "
+                    "max_job_bytes in [queues.NAME] of lanes.toml"
+                )
+                return self._drop(
+                    job_id, path, lock, DropReason.TOO_LARGE, detail=detail, prev=prev, now=now
                 )
             payload = payload_problem(data)
             if payload is not None:
@@ -465,13 +485,12 @@ class Claimer:
                         queue.store.write(done.carry_over(prev))
                         clear_stale(queue, job_id)
             else:
-                # Only a corrupt job's record is ours to change: a duplicate's belongs to the
-                # copy that runs, an unreadable one stays for inspection, an invalid id has none.
-                # So does a corrupt copy's while another copy of the id runs (its mark): the
-                # record then holds that copy's `running` line, which counts its attempt.
-                if reason is DropReason.CORRUPT and not held_elsewhere(
-                    queue, job_id, own_owner(), path
-                ):
+                # Only a corrupt (or too large) job's record is ours to change: a duplicate's
+                # belongs to the copy that runs, an unreadable one stays for inspection, an
+                # invalid id has none. So does a corrupt copy's while another copy of the id
+                # runs (its mark): the record then holds that copy's `running` line, which
+                # counts its attempt.
+                if reason in _OWN_RECORD and not held_elsewhere(queue, job_id, own_owner(), path):
                     write_failed_record(queue, job_id, prev, detail, now)
                 # An id with an owner's tail is renamed on its way (`~` is in no id): under its
                 # own name it would read as another id in failed/ (see owner_tail_problem).
@@ -485,13 +504,64 @@ class Claimer:
             lock.release()
         return Dropped(job_id, reason, detail, Path(target))
 
-    def _refuse_file(self, job_id: str, path: str, detail: str) -> Dropped:
-        """A claimed name that is no job file (or not one lanekit may read): to failed/ with
-        the reason. Its record says failed unless it says succeeded (the guard stays) or cannot
-        be read (kept for inspection); an invalid id has no record to write."""
+    def _linked(  # noqa: PLR0917 - _take's own values
+        self, name: str, src: str, path: str, job_id: str, lock: ClaimLock, st: os.stat_result
+    ) -> os.stat_result | Dropped:
+        """The claimed file (its flock held by `lock`) has other names (st_nlink > 1): the
+        fstat to go on with when every other name is lanekit's; else it is put back and passed
+        over (_LostRaceError), or refused to failed/ (its Dropped); either way `lock` released.
+
+        A hard link dropped into queue/ shares its inode, contents and mtime with a file
+        elsewhere, which lanekit did not create: the claim would date it (os.utime) and the job
+        could change it. So it is refused. Legitimate extra names are brief or lanekit's own:
+        the job's running mark left by an earlier claim of this very file (mark.take adopts
+        it); a producer between its `ln tmp/x queue/<id>.json` and its `rm tmp/x` (README), or
+        a rename done as link + unlink (fsops.link_unlink), whose other name is in tmp/ or
+        claimed/: that file is put back and passed over, to be claimed once the name is gone.
+        Never on the common path (a job file has one name), so tmp/ and claimed/ may be listed.
+        """
+        queue = self.queue
+        inode = (st.st_ino, st.st_dev)
+
+        def same_file(other: str) -> bool:
+            try:
+                found = os.lstat(other)
+            except OSError:
+                return False
+            return (found.st_ino, found.st_dev) == inode
+
+        mark = mark_path(queue, job_id)
+        ours = 2 if same_file(mark) else 1
+        if st.st_nlink <= ours:
+            return st
+        passing = [f"{queue.tmp_dir}/{n}" for n in listdir(queue.tmp_dir)] + [
+            f"{queue.claimed_dir}/{n}" for n in listdir(queue.claimed_dir)
+        ]
+        if any(same_file(other) for other in passing if other not in (path, mark)):
+            lock.release()
+            return self._pass_over(name, src, path, job_id)
+        now = os.fstat(lock.fd)  # the other name may have gone since (the producer's `rm`)
+        if now.st_nlink <= ours:
+            return now
+        detail = (
+            f"job file has {now.st_nlink} hard links: it is a file elsewhere too, and lanekit "
+            "changes no file it did not create; copy the job into queue/ instead of linking it"
+        )
+        try:
+            return self._refuse_file(job_id, path, detail, DropReason.LINKED)
+        finally:
+            lock.release()
+
+    def _refuse_file(
+        self, job_id: str, path: str, detail: str, reason: DropReason = DropReason.UNREADABLE
+    ) -> Dropped:
+        """A claimed name that is no job file (or not one lanekit may read or run): to failed/
+        with the reason. Its record says failed unless it says succeeded (the guard stays) or
+        cannot be read (kept for inspection); an invalid id has no record to write."""
         queue = self.queue
         now = queue.clock()
-        if id_problem(job_id) is None:
+        # Not while another copy of the id runs (its mark): the record is that copy's.
+        if id_problem(job_id) is None and not held_elsewhere(queue, job_id, own_owner(), path):
             try:
                 prev = queue.store.read(job_id)
             except RecordError:
@@ -501,7 +571,7 @@ class Claimer:
                     with contextlib.suppress(OSError):
                         write_failed_record(queue, job_id, prev, detail, now)
         target = to_failed(queue, path, job_id, detail)
-        return Dropped(job_id, DropReason.UNREADABLE, detail, Path(target))
+        return Dropped(job_id, reason, detail, Path(target))
 
     def _refuse_unclaimable(self, src: str, job_id: str, name: str) -> Dropped:
         """A name too long to carry an owner: straight to failed/ (a rename, so one mover wins),

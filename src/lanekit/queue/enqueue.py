@@ -52,10 +52,26 @@ def payload_problem(data: bytes) -> str | None:
     return None
 
 
-def payload_bytes(payload: Mapping[str, Any] | bytes | str) -> bytes:
-    """The bytes of a job file for `payload`; UsageError when it is no JSON object."""
+def too_large(size: int | None, limit: int, queue: str | None = None) -> UsageError:
+    """The refusal of a job over its queue's max_job_bytes (`size` None: only known to be
+    larger, the rest was not read; `queue`: its name in lanes.toml, when known)."""
+    whose = "the queue's" if queue is None else f"queue {queue}'s"
+    what = f"is {size} bytes, over" if size is not None else "is larger than"
+    table = "[queues.NAME]" if queue is None else f"[queues.{queue}]"
+    return UsageError(
+        f"job payload {what} {whose} max_job_bytes ({limit} bytes)",
+        f"put bulk data in a file and enqueue a job that names its path, or raise "
+        f"max_job_bytes in {table} of lanes.toml",
+    )
+
+
+def payload_bytes(payload: Mapping[str, Any] | bytes | str, limit: int | None = None) -> bytes:
+    """The bytes of a job file for `payload`; UsageError when it is no JSON object, or is
+    larger than `limit` bytes (checked before a large one is parsed)."""
     if isinstance(payload, bytes | str):
         data = payload.encode("utf-8") if isinstance(payload, str) else payload
+        if limit is not None and len(data) > limit:
+            raise too_large(len(data), limit)
         problem = payload_problem(data)
         if problem is not None:
             raise UsageError(
@@ -65,7 +81,7 @@ def payload_bytes(payload: Mapping[str, Any] | bytes | str) -> bytes:
     import json
 
     try:
-        return json.dumps(dict(payload), allow_nan=False).encode("utf-8") + b"\n"
+        data = json.dumps(dict(payload), allow_nan=False).encode("utf-8") + b"\n"
     except RecursionError:
         raise UsageError(
             "job payload is nested too deeply to be written as JSON",
@@ -76,12 +92,16 @@ def payload_bytes(payload: Mapping[str, Any] | bytes | str) -> bytes:
             f"job payload cannot be written as JSON ({exc})",
             "use only str, int, float, bool, None, lists and dicts with str keys",
         ) from None
+    if limit is not None and len(data) > limit:
+        raise too_large(len(data), limit)
+    return data
 
 
 def enqueue(
     q: QueueState, payload: Mapping[str, Any] | bytes | str, job_id: str | None = None
 ) -> str:
-    """Add a job; returns its id. The payload must be a JSON object (UsageError otherwise).
+    """Add a job; returns its id. The payload must be a JSON object of at most the queue's
+    max_job_bytes (UsageError otherwise).
 
     Written to tmp/, fsynced, renamed without replacing into queue/<id>.json, directory
     fsynced (no fsyncs when durable=False). A given id must pass validate_job_id and must
@@ -95,7 +115,7 @@ def enqueue(
     finish, a success, an attempt count) and stays; the claimer's guard then decides.
     """
     check(q)
-    data = payload_bytes(payload)
+    data = payload_bytes(payload, q.max_job_bytes)
     if job_id is None:
         job_id = new_job_id(round(q.clock() * 1e9))
     else:

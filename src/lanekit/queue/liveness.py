@@ -1,6 +1,7 @@
 """The one answer to "is this claim's owner still there?": its runner's liveness (pid and
-start token, lanekit.procinfo) and the claim's flock (held by the runner's watcher, or a job
-that inherited it). recover() acts on it; observe (and so doctor and status) reports it.
+start token, lanekit.procinfo), the claim's flock (held by the runner and its watcher) and,
+once both are gone, whether a copy of the job still runs (lanekit.jobenv.job_copies).
+recover() acts on it; observe (and so doctor and status) reports it.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import fcntl
 import os
 
 from lanekit import fsops, procinfo
+from lanekit.jobenv import job_copies
 from lanekit.queue.observed import ClaimState, RecoverReason
 
 TYPE_CHECKING = False
@@ -52,7 +54,7 @@ def owner_alive(path: str, owner: Owner) -> bool | None:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             return True
-        return _runs(owner)
+        return _runs(owner) or bool(job_copies(path))
     finally:
         os.close(fd)
 
@@ -62,11 +64,14 @@ def _runs(owner: Owner) -> bool:
     return classify_claim(liveness, locked=False) is ClaimState.LIVE
 
 
-def local_owner_gone(owner: Owner) -> RecoverReason | None:
-    """Why the owner on this host of a claim nobody holds the lock of is gone (dead, or its pid
-    reused), or None while it may still be alive (alive, or not knowable: never recover on a
-    guess)."""
+def local_owner_gone(owner: Owner, claim_path: str) -> RecoverReason | None:
+    """Why the owner on this host of the claim at `claim_path`, whose lock nobody holds, is
+    gone (dead, or its pid reused), or None while it may still be alive (alive, or not
+    knowable: never recover on a guess) or a copy of its job still runs (the claim is then
+    orphaned, and stays until the job has ended)."""
     alive = procinfo.liveness(owner.pid, owner.token)
     if classify_claim(alive, locked=False) is not ClaimState.STRANDED:
+        return None
+    if job_copies(claim_path):
         return None
     return RecoverReason.OWNER_DEAD if alive is procinfo.Liveness.DEAD else RecoverReason.PID_REUSED

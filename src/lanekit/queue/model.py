@@ -133,6 +133,11 @@ class DropReason(StrEnum):
     UNREADABLE = "unreadable"
     """Not a regular file (a symlink, directory, FIFO...), or one lanekit may not read: it can
     never run, so it goes to failed/ instead of blocking the lane."""
+    LINKED = "linked"
+    """A hard link to a file elsewhere (more names than lanekit's own): claiming it would
+    date, and running it could change, a file lanekit did not create."""
+    TOO_LARGE = "too-large"
+    """Larger than the queue's `max_job_bytes`: refused unread (see lanekit.queue.state)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from lanekit import fsops, procinfo
 from lanekit.errors import LanekitError
+from lanekit.jobenv import job_copies
 from lanekit.queue.counting import list_claims
 from lanekit.queue.fileio import job_names, listdir, read_all
 from lanekit.queue.layout import (
@@ -23,7 +24,7 @@ from lanekit.queue.layout import (
     validate_job_id,
 )
 from lanekit.queue.liveness import claim_locked, classify_claim
-from lanekit.queue.observed import ClaimView, JobLocation
+from lanekit.queue.observed import ClaimState, ClaimView, JobLocation
 from lanekit.records import JobState, RecordError
 
 TYPE_CHECKING = False
@@ -148,7 +149,10 @@ def claims(q: QueueState, now: float | None = None) -> list[ClaimView]:
         locked = claim_locked(info.path)
         if locked is None:
             continue
-        views.append(ClaimView(info, classify_claim(runner, locked)))
+        state = classify_claim(runner, locked)
+        if state is ClaimState.STRANDED and job_copies(str(info.path)):
+            state = ClaimState.ORPHANED  # its runner and watcher died, its job did not
+        views.append(ClaimView(info, state))
     return views
 
 

@@ -42,10 +42,12 @@ class ClaimState(StrEnum):
     LIVE = "live"
     """Its runner is running (or the OS will not say: never judged dead on a guess)."""
     ORPHANED = "orphaned"
-    """Its runner is dead but the job it started still holds the claim's lock: not stale,
-    recover() leaves it alone until the job exits."""
+    """Its runner is dead but the job still runs (its watcher holds the claim's lock, or,
+    with the watcher dead too, a copy of the job is alive: jobenv.job_copies): not stale,
+    recover() leaves it alone until every copy has ended."""
     STRANDED = "stranded"
-    """Its runner is dead and nobody holds the lock: recover() gives it back."""
+    """Its runner is dead, nobody holds the lock and no copy of the job runs: recover()
+    gives it back."""
     UNKNOWN = "unknown"
     """Its owner is on another host, or unnamed: only its age can tell."""
 

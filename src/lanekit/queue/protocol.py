@@ -47,6 +47,12 @@ class JobQueue(Protocol):
         """Where the queue lives, for messages (a directory; a database and name)."""
         ...
 
+    @property
+    def max_job_bytes(self) -> int:
+        """The largest job, in bytes: enqueue refuses a larger payload (UsageError), and a
+        larger job handed to the backend any other way is failed unread, never run."""
+        ...
+
     def missing(self) -> str | None:
         """Why the queue cannot be read yet (not created), or None when it exists."""
         ...

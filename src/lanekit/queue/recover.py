@@ -1,8 +1,10 @@
 """Recovering claims whose owner is gone (by the one claim-state answer, queue.liveness).
 
 A claim is taken back only when nobody holds its flock and its owner on this host is dead
-(or its pid reused), or, for owners elsewhere, once it is older than `stale_after`. A job
-that finished after its owner died is settled by the exit status its watcher recorded.
+(or its pid reused) and no copy of its job still runs, or, for owners elsewhere, once it is
+older than `stale_after`. A job that finished after its owner died is settled by the exit
+status its watcher recorded; one with no status (its watcher died too, or the Mac did) runs
+again without spending an attempt: a crash of lanekit's is not the job's failure.
 """
 
 # ruff: noqa: PTH108, PTH116
@@ -10,6 +12,7 @@ that finished after its owner died is settled by the exit status its watcher rec
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import os
 import time
@@ -38,7 +41,6 @@ from lanekit.queue.settle import (
     record_outcome,
     to_done,
     to_failed,
-    write_failed_record,
 )
 from lanekit.records import JobState, Record, RecordError, iso_utc
 
@@ -61,15 +63,15 @@ def recover(
 ) -> list[Recovered]:
     """Give back claims whose owner is gone; safe to run from many processes at once.
 
-    On this host a claim is recovered when nobody holds its lock and its owner pid is dead
-    or runs another process (start token differs). For owners on another host (or files
-    without an owner) only age counts: older than `stale_after` seconds. The job goes back
-    to queue/ (its attempt counted by its mark: lanekit.queue.mark), to failed/ when its
-    attempts are spent, or where
-    its record says it ended: done/ for succeeded, failed/ for failed (the owner died
-    between recording the outcome and moving the file; the record is kept). Each candidate
-    is locked and re-checked with stat before the move, and the move is a rename, so two
-    recoverers never both act. `dry_run` reports what would move and moves nothing.
+    On this host a claim is recovered when nobody holds its lock, its owner pid is dead
+    or runs another process (start token differs), and no copy of its job still runs
+    (jobenv.job_copies). For owners on another host (or files without an owner) only age
+    counts: older than `stale_after` seconds. The job goes back to queue/ (the attempt its
+    runner's crash cut short not counted), or where its watcher's status or its record says
+    it ended: done/ for succeeded, failed/ for failed (the owner died between recording the
+    outcome and moving the file; the record is kept). Each candidate is locked and re-checked
+    with stat before the move, and the move is a rename, so two recoverers never both act.
+    `dry_run` reports what would move and moves nothing.
     """
     check(q)
     now = q.clock() if now is None else now
@@ -121,7 +123,7 @@ def recover_one(  # noqa: PLR0917 - recover()'s own values
         except BlockingIOError:
             return None  # its owner (or another recoverer) holds it
         if owner is not None and owner.host == procinfo.hosttag():
-            gone = local_owner_gone(owner)
+            gone = local_owner_gone(owner, path)
             if gone is None:
                 return None
             reason = gone
@@ -166,7 +168,7 @@ def recover_bad_file(  # noqa: PLR0917 - called once, with recover's own values
     or run): once its owner is gone, to failed/ with the reason. A live owner is a claimer
     about to do exactly that itself."""
     if owner is not None and owner.host == procinfo.hosttag():
-        gone = local_owner_gone(owner)
+        gone = local_owner_gone(owner, path)
         if gone is None:
             return None
         reason = gone
@@ -240,10 +242,18 @@ def give_back(
         )
     if prev is not None and prev.state is JobState.SUCCEEDED:
         state = JobState.SUCCEEDED
-    elif unreadable is not None or settled or (attempts >= max_attempts and not foreign):
+    elif unreadable is not None or settled:
         state = JobState.FAILED
     else:
         state = JobState.QUEUED
+    # No status: the job's watcher died before the job ended (killed with the runner, or the
+    # Mac went down), so the attempt was cut short by a crash of lanekit's, not ended by the
+    # job, and its exit is unknown. It runs again and the attempt is not counted: crashes
+    # never spend a job's attempts (issue: a watcher killed alone once sent succeeded jobs to
+    # failed/). Its `running` line counted it (mark_running); a claim cut short before that
+    # line never started an attempt.
+    if state is JobState.QUEUED and prev is not None and prev.state is JobState.RUNNING:
+        attempts = max(attempts - 1, 0)
     destination = _destination(q, job_id, state, now)
     if dry_run:
         return Recovered(job_id, reason, Path(destination), state, owner_text, attempts)
@@ -252,24 +262,20 @@ def give_back(
             release_mark(q, job_id, owner_text, path)
             destination = to_done(q, path, job_id, now)
         elif state is JobState.FAILED:
-            if unreadable is not None:
+            # Unreadable, or settled as failed by a settle cut short before the move.
+            if unreadable is not None or prev is None:
                 error = f"record unreadable: {unreadable}"
-            elif settled and prev is not None:
-                error = prev.error or f"failed ({why} before moving it to failed/)"
             else:
-                error = f"{why}; gave up after {attempts} attempts"
+                error = prev.error or f"failed ({why} before moving it to failed/)"
             release_mark(q, job_id, owner_text, path)
             destination = to_failed(q, path, job_id, error)
-            if unreadable is None and not settled:
-                write_failed_record(q, job_id, prev, error, now)
         else:
-            # The record first: it counts the attempt once the mark is gone (we hold the
+            # The record first: it keeps the count once the mark is gone (we hold the
             # claim's flock, so no other recoverer moves it meanwhile).
             if not foreign:
-                record = Record(
-                    job_id, JobState.QUEUED, attempts, iso_utc(now), iso_utc(now), error=why
-                )
-                q.store.write(record.carry_over(prev))
+                error = f"{why} before its job's end was recorded: run again, not counted"
+                record = Record(job_id, JobState.QUEUED, 0, iso_utc(now), iso_utc(now), error=error)
+                q.store.write(dataclasses.replace(record.carry_over(prev), attempts=attempts))
             release_mark(q, job_id, owner_text, path)
             try:
                 fsops.rename_noreplace(path, destination)

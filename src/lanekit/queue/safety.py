@@ -44,6 +44,20 @@ def location_error(root: str | os.PathLike[str]) -> QueueError | None:
     existing = real
     while not os.path.exists(existing) and os.path.dirname(existing) != existing:
         existing = os.path.dirname(existing)
+    mode = os.stat(existing).st_mode
+    if not stat.S_ISDIR(mode):
+        # The queue, or a directory it needs, is a file: apply could create none of them.
+        kind = fsops.file_kind(mode)
+        what = (
+            f"is {kind}, not a directory"
+            if existing == real
+            else f"is not a directory ({existing} is {kind})"
+        )
+        return QueueError(
+            f"{root}: {what}",
+            "point the queue's dir at a directory (or where `lanekit apply` may create one), "
+            "or move the file out of the way",
+        )
     problem = volumes.mount_problem(existing)
     if problem is not None:
         return QueueError(
@@ -206,7 +220,8 @@ def check_access(path: str, st: os.stat_result) -> None:
         raise QueueError(
             f"{path}: owned by uid {st.st_uid}, not by you (uid {uid}); its owner could "
             "take or replace jobs",
-            f"use a queue directory you own, or: {cmdline('chown', uid, path)}",
+            "point the queue's `dir` at a directory of your own (taking over another "
+            "user's directory is never the fix)",
         )
     writable = st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
     if writable:

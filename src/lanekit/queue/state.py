@@ -18,6 +18,7 @@ from pathlib import Path
 
 from lanekit.clock import epoch
 from lanekit.queue.fileio import listdir
+from lanekit.snapshot_fields import DEFAULT_MAX_JOB_BYTES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -39,6 +40,7 @@ class QueueState:
         backoff_base: float = DEFAULT_BACKOFF_BASE,
         backoff_max: float = DEFAULT_BACKOFF_MAX,
         clock: Callable[[], float] = epoch,
+        max_job_bytes: int = DEFAULT_MAX_JOB_BYTES,
     ) -> None:
         self.dir = Path(os.path.abspath(dir))
         self.clock = clock
@@ -46,6 +48,9 @@ class QueueState:
         clock by default (lanekit.clock: the emulated domain's time in a job it started).
         Only tmp/'s clean-up goes by the real time (lanekit.queue.recover.recover)."""
         self.durable = durable
+        self.max_job_bytes = max_job_bytes
+        """The largest job file: enqueue refuses a larger payload, a claim sends a larger file
+        to failed/ by its fstat size, unread (the queue's `max_job_bytes`)."""
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
         self.tmp = self.dir / "tmp"

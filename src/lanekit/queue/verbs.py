@@ -48,8 +48,10 @@ def retry(q: QueueState, job_id: str, *, dry_run: bool = False, now: float | Non
     check(q)
     src = f"{q.failed_dir}/{job_id}.json"
     target = f"{q.queue_dir}/{job_id}.json"
-    if not os.path.lexists(src):
-        raise not_there(q, job_id, "failed", "only a failed job can be retried")
+    try:
+        links = os.lstat(src).st_nlink
+    except OSError:
+        raise not_there(q, job_id, "failed", "only a failed job can be retried") from None
     prev = q.store.read(job_id)
     if q.store.succeeded(job_id, prev):
         raise JobExistsError(
@@ -77,7 +79,10 @@ def retry(q: QueueState, job_id: str, *, dry_run: bool = False, now: float | Non
     with io_errors("retry the job"):
         q.store.write(record)
         # It waits from now on (queue.backlog's age): dated here, the rename carries it along.
-        os.utime(src, (now, now), follow_symlinks=False)
+        # Not a hard link to a file elsewhere (a claim refuses it again): lanekit changes no
+        # file it did not create.
+        if links == 1:
+            os.utime(src, (now, now), follow_symlinks=False)
         try:
             fsops.rename_noreplace(src, target)
         except (FileExistsError, FileNotFoundError):

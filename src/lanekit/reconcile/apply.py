@@ -24,7 +24,7 @@ from lanekit.owned import (
 )
 from lanekit.ownership import ours, refuse_takeover
 from lanekit.paths import Paths
-from lanekit.preflight import preflight
+from lanekit.preflight import preflight, untrusted_dirs
 from lanekit.quoting import cmdline
 from lanekit.reconcile.observe import desired_lane, installed_spec, observe
 from lanekit.reconcile.plan import Action, ActionKind, Desired, Installed, plan
@@ -136,7 +136,9 @@ def apply(
     back) and, like `install_anyway`, installs lanes whose job command cannot start
     (lanekit.preflight; refused otherwise, as FAILED outcomes). Removal offers are listed only
     when no lanes are named, and only for this project's lanes. A label applied from another
-    lanes.toml is refused (UsageError, nothing changed) unless `adopt` (lanekit.ownership).
+    lanes.toml is refused (UsageError, nothing changed) unless `adopt` (lanekit.ownership); a
+    queue or log directory inside a directory someone else could change is refused before
+    anything is created (UnsafeStateError, exit 69: lanekit.preflight.untrusted_dirs).
 
     Unless `dry_run`, the domain's apply lock (applylock) is held from observing to the last
     step, so concurrent applies queue up; `on_wait` is told once who holds it.
@@ -179,6 +181,13 @@ def _apply(
 ) -> ApplyResult:
     timing = timing or Timing()
     selected = select_lanes(config, lanes or ())
+    for lane in selected:
+        # Before anything is created for any lane: a queue or log directory inside a
+        # directory someone else controls refuses the whole apply (exit 69), like a label
+        # another project owns.
+        untrusted = untrusted_dirs(lane)
+        if untrusted:
+            raise untrusted[0]
     interpreter = interpreter or sys.executable
     desired = [
         desired_lane(lane, paths, interpreter=interpreter, templates=config.templates)

@@ -197,15 +197,20 @@ def _run(
 
 
 def channels_for(
-    watch: WatchSpec, *, osascript: str = OSASCRIPT, timeout: float = CHANNEL_TIMEOUT
+    watch: WatchSpec,
+    *,
+    osascript: str = OSASCRIPT,
+    timeout: float = CHANNEL_TIMEOUT,
+    env: Mapping[str, str] | None = None,
 ) -> list[Channel]:
-    """The channels `[watch]` turns on, in delivery order."""
+    """The channels `[watch]` turns on, in delivery order; the programs they run get `env`
+    (the watchdog lane's, as launchd gives it: lanekit.laneenv), else this process's."""
     found: list[Channel] = []
     for name in watch.channels:
         if name == "macos":
-            found.append(MacosChannel(osascript, timeout=timeout))
+            found.append(MacosChannel(osascript, env=env, timeout=timeout))
         elif name == "command" and watch.command is not None:
-            found.append(CommandChannel(watch.command, timeout=timeout))
+            found.append(CommandChannel(watch.command, env=env, timeout=timeout))
         elif name == "webhook" and watch.webhook is not None:
             found.append(WebhookChannel(watch.webhook, timeout=timeout))
     return found

@@ -26,7 +26,7 @@ these on every run, and the full pass computes the same values with the same fun
 writes the cache, so the two can never disagree about what "unchanged" means.
 """
 
-# ruff: noqa: PTH116, PTH118, PTH123, PTH208
+# ruff: noqa: PTH116, PTH118, PTH208
 # (str paths and os.* on purpose: the lean pass does not import pathlib, lanekit.watch.entry)
 
 from __future__ import annotations
@@ -131,11 +131,24 @@ def emulated_state(state_dir: str) -> dict[str, Any] | None:
     this module knows (then nothing about launchd can be reused)."""
     import json
 
+    # O_NONBLOCK|O_NOFOLLOW and the type checked on the descriptor: a FIFO planted at
+    # domain.json must not hang the pass (lanekit.owned.read_regular, without its imports).
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
-        with open(os.path.join(state_dir, "domain.json"), "rb") as handle:
-            data = json.loads(handle.read())
+        fd = os.open(os.path.join(state_dir, "domain.json"), flags)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks = []
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+        data = json.loads(b"".join(chunks))
     except (OSError, ValueError):
         return None
+    finally:
+        os.close(fd)
     if not isinstance(data, dict) or data.get("schema") != 1:
         return None
     if not isinstance(data.get("jobs"), dict) or not isinstance(data.get("disabled", {}), dict):

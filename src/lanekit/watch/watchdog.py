@@ -1,7 +1,10 @@
 """One watchdog pass (`lanekit watch`, what launchd runs every `every`).
 
-1. Load lanes.toml (it must have `[watch]`) and take the watchdog lane's lane lock (waiting for
-   a pass that holds it: lanekit.watch.memory); log `start` to the watchdog's lane log.
+1. Load lanes.toml (it must have `[watch]`; one someone other than you or root could have
+   written is refused, exit 69: lanekit.config.refuse_untrusted), take the channels `lanekit
+   apply` installed from the watchdog's snapshot (applied_channels: never what lanes.toml says
+   since) and the watchdog lane's lane lock (waiting for a pass that holds it:
+   lanekit.watch.memory); log `start` to the watchdog's lane log.
 2. Look: doctor's own checks (ALERT_CHECKS, from its registry) on every lane and queue of
    lanes.toml, with `[watch]`'s missed_after and stale_claim_after; their findings become
    alerts (lanekit.watch.alerts). A queue with more jobs in failed/ than at the last pass gets
@@ -27,7 +30,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lanekit.config import Config, LaneSpec, find_config, load_config
+from lanekit.config import Config, LaneSpec, find_config, lane_environment, load_config
 from lanekit.doctor import (
     DoctorContext,
     Finding,
@@ -39,6 +42,7 @@ from lanekit.doctor import (
     run_checks,
 )
 from lanekit.errors import ExitCode, LanekitError, UsageError
+from lanekit.laneenv import lane_process_env
 from lanekit.launchd import Launchd
 from lanekit.paths import Paths
 from lanekit.quoting import cmdline
@@ -177,6 +181,59 @@ def watch_config(request: WatchRequest, paths: Paths, env: Mapping[str, str]) ->
     return config
 
 
+def applied_channels(
+    config: Config, lane: LaneSpec, watch: WatchSpec, paths: Paths, dry_run: bool
+) -> tuple[WatchSpec, Mapping[str, str] | None]:
+    """`watch` with the channels `lanekit apply` installed for the watchdog `lane` (notify,
+    command, webhook, from its snapshot), and the environment it installed (None when the
+    snapshot predates recording it). A pass runs these, never what lanes.toml says now: a
+    channel changes when apply says so, as every lane's command does, and launchd's
+    scheduled pass exists only once apply installed it.
+
+    A watchdog never applied (no snapshot: a pass by hand) has nothing applied to run, so it
+    takes lanes.toml's channels (lanes.toml itself passed lanekit.config's ownership check).
+    A dry run sends nothing, so with an unreadable snapshot it shows lanes.toml's channels.
+    Otherwise an unreadable snapshot, one applied from another lanes.toml, or one from a
+    lanekit that did not record the channels is a UsageError asking for `lanekit apply`; a
+    snapshot someone else could have written is refused (UnsafeStateError, exit 69).
+    """
+    from lanekit.snapshot import RunSpec
+
+    path = paths.snapshot_for(lane.label)
+    hint = f"run `{cmdline('lanekit', 'apply', '-c', config.path)}` to install [watch]"
+    if not os.path.lexists(path):
+        return watch, None
+    try:
+        spec = RunSpec.load(path)
+    except UsageError as exc:
+        if dry_run:
+            return watch, None
+        raise UsageError(
+            f"{exc.message}; the watchdog {lane.label} sends through the channels apply "
+            "installed, and this snapshot names none it can read",
+            hint,
+        ) from None
+    project = config.path.resolve()
+    if spec.project is not None and spec.project != project:
+        raise UsageError(
+            f"the watchdog {lane.label} was applied from {spec.project}, not from {project}",
+            hint,
+        )
+    if spec.watch is None:
+        if dry_run:
+            return watch, spec.environment
+        raise UsageError(
+            f"{path}: the watchdog's snapshot records no channels (an older lanekit applied "
+            "it), so this pass has nothing it may send through",
+            hint,
+        )
+    channels = spec.watch
+    applied = replace(
+        watch, notify=channels.notify, command=channels.command, webhook=channels.webhook
+    )
+    return applied, spec.environment
+
+
 def pass_clock(paths: Paths, env: Mapping[str, str]) -> Callable[[], datetime]:
     """The time a pass reads: the launchd backend's clock (lanekit.clock: the wall clock, or
     on the emulated domain its emulated time), as the runners, `status` and doctor read it."""
@@ -207,7 +264,17 @@ def run_pass(
     watch = config.watch
     assert watch is not None  # watch_config refuses a config without it
     lane = config.lanes[WATCH_LANE]
-    chosen = list(channels) if channels is not None else channels_for(watch, osascript=osascript)
+    if channels is not None:
+        chosen = list(channels)
+    else:
+        # What runs is what `lanekit apply` installed (the watchdog lane's snapshot), never
+        # what lanes.toml says now: editing it changes no channel until apply.
+        applied, environment = applied_channels(config, lane, watch, paths, request.dry_run)
+        # The channels' programs get the watchdog lane's environment as launchd gives it,
+        # also in a pass run by hand: a notifier found only on the terminal's PATH must fail
+        # here as it does under launchd.
+        lane_env = lane_process_env(env, lane.label, environment or lane_environment(lane))
+        chosen = channels_for(applied, osascript=osascript, env=lane_env)
     names = tuple(channel.name for channel in chosen)
     if launchd is None:
         launchd = open_launchd(paths, env)
