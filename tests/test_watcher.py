@@ -627,6 +627,17 @@ class _Escaping:
     """The run's job watcher's pid."""
 
 
+def _dead(pid: int) -> bool:
+    """Gone, or a zombie (its descriptors, and so the locks it held, are released): for a
+    process that is not our child, which _gone cannot wait for."""
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
 def _escaping_run(tmp_path: Path) -> _Escaping:
     import psutil
 
@@ -652,10 +663,9 @@ def test_a_job_outliving_runner_and_watcher_keeps_its_claim(
     still run: recovery leaves the claim (orphaned) until both have ended, then puts the job
     back without spending an attempt. The control (copies not looked for) gives the claim
     back while they run, which is how a second copy started beside them."""
-    from lanekit import jobenv
     from lanekit.queue.observed import ClaimState
 
-    monkeypatch.setattr(jobenv, "COPIES_KEEP_CLAIM", protected)
+    monkeypatch.setattr(watcher, "COPIES_KEEP_CLAIM", protected)
     run = _escaping_run(tmp_path)
     queue, job_id, ledger, gate = run.queue, run.job_id, run.ledger, run.gate
     proc, watcher_pid = run.runner, run.watcher
@@ -663,7 +673,7 @@ def test_a_job_outliving_runner_and_watcher_keeps_its_claim(
         os.kill(watcher_pid, signal.SIGKILL)
         proc.kill()
         proc.wait(timeout=30)
-        wait_for(lambda: _gone(watcher_pid), "the watcher's death")
+        wait_for(lambda: _dead(watcher_pid), "the watcher's death")
         recovered = queue.recover(stale_after=3600.0, max_attempts=1)
         if not protected:
             assert [r.job_id for r in recovered] == [job_id]  # back in queue/ while it runs
@@ -672,7 +682,7 @@ def test_a_job_outliving_runner_and_watcher_keeps_its_claim(
         assert [view.state for view in queue.claims()] == [ClaimState.ORPHANED]
         gate.touch()
         wait_for(lambda: {"end", "daemon end"} <= set(ledger_lines(ledger)), "the job's end")
-        wait_for(lambda: not jobenv.job_copies(str(queue.list_claims()[0].path)), "no copy")
+        wait_for(lambda: not watcher.job_copies(str(queue.list_claims()[0].path)), "no copy")
         recovered = queue.recover(stale_after=3600.0, max_attempts=1)
         assert [(r.job_id, r.state) for r in recovered] == [(job_id, JobState.QUEUED)]
         record = queue.store.read(job_id)
@@ -696,7 +706,7 @@ def test_a_watcher_killed_alone_is_not_the_jobs_failure(tmp_path: Path) -> None:
     proc, watcher_pid = run.runner, run.watcher
     try:
         os.kill(watcher_pid, signal.SIGKILL)
-        wait_for(lambda: _gone(watcher_pid), "the watcher's death")
+        wait_for(lambda: _dead(watcher_pid), "the watcher's death")
         time.sleep(0.5)  # time for a runner that gives the claim back at once to do so
         assert proc.poll() is None
         assert ledger_lines(ledger) == ["start 1"]
@@ -738,3 +748,53 @@ def test_a_jobs_program_is_found_on_the_path_it_is_given(
         watcher.find_program("tool", {"PATH": str(tmp_path / "missing")})
     with pytest.raises(PermissionError):  # root too: access(X_OK) needs an x bit
         watcher.find_program("tool", {"PATH": str(locked_bin)})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("noted", [True, False])
+def test_a_job_whose_environment_cannot_be_read_is_found_by_its_process_group(
+    tmp_path: Path, noted: bool
+) -> None:
+    """macOS withholds the environment of Apple's own binaries (/bin/sh, /bin/sleep) from other
+    processes; here a job that exec's with an empty environment stands in for one. Its runner
+    and watcher are SIGKILLed together: the process group the watcher noted when it started
+    the job (claimed/.<claim>.started) keeps the claim until the job ends. Without the note
+    (removed: the control), nothing finds the job and recovery gives its claim back."""
+    import psutil
+
+    gate = tmp_path / "gate"
+    script = f'while [ ! -e "{gate}" ]; do sleep 0.05; done'
+    spec = make_spec(
+        tmp_path, ["/bin/sh", "-c", f"exec env -i /bin/sh -c '{script}'"], max_attempts=1
+    )
+    queue = Queue(spec.queue_dir)
+    job_id = queue.enqueue({"n": 1})
+    spec.write(tmp_path / "snap.json")
+    proc = start_runner(tmp_path / "snap.json", {})
+    try:
+        wait_for(lambda: len(psutil.Process(proc.pid).children(recursive=True)) >= 2, "the job")
+        [claim] = queue.list_claims()
+        note = Path(watcher.started_path(str(claim.path)))
+        wait_for(note.exists, "the watcher's note")
+        [watcher_pid] = [p.pid for p in psutil.Process(proc.pid).children()]
+        os.kill(watcher_pid, signal.SIGKILL)
+        proc.kill()
+        proc.wait(timeout=30)
+        wait_for(lambda: _dead(watcher_pid), "the watcher's death")
+        assert not watcher.job_copies(str(claim.path)).pids  # its environment says nothing
+        if not noted:
+            note.unlink()
+            recovered = queue.recover(stale_after=3600.0, max_attempts=1)
+            assert [r.job_id for r in recovered] == [job_id]  # given back while it runs
+            return
+        assert watcher.job_copies(str(claim.path)).group is not None
+        assert queue.recover(stale_after=3600.0, max_attempts=1) == []
+        gate.touch()
+        wait_for(lambda: not watcher.job_copies(str(claim.path)), "the job's end")
+        recovered = queue.recover(stale_after=3600.0, max_attempts=1)
+        assert [(r.job_id, r.state) for r in recovered] == [(job_id, JobState.QUEUED)]
+        assert not note.exists()  # removed with the claim
+    finally:
+        gate.touch()
+        if proc.poll() is None:
+            proc.kill()

@@ -3,7 +3,7 @@
 One function for every place a job is started, so `lanekit try LANE --job FILE` hands the
 command exactly the variables a real run does: the runner (a claimed job) and lanekit.tryrun
 (a job file given by hand) both call `job_env`. The variable naming a claimed job's file also
-finds the job's copies (`job_copies`). Builtin modules only: the runner imports this.
+finds the job's copies (lanekit.watcher.job_copies). Builtin modules only: the runner imports this.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 JOB_FILE = "LANEKIT_JOB_FILE"
 """The variable naming the job's file: for a claimed job, its claim (claimed/<id>.<owner>.json),
 which no other claim ever names, so it also marks every process of that attempt: its copies
-(job_copies)."""
+(lanekit.watcher.job_copies)."""
 
 
 def job_env(
@@ -36,22 +36,3 @@ def job_env(
     env["LANEKIT_LANE"] = lane
     env["LANEKIT_ATTEMPT"] = str(attempt)
     return env
-
-
-COPIES_KEEP_CLAIM = True
-"""Whether a live copy of a job keeps its claim. The chaos run's control (scripts/chaos.py
---unprotected) switches it off to show the overlaps it prevents; nothing else changes it."""
-
-
-def job_copies(claim_path: str) -> list[int]:
-    """The pids of the processes still running the job of the claim at `claim_path`: every
-    process of this user whose environment names that claim (JOB_FILE). A job runs in a
-    process group and session of its own and never holds the claim's lock, so once its runner
-    and watcher are both dead (one `pkill -9 -f 'lanekit run'` kills both) this is how its
-    copies are found: the variable survives setsid, closed descriptors and a forked daemon.
-    Only a process that exec'd with a new environment escapes it (docs/queue.md)."""
-    if not COPIES_KEEP_CLAIM:
-        return []
-    from lanekit.procinfo import env_carriers
-
-    return env_carriers(JOB_FILE, claim_path)

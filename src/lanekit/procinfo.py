@@ -193,27 +193,34 @@ def is_alive(pid: int, token: str) -> bool:
     return liveness(pid, token) in {Liveness.ALIVE, Liveness.UNKNOWN}
 
 
-def env_carriers(name: str, value: str) -> list[int]:
-    """The pids of this user's live processes (this one aside) whose environment holds
-    `name`=`value`: how a copy of a job is found whatever it did to its process group,
-    session and descriptors (a daemon it forked keeps the environment it was given).
 
-    Rare paths only (a claim whose runner is gone): it reads every process's environment
-    (psutil: /proc/<pid>/environ on Linux, sysctl KERN_PROCARGS2 on macOS), a few ms. What
-    it cannot see: a process that replaced its environment by exec'ing with another one,
-    and one the OS will not let us read (another user's; on macOS a few protected ones)."""
+def job_processes(name: str, value: str, group: int | None) -> tuple[list[int], list[int]]:
+    """This user's live processes (this one and zombies aside) that run a job: (the pids in
+    process group `group`, the pids whose environment holds `name`=`value`). How a copy of
+    a job is found whatever it did: its group holds what stayed in it (a zombie, which a
+    probe of the group still sees until some init reaps it, runs nothing), its environment
+    marks what left it (setsid, a daemon it forked).
+
+    Rare paths only (a claim whose runner and watcher are gone): it reads every process's
+    environment (psutil: /proc/<pid>/environ on Linux, sysctl KERN_PROCARGS2 on macOS), a few
+    ms. What it cannot see: a process that replaced its environment by exec'ing with another
+    one, and one whose environment the OS will not show us (another user's; on macOS, Apple's
+    restricted binaries such as /bin/sh and /bin/sleep: xnu's sysctl_procargsx omits it)."""
     import psutil
 
     me, uid = os.getpid(), os.getuid()
-    found = []
+    members: list[int] = []
+    carriers: list[int] = []
     for process in psutil.process_iter():
         if process.pid == me:
             continue
         try:
             if process.uids().real != uid or process.status() == psutil.STATUS_ZOMBIE:
                 continue
-            if process.environ().get(name) == value:
-                found.append(process.pid)
-        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            if group is not None and os.getpgid(process.pid) == group:
+                members.append(process.pid)
+            elif process.environ().get(name) == value:
+                carriers.append(process.pid)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, OSError):
             continue
-    return found
+    return members, carriers

@@ -489,22 +489,16 @@ class _LaneRun:
         timeout or on a stop, as its watcher would have), then give it back without spending
         an attempt. Its exit status died with the watcher, so it runs again (at least once),
         never while a copy of it still runs."""
-        from lanekit.jobenv import job_copies
-
         spec, stop = self.spec, self.stop
         term_at: float | None = None
-        while copies := job_copies(str(claim.path)):
+        while copies := watcher.job_copies(str(claim.path)):
             now = self.clock()
             expired = spec.timeout is not None and now - began >= spec.timeout
-            sig = None
             if term_at is None and (stop.stopping() or expired):
-                term_at, sig = now, signal.SIGTERM
+                term_at = now
+                copies.signal(signal.SIGTERM)
             elif term_at is not None and now - term_at >= min(spec.kill_grace, stop.grace):
-                sig = signal.SIGKILL
-            for pid in copies:
-                if sig is not None:
-                    with contextlib.suppress(ProcessLookupError, PermissionError):
-                        os.kill(pid, sig)
+                copies.signal(signal.SIGKILL)
             time.sleep(_COPIES_POLL)
         message = "its watcher died before the job's end was recorded: run again, not counted"
         self._give_back(queue, claim, message)
@@ -532,8 +526,9 @@ class _LaneRun:
                 else:
                     # A status left by an earlier attempt under this very claim name (same
                     # process) must not be read as this attempt's.
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(status)  # noqa: PTH108 - a str path on the claim path
+                    for stale in (status, watcher.started_path(claim.file)):
+                        with contextlib.suppress(FileNotFoundError):
+                            os.unlink(stale)  # noqa: PTH108 - a str path on the claim path
                     job = watching.start(
                         job_argv(spec.command, claim.path),
                         _claim_env(self.env, spec, claim),
@@ -586,7 +581,11 @@ class _LaneRun:
             if self.launcher is None:
                 # Settled: the status and any cancel request have done their work (leftovers
                 # are swept by recover).
-                for done_with in (status, watcher.cancel_path(claim.file)):
+                for done_with in (
+                    status,
+                    watcher.cancel_path(claim.file),
+                    watcher.started_path(claim.file),
+                ):
                     with contextlib.suppress(OSError):
                         os.unlink(done_with)  # noqa: PTH108 - a str path on the claim path
 

@@ -25,13 +25,19 @@ when the status file cannot be written (a full disk).
 So a claim whose lock is free either has a status (the job ended: recovery settles it by that
 status and never runs it again) or has none (the job did not finish: it runs again, which is the
 at-least-once half of design.md section 8). While the lock is held, the job or what it left may
-still run, and nobody else starts the job. Between jobs the watcher holds no claim; it exits at
+still run, and nobody else starts the job. A watcher killed too (one `pkill -9 -f 'lanekit
+run'` kills runner and watcher) leaves a job that holds nothing: its copies are then found by
+the process group the watcher noted when it started the job (claimed/.<claim name>.started,
+the file that becomes the status) and by the claim their environment names (job_copies), and
+the claim stays until none is left. Between jobs the watcher holds no claim; it exits at
 the end of the run, or, when the runner died, once the job it watches has ended.
 
 Processes start here and in the three seams design.md names; tests/test_process_seams.py lists
 this module deliberately.
 """
 
+# ruff: noqa: PTH104, PTH108
+# (str paths and os.* on purpose: the claim path, see lanekit.queue)
 from __future__ import annotations
 
 import contextlib
@@ -81,8 +87,19 @@ def cancel_path(claim_file: str) -> str:
     return f"{head}/.{name[:-5]}.cancel"
 
 
+def started_path(claim_file: str) -> str:
+    """claimed/.<claim name>.started: the note the watcher writes when it starts the job (its
+    process group), which becomes the status when the job ends (hidden like the status)."""
+    head, _, name = claim_file.rpartition("/")
+    return f"{head}/.{name[:-5]}.started"
+
+
 def _cancel_of(status: str) -> str:
     return status[: -len(".status")] + ".cancel"
+
+
+def _started_of(status: str) -> str:
+    return status[: -len(".status")] + ".started"
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,6 +215,81 @@ def tail(data: bytes) -> str:
     data = data[-TAIL_BYTES:]
     lines = data.rstrip(b"\n").split(b"\n")[-TAIL_LINES:]
     return b"\n".join(lines).decode("utf-8", "replace")
+
+
+# --- a job's copies ----------------------------------------------------------------------
+
+COPIES_KEEP_CLAIM = True
+"""Whether a live copy of a job keeps its claim. The chaos run's control (scripts/chaos.py
+--unprotected) switches it off to show the overlaps it prevents; nothing else changes it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Copies:
+    """The processes still running a claim's job once its watcher is gone."""
+
+    group: int | None
+    """The job's process group (its leader's pid, from the watcher's .started note) while a
+    member of it runs (zombies aside): the leader and what it started within the group."""
+    pids: tuple[int, ...]
+    """This user's processes whose environment names the claim (jobenv.JOB_FILE): what left
+    the group (setsid, a daemon) too."""
+
+    def __bool__(self) -> bool:
+        return self.group is not None or bool(self.pids)
+
+    def signal(self, sig: int) -> None:
+        """Send `sig` to every copy (gone ones are passed over)."""
+        if self.group is not None:
+            _kill_group(self.group, sig)
+        for pid in self.pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+
+
+def job_copies(claim_file: str) -> Copies:
+    """What still runs the job of the claim at `claim_file`. A job runs in a process group and
+    session of its own and never holds the claim's lock, so once its runner and watcher are
+    both dead (one `pkill -9 -f 'lanekit run'` kills both) this is how its copies are found:
+    by the process group its watcher noted when it started it, and by the claim its
+    environment names, which survives setsid, closed descriptors and a forked daemon. What
+    neither finds: a process that left the group and exec'd with a new environment, or, on
+    macOS, left the group running one of Apple's restricted binaries (/bin/sh, /bin/sleep...),
+    whose environment the kernel withholds from other processes (README, "What is promised").
+    Reads every process's environment (psutil): a few ms, on rare paths only."""
+    if not COPIES_KEEP_CLAIM:
+        return Copies(None, ())
+    from lanekit.jobenv import JOB_FILE
+    from lanekit.procinfo import job_processes
+
+    noted = _noted_group(started_path(claim_file))
+    members, carriers = job_processes(JOB_FILE, claim_file, noted)
+    return Copies(noted if members else None, tuple(carriers))
+
+
+def _noted_group(path: str) -> int | None:
+    """The process group in a .started note while the group exists (perhaps only as
+    zombies: job_processes looks at its members), else None."""
+    from lanekit.fsops import NotRegularFileError, open_regular
+
+    try:
+        fd = open_regular(path)
+    except (FileNotFoundError, NotRegularFileError, PermissionError):
+        return None
+    try:
+        data = os.read(fd, 64)
+    finally:
+        os.close(fd)
+    if not data.startswith(_NOTE) or not data.endswith(b"\n"):
+        return None  # a status by now, or torn: no group to wait for
+    digits = data[len(_NOTE) : -1]
+    if not digits.isdigit() or int(digits) <= 1:
+        return None
+    return int(digits) if _group_alive(int(digits)) else None
+
+
+_NOTE = b"started pgid="
+"""The .started note's one line: `started pgid=<the job's pid>`."""
 
 
 # --- the watcher's side -------------------------------------------------------------------
@@ -425,6 +517,7 @@ def _follow(  # noqa: PLR0917 - private, called once by _watch with its own valu
     job = watch.job
     signal.pthread_sigmask(signal.SIG_UNBLOCK, (*STOP_SIGNALS, KILL_NOW))
     os.close(err_w)
+    note = _note_started(_started_of(status), job)
     # The runner may have been SIGKILLed since the fork: a broken pipe here changes nothing
     # (Python ignores SIGPIPE, so it is an OSError), the job is ours to see to its end.
     with contextlib.suppress(OSError):
@@ -497,12 +590,52 @@ def _follow(  # noqa: PLR0917 - private, called once by _watch with its own valu
     from lanekit.fsops import tmp_suffix
 
     data = outcome.to_bytes()
-    # Written before the lock drops (at exit): whoever takes the lock next finds it. A full
-    # disk only loses the file: the runner, if alive, learns the outcome from the report.
-    with contextlib.suppress(OSError):
-        fsops.replace_file(status, data, tmp=f"{tmp_dir}/.status.{tmp_suffix()}", durable=False)
+    # Written before the lock drops (at exit): whoever takes the lock next finds it. The note
+    # becomes the status (no second file a job); a note that could not be written, or
+    # rewritten, leaves the status to a temp file renamed in. A full disk only loses the
+    # file: the runner, if alive, learns the outcome from the report.
+    if not _note_to_status(note, _started_of(status), status, data):
+        with contextlib.suppress(OSError):
+            fsops.replace_file(status, data, tmp=f"{tmp_dir}/.status.{tmp_suffix()}", durable=False)
     with contextlib.suppress(OSError):  # a dead runner reads nothing (broken pipe)
         _write_all(report, data)
+
+
+def _note_started(path: str, job: int) -> int:
+    """Write the .started note of the job whose leader is `job` (its process group), for
+    whoever finds the claim once this watcher is gone (job_copies); its descriptor, kept to
+    write the status into, or -1 when it could not be written (the job runs all the same)."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError:
+        return -1
+    try:
+        _write_all(fd, _NOTE + b"%d\n" % job)
+    except OSError:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        return -1
+    return fd
+
+
+def _note_to_status(note: int, started: str, status: str, data: bytes) -> bool:
+    """Turn the .started note (open as `note`) into the status holding `data`: rewritten in
+    place, then renamed (nobody reads it meanwhile: this watcher still holds the claim's
+    lock). False when there is no note or this fails (the note is then removed)."""
+    if note < 0:
+        return False
+    try:
+        os.pwrite(note, data, 0)
+        os.ftruncate(note, len(data))
+        os.rename(started, status)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(started)
+        return False
+    finally:
+        os.close(note)
+    return True
 
 
 class _CancelLook:

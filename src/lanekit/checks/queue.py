@@ -162,7 +162,7 @@ def stale_claim(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
 def orphaned_job(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """A job that outlives its runner keeps its claim (correctly: it may still finish the
     work): through its watcher's lock, which records how it ends, or, with the watcher killed
-    too, through its copies (lanekit.jobenv.job_copies), whose end nobody records: once every
+    too, through its copies (lanekit.watcher.job_copies), whose end nobody records: once every
     copy has exited, recovery gives the job back to run again, the attempt not counted."""
     lane = target.lane
     if lane is None:
@@ -177,8 +177,7 @@ def orphaned_job(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
             "records how, and the next run settles it by that; if the watcher was killed too, "
             "how it ends is lost and the job runs again once every copy has exited.",
             f"wait for it to finish, then `{recover}` (the lane's next run does it too); or "
-            f"find it (its environment's LANEKIT_JOB_FILE is {path}: "
-            f"`{cmdline('pgrep', '-f', path)}` or `{cmdline('lsof', path)}`), stop it, "
+            f"find it (`{cmdline('pgrep', '-f', path)}` or `{cmdline('lsof', path)}`), stop it, "
             f"then `{recover}`",
         )
 

@@ -10,9 +10,8 @@ import os
 from collections import Counter
 from pathlib import Path
 
-from lanekit import fsops, procinfo
+from lanekit import fsops, procinfo, watcher
 from lanekit.errors import LanekitError
-from lanekit.jobenv import job_copies
 from lanekit.queue.counting import list_claims
 from lanekit.queue.fileio import job_names, listdir, read_all
 from lanekit.queue.layout import (
@@ -150,7 +149,7 @@ def claims(q: QueueState, now: float | None = None) -> list[ClaimView]:
         if locked is None:
             continue
         state = classify_claim(runner, locked)
-        if state is ClaimState.STRANDED and job_copies(str(info.path)):
+        if state is ClaimState.STRANDED and watcher.job_copies(str(info.path)):
             state = ClaimState.ORPHANED  # its runner and watcher died, its job did not
         views.append(ClaimView(info, state))
     return views

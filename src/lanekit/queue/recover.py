@@ -65,7 +65,7 @@ def recover(
 
     On this host a claim is recovered when nobody holds its lock, its owner pid is dead
     or runs another process (start token differs), and no copy of its job still runs
-    (jobenv.job_copies). For owners on another host (or files without an owner) only age
+    (watcher.job_copies). For owners on another host (or files without an owner) only age
     counts: older than `stale_after` seconds. The job goes back to queue/ (the attempt its
     runner's crash cut short not counted), or where its watcher's status or its record says
     it ended: done/ for succeeded, failed/ for failed (the owner died between recording the
@@ -284,6 +284,7 @@ def give_back(
                 state = JobState.FAILED
     except FileNotFoundError:
         return None  # another recoverer moved it first
+    _remove_beside(path)  # a dead watcher's .started note
     return Recovered(job_id, reason, Path(destination), state, owner_text, attempts)
 
 
@@ -365,21 +366,35 @@ def settle_finished(
                 state = JobState.FAILED
     except FileNotFoundError:
         return None  # another recoverer moved it first
-    for done_with in (watcher.status_path(path), watcher.cancel_path(path)):
-        with contextlib.suppress(OSError):
-            os.unlink(done_with)
+    _remove_beside(path)
     return Recovered(job_id, reason, Path(destination), state, owner_text, attempts, outcome.exit)
 
 
+def _remove_beside(claim: str) -> None:
+    """Remove what the watcher and `lanekit cancel` left beside a settled claim."""
+    for done_with in (
+        watcher.status_path(claim),
+        watcher.cancel_path(claim),
+        watcher.started_path(claim),
+    ):
+        with contextlib.suppress(OSError):
+            os.unlink(done_with)
+
+
+_BESIDE_CLAIMS = (".status", ".cancel", ".started")
+"""What the watcher and `lanekit cancel` leave beside a claim (lanekit.watcher)."""
+
+
 def sweep_statuses(q: QueueState) -> None:
-    """Remove status files and cancel requests whose claim is gone (a settle cut short
-    between moving the job and removing them, or a request that came too late). A watcher
-    writes its status while its claim is in place, and a claim never comes back under the
-    same name once moved, so this cannot race one."""
+    """Remove status files, started notes and cancel requests whose claim is gone (a settle
+    cut short between moving the job and removing them, a dead watcher's note, or a request
+    that came too late). A watcher writes its note and status while its claim is in place,
+    and only its own runner takes a claim of the same name again (after removing them), so
+    this cannot race one."""
     for name in listdir(q.claimed_dir):
-        if name[0] != "." or not name.endswith((".status", ".cancel")):
+        if name[0] != "." or not name.endswith(_BESIDE_CLAIMS):
             continue
-        claim = f"{q.claimed_dir}/{name[1:-7]}.json"
+        claim = f"{q.claimed_dir}/{name[1:].rpartition('.')[0]}.json"
         if not os.path.lexists(claim):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(f"{q.claimed_dir}/{name}")
