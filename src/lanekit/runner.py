@@ -500,6 +500,10 @@ class _LaneRun:
             elif term_at is not None and now - term_at >= min(spec.kill_grace, stop.grace):
                 copies.signal(signal.SIGKILL)
             time.sleep(_COPIES_POLL)
+        # The dead watcher's note (the file a watcher turns into the status): gone before this
+        # claim name can be used again, by this process, for the job's next attempt.
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(watcher.started_path(claim.file))  # noqa: PTH108 - a str path
         message = "its watcher died before the job's end was recorded: run again, not counted"
         self._give_back(queue, claim, message)
         self.log.event("requeued", job=claim.job_id, reason="watcher-died")
@@ -526,9 +530,8 @@ class _LaneRun:
                 else:
                     # A status left by an earlier attempt under this very claim name (same
                     # process) must not be read as this attempt's.
-                    for stale in (status, watcher.started_path(claim.file)):
-                        with contextlib.suppress(FileNotFoundError):
-                            os.unlink(stale)  # noqa: PTH108 - a str path on the claim path
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(status)  # noqa: PTH108 - a str path on the claim path
                     job = watching.start(
                         job_argv(spec.command, claim.path),
                         _claim_env(self.env, spec, claim),
@@ -581,11 +584,7 @@ class _LaneRun:
             if self.launcher is None:
                 # Settled: the status and any cancel request have done their work (leftovers
                 # are swept by recover).
-                for done_with in (
-                    status,
-                    watcher.cancel_path(claim.file),
-                    watcher.started_path(claim.file),
-                ):
+                for done_with in (status, watcher.cancel_path(claim.file)):
                     with contextlib.suppress(OSError):
                         os.unlink(done_with)  # noqa: PTH108 - a str path on the claim path
 
