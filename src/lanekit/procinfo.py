@@ -193,7 +193,6 @@ def is_alive(pid: int, token: str) -> bool:
     return liveness(pid, token) in {Liveness.ALIVE, Liveness.UNKNOWN}
 
 
-
 def job_processes(name: str, value: str, group: int | None) -> tuple[list[int], list[int]]:
     """This user's live processes (this one and zombies aside) that run a job: (the pids in
     process group `group`, the pids whose environment holds `name`=`value`). How a copy of
