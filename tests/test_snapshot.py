@@ -155,13 +155,20 @@ def test_only_the_watchdogs_snapshot_records_channels() -> None:
     """The watchdog's channels (what its passes run) round-trip; any other lane's snapshot
     has no `watch` key at all."""
     assert "watch" not in json.loads(GOOD.to_json())
-    channels = WatchChannels(notify=("macos",), command=("/bin/notify", "x"), webhook=None)
+    channels = WatchChannels(notify=("macos",), command=("/bin/notify", "x"))
     spec = replace(GOOD, watch=channels)
     assert json.loads(spec.to_json())["watch"] == {
         "notify": ["macos"],
         "command": ["/bin/notify", "x"],
-        "webhook": None,
+        "webhook_sha256": None,
     }
     assert RunSpec.from_json(spec.to_json(), Path("/s")) == spec
+    hooked = replace(GOOD, watch=replace(channels, webhook_sha256="ab" * 32))
+    assert RunSpec.from_json(hooked.to_json(), Path("/s")) == hooked
+    with pytest.raises(UsageError, match="webhook_sha256"):
+        RunSpec.from_json(
+            _with(watch={"notify": [], "command": None, "webhook_sha256": "https://x"}),
+            Path("/s"),
+        )
     with pytest.raises(UsageError, match="watch must be null or an object"):
         RunSpec.from_json(_with(watch={"command": "sh"}), Path("/s"))

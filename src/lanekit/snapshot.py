@@ -45,7 +45,10 @@ class WatchChannels:
 
     notify: tuple[str, ...] = ()
     command: tuple[str, ...] | None = None
-    webhook: str | None = None
+    webhook_sha256: str | None = None
+    """The webhook URL's digest (lanekit.watch.spec.webhook_digest), never the URL: it is a
+    secret, and secrets reach no snapshot. A pass posts to lanes.toml's URL only while it
+    still matches."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +127,7 @@ class RunSpec:
             data["watch"] = WatchChannels(
                 notify=tuple(watch["notify"]),
                 command=None if command is None else tuple(command),
-                webhook=watch["webhook"],
+                webhook_sha256=watch["webhook_sha256"],
             )
         return cls(**data)
 

@@ -73,17 +73,23 @@ def _optional_strings(value: object) -> bool:
     )
 
 
+def _sha256(value: object) -> bool:
+    return (
+        isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
+    )
+
+
 def _watch_channels(value: object) -> bool:
     """The watchdog's channels as apply recorded them (lanekit.snapshot.WatchChannels)."""
     if value is None:
         return True
     return (
         isinstance(value, dict)
-        and value.keys() == {"notify", "command", "webhook"}
+        and value.keys() == {"notify", "command", "webhook_sha256"}
         and isinstance(value["notify"], list)
         and all(isinstance(name, str) for name in value["notify"])
         and (value["command"] is None or _command(value["command"]))
-        and _optional_text(value["webhook"])
+        and (value["webhook_sha256"] is None or _sha256(value["webhook_sha256"]))
     )
 
 
@@ -111,7 +117,7 @@ FIELDS: dict[str, tuple[Callable[[object], bool], str]] = {
     "max_job_bytes": (_int, "an integer"),
     "project": (_optional_text, "a non-empty string or null"),
     "environment": (_optional_strings, "an object of strings or null"),
-    "watch": (_watch_channels, "null or an object of notify, command and webhook"),
+    "watch": (_watch_channels, "null or an object of notify, command and webhook_sha256"),
 }
 """Every key RunSpec.to_json writes (a test pins them to RunSpec's fields), with its type."""
 

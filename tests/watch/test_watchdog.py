@@ -19,6 +19,7 @@ import psutil
 import pytest
 from watch_world import WATCHED, WatchWorld
 
+from lanekit.errors import UsageError
 from lanekit.queue import Queue
 from lanekit.watch.spec import WATCH_LANE
 from lanekit.watch.watchdog import WatchRequest, run_pass
@@ -457,3 +458,31 @@ def test_a_neighbour_who_may_write_lanes_toml_never_runs_a_command_as_its_owner(
         assert fixed.failed_deliveries == ()
         assert "queue.failed-jobs" in [n["id"] for n in world.sent()]
         assert not proof.exists()
+
+
+def test_the_webhook_url_never_reaches_a_snapshot_and_an_edited_one_is_refused(
+    tmp_path: Path,
+) -> None:
+    """A webhook URL is a secret: `apply` records only its digest in the watchdog's snapshot
+    (no plist, snapshot or other file of lanekit's holds any part of it), and a pass posts to
+    lanes.toml's URL only while it is the one apply installed: an edited URL is refused,
+    naming the fix, until `lanekit apply`."""
+    canary = "http://user:canary-pass@127.0.0.1:9/hook/canary-path?token=canary-query"
+    world = WatchWorld.make(tmp_path, WATCHED + f'webhook = "{canary}"\n')
+    world.apply()
+    written = [
+        path
+        for path in tmp_path.rglob("*")
+        if path.is_file() and not path.is_symlink() and path != world.config_path
+    ]
+    assert written, "apply wrote nothing"
+    for path in written:
+        assert b"canary" not in path.read_bytes(), path
+    _failed_job_only(world)
+    first = world.watch()
+    assert {d.channel for d in first.failed_deliveries} == {"webhook"}  # nobody on :9
+    world.write(WATCHED + 'webhook = "http://127.0.0.1:9/elsewhere"\n')
+    with pytest.raises(UsageError, match="webhook is not the one `lanekit apply` installed"):
+        world.watch()
+    world.apply()
+    assert world.watch() is not None

@@ -110,12 +110,17 @@ def run_spec(lane: LaneSpec) -> RunSpec:
     # Imported here: reading lanes.toml (`lanekit status`) builds no snapshot, and RunSpec is
     # a dataclass created at import (benchmark (i)).
     from lanekit.snapshot import RunSpec, WatchChannels
+    from lanekit.watch.spec import webhook_digest
 
     watch = lane.watch
     channels = (
         None
         if watch is None
-        else WatchChannels(notify=watch.notify, command=watch.command, webhook=watch.webhook)
+        else WatchChannels(
+            notify=watch.notify,
+            command=watch.command,
+            webhook_sha256=None if watch.webhook is None else webhook_digest(watch.webhook),
+        )
     )
     return RunSpec(
         lane=lane.name,

@@ -120,6 +120,14 @@ def memory_path(lane_dir: Path) -> Path:
     return lane_dir / MEMORY_NAME
 
 
+def webhook_digest(url: str) -> str:
+    """What a snapshot keeps of a webhook URL (a secret: never written out): its SHA-256, so a
+    pass can tell that lanes.toml's URL is still the one `lanekit apply` installed."""
+    import hashlib
+
+    return hashlib.sha256(url.encode("utf-8")).hexdigest()
+
+
 def redact_url(url: str) -> str:
     """`https://ntfy.example/…`: scheme and host only. Webhook URLs carry their secret in the
     userinfo, the query or the path (Slack's /services/T/B/SECRET), so none of those is shown."""

@@ -50,7 +50,7 @@ from lanekit.watch import memory as memory_store
 from lanekit.watch.alerts import Alert, Notice, Remembered, alerts_from, diff
 from lanekit.watch.cache import Snapshot, forget, snapshot, write_cache
 from lanekit.watch.channels import OSASCRIPT, Channel, ChannelError, channels_for
-from lanekit.watch.spec import WATCH_LANE, WatchSpec, memory_path
+from lanekit.watch.spec import WATCH_LANE, WatchSpec, memory_path, webhook_digest
 
 if TYPE_CHECKING:
     from lanekit.lanelog import LaneLog
@@ -228,9 +228,18 @@ def applied_channels(
             hint,
         )
     channels = spec.watch
-    applied = replace(
-        watch, notify=channels.notify, command=channels.command, webhook=channels.webhook
-    )
+    webhook = None
+    if channels.webhook_sha256 is not None:
+        # The snapshot keeps only the URL's digest (a secret): lanes.toml's URL is posted to
+        # while it is still the one apply installed.
+        if watch.webhook is None or webhook_digest(watch.webhook) != channels.webhook_sha256:
+            raise UsageError(
+                f"{config.path}: [watch] webhook is not the one `lanekit apply` installed "
+                f"for {lane.label}, and a pass posts only where apply said",
+                hint,
+            )
+        webhook = watch.webhook
+    applied = replace(watch, notify=channels.notify, command=channels.command, webhook=webhook)
     return applied, spec.environment
 
 
