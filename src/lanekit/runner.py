@@ -230,9 +230,11 @@ def open_queue(spec: RunSpec) -> JobQueue:
     return Queue(spec.queue_dir, durable=spec.durable, max_job_bytes=spec.max_job_bytes)
 
 
-_COPIES_POLL = 0.2
-"""Seconds between looks for a job's copies once its watcher died (each look reads every
-process's environment: a few ms)."""
+_COPIES_POLL = 0.5
+"""Seconds between looks for a job's copies once its watcher died. Each look reads every
+process's environment: 4.5 ms over 76 processes here, so ~60 us a process; a Mac with
+hundreds (one sysctl each, not measured there) would spend a share of a core looking more
+often."""
 
 
 class _LaneRun:
