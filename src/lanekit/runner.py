@@ -40,8 +40,7 @@ from pathlib import Path
 from lanekit import watcher, watching
 from lanekit.clock import epoch
 from lanekit.errors import EnvironmentUnusableError, ExitCode, LanekitError, UsageError
-from lanekit.jobenv import job_env
-from lanekit.laneenv import lane_process_env
+from lanekit.jobenv import job_env, lane_process_env
 from lanekit.lanelock import LaneLock, lane_lock_path
 from lanekit.lanelog import LaneLog, log_finish, log_warner, rotate_if_needed
 from lanekit.peek import nothing_queued, purge_due, purge_stamp, utc_day
@@ -175,7 +174,7 @@ def run_lane(
     """Drain the lane's queue once. Raises LanekitError when the queue cannot be used (before
     anything moved) or the job command cannot be started (its claim restored first).
 
-    Each job's environment is the one launchd gives the lane's process (lanekit.laneenv): this
+    Each job's environment is the one launchd gives the lane's process (lanekit.jobenv): this
     process's own when launchd started it, else launchd's built from the snapshot's
     `environment`, so a run by hand (`lanekit run LANE`) runs jobs exactly as launchd would,
     never with the terminal's PATH. `env` replaces it (a seam for tests, like `launcher` and

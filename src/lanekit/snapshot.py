@@ -88,7 +88,7 @@ class RunSpec:
     environment: Mapping[str, str] | None = None
     """The lane's EnvironmentVariables, as its plist carries them (lanekit.config
     .lane_environment: its env, PATH from its `path`, LANEKIT_LANE). A run launchd did not
-    start gives its jobs what launchd gives from these (lanekit.laneenv.lane_process_env).
+    start gives its jobs what launchd gives from these (lanekit.jobenv.lane_process_env).
     None in snapshots written before lanekit recorded it."""
     watch: WatchChannels | None = None
     """The watchdog lane's channels (None for every other lane, and then not written)."""

@@ -20,7 +20,7 @@ from typing import Any
 
 from lanekit.atomic import write_atomic
 from lanekit.errors import LanekitError
-from lanekit.laneenv import TRY_INFIX
+from lanekit.jobenv import TRY_INFIX
 from lanekit.launchd import Launchd, ServiceInfo
 
 POLL_SECONDS = 0.2
@@ -58,7 +58,7 @@ def one_shot_plist(job: Mapping[str, Any], label: str) -> dict[str, Any]:
 
 def try_label(label: str) -> str:
     """`<label>.try-<random>`: never the lane's own label, so the real lane is untouched (a
-    run it starts still knows launchd started it: lanekit.laneenv.started_by_launchd)."""
+    run it starts still knows launchd started it: lanekit.jobenv.started_by_launchd)."""
     return f"{label}{TRY_INFIX}{secrets.token_hex(4)}"
 
 

@@ -101,7 +101,7 @@ def lane_environment(lane: LaneSpec) -> dict[str, str]:
     """The lane's EnvironmentVariables: its env, an explicit PATH (its `path`) and the
     LANEKIT_LANE marker. The plist carries them (lanekit.plist) and the snapshot keeps them
     (run_spec), so a run launchd did not start gives its jobs what launchd would
-    (lanekit.laneenv.lane_process_env)."""
+    (lanekit.jobenv.lane_process_env)."""
     return {**lane.env, "PATH": ":".join(lane.path), MARKER: lane.name}
 
 

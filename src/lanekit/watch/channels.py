@@ -204,7 +204,7 @@ def channels_for(
     env: Mapping[str, str] | None = None,
 ) -> list[Channel]:
     """The channels `[watch]` turns on, in delivery order; the programs they run get `env`
-    (the watchdog lane's, as launchd gives it: lanekit.laneenv), else this process's."""
+    (the watchdog lane's, as launchd gives it: lanekit.jobenv), else this process's."""
     found: list[Channel] = []
     for name in watch.channels:
         if name == "macos":

@@ -42,7 +42,7 @@ from lanekit.doctor import (
     run_checks,
 )
 from lanekit.errors import ExitCode, LanekitError, UsageError
-from lanekit.laneenv import lane_process_env
+from lanekit.jobenv import lane_process_env
 from lanekit.launchd import Launchd
 from lanekit.paths import Paths
 from lanekit.quoting import cmdline
