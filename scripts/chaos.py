@@ -16,7 +16,7 @@ the ones that defeat a lock held by descriptor or process group: by job number t
 every descriptor, leave their session (setsid), fork a daemon that does the work, ignore
 SIGTERM, or do none of that; the worker takes a per-job flock before its `start` line and
 writes `busy <id>` when another live copy holds it, and every line carries the monotonic time.
---unprotected runs the runners with lanekit.watcher.COPIES_KEEP_CLAIM off: the control,
+--unprotected runs the runners with lanekit.run.watcher.COPIES_KEEP_CLAIM off: the control,
 which must show overlaps, or this run proves nothing.
 """
 
@@ -37,10 +37,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from lanekit.lanelog import read_events
 from lanekit.queue import Queue
-from lanekit.recordstore import RecordStore
-from lanekit.snapshot import RunSpec
+from lanekit.queue.recordstore import RecordStore
+from lanekit.run.lanelog import read_events
+from lanekit.state.snapshot import RunSpec
 
 LANE = "chaos"
 # The job: "start <id>", some work, "end <id>", each line one write (printf, O_APPEND).
@@ -448,7 +448,7 @@ KILL_KINDS = ("runner", "watcher", "both", "stop")
 (one `pkill -9 -f 'lanekit run'`); stop: SIGSTOP the runner and its watcher, SIGCONT 50-500 ms
 later."""
 UNPROTECTED = (
-    "import sys; import lanekit.watcher as watcher; "
+    "import sys; import lanekit.run.watcher as watcher; "
     "watcher.COPIES_KEEP_CLAIM = False; "
     "from lanekit.__main__ import main; main(sys.argv[1:])"
 )

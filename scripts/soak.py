@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Soak run: simulated days of lanes on the emulated launchd domain, under its one clock
-(lanekit.clock), with faults planted at known times and a watchdog that must report each one.
+(lanekit.state.clock), with faults planted at known times and a watchdog that must report each one.
 
     scripts/soak.py --days 30
 
 Five lanes drain two queues on their schedules; a producer enqueues jobs every emulated hour.
-Emulated time moves through `lanekit.launchd.emuclock.advance`, which fires only what launchd
+Emulated time moves through `lanekit.service.launchd.emuclock.advance`, which fires only what
+launchd
 would fire (every calendar minute and StartInterval boundary that has a lane, with real
 processes), so a month costs minutes of wall time, not a month. Every job's command appends
 `<id> <lane>` to a ledger, so executions are counted independently of lanekit's records.

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lanekit.paths import Paths
+from lanekit.state.paths import Paths
 from neighbours import SECOND_UID, SecondUser
 
 

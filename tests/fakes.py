@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from lanekit.launchd import LaunchctlError, ListEntry, ServiceInfo
-from lanekit.launchd.launchctl import error_for, error_text
+from lanekit.service.launchd import LaunchctlError, ListEntry, ServiceInfo
+from lanekit.service.launchd.launchctl import error_for, error_text
 
 SIGTERM = 15
 

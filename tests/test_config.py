@@ -26,9 +26,9 @@ from lanekit.config import (
     validate_config,
 )
 from lanekit.errors import ConfigError, ExitCode, UnsafeStateError, UsageError
-from lanekit.paths import Paths
 from lanekit.schedule import CalendarEntry, Schedule
-from lanekit.snapshot_fields import DEFAULT_EXIT_TIMEOUT
+from lanekit.state.paths import Paths
+from lanekit.state.snapshot_schema import DEFAULT_EXIT_TIMEOUT
 from neighbours import SECOND_UID, SecondUser
 
 BASE = """
@@ -455,7 +455,7 @@ def test_run_spec_carries_what_the_runner_needs(paths: Paths) -> None:
 def test_run_spec_keeps_the_environment_the_plist_carries(paths: Paths) -> None:
     """The snapshot keeps exactly the lane's EnvironmentVariables, from the one function the
     plist renders them with (a run by hand builds launchd's environment from them)."""
-    from lanekit.plist import lane_plist
+    from lanekit.service.launchd.plist import lane_plist
 
     lane = _load(paths, BASE + 'env = { TOKEN = "x" }\npath = ["/opt/bin", "/usr/bin"]\n')
     funnel = lane.lanes["funnel"]

@@ -19,11 +19,11 @@ import pytest
 
 from lanekit import config as config_module
 from lanekit.config import Config, load_config, run_spec
+from lanekit.config.watch import WATCH_KEYS
 from lanekit.errors import ConfigError
-from lanekit.paths import Paths
-from lanekit.plist import lane_plist
 from lanekit.schedule import ScheduleError, parse_cron
-from lanekit.watch.spec import WATCH_KEYS
+from lanekit.service.launchd.plist import lane_plist
+from lanekit.state.paths import Paths
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "configuration.md"

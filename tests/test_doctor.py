@@ -29,9 +29,9 @@ from lanekit.doctor import (
     select_checks,
 )
 from lanekit.errors import ExitCode, UsageError
-from lanekit.launchd.emulator import EmulatedDomain
-from lanekit.paths import Paths
 from lanekit.reconcile import apply
+from lanekit.service.launchd.emulator import EmulatedDomain
+from lanekit.state.paths import Paths
 
 REPO = Path(__file__).resolve().parent.parent
 BROKEN = REPO / "examples" / "broken"
@@ -380,7 +380,7 @@ def test_all_picks_up_every_plist_and_recognises_lanes(tmp_path: Path) -> None:
 def test_launchd_unreachable_is_a_note_not_a_crash(tmp_path: Path) -> None:
     """When launchd cannot be asked, its checks are skipped and the report says why."""
     from lanekit.errors import LaunchdError
-    from lanekit.launchd import ListEntry, ServiceInfo
+    from lanekit.service.launchd import ListEntry, ServiceInfo
 
     class Down:
         """A launchd that refuses every question."""
@@ -412,7 +412,7 @@ def test_a_check_run_alone_answers_as_in_a_full_run(tmp_path: Path) -> None:
     check that consults launchd when it can makes diagnose open launchd even when run alone."""
     from datetime import datetime, timedelta
 
-    from lanekit.lanelog import LaneLog
+    from lanekit.run.lanelog import LaneLog
 
     paths = Paths.under(tmp_path)
     (tmp_path / "lanes.toml").write_text(HEALTHY)

@@ -356,10 +356,10 @@ def test_apply_json_matches_doc(sandbox: Path) -> None:
     """`apply --json`: a dry run, a first apply, and a change that waits for a running lane
     (exit 3, listed in `pending`) are as documented."""
     from lanekit.config import load_config
-    from lanekit.lanelock import LaneLock, lane_lock_path
-    from lanekit.paths import Paths
+    from lanekit.run.lanelock import LaneLock, lane_lock_path
+    from lanekit.state.paths import Paths
 
-    # Every command resolvable: a missing one is refused by apply (lanekit.preflight).
+    # Every command resolvable: a missing one is refused by apply (lanekit.reconcile.preflight).
     runnable = CONFIG.replace("lanekit-contract-missing-tool", "/bin/cat")
     lanes_toml = sandbox / "lanes.toml"
     lanes_toml.write_text(runnable, encoding="utf-8")
@@ -432,10 +432,10 @@ def test_timeline_json_matches_doc(sandbox: Path) -> None:
     """`timeline --json` over a real run of two lanes of one queue (a burst, a missed fire,
     an unknown event), and with --job for that job, is as documented."""
     from lanekit.config import load_config
-    from lanekit.lanelog import LaneLog
-    from lanekit.paths import Paths
-    from lanekit.runner import run_lane
-    from lanekit.snapshot import RunSpec
+    from lanekit.run.lanelog import LaneLog
+    from lanekit.run.runner import run_lane
+    from lanekit.state.paths import Paths
+    from lanekit.state.snapshot import RunSpec
 
     CliRunner().invoke(app, ["apply", "--force"])  # funnel's command is missing on purpose
     (job_id,) = _jobs(sandbox, 1)

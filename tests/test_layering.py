@@ -143,8 +143,8 @@ def test_the_cycle_finder_finds_cycles() -> None:
     """The graph walk sees what it must: entry's lazy import of the runner, and a two-module
     loop and a three-module loop in a made-up graph (so an empty report means something)."""
     graph = _import_graph()
-    assert "lanekit.runner" in graph["lanekit.entry"]
-    assert "lanekit.lanelock" in graph["lanekit.reconcile.observe"]
+    assert "lanekit.run.runner" in graph["lanekit.run.entry"]
+    assert "lanekit.run.lanelock" in graph["lanekit.reconcile.observe"]
     made_up = {"a": {"b"}, "b": {"a"}, "c": {"d"}, "d": {"e"}, "e": {"c"}, "f": {"a"}}
     assert sorted(_cycles(made_up)) == [["a", "b"], ["c", "d", "e"]]
 

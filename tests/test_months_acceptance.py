@@ -12,8 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from lanekit.cli import app
-from lanekit.paths import Paths
 from lanekit.queue import Queue
+from lanekit.state.paths import Paths
 
 JOB = """\
 #!/bin/sh

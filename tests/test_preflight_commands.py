@@ -1,4 +1,5 @@
-"""A command that cannot start fails early (lanekit.preflight.cannot_start): validate and apply
+"""A command that cannot start fails early (lanekit.reconcile.preflight.cannot_start): validate and
+apply
 report it (the doctor check path.command-missing), `apply --force` installs anyway, and doctor's
 lane.cannot-start names a lane whose run put its job back because the command could not start."""
 
@@ -12,9 +13,9 @@ import pytest
 from typer.testing import CliRunner
 
 from lanekit.cli import app
-from lanekit.paths import Paths
 from lanekit.queue import Queue
-from lanekit.records import JobState
+from lanekit.queue.records import JobState
+from lanekit.state.paths import Paths
 
 CONFIG = """
 [defaults]

@@ -29,7 +29,7 @@ ALLOWED = {
 }
 """watcher.py and watching.py: the run's watcher, which the runner forks once per run
 (watching.py) and which holds each claim's lock and starts its job (watcher.py): the runner's
-seam, split out because it outlives the runner; see lanekit.watcher. opener.py opens
+seam, split out because it outlives the runner; see lanekit.run.watcher. opener.py opens
 a written page (timeline --open); launchd/probes.py runs macOS's read-only diagnostic tools
 (sfltool) for doctor; watch/notifier.py runs the watchdog's `command` channel and osascript
 (argv, no shell, a timeout; lanekit.watch.channels is its only caller); watch/launchdlook.py

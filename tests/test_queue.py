@@ -26,10 +26,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lanekit import fsops, procinfo
 from lanekit import queue as queue_module
 from lanekit.errors import ExitCode, QueueError, UsageError
-from lanekit.fsops import NoReplaceRename
 from lanekit.queue import (
     SUBDIRS,
     Claim,
@@ -46,8 +44,10 @@ from lanekit.queue import (
     validate_job_id,
 )
 from lanekit.queue import enqueue as enqueue_module
+from lanekit.queue.records import JobState, Record
 from lanekit.queue.state import QueueState
-from lanekit.records import JobState, Record
+from lanekit.system import fsops, procinfo
+from lanekit.system.fsops import NoReplaceRename
 
 if "fork" not in multiprocessing.get_all_start_methods():  # pragma: no cover - Windows only
     pytest.skip("multi-process tests fork", allow_module_level=True)
@@ -300,7 +300,7 @@ def test_enqueue_of_an_id_differing_only_in_case_is_refused_as_such(queue: Queue
     """On a case-insensitive volume (default APFS) `job1` opens `Job1`'s record: enqueue says
     the ids differ only in case (exit 2), never "remove or repair the record file". The
     volume's answer is planted as the file it would return."""
-    from lanekit.recordstore import IdCaseCollisionError
+    from lanekit.queue.recordstore import IdCaseCollisionError
 
     queue.enqueue({}, job_id="Job1")
     queue.complete(drain(queue)[0])
@@ -1454,8 +1454,8 @@ def test_start_up_probe_refuses_a_volume_without_no_replace_rename(
     """An exFAT/FAT-like volume (no RENAME_EXCL, no hard links, but plain rename works) is
     refused by the start-up probe with the real cause, instead of passing the probe and then
     failing every claim: the probe uses the no-replace rename claims use."""
-    from lanekit import fsops
     from lanekit.errors import QueueError
+    from lanekit.system import fsops
 
     def no_links(src: str, dst: str) -> None:
         raise OSError(errno.EPERM, os.strerror(errno.EPERM), src, None, dst)

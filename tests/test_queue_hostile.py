@@ -20,12 +20,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lanekit.queue import Queue, validate_job_id
-from lanekit.records import JobState
-from lanekit.recordstore import RecordStore
+from lanekit.queue.records import JobState
+from lanekit.queue.recordstore import RecordStore
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from lanekit.snapshot import RunSpec
+    from lanekit.state.snapshot import RunSpec
 
 CONFIG = """
 [defaults]
@@ -439,9 +439,9 @@ def test_success_without_its_record_is_still_refused(small_fs: Path, tmp_path: P
     A settle appends its line into the record file's block, which needs no free space; so
     the record here has held enough earlier attempts that the success's line must replace the
     file (recordstore.FILE_LIMIT), which does."""
-    from lanekit import runner
     from lanekit.queue import JobExistsError
-    from lanekit.recordstore import FILE_LIMIT
+    from lanekit.queue.recordstore import FILE_LIMIT
+    from lanekit.run import runner
 
     queue_dir = small_fs / "q"
     queue = Queue(queue_dir, durable=False)
@@ -475,7 +475,7 @@ def test_success_without_its_record_is_still_refused(small_fs: Path, tmp_path: P
 def test_a_success_on_a_full_filesystem_is_recorded(small_fs: Path, tmp_path: Path) -> None:
     """The settle's record line goes into the record file's own block: a job that fills the
     disk still has its success recorded, its mark removed, and is never run again."""
-    from lanekit import runner
+    from lanekit.run import runner
 
     queue_dir = small_fs / "q"
     queue = Queue(queue_dir, durable=False)
@@ -496,7 +496,7 @@ def test_a_success_on_a_full_filesystem_is_recorded(small_fs: Path, tmp_path: Pa
 
 def _fill_spec(queue_dir: Path, ledger: Path, fill: Path, tmp_path: Path) -> RunSpec:
     """A lane whose job notes that it ran, then fills the filesystem."""
-    from lanekit.snapshot import RunSpec
+    from lanekit.state.snapshot import RunSpec
 
     return RunSpec(
         lane="work",

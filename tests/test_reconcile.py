@@ -13,13 +13,8 @@ from pathlib import Path
 import pytest
 
 from fakes import FakeLaunchd
-from lanekit import lanelock
 from lanekit.config import Config, load_config, run_spec
 from lanekit.errors import ExitCode, LaunchdError, UsageError
-from lanekit.lanelock import LaneLock, lane_lock_path
-from lanekit.lanelog import read_events
-from lanekit.launchd import LaunchctlError, ListEntry, ServiceInfo
-from lanekit.paths import Paths
 from lanekit.reconcile import (
     Action,
     ActionKind,
@@ -36,7 +31,12 @@ from lanekit.reconcile import (
     plan,
     remove,
 )
-from lanekit.snapshot import RunSpec
+from lanekit.run import lanelock
+from lanekit.run.lanelock import LaneLock, lane_lock_path
+from lanekit.run.lanelog import read_events
+from lanekit.service.launchd import LaunchctlError, ListEntry, ServiceInfo
+from lanekit.state.paths import Paths
+from lanekit.state.snapshot import RunSpec
 
 LABEL = "com.example.funnel"
 
@@ -851,7 +851,7 @@ def test_remove_waits_for_the_apply_lock(paths: Paths) -> None:
     touches nothing; it removes the lane once the lock is released."""
     import threading
 
-    from lanekit.applylock import apply_lock
+    from lanekit.reconcile.applylock import apply_lock
 
     fake = FakeLaunchd()
     config = _installed(paths, fake)
@@ -914,8 +914,8 @@ def test_plist_replaced_without_reload_is_reloaded(paths: Paths) -> None:
     """Nice 10 applied, then the Nice 11 plist put in place without a reload: launchd still
     runs Nice 10, so plan and apply say "launchd has an older definition loaded" and reload;
     afterwards launchd runs Nice 11 and a second apply has nothing to do."""
-    from lanekit.launchd.emulator import EmulatedDomain
     from lanekit.reconcile import desired_lane
+    from lanekit.service.launchd.emulator import EmulatedDomain
 
     domain = EmulatedDomain(paths.emulator, launch_agents=paths.launch_agents)
     apply(_nice_config(paths, 10), paths, domain)

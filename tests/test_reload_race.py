@@ -24,12 +24,12 @@ from pathlib import Path
 import pytest
 
 from lanekit.config import Config, load_config
-from lanekit.lanelog import read_events
-from lanekit.launchd import LaunchctlError
-from lanekit.launchd.emulator import EmulatedDomain
-from lanekit.paths import Paths
 from lanekit.queue import Queue
 from lanekit.reconcile import ActionKind, Outcome, Result, apply
+from lanekit.run.lanelog import read_events
+from lanekit.service.launchd import LaunchctlError
+from lanekit.service.launchd.emulator import EmulatedDomain
+from lanekit.state.paths import Paths
 
 LANES = ("red", "green", "blue")
 RELOADS = 200

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
-from lanekit.lanelog import format_line, format_ts, parse_line
+from lanekit.run.lanelog import format_line, format_ts, parse_line
 from lanekit.timeline.build import TimelineResult
 from lanekit.timeline.events import Event, to_event
 from lanekit.timeline.model import LaneInfo, Timeline, Window, build_timeline

@@ -24,9 +24,9 @@ import time
 from pathlib import Path
 
 from lanekit.config import find_config, load_config
-from lanekit.lanelog import LaneLog
-from lanekit.launchd import open_launchd
-from lanekit.paths import Paths
+from lanekit.run.lanelog import LaneLog
+from lanekit.service.launchd import open_launchd
+from lanekit.state.paths import Paths
 from lanekit.queue import Queue
 from lanekit.reconcile import apply
 

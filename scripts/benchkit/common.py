@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lanekit.queue import Queue
-from lanekit.snapshot import RunSpec
+from lanekit.state.snapshot import RunSpec
 
 REPO = Path(__file__).resolve().parents[2]
 BENCH = REPO / "scripts" / "bench.py"

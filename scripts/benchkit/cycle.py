@@ -13,7 +13,7 @@ from pathlib import Path
 from benchkit.common import Figure, fill, fresh, median, p10_p90
 from lanekit.queue import Queue
 from lanekit.queue.enqueue import payload_problem
-from lanekit.records import JobState, Record, iso_utc
+from lanekit.queue.records import JobState, Record, iso_utc
 
 
 def native_noreplace() -> Callable[[bytes, bytes], int]:
@@ -33,7 +33,7 @@ def native_noreplace() -> Callable[[bytes, bytes], int]:
 
 
 _FLOOR_RECORD = b"x" * 220 + b"\n"
-_FLOOR_APPEND = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC  # as lanekit.fsops.append_line
+_FLOOR_APPEND = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC  # as lanekit.system.fsops.append_line
 
 
 def floor_loop(root: Path, count: int) -> float:

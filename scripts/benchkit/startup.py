@@ -20,10 +20,10 @@ from benchkit.common import (
     run_cmd,
     say,
 )
-from lanekit.history import page_jobs
-from lanekit.plist import ENTRYPOINT_CODE, INTERPRETER_FLAGS
+from lanekit.jobs.history import page_jobs
 from lanekit.queue import Queue
-from lanekit.recordstore import RecordStore
+from lanekit.queue.recordstore import RecordStore
+from lanekit.service.launchd.plist import ENTRYPOINT_CODE, INTERPRETER_FLAGS
 
 # --- (c) start-up on an empty queue --------------------------------------------------------
 
@@ -47,7 +47,7 @@ def bench_startup(root: Path, runs: int) -> Figure:
         str(snapshot),
     ]
     pass_argv = [PY, "-c", "pass"]
-    floor_argv = [PY, "-c", "import lanekit.__main__, lanekit.entry"]
+    floor_argv = [PY, "-c", "import lanekit.__main__, lanekit.run.entry"]
     base, lane, floor = [], [], []
     for _ in range(3):  # warm the page cache
         run_cmd(run_argv)
@@ -74,11 +74,11 @@ def bench_startup(root: Path, runs: int) -> Figure:
             f"{median(base) * 1e3:.1f} ms (p10 {percentile(base, 0.1) * 1e3:.1f}, "
             f"p90 {percentile(base, 0.9) * 1e3:.1f}); {runs} runs each, interleaved; the ratio "
             f"is the median of {len(per_round)} rounds' (10 runs each side, ratio of medians)",
-            f"import floor (lanekit.__main__ + lanekit.entry + lanekit.lanelog, no work): "
+            f"import floor (lanekit.__main__ + lanekit.run.entry + lanekit.run.lanelog, no work): "
             f"{median(floor) * 1e3:.1f} ms = {median(floor) / median(base):.2f}x",
         ],
-        limits="The interpreter itself: an empty run (lanekit.entry) imports only builtin "
-        "modules, lanekit.__main__ and lanekit.lanelog, reads the snapshot without json and "
+        limits="The interpreter itself: an empty run (lanekit.run.entry) imports only builtin "
+        "modules, lanekit.__main__ and lanekit.run.lanelog, reads the snapshot without json and "
         "does a lock, three directory scans and two log appends. The plist starts it with "
         "`python -c` because `-m` alone adds runpy (about 0.4x); json, dataclasses, pathlib, "
         "enum, signal and the queue module load only when there is a job to run.",

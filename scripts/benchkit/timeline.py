@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from benchkit.common import Figure, fresh, median, say
-from lanekit.lanelog import format_line, format_ts, read_between, read_events
+from lanekit.run.lanelog import format_line, format_ts, read_between, read_events
 
 
 def bench_timeline(root: Path, days: int, per_day: int, runs: int) -> Figure:

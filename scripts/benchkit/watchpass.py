@@ -9,9 +9,9 @@ import time
 from pathlib import Path
 
 from benchkit.common import LANE, LANEKIT, PY, REPO, Figure, fresh, lane_spec, median, run_cmd
-from lanekit.lanelog import format_line, format_ts
-from lanekit.plist import ENTRYPOINT_CODE, INTERPRETER_FLAGS
 from lanekit.queue import Queue
+from lanekit.run.lanelog import format_line, format_ts
+from lanekit.service.launchd.plist import ENTRYPOINT_CODE, INTERPRETER_FLAGS
 
 
 def watch_world(
@@ -81,7 +81,7 @@ def lane_run(config: Path, env: dict[str, str], n: int) -> tuple[Queue, list[str
     import plistlib
 
     from lanekit.config import load_config
-    from lanekit.paths import Paths
+    from lanekit.state.paths import Paths
 
     paths = Paths.from_env(env)
     lane = load_config(config, paths).lanes[f"l{n}"]
@@ -104,9 +104,9 @@ def fake_mac(where: Path, config: Path, env: dict[str, str]) -> tuple[dict[str, 
     runs here, in this process, on the adapter (LaunchctlDomain) driving it. (The environment,
     and the lean pass that reads the cache, are what launchd would start.)"""
     from lanekit.config import load_config
-    from lanekit.launchd.launch import launch_for
-    from lanekit.launchd.launchctl import LaunchctlDomain
-    from lanekit.paths import Paths
+    from lanekit.service.launchd.launch import launch_for
+    from lanekit.service.launchd.launchctl import LaunchctlDomain
+    from lanekit.state.paths import Paths
     from lanekit.watch.watchdog import WatchRequest, run_pass
 
     fake = fresh(where, "fake-launchctl")
@@ -225,7 +225,7 @@ def bench_watch(root: Path, records: int, log_lines: int, runs: int) -> Figure:
         "new bytes of each lane log folded from its offset, and the pass recorded as a full "
         "one records it (lock, `start`/`finish`, the memory's completed_at with its fsyncs). "
         "A lane that ran adds what the queue checks' incremental forms read "
-        "(lanekit.checks.queue.READS): a listing of the claimed/ and queue/ it emptied, of "
+        "(lanekit.doctor.checks.queue.READS): a listing of the claimed/ and queue/ it emptied, of "
         "failed/ and done/ (every run renames a probe file through them), and of each day "
         "bucket it added files to (~5,000 names here, their crc32s), whose new names must be "
         "the new `done` events' files; it goes to the full pass (doctor's checks, seconds "

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from lanekit.lanelog import read_events
+from lanekit.run.lanelog import read_events
 from soakkit.faults import Fault, stamp
 from soakkit.world import World
 

@@ -10,10 +10,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from lanekit.launchd.launch import EX_CONFIG
-from lanekit.owned import make_private_dirs
 from lanekit.reconcile import apply
 from lanekit.schedule import previous_fire
+from lanekit.service.launchd.launch import EX_CONFIG
+from lanekit.system.owned import make_private_dirs
 from soakkit.world import BURST, JOB_SECONDS, OUTAGE, SLOW_SECONDS, World
 
 

@@ -9,12 +9,12 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from lanekit.config import Config, LaneSpec, load_config
-from lanekit.launchd import clock_for
-from lanekit.launchd.emuclock import advance
-from lanekit.launchd.emulator import EmulatedDomain
-from lanekit.paths import Paths
 from lanekit.queue import Queue
 from lanekit.reconcile import apply
+from lanekit.service.launchd import clock_for
+from lanekit.service.launchd.emuclock import advance
+from lanekit.service.launchd.emulator import EmulatedDomain
+from lanekit.state.paths import Paths
 
 HOUR = timedelta(hours=1)
 EMULATED_ENV = {"LANEKIT_LAUNCHD": "emulated"}
@@ -167,7 +167,7 @@ class World:
     """Job id -> queue name."""
 
     def now(self) -> datetime:
-        """The emulated domain's time (lanekit.clock)."""
+        """The emulated domain's time (lanekit.state.clock)."""
         return clock_for(self.paths, EMULATED_ENV).now()
 
     def queue(self, name: str) -> Queue:

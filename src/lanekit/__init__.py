@@ -1,6 +1,6 @@
 """lanekit: launchd lanes that drain a directory queue.
 
-Kept import-free on purpose: `lanekit run LANE` (through lanekit.entry) is what launchd
+Kept import-free on purpose: `lanekit run LANE` (through lanekit.run.entry) is what launchd
 starts, and its start-up time on an empty queue is a benchmark figure.
 """
 

@@ -15,8 +15,8 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from lanekit.cli import app
-from lanekit.paths import Paths
-from lanekit.plist import ENTRYPOINT_CODE
+from lanekit.service.launchd.plist import ENTRYPOINT_CODE
+from lanekit.state.paths import Paths
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -17,9 +17,9 @@ from typer.testing import CliRunner
 from lanekit.cli import app
 from lanekit.config import load_config
 from lanekit.doctor import list_checks
-from lanekit.launchd import open_launchd
-from lanekit.paths import Paths
 from lanekit.reconcile import apply
+from lanekit.service.launchd import open_launchd
+from lanekit.state.paths import Paths
 
 REPO = Path(__file__).resolve().parent.parent.parent
 BROKEN = REPO / "examples" / "broken"

@@ -15,11 +15,11 @@ import pytest
 from typer.testing import CliRunner
 
 from lanekit.cli import app
-from lanekit.lanelog import read_events
-from lanekit.launchd import Launchd, open_launchd
-from lanekit.paths import Paths
 from lanekit.queue import Queue
-from lanekit.records import JobState
+from lanekit.queue.records import JobState
+from lanekit.run.lanelog import read_events
+from lanekit.service.launchd import Launchd, open_launchd
+from lanekit.state.paths import Paths
 
 CONFIG = """
 [defaults]

@@ -16,10 +16,10 @@ import pytest
 from typer.testing import CliRunner
 
 from lanekit.cli import app
-from lanekit.lanelog import read_events
-from lanekit.launchd.emulator import EmulatedDomain
-from lanekit.paths import Paths
 from lanekit.queue import Queue
+from lanekit.run.lanelog import read_events
+from lanekit.service.launchd.emulator import EmulatedDomain
+from lanekit.state.paths import Paths
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "lanes.toml"
@@ -375,7 +375,7 @@ def test_apply_with_a_pending_change_exits_3(tmp_path: Path, home: Path) -> None
     """A change to a lane that is running (its lane lock held) is pending: apply exits 3
     (PENDING) and `--json` lists the lane under `pending`; once idle, apply exits 0."""
     from lanekit.config import load_config
-    from lanekit.lanelock import LaneLock, lane_lock_path
+    from lanekit.run.lanelock import LaneLock, lane_lock_path
 
     config = _one_lane(tmp_path)
     c = str(config)

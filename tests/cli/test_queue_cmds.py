@@ -14,10 +14,10 @@ import pytest
 from typer.testing import CliRunner
 
 from lanekit.cli import app
-from lanekit.lanelog import read_events
 from lanekit.queue import Queue
-from lanekit.records import JobState
-from lanekit.recordstore import RecordStore
+from lanekit.queue.records import JobState
+from lanekit.queue.recordstore import RecordStore
+from lanekit.run.lanelog import read_events
 
 CONFIG = """
 [defaults]
@@ -194,7 +194,7 @@ def test_enqueue_into_the_watchdog_is_refused(config: Path, tmp_path: Path) -> N
     into it is exit 2 naming the lanes that run jobs, and nothing reaches its queue; its queue
     is no queue of lanes.toml's either (`--queue watch` is unknown)."""
     from lanekit.config import load_config
-    from lanekit.paths import Paths
+    from lanekit.state.paths import Paths
 
     with_watch = tmp_path / "watched.toml"
     with_watch.write_text(config.read_text() + '\n[watch]\ncommand = ["/bin/cat"]\n')

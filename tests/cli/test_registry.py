@@ -24,12 +24,18 @@ ROOT_ONLY = ALWAYS | {
     "lanekit.cli.render",
     "lanekit.cli.coercion",
     "lanekit.errors",
-    "lanekit.quoting",
+    "lanekit.system",
+    "lanekit.system.quoting",
 }
 """All that `--version`, `--help` and completing a command name may import of lanekit (every
-line render prints goes through lanekit.quoting.printable, which imports only os; the root's
+line render prints goes through lanekit.system.quoting.printable, which imports only os; the root's
 flags are coerced by lanekit.cli.coercion, which imports only typer)."""
-VOCABULARIES = {"lanekit.cli.options", "lanekit.errors", "lanekit.records", "lanekit.fsops"}
+VOCABULARIES = {
+    "lanekit.cli.options",
+    "lanekit.errors",
+    "lanekit.queue.records",
+    "lanekit.system.fsops",
+}
 """What a command module may import at module level besides typer: the shared options, the
 error types and the vocabularies its options offer (JobState for `jobs --state`)."""
 HEAVY = ("rich", "jinja2", "psutil", "tomllib")
@@ -221,7 +227,7 @@ def test_status_compiles_no_pattern_of_what_it_does_not_parse(tmp_path: Path) ->
     assert run.returncode == 0, run.stderr
     compiled = [tuple(pair) for pair in json.loads(out.read_text(encoding="utf-8"))]
     assert any(module == "lanekit.config.values" for module, _ in compiled)  # the spy works
-    unused = {"lanekit.records", "lanekit.ownership", "lanekit.watch.spec"}
+    unused = {"lanekit.queue.records", "lanekit.config.provenance", "lanekit.config.watch"}
     assert sorted(p for module, p in compiled if module in unused) == []
     assert "[A-Za-z0-9_-]+" not in {p for module, p in compiled if module == "lanekit.config.text"}
     assert not any("0+[smhd]" in p for _, p in compiled)
@@ -242,23 +248,25 @@ def test_status_imports_neither_pydantic_nor_rich_nor_reconcile(tmp_path: Path) 
     assert "lanekit.cli.render.status" in modules
     assert sorted(m for m in modules if m.split(".")[0] in {"pydantic", "rich", "jinja2"}) == []
     assert "lanekit.reconcile" not in modules
-    assert sorted(m for m in modules if m.startswith("lanekit.launchd.launchctl")) == []
-    assert sorted(m for m in modules if m.startswith("lanekit.launchd.parse")) == []
+    assert sorted(m for m in modules if m.startswith("lanekit.service.launchd.launchctl")) == []
+    assert sorted(m for m in modules if m.startswith("lanekit.service.launchd.parse")) == []
     # Counting a queue loads its counting, not the paths that move jobs, nor the observers
     # that classify claims and read records.
     assert {"lanekit.queue.counting", "lanekit.queue.counted"} <= modules
     observers = {"lanekit.queue.observe", "lanekit.queue.observed", "lanekit.queue.liveness"}
-    records = {"lanekit.records", "lanekit.recordstore", "lanekit.strictjson"}
+    records = {"lanekit.queue.records", "lanekit.queue.recordstore", "lanekit.system.strictjson"}
     assert sorted((observers | records) & modules) == []
     moving = {"claim", "settle", "recover", "enqueue", "mark", "verbs", "purge", "pages"}
-    assert sorted(m for m in modules if m.split(".")[-1] in moving or m == "lanekit.watcher") == []
+    assert (
+        sorted(m for m in modules if m.split(".")[-1] in moving or m == "lanekit.run.watcher") == []
+    )
     # The emulated domain's `print` reads the definition kept at bootstrap: no plist parser.
-    assert {"plistlib", "lanekit.launchd.environ"} & modules == set()
+    assert {"plistlib", "lanekit.service.launchd.environ"} & modules == set()
     # Reading lanes.toml builds no snapshot (RunSpec), explains no schedule (`lanekit
     # schedule`'s Explanation) and looks for no collision of two lanes, and a row that is not
     # the watchdog's asks no dead man's switch.
     unused = {
-        "lanekit.snapshot",
+        "lanekit.state.snapshot",
         "lanekit.schedule.explain",
         "lanekit.schedule.collisions",
         "lanekit.watch.deadman",

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from lanekit.queue import Dropped, DropReason, Queue
-from lanekit.records import JobState
+from lanekit.queue.records import JobState
 
 OLD = 1_000_000_000
 """An mtime no claim would give a file (2001): a file dated so was not touched."""

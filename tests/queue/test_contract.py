@@ -25,8 +25,8 @@ from lanekit.queue import (
     Verdict,
     open_queue,
 )
-from lanekit.records import JobState
-from lanekit.watcher import Outcome
+from lanekit.queue.records import JobState
+from lanekit.run.watcher import Outcome
 
 Backend = Callable[[Path], JobQueue]
 

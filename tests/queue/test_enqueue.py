@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from lanekit import fsops
 from lanekit.queue import Queue, Verdict
+from lanekit.system import fsops
 
 
 def _count(monkeypatch: pytest.MonkeyPatch, queue: Queue, events: list[str]) -> None:

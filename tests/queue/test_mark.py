@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from crashes import Say, in_dying_process
-from lanekit import procinfo
 from lanekit.queue import Dropped, DropReason, Queue, RecordNotWrittenError
 from lanekit.queue.layout import Mark, mark_id, mark_name, mark_text, own_owner
-from lanekit.records import JobState, Record
+from lanekit.queue.records import JobState, Record
+from lanekit.system import procinfo
 
 
 @pytest.fixture

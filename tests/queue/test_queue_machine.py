@@ -18,8 +18,8 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from crashes import Say, in_dying_process
 from lanekit.queue import Claim, Queue, Verdict
+from lanekit.queue.records import JobState, Record
 from lanekit.queue.state import QueueState
-from lanekit.records import JobState, Record
 
 MAX_ATTEMPTS = 3
 
@@ -177,9 +177,9 @@ class QueueMachine(RuleBasedStateMachine):
 
     def _die_at(self, point: str, succeeded: bool, say: Say) -> None:  # pragma: no cover
         """In the child: claim, settle, and exit at `point` (the claim's id said first)."""
-        from lanekit import fsops
         from lanekit.queue import claim as claiming
         from lanekit.queue import settle as settling
+        from lanekit.system import fsops
 
         patch = pytest.MonkeyPatch()  # in the child only: it exits without undoing
 
@@ -194,7 +194,7 @@ class QueueMachine(RuleBasedStateMachine):
 
             patch.setattr(claiming, "take_mark", unmarked)
         elif point == "before-running":
-            from lanekit.recordstore import RecordStore
+            from lanekit.queue.recordstore import RecordStore
 
             def marked(_store: object, _held: object, record: Record) -> None:
                 say(record.job_id)
@@ -214,7 +214,7 @@ class QueueMachine(RuleBasedStateMachine):
 
             patch.setattr(fsops, "write_all", half_then_die)  # the record line's append
         elif point == "mid-replace":
-            from lanekit import recordstore
+            from lanekit.queue import recordstore
 
             # The line would outgrow the record's block: the settle replaces the file, by
             # either way it appends (through the claim's open record, or by the name).

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from lanekit.config.watch import WatchSpec
 from lanekit.doctor import Severity, SubjectKind
 from lanekit.watch.alerts import NOTICE_SCHEMA, Alert, Notice, NoticeKind
 from lanekit.watch.channels import (
@@ -25,7 +26,6 @@ from lanekit.watch.channels import (
     WebhookChannel,
     channels_for,
 )
-from lanekit.watch.spec import WatchSpec
 
 T0 = datetime(2026, 12, 1, 9, 0, 0)
 HOSTILE = 'lane "x"; do shell script "touch /tmp/pwned" \\ back\nslash\ttab $(echo no)'

@@ -10,9 +10,9 @@ from pathlib import Path
 
 from watch_world import WatchWorld
 
+from lanekit.config.watch import WATCH_LANE
 from lanekit.doctor import DoctorRequest, Finding, Severity, diagnose
-from lanekit.status import status
-from lanekit.watch.spec import WATCH_LANE
+from lanekit.status.lanes import status
 
 
 def _frozen(moment: datetime) -> Callable[[], datetime]:

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from watch_world import WATCHED, WatchWorld
 
-from lanekit.lanelog import LaneLog
+from lanekit.config.watch import WatchSpec
+from lanekit.run.lanelog import LaneLog
 from lanekit.watch.digest import digest_due, digest_notice, lane_day
 from lanekit.watch.memory import Happened
-from lanekit.watch.spec import WatchSpec
 
 TODAY = datetime(2026, 11, 3, 8, 30)
 YESTERDAY = datetime(2026, 11, 2)

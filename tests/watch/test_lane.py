@@ -10,12 +10,12 @@ from pathlib import Path
 from watch_world import WATCHED, WatchWorld
 
 from lanekit.config import watchdog_lane
+from lanekit.config.watch import WatchSpec
 from lanekit.doctor import DoctorRequest, diagnose
-from lanekit.paths import Paths
-from lanekit.plist import render_lane
 from lanekit.reconcile import ActionKind, Result
-from lanekit.status import LaneState, status
-from lanekit.watch.spec import WatchSpec
+from lanekit.service.launchd.plist import render_lane
+from lanekit.state.paths import Paths
+from lanekit.status.lanes import LaneState, status
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "com.example.watch.plist"
 HOME = Path("/Users/me")

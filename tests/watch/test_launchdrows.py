@@ -1,5 +1,5 @@
 """The lean pass's readers of launchctl output (lanekit.watch.launchdrows) give what the adapter's
-parsers (lanekit.launchd.parse) give, on every real capture and on generated variations: the
+parsers (lanekit.service.launchd.parse) give, on every real capture and on generated variations: the
 lean pass fingerprints launchd with them, the full pass's checks read the adapter's."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lanekit.launchd.launchctl import parse_domain_services, parse_print_disabled
+from lanekit.service.launchd.launchctl import parse_domain_services, parse_print_disabled
 from lanekit.watch.launchdrows import disabled_services, service_rows
 
 SAMPLES = Path(__file__).resolve().parents[1] / "launchd" / "samples"

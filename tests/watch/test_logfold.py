@@ -8,7 +8,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lanekit.lanelog import LaneLog, format_ts
+from lanekit.run.lanelog import LaneLog, format_ts
 from lanekit.watch.cache import run_rules
 from lanekit.watch.logfold import Seen, read_appended, renewed, still_holds, ts_epoch
 

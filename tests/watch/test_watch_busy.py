@@ -1,7 +1,7 @@
 """The cheap watchdog pass over a busy lane: jobs run through the queue for real (enqueued, the
 lane started by the emulated launchd, claimed, run, settled into done/), so claimed/, queue/,
 done/ and records/ move between two passes. The incremental forms of the queue checks
-(lanekit.checks.queue.READS) keep such a pass cheap, and anything they cannot account for
+(lanekit.doctor.checks.queue.READS) keep such a pass cheap, and anything they cannot account for
 sends it to the full checks, which must agree with a pass from scratch."""
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ def test_a_new_day_bucket_is_looked_at_again(cheap: Cheap) -> None:
 
 def test_jobs_waiting_keep_the_pass_cheap_until_they_are_a_backlog(cheap: Cheap) -> None:
     """Jobs wait in queue/ for the hourly lane's next fire (nothing runs): passes are cheap
-    while the oldest is younger than two periods (lanekit.checks.queue.backlog_expiry), and
+    while the oldest is younger than two periods (lanekit.doctor.checks.queue.backlog_expiry), and
     the first pass after that is a full one that finds what a pass from scratch finds."""
     lane = cheap.world.lane("hourly")
     Queue(lane.queue.dir).enqueue({"n": 1})

@@ -20,12 +20,12 @@ from hypothesis import strategies as st
 from test_watchdog import _stranded_claim as kill_mid_job
 from watch_world import WATCHED, WatchWorld
 
-from lanekit.lanelog import LaneLog
-from lanekit.paths import Paths
+from lanekit.config.watch import WATCH_LANE, memory_path
 from lanekit.queue import Queue
+from lanekit.run.lanelog import LaneLog
+from lanekit.state.paths import Paths
 from lanekit.watch import entry
 from lanekit.watch import memory as memory_store
-from lanekit.watch.spec import WATCH_LANE, memory_path
 from lanekit.watch.watchdog import FAILED_CHECK, PassResult, WatchRequest, run_pass
 
 LANES = WATCHED.replace(
@@ -77,7 +77,7 @@ class Cheap:
         return self.world.paths
 
     def env(self) -> dict[str, str]:
-        """What the watchdog lane's plist gives the pass (lanekit.paths finds the state)."""
+        """What the watchdog lane's plist gives the pass (lanekit.state.paths finds the state)."""
         return {
             "LANEKIT_STATE_DIR": str(self.paths.state),
             "LANEKIT_LAUNCH_AGENTS": str(self.paths.launch_agents),
@@ -191,7 +191,7 @@ def test_watch_with_other_options_is_not_the_lean_pass() -> None:
 
 
 def test_state_dir_is_the_one_paths_finds() -> None:
-    """The lean pass finds the state directory exactly where lanekit.paths does."""
+    """The lean pass finds the state directory exactly where lanekit.state.paths does."""
     for env in (
         {"HOME": "/h", "LANEKIT_STATE_DIR": "/s"},
         {"HOME": "/h"},

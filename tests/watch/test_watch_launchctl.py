@@ -20,12 +20,12 @@ from pathlib import Path
 import pytest
 from test_watch_entry import LANES, Cheap
 
-from lanekit.launchd import codes
-from lanekit.launchd.domain import Caller
-from lanekit.launchd.launch import launch_for
-from lanekit.launchd.launchctl import DEFAULT_LAUNCHCTL, LaunchctlDomain
+from lanekit.config.watch import WATCH_LANE
+from lanekit.service.launchd import codes
+from lanekit.service.launchd.domain import Caller
+from lanekit.service.launchd.launch import launch_for
+from lanekit.service.launchd.launchctl import DEFAULT_LAUNCHCTL, LaunchctlDomain
 from lanekit.watch import cache, entry, launchdlook
-from lanekit.watch.spec import WATCH_LANE
 from lanekit.watch.watchdog import PassResult, WatchRequest, run_pass
 
 FAKE = Path(__file__).resolve().parents[1] / "launchd" / "fake_launchctl.py"
@@ -437,13 +437,13 @@ def test_equal_choice_inputs_choose_the_same_domain(monkeypatch: pytest.MonkeyPa
 
 def test_the_lean_entry_on_launchctl_imports_no_adapter(mac: Mac) -> None:
     """What launchd runs on a Mac finishes a reusable pass without typer, rich, dataclasses,
-    pathlib, json, re, subprocess or lanekit.launchd (the adapter), and exits 0."""
+    pathlib, json, re, subprocess or lanekit.service.launchd (the adapter), and exits 0."""
     probe = (
         "import sys\n"
         "from lanekit.watch.entry import main\n"
         f"code = main(['watch', '--config', {str(mac.world.config_path)!r}])\n"
         "heavy = ('typer', 'rich', 'dataclasses', 'pathlib', 'json', 're', 'subprocess',\n"
-        "         'lanekit.launchd', 'lanekit.doctor')\n"
+        "         'lanekit.service.launchd', 'lanekit.doctor')\n"
         "print(code, [m for m in heavy if m in sys.modules])\n"
     )
     env = {**os.environ, **mac.env(), "PYTHONPATH": os.pathsep.join(sys.path)}

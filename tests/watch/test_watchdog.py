@@ -19,9 +19,9 @@ import psutil
 import pytest
 from watch_world import WATCHED, WatchWorld
 
+from lanekit.config.watch import WATCH_LANE
 from lanekit.errors import UsageError
 from lanekit.queue import Queue
-from lanekit.watch.spec import WATCH_LANE
 from lanekit.watch.watchdog import WatchRequest, run_pass
 from neighbours import SecondUser
 
@@ -276,7 +276,7 @@ def test_a_pass_logs_start_and_finish_for_the_watchdog_lane(tmp_path: Path) -> N
     at = datetime(2031, 5, 4, 3, 2, 1)
     world.watch(now=lambda: at)
     lines = world.lane(WATCH_LANE).log_path.read_text().splitlines()
-    from lanekit.lanelog import format_ts
+    from lanekit.run.lanelog import format_ts
 
     stamp = format_ts(at.timestamp())
     assert any(line.startswith(f"ts={stamp} lane=watch event=start") for line in lines)

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from lanekit.config import Config, LaneSpec, load_config
-from lanekit.launchd.emulator import EmulatedDomain
-from lanekit.paths import Paths
 from lanekit.reconcile import ApplyResult, apply
+from lanekit.service.launchd.emulator import EmulatedDomain
+from lanekit.state.paths import Paths
 from lanekit.watch.watchdog import PassResult, WatchRequest, run_pass
 
 NOTIFIER = 'test -e "$1" && exit 3; cat >> "$2"'

@@ -13,7 +13,7 @@ from lanekit.cli.options import ConfigOption, JsonOption
 from lanekit.errors import ExitCode
 
 if TYPE_CHECKING:
-    from lanekit.paths import Paths
+    from lanekit.state.paths import Paths
 
 # The core and the renderer are imported inside each command (lanekit.cli.registry).
 
@@ -40,8 +40,8 @@ def init(
 ) -> None:
     """Write a commented example lanes.toml. Never overwrites an existing one."""
     from lanekit.cli.render import config as show
-    from lanekit.paths import Paths
-    from lanekit.plist import init_config
+    from lanekit.service.launchd.plist import init_config
+    from lanekit.state.paths import Paths
 
     paths = Paths.from_env()
     written = init_config(paths.cwd / (directory or Path()), paths)
@@ -56,8 +56,8 @@ def validate(
     """Check lanes.toml, its schedules and its rendered plists; list every error (exit 1)."""
     from lanekit.cli.render import config as show
     from lanekit.config import find_config
-    from lanekit.paths import Paths
-    from lanekit.validate import check_config
+    from lanekit.reconcile.validate import check_config
+    from lanekit.state.paths import Paths
 
     paths = Paths.from_env()
     path = find_config(config, os.environ, paths.cwd)
@@ -89,8 +89,8 @@ def render(
     """Print the launchd plist of each lane (or write them with --out)."""
     from lanekit.cli.render import config as show
     from lanekit.config import find_config
-    from lanekit.paths import Paths
-    from lanekit.plist import render_config
+    from lanekit.service.launchd.plist import render_config
+    from lanekit.state.paths import Paths
 
     paths = Paths.from_env()
     path = find_config(config, os.environ, paths.cwd)

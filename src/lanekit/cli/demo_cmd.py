@@ -26,7 +26,7 @@ def demo(
 ) -> None:
     """Five lanes fire at once on a 57-job backlog: count duplicates and losses (both 0)."""
     from lanekit.cli.render import demo as view
-    from lanekit.demo import run_demo
+    from lanekit.proof.demo import run_demo
 
     with view.progress() as show:
         report = run_demo(directory=directory, keep=keep, progress=show)

@@ -62,7 +62,7 @@ def doctor(
     """
     from lanekit.cli.render import doctor as show
     from lanekit.doctor import DoctorRequest, diagnose, list_checks
-    from lanekit.paths import Paths
+    from lanekit.state.paths import Paths
 
     if list_only:
         show.checks(list_checks(), as_json=as_json)
@@ -143,8 +143,8 @@ def try_(
     From any directory, a LANE is looked up in the installed projects (`--project PATH`).
     """
     from lanekit.cli.render import doctor as show
-    from lanekit.paths import Paths
-    from lanekit.tryrun import TryRequest, try_run
+    from lanekit.run.tryrun import TryRequest, try_run
+    from lanekit.state.paths import Paths
 
     paths = Paths.from_env()
     request = TryRequest(
@@ -184,8 +184,8 @@ def logs(
     any directory: without a lanes.toml here, the lane is looked up in the installed projects
     (`--project PATH` to say which)."""
     from lanekit.cli.render import doctor as show
-    from lanekit.logs import LogsRequest, LogStream, lane_logs
-    from lanekit.paths import Paths
+    from lanekit.state.paths import Paths
+    from lanekit.status.logs import LogsRequest, LogStream, lane_logs
 
     if err and out:
         raise UsageError("--err and --out: choose one log", "e.g. `lanekit logs LANE --err`")

@@ -62,10 +62,10 @@ def tick(
 
     from lanekit.cli.render import emulator as show
     from lanekit.errors import UsageError
-    from lanekit.launchd import clock_for
-    from lanekit.launchd.emuclock import advance, parse_until
-    from lanekit.paths import Paths, backend_name
     from lanekit.schedule import ScheduleError, parse_duration
+    from lanekit.service.launchd import clock_for
+    from lanekit.service.launchd.emuclock import advance, parse_until
+    from lanekit.state.paths import Paths, backend_name
 
     if (until is None) == (span is None):
         raise UsageError("give one of --until TIME or --for DURATION", "e.g. `--for 15m`")

@@ -36,9 +36,10 @@ LaneOption = Annotated[
 
 
 def _lanes(option: Path | None, names: list[str], project: Path | None = None) -> list[LaneSpec]:
-    """The named lanes (all when none), from lanes.toml or from anywhere (lanekit.projects)."""
-    from lanekit.paths import Paths
-    from lanekit.projects import find_configs, lanes_named
+    """The named lanes (all when none), from lanes.toml or from anywhere
+    (lanekit.config.projects)."""
+    from lanekit.config.projects import find_configs, lanes_named
+    from lanekit.state.paths import Paths
 
     configs, _ = find_configs(option, Paths.from_env(), os.environ, project=project)
     return lanes_named(configs, names)
@@ -63,8 +64,8 @@ def retry(
     """Put failed jobs back in their queue with all their attempts again; the reason they
     failed stays in the record. `lanekit retry LANE --failed` retries the lane's whole
     failed/. All or nothing: a job that is not failed changes nothing (exit 2)."""
-    from lanekit import jobverbs
     from lanekit.cli.render import verbs as show
+    from lanekit.jobs import verbs as jobverbs
 
     if failed:
         names = list(jobs or [])
@@ -93,8 +94,8 @@ def requeue(
 ) -> None:
     """Run delayed retries now: from delayed/ (waiting out their backoff) into queue/. Their
     spent attempts still count. All or nothing (exit 2)."""
-    from lanekit import jobverbs
     from lanekit.cli.render import verbs as show
+    from lanekit.jobs import verbs as jobverbs
 
     show.moved(
         jobverbs.requeue(
@@ -126,8 +127,8 @@ def cancel(
     it goes to failed/ as cancelled, never to run again; the lane's next run goes on. All or
     nothing (exit 2); exit 3 if a stopped job has not ended in time; `lanekit retry` undoes
     it."""
-    from lanekit import jobverbs
     from lanekit.cli.render import verbs as show
+    from lanekit.jobs import verbs as jobverbs
 
     show.moved(
         jobverbs.cancel(
@@ -151,9 +152,9 @@ def pause(
     resume`. A pause survives `apply` (which never enables or loads a paused lane); a run in
     progress finishes its current job."""
     from lanekit.cli.render import verbs as show
-    from lanekit.launchd import open_launchd
-    from lanekit.paths import Paths
-    from lanekit.pause import pause as pause_lanes
+    from lanekit.reconcile.pause import pause as pause_lanes
+    from lanekit.service.launchd import open_launchd
+    from lanekit.state.paths import Paths
 
     paths = Paths.from_env()
     result = pause_lanes(
@@ -172,9 +173,9 @@ def resume(
     """Resume paused lanes: enable them in launchd, load the installed plist if launchd does
     not have it, and let runs claim jobs again."""
     from lanekit.cli.render import verbs as show
-    from lanekit.launchd import open_launchd
-    from lanekit.paths import Paths
-    from lanekit.pause import resume as resume_lanes
+    from lanekit.reconcile.pause import resume as resume_lanes
+    from lanekit.service.launchd import open_launchd
+    from lanekit.state.paths import Paths
 
     paths = Paths.from_env()
     result = resume_lanes(
@@ -212,7 +213,7 @@ def purge(
     their records. An id that succeeded stays refused (a compact index outlives its record).
     The first run of each day does the same."""
     from lanekit.cli.render import verbs as show
-    from lanekit.retention import purge as purge_queues
+    from lanekit.jobs.retention import purge as purge_queues
 
     seconds = None if older_than is None else _duration("--older-than", older_than)
     rows = purge_queues(

@@ -14,7 +14,7 @@ from lanekit.errors import ConfigError, UsageError
 
 if TYPE_CHECKING:
     from lanekit.config import Config
-    from lanekit.paths import Paths
+    from lanekit.state.paths import Paths
 
 # The core and the renderer are imported inside each command (lanekit.cli.registry).
 
@@ -53,8 +53,8 @@ def _check_wait_force(wait: float | None, force: bool) -> None:
 def plan(config: ConfigOption = None) -> None:
     """Show what `lanekit apply` would do to each lane, and why. Changes nothing."""
     from lanekit.cli.render import launchd as show
-    from lanekit.launchd import open_launchd
-    from lanekit.paths import Paths
+    from lanekit.service.launchd import open_launchd
+    from lanekit.state.paths import Paths
     from lanekit.watch.lane import apply_with_watchdog as reconcile
 
     paths = Paths.from_env()
@@ -89,8 +89,8 @@ def apply(
 
     Exit 3 when a change is still pending because its lane is running (`--json` lists them)."""
     from lanekit.cli.render import launchd as show
-    from lanekit.launchd import open_launchd
-    from lanekit.paths import Paths
+    from lanekit.service.launchd import open_launchd
+    from lanekit.state.paths import Paths
     from lanekit.watch.lane import apply_with_watchdog as reconcile
 
     _check_wait_force(wait, force)
@@ -131,9 +131,9 @@ def remove(
     """Boot out a lane and delete its plist and snapshot. Its queue is left untouched. A lane
     another project installed is never removed from this one without --adopt."""
     from lanekit.cli.render import launchd as show
-    from lanekit.launchd import open_launchd
-    from lanekit.paths import Paths
     from lanekit.reconcile import remove as reconcile_remove
+    from lanekit.service.launchd import open_launchd
+    from lanekit.state.paths import Paths
 
     _check_wait_force(wait, force)
     paths = Paths.from_env()
@@ -169,9 +169,9 @@ def kick(
     Exit 4 when launchd postpones the start (ThrottleInterval: it runs by itself in a few
     seconds), 5 when launchd could not start it (e.g. exit 78: the program never ran)."""
     from lanekit.cli.render import launchd as show
-    from lanekit.launchd import open_launchd
-    from lanekit.paths import Paths, backend_name
     from lanekit.reconcile import kick as reconcile_kick
+    from lanekit.service.launchd import open_launchd
+    from lanekit.state.paths import Paths, backend_name
 
     paths = Paths.from_env()
     result = reconcile_kick(_config(config, paths), paths, open_launchd(paths), lane)
@@ -190,10 +190,10 @@ def status(
     """Per lane: state, pid, last exit, runs, schedule, next fire and queue counts. Without a
     lanes.toml here: every installed project's lanes, with the project shown."""
     from lanekit.cli.render import status as show
-    from lanekit.launchd import clock_for, open_launchd
-    from lanekit.paths import Paths, backend_name
-    from lanekit.projects import find_configs, lanes_named
-    from lanekit.status import status_of
+    from lanekit.config.projects import find_configs, lanes_named
+    from lanekit.service.launchd import clock_for, open_launchd
+    from lanekit.state.paths import Paths, backend_name
+    from lanekit.status.lanes import status_of
 
     paths = Paths.from_env()
     configs, anywhere = find_configs(config, paths, os.environ, project=project)

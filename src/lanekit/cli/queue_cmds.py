@@ -13,12 +13,12 @@ import typer
 from lanekit import PROMISE
 from lanekit.cli.options import ConfigOption, DryRunOption, JsonOption, ProjectOption
 from lanekit.errors import ExitCode, LanekitError, UsageError
-from lanekit.records import JobState  # the --state vocabulary
+from lanekit.queue.records import JobState  # the --state vocabulary
 
 if TYPE_CHECKING:
     from lanekit.config import Config, LaneSpec, QueueSpec
-    from lanekit.paths import Paths
     from lanekit.queue import JobQueue
+    from lanekit.state.paths import Paths
 
 # The core and the renderer are imported inside each command (lanekit.cli.registry).
 
@@ -34,20 +34,21 @@ def _config(option: Path | None, paths: Paths) -> Config:
 
 
 def _lane(option: Path | None, name: str, project: Path | None = None) -> LaneSpec:
-    """The lane from lanes.toml, or from anywhere (the installed projects, lanekit.projects)."""
-    from lanekit.paths import Paths
-    from lanekit.projects import find_configs, lanes_named
+    """The lane from lanes.toml, or from anywhere (the installed projects,
+    lanekit.config.projects)."""
+    from lanekit.config.projects import find_configs, lanes_named
+    from lanekit.state.paths import Paths
 
     configs, _ = find_configs(option, Paths.from_env(), os.environ, project=project)
     return lanes_named(configs, [name])[0]
 
 
 def _open(spec: QueueSpec) -> JobQueue:
-    """The queue, on the launchd backend's clock (lanekit.clock): what it records is judged by
+    """The queue, on the launchd backend's clock (lanekit.state.clock): what it records is judged by
     the time the lanes run by."""
-    from lanekit.launchd import clock_for
-    from lanekit.paths import Paths
     from lanekit.queue import open_queue
+    from lanekit.service.launchd import clock_for
+    from lanekit.state.paths import Paths
 
     return open_queue(
         spec.dir,
@@ -163,7 +164,7 @@ def enqueue(
     """Add a job (a JSON object) to a lane's queue and print its id."""
     from lanekit.cli.render import queue as show
     from lanekit.config import select_lanes
-    from lanekit.paths import Paths
+    from lanekit.state.paths import Paths
 
     paths = Paths.from_env()
     loaded = _config(config, paths)
@@ -182,7 +183,7 @@ def enqueue(
         spec = select_lanes(loaded, [target])[0].queue
     _refuse_watchdog_queue(loaded, spec)
     if jsonl is not None:
-        from lanekit.batch import enqueue_jsonl
+        from lanekit.jobs.batch import enqueue_jsonl
 
         if file is not None or job_id is not None:
             raise UsageError(
@@ -223,8 +224,8 @@ def run(
     comes from lanes.toml (development); without, from the snapshot `apply` installed."""
     from lanekit.cli.render import queue as show
     from lanekit.config import run_spec
-    from lanekit.runner import paused_run, run_lane
-    from lanekit.runsnapshot import load_spec, resolve_snapshot
+    from lanekit.run.runner import paused_run, run_lane
+    from lanekit.run.which_snapshot import load_spec, resolve_snapshot
 
     if config is not None and snapshot is not None:
         raise UsageError("give either --config or --snapshot, not both", "lanekit run -c FILE LANE")
@@ -257,8 +258,8 @@ def recover(
     Every run does this first; this command does it now."""
     from lanekit.cli.render import queue as show
     from lanekit.config import select_lanes
-    from lanekit.paths import Paths
-    from lanekit.recovery import recover_lanes
+    from lanekit.jobs.recovery import recover_lanes
+    from lanekit.state.paths import Paths
 
     paths = Paths.from_env()
     lanes = select_lanes(_config(config, paths), [lane] if lane else [])
@@ -282,7 +283,7 @@ def jobs(
 ) -> None:
     """List a lane's jobs, newest first, a page at a time."""
     from lanekit.cli.render import queue as show
-    from lanekit.history import page_jobs
+    from lanekit.jobs.history import page_jobs
 
     spec = _lane(config, lane, project)
     show.jobs_page(spec.name, page_jobs(_open(spec.queue), page, per_page, state), as_json=as_json)
@@ -298,8 +299,8 @@ def job(
 ) -> None:
     """Show one job: its record, where its file is, and why it failed."""
     from lanekit.cli.render import queue as show
-    from lanekit.history import find_job
-    from lanekit.quoting import cmdline
+    from lanekit.jobs.history import find_job
+    from lanekit.system.quoting import cmdline
 
     spec = _lane(config, lane, project)
     view = find_job(_open(spec.queue), job_id)

@@ -39,8 +39,8 @@ def selftest(
     domain. Exit 1 when any step fails.
     """
     from lanekit.cli.render import selftest as view
-    from lanekit.paths import Paths
-    from lanekit.selftest import run_selftest
+    from lanekit.proof.selftest import run_selftest
+    from lanekit.state.paths import Paths
 
     result = run_selftest(Paths.from_env(), report_path=report, keep=keep)
     view.report(result, as_json=as_json)

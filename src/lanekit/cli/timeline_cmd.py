@@ -78,8 +78,8 @@ def timeline_cmd(
     if open_page and html is None:
         raise UsageError("--open needs --html FILE", "e.g. lanekit timeline --html day.html --open")
     from lanekit.cli.render import timeline as view
-    from lanekit.launchd import clock_for, open_launchd
-    from lanekit.paths import Paths
+    from lanekit.service.launchd import clock_for, open_launchd
+    from lanekit.state.paths import Paths
     from lanekit.timeline.build import TimelineRequest, parse_day, timeline
 
     paths = Paths.from_env()
@@ -98,7 +98,7 @@ def timeline_cmd(
         written = save(result, html)
         view.written(str(written), to_stderr=as_json)
         if open_page:
-            from lanekit.opener import open_file
+            from lanekit.system.opener import open_file
 
             open_file(written)
         if not as_json:

@@ -30,7 +30,7 @@ def watch(
     when a channel refused a notice.
     """
     from lanekit.cli.render import watch as show
-    from lanekit.paths import Paths
+    from lanekit.state.paths import Paths
     from lanekit.watch.watchdog import WatchRequest, run_pass
 
     request = WatchRequest(config_path=config, dry_run=dry_run)

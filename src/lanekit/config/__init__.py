@@ -65,7 +65,7 @@ from lanekit.config.text import (
     plist_safe,
 )
 from lanekit.errors import ConfigError
-from lanekit.paths import Paths
+from lanekit.state.paths import Paths
 
 __all__ = [
     "CONFIG_ENV",
@@ -193,11 +193,11 @@ def read_config(path: Path, paths: Paths) -> tuple[Config | None, list[ConfigErr
 
 def refuse_untrusted(path: Path, display: str) -> None:
     """Refuse (UnsafeStateError, exit 69) a lanes.toml someone other than you or root could
-    have written: the file, or a directory above it up to your home (lanekit.owned.
+    have written: the file, or a directory above it up to your home (lanekit.system.owned.
     untrusted_part). It says what every lane and the watchdog run, as you: a neighbour who
     may rewrite it would run their command as you on the next apply or pass."""
-    from lanekit.owned import check_trusted, home_directory
-    from lanekit.quoting import shell_quote
+    from lanekit.system.owned import check_trusted, home_directory
+    from lanekit.system.quoting import shell_quote
 
     home = shell_quote(home_directory())
     check_trusted(

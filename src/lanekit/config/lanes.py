@@ -7,17 +7,17 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from lanekit.config.model import DEFAULT_PATH, DEFAULT_SESSION_TYPES, Config, LaneSpec, QueueSpec
+from lanekit.config.provenance import MARKER
 from lanekit.config.text import did_you_mean, quoted
+from lanekit.config.watch import WATCH_COMMAND, WATCH_LANE, WatchSpec, watch_dir
 from lanekit.errors import UsageError
-from lanekit.ownership import MARKER
-from lanekit.paths import Paths
 from lanekit.schedule import Schedule
-from lanekit.snapshot_fields import DEFAULT_EXIT_TIMEOUT
-from lanekit.watch.spec import WATCH_COMMAND, WATCH_LANE, WatchSpec, watch_dir
+from lanekit.state.paths import Paths
+from lanekit.state.snapshot_schema import DEFAULT_EXIT_TIMEOUT
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from lanekit.snapshot import RunSpec
+    from lanekit.state.snapshot import RunSpec
 
 
 def config_warnings(config: Config) -> list[str]:
@@ -99,9 +99,10 @@ def is_watchdog(lane: LaneSpec | None) -> bool:
 
 def lane_environment(lane: LaneSpec) -> dict[str, str]:
     """The lane's EnvironmentVariables: its env, an explicit PATH (its `path`) and the
-    LANEKIT_LANE marker. The plist carries them (lanekit.plist) and the snapshot keeps them
+    LANEKIT_LANE marker. The plist carries them (lanekit.service.launchd.plist) and the snapshot
+    keeps them
     (run_spec), so a run launchd did not start gives its jobs what launchd would
-    (lanekit.jobenv.lane_process_env)."""
+    (lanekit.run.jobenv.lane_process_env)."""
     return {**lane.env, "PATH": ":".join(lane.path), MARKER: lane.name}
 
 
@@ -109,8 +110,8 @@ def run_spec(lane: LaneSpec) -> RunSpec:
     """What `lanekit run` needs for this lane (written as the lane snapshot by apply)."""
     # Imported here: reading lanes.toml (`lanekit status`) builds no snapshot, and RunSpec is
     # a dataclass created at import (benchmark (i)).
-    from lanekit.snapshot import RunSpec, WatchChannels
-    from lanekit.watch.spec import webhook_digest
+    from lanekit.config.watch import webhook_digest
+    from lanekit.state.snapshot import RunSpec, WatchChannels
 
     watch = lane.watch
     channels = (

@@ -7,16 +7,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lanekit.ownership import MARKER
+from lanekit.config.provenance import MARKER
+from lanekit.config.watch import WatchSpec
 from lanekit.schedule import (
     Schedule,
 )
-from lanekit.snapshot_fields import (
+from lanekit.state.snapshot_schema import (
     DEFAULT_KEEP_DONE,
     DEFAULT_KEEP_FAILED,
     DEFAULT_MAX_JOB_BYTES,
 )
-from lanekit.watch.spec import WatchSpec
 
 DEFAULT_PATH = ("/opt/homebrew/bin", "/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin")
 
@@ -62,7 +62,9 @@ MAX_INT = 2**31 - 1
 RESERVED_ENV = {
     "PATH": "set the lane's PATH with path = [...] instead",
     MARKER: "lanekit sets it to the lane name to recognise its own plists",
-    "LANEKIT_CLOCK_OFFSET": "the emulated domain sets it for the jobs it starts (lanekit.clock)",
+    "LANEKIT_CLOCK_OFFSET": (
+        "the emulated domain sets it for the jobs it starts (lanekit.state.clock)"
+    ),
 }
 
 
@@ -129,7 +131,7 @@ class QueueSpec:
     """Seconds a failed job stays in failed/ (with its .error and record)."""
     max_job_bytes: int = DEFAULT_MAX_JOB_BYTES
     """The largest job file, in bytes: enqueue refuses a larger payload, and a larger file
-    dropped in queue/ goes to failed/ unread (lanekit.snapshot_fields says why 1 MiB)."""
+    dropped in queue/ goes to failed/ unread (lanekit.state.snapshot_schema says why 1 MiB)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,18 +38,18 @@ from lanekit.config.text import (
     quoted,
 )
 from lanekit.config.values import ConfigReader
+from lanekit.config.watch import WATCH_LANE, WatchSpec, read_watch
 from lanekit.schedule import (
     Schedule,
     ScheduleError,
     build_schedule,
     schedule_entry_errors,
 )
-from lanekit.snapshot_fields import (
+from lanekit.state.snapshot_schema import (
     DEFAULT_KEEP_DONE,
     DEFAULT_KEEP_FAILED,
     DEFAULT_MAX_JOB_BYTES,
 )
-from lanekit.watch.spec import WATCH_LANE, WatchSpec, read_watch
 
 
 class DocumentReader(ConfigReader):

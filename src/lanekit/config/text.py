@@ -11,7 +11,7 @@ from datetime import date, datetime, time
 from pathlib import Path
 from typing import Any
 
-from lanekit.quoting import printable
+from lanekit.system.quoting import printable
 
 _HOME_RE = re.compile(r"(~|\$HOME|\$\{HOME\})(?=/|$)")
 _BARE_KEY_RE = r"[A-Za-z0-9_-]+"
@@ -43,7 +43,7 @@ def plist_safe(text: str) -> str | None:
 
 def one_line(text: str) -> str:
     """Messages are one line even when they quote user text with line breaks in it (and show
-    no other control character either: lanekit.quoting owns the escaping)."""
+    no other control character either: lanekit.system.quoting owns the escaping)."""
     return printable(text)
 
 

@@ -20,11 +20,11 @@ from lanekit.config.text import (
     quoted,
 )
 from lanekit.errors import ConfigError
-from lanekit.paths import Paths
 from lanekit.schedule import (
     ScheduleError,
     parse_duration,
 )
+from lanekit.state.paths import Paths
 
 _VAR_RE = re.compile(r"\$(\{[^}]*\}?|[A-Za-z_][A-Za-z0-9_]*)")
 _ZERO_DURATION_RE = r"(?i)0+[smhd]?"
@@ -35,7 +35,7 @@ _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 class ConfigReader:
     """Reads typed values out of the parsed TOML, collecting every error (with its key path)
     instead of stopping at the first; lanekit.config.reader builds the specs on top of it.
-    lanekit.watch.spec reads `[watch]` through it (its ValueReader protocol)."""
+    lanekit.config.watch reads `[watch]` through it (its ValueReader protocol)."""
 
     def __init__(self, display: str, paths: Paths) -> None:
         self.display = display

@@ -9,7 +9,7 @@ Checks run on lanekit lanes (lanes.toml + what is installed + what launchd says)
 plist file; a check that needs lanekit knowledge (the queue, the job command, the lane log) is
 skipped for a plist lanekit did not write.
 
-The checks themselves live in `lanekit.checks` (one module per group) and register with the
+The checks themselves live in `lanekit.doctor.checks` (one module per group) and register with the
 `@check` decorator. The package: `model` (targets, problems, findings, the report), `registry`
 (the checks and the context they run in), `targets` (what is examined), and below the run.
 """
@@ -54,8 +54,8 @@ from lanekit.errors import LanekitError
 
 if TYPE_CHECKING:
     from lanekit.config import Config
-    from lanekit.launchd import Launchd
-    from lanekit.paths import Paths
+    from lanekit.service.launchd import Launchd
+    from lanekit.state.paths import Paths
 
 __all__ = [
     "DOCTOR_SCHEMA",
@@ -115,7 +115,7 @@ class DoctorRequest:
     checks: tuple[str, ...] = ()
     config_path: Path | None = None
     project: Path | None = None
-    """`--project`: one installed project, from anywhere (lanekit.projects)."""
+    """`--project`: one installed project, from anywhere (lanekit.config.projects)."""
 
 
 def diagnose(
@@ -130,19 +130,19 @@ def diagnose(
     """The core of `lanekit doctor`: load what is asked, run the checks, return the report.
 
     `now` (naive local wall time) defaults to the clock of the launchd backend in use
-    (lanekit.clock: the emulated domain's time on the emulated one), so ages and missed runs
+    (lanekit.state.clock: the emulated domain's time on the emulated one), so ages and missed runs
     are judged by the time the runners logged by.
 
     lanes.toml is required when lanes are examined; with `--plist`/`--all` alone it is used
     when found (to recognise lanekit's own plists) and optional otherwise.
     """
+    from lanekit.config.projects import find_configs
     from lanekit.errors import ConfigError
-    from lanekit.launchd import open_launchd
-    from lanekit.projects import find_configs
+    from lanekit.service.launchd import open_launchd
 
     env = os.environ if env is None else env
     if now is None:
-        from lanekit.launchd import clock_for
+        from lanekit.service.launchd import clock_for
 
         now = clock_for(paths, env).now
     checks = select_checks(request.checks)
@@ -180,9 +180,9 @@ def _targets_by_config(
     request: DoctorRequest, paths: Paths, configs: Sequence[Config]
 ) -> list[tuple[Config | None, list[Target]]]:
     """The targets of each config (its lanes), then plists, each with the config that knows
-    its lane: the loaded one, or the project that installed its label (lanekit.projects), so
+    its lane: the loaded one, or the project that installed its label (lanekit.config.projects), so
     `doctor --plist`/`--all` finds a lanekit lane's problems from any directory."""
-    from lanekit.projects import config_of_label, lanes_named
+    from lanekit.config.projects import config_of_label, lanes_named
 
     groups: dict[int, tuple[Config | None, list[Target]]] = {}
     seen: set[Path] = set()

@@ -1,5 +1,5 @@
 """The registered checks and the context they run in: `@check` registers a check under its
-stable id (the registry is filled by importing lanekit.checks, one module per group, in run
+stable id (the registry is filled by importing lanekit.doctor.checks, one module per group, in run
 order); DoctorContext is what a check may ask about the world (paths, config, launchd asked once
 and shared, the clock, the caller, the lane logs, and the findings of other checks)."""
 
@@ -19,9 +19,9 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from lanekit.config import Config, LaneSpec
-    from lanekit.launchd import Launchd, ListEntry, ServiceInfo
-    from lanekit.paths import Paths
     from lanekit.queue import JobQueue
+    from lanekit.service.launchd import Launchd, ListEntry, ServiceInfo
+    from lanekit.state.paths import Paths
 
 CheckFunc = Callable[[Target, "DoctorContext"], Iterable[Problem]]
 
@@ -97,7 +97,7 @@ def check(
 
 def registry() -> Mapping[str, Check]:
     """Every check, in the order they run (cheap file checks first, launchd and queue last)."""
-    import lanekit.checks  # noqa: F401  (importing the package registers its checks)
+    import lanekit.doctor.checks  # noqa: F401  (importing the package registers its checks)
 
     return _REGISTRY
 
@@ -253,8 +253,8 @@ class DoctorContext:
 
     def lane_events(self, lane: LaneSpec, *, rotated: bool = True) -> list[dict[str, str]]:
         """The lane log's events (with its rotated files when `rotated`), parsed once per
-        context: several checks fold over the same log (lanekit.lanelog.read_events)."""
-        from lanekit.lanelog import read_events
+        context: several checks fold over the same log (lanekit.run.lanelog.read_events)."""
+        from lanekit.run.lanelog import read_events
 
         key = (lane.log_path, rotated)
         if key not in self._events:

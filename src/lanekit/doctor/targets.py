@@ -8,16 +8,16 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from lanekit.config.provenance import MARKER
 from lanekit.doctor.model import SubjectKind, Target
 from lanekit.errors import LanekitError, UsageError
-from lanekit.owned import read_regular
-from lanekit.ownership import MARKER
+from lanekit.system.owned import read_regular
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from lanekit.config import Config, LaneSpec
-    from lanekit.paths import Paths
+    from lanekit.state.paths import Paths
 
 
 def read_plist(path: Path) -> tuple[dict[str, Any] | None, str | None]:
@@ -68,7 +68,7 @@ def lane_interpreter(installed: Mapping[str, Any] | None) -> str:
 
 def lane_target(lane: LaneSpec, paths: Paths) -> Target:
     """A lanekit lane: its installed plist when present, else what `apply` would install."""
-    from lanekit.plist import lane_plist
+    from lanekit.service.launchd.plist import lane_plist
 
     path = paths.plist_for(lane.label)
     if path.exists():

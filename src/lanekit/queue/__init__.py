@@ -9,10 +9,11 @@ Layout under the queue directory, all on one local filesystem:
     delayed/  <id>.<not-before epoch>.json, retries waiting out their backoff
     done/     <YYYY-MM-DD>/<id>.json (UTC day buckets, so no directory grows without bound)
     failed/   <id>.json plus <id>.error (why)
-    records/  <id>.json status records and the re-execution guard (lanekit.recordstore)
+    records/  <id>.json status records and the re-execution guard (lanekit.queue.recordstore)
     logs/     lane logs (written by the runner)
 
-Every move is a no-replace rename (lanekit.fsops): a collision is an error, never an overwrite.
+Every move is a no-replace rename (lanekit.system.fsops): a collision is an error, never an
+overwrite.
 In done/ and failed/ a second copy of an id keeps its claimed name (<id>.<owner>.json) next to
 the first; in queue/ and delayed/ it goes to failed/ as a duplicate. No job file is deleted.
 
@@ -32,10 +33,10 @@ from __future__ import annotations
 
 import os
 
-from lanekit.clock import epoch
 from lanekit.queue.layout import SUBDIRS
 from lanekit.queue.state import QueueState
-from lanekit.snapshot_fields import DEFAULT_MAX_JOB_BYTES
+from lanekit.state.clock import epoch
+from lanekit.state.snapshot_schema import DEFAULT_MAX_JOB_BYTES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    from lanekit.history import JobView, Page
+    from lanekit.jobs.history import JobView, Page
     from lanekit.queue.claim import _FIRST_WINDOW, Claimer
     from lanekit.queue.counted import ClaimInfo, QueueCounts
     from lanekit.queue.enqueue import payload_problem, too_large
@@ -80,9 +81,9 @@ if TYPE_CHECKING:
         RecoverReason,
     )
     from lanekit.queue.protocol import JobClaimer, JobQueue
+    from lanekit.queue.records import JobState, Record
     from lanekit.queue.safety import location_error
     from lanekit.queue.state import DEFAULT_BACKOFF_BASE, DEFAULT_BACKOFF_MAX
-    from lanekit.records import JobState, Record
 
 _LAZY = {
     "lanekit.queue.claim": ("_FIRST_WINDOW", "Claimer"),
@@ -197,7 +198,7 @@ def open_queue(
 ) -> JobQueue:
     """The queue at `dir` (a lane's `queue.dir`), as the JobQueue every caller outside the
     backend uses: the one place a backend is chosen (today the directory queue). `clock` is
-    the epoch seconds it records by (lanekit.clock); `max_job_bytes` its largest job (its
+    the epoch seconds it records by (lanekit.state.clock); `max_job_bytes` its largest job (its
     `[queues.NAME] max_job_bytes`)."""
     return Queue(dir, durable=durable, clock=clock, max_job_bytes=max_job_bytes)
 
@@ -291,8 +292,8 @@ class Queue(QueueState):
 
     def watch_files(self, claim: Claim) -> tuple[str, str]:
         """claimed/.<claim name>.status and tmp/: the watcher writes the job's exit status next
-        to the claim (lanekit.watcher), which recover() settles by."""
-        from lanekit import watcher
+        to the claim (lanekit.run.watcher), which recover() settles by."""
+        from lanekit.run import watcher
 
         return watcher.status_path(claim.file), self.tmp_dir
 
@@ -368,7 +369,7 @@ class Queue(QueueState):
 
     def holding(self, state: JobState) -> str:
         """The directory of the jobs in `state` (queued: queue/; delayed/ holds them too)."""
-        from lanekit.records import JobState  # here: counting a queue reads no record
+        from lanekit.queue.records import JobState  # here: counting a queue reads no record
 
         return {
             JobState.QUEUED: self.queue_dir,

@@ -16,7 +16,6 @@ import fcntl
 import os
 from pathlib import Path
 
-from lanekit import fsops
 from lanekit.errors import QueueError
 from lanekit.queue.enqueue import payload_problem
 from lanekit.queue.fileio import job_names, listdir, read_all, rename_into
@@ -35,8 +34,9 @@ from lanekit.queue.mark import release as release_mark
 from lanekit.queue.mark import take as take_mark
 from lanekit.queue.model import Claim, ClaimLock, Dropped, DropReason
 from lanekit.queue.observe import done_file
+from lanekit.queue.records import JobState, Record, RecordError, iso_utc
 from lanekit.queue.settle import promote_due, to_failed, write_failed_record
-from lanekit.records import JobState, Record, RecordError, iso_utc
+from lanekit.system import fsops
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

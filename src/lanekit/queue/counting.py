@@ -2,7 +2,7 @@
 waiting one has waited, and every claim with its owner and age (`lanekit status`, doctor;
 the values are lanekit.queue.counted's). From directory listings alone, and a stat where an
 age needs one, so it stays cheap at 100k jobs; no record is read and no claim classified, so
-counting imports neither lanekit.records nor lanekit.queue.observe's classes (benchmark
+counting imports neither lanekit.queue.records nor lanekit.queue.observe's classes (benchmark
 (i))."""
 
 # ruff: noqa: PTH116
@@ -13,10 +13,10 @@ import heapq
 import os
 from pathlib import Path
 
-from lanekit import procinfo
 from lanekit.queue.counted import ClaimInfo, QueueCounts
 from lanekit.queue.fileio import job_names
 from lanekit.queue.layout import id_time, split_owned_name
+from lanekit.system import procinfo
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

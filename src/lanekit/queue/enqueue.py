@@ -8,15 +8,15 @@ from __future__ import annotations
 import contextlib
 import os
 
-from lanekit import fsops
 from lanekit.errors import QueueError, UsageError
 from lanekit.queue.fileio import io_errors, listdir
 from lanekit.queue.layout import has_id, new_job_id, validate_job_id
 from lanekit.queue.model import JobExistsError
 from lanekit.queue.observe import done_file
+from lanekit.queue.records import JobState, Record, iso_utc
 from lanekit.queue.safety import check
-from lanekit.records import JobState, Record, iso_utc
-from lanekit.strictjson import NestedTooDeepError, strict_loads
+from lanekit.system import fsops
+from lanekit.system.strictjson import NestedTooDeepError, strict_loads
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -9,8 +9,8 @@ from __future__ import annotations
 import contextlib
 import os
 
-from lanekit import fsops
 from lanekit.errors import QueueError
+from lanekit.system import fsops
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -30,8 +30,8 @@ import os
 import time
 from dataclasses import dataclass
 
-from lanekit import procinfo
 from lanekit.errors import UsageError
+from lanekit.system import procinfo
 
 SUBDIRS = ("tmp", "queue", "claimed", "done", "failed", "delayed", "records", "logs")
 """Every directory of a queue; check() refuses the queue unless all are usable."""

@@ -39,7 +39,7 @@ from lanekit.queue.layout import (
     split_owned_name,
 )
 from lanekit.queue.observe import done_file
-from lanekit.records import JobState, Record, RecordError, iso_utc
+from lanekit.queue.records import JobState, Record, RecordError, iso_utc
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from lanekit.errors import QueueError, UsageError
 from lanekit.queue.observed import RecoverReason
-from lanekit.records import JobState
+from lanekit.queue.records import JobState
 
 CANCELLED = "cancelled"
 """The reason `lanekit cancel` records (the record's error and the job's .error)."""
@@ -25,8 +25,8 @@ def error_file_text(reason: str) -> str:
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from lanekit.records import Record
-    from lanekit.recordstore import OpenRecord
+    from lanekit.queue.records import Record
+    from lanekit.queue.recordstore import OpenRecord
 
 
 class JobExistsError(UsageError):

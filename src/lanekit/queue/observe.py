@@ -10,7 +10,6 @@ import os
 from collections import Counter
 from pathlib import Path
 
-from lanekit import fsops, procinfo, watcher
 from lanekit.errors import LanekitError
 from lanekit.queue.counting import list_claims
 from lanekit.queue.fileio import job_names, listdir, read_all
@@ -24,12 +23,14 @@ from lanekit.queue.layout import (
 )
 from lanekit.queue.liveness import claim_locked, classify_claim
 from lanekit.queue.observed import ClaimState, ClaimView, JobLocation
-from lanekit.records import JobState, RecordError
+from lanekit.queue.records import JobState, RecordError
+from lanekit.run import watcher
+from lanekit.system import fsops, procinfo
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from lanekit.queue.records import Record
     from lanekit.queue.state import QueueState
-    from lanekit.records import Record
 
 
 def listing(

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from lanekit.queue.counted import ClaimInfo
-    from lanekit.records import JobState
+    from lanekit.queue.records import JobState
 
 
 class RecoverReason(StrEnum):

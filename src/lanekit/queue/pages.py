@@ -4,7 +4,7 @@ one job's whole story (`lanekit job`), reading only the page's records.
 The list of jobs comes from the directory listings (a job's directory is its state, so
 `--state` needs no record either); it is ordered newest first by the time in the id (generated
 ids start with it), falling back to the job file's mtime for custom ids (one stat each, only for
-those). Only the records of the requested page are then opened (lanekit.history has the page's
+those). Only the records of the requested page are then opened (lanekit.jobs.history has the page's
 shape and the paging rules).
 """
 
@@ -17,7 +17,7 @@ import itertools
 import os
 from collections.abc import Sequence
 
-from lanekit.history import JobView, Page, Unreadable, adjust_item_count, paginate
+from lanekit.jobs.history import JobView, Page, Unreadable, adjust_item_count, paginate
 from lanekit.queue.layout import (
     delayed_until,
     is_job_name,
@@ -29,7 +29,7 @@ from lanekit.queue.layout import (
 from lanekit.queue.mark import claim_record
 from lanekit.queue.model import error_file_text
 from lanekit.queue.observe import error_text, locate
-from lanekit.records import JobState, Record, RecordError, iso_utc
+from lanekit.queue.records import JobState, Record, RecordError, iso_utc
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -18,11 +18,11 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    from lanekit.history import JobView, Page
+    from lanekit.jobs.history import JobView, Page
     from lanekit.queue.counted import QueueCounts
     from lanekit.queue.model import Claim, Dropped, Moved, Purged, Recovered, Settled, Verdict
     from lanekit.queue.observed import ClaimView, JobLocation
-    from lanekit.records import JobState, Record
+    from lanekit.queue.records import JobState, Record
 
 
 class JobClaimer(Protocol):

@@ -12,8 +12,8 @@ import time
 from lanekit.queue.fileio import io_errors, job_names
 from lanekit.queue.layout import error_name, owned_id
 from lanekit.queue.model import Purged
+from lanekit.queue.records import JobState, RecordError
 from lanekit.queue.safety import check
-from lanekit.records import JobState, RecordError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

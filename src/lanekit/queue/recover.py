@@ -18,7 +18,6 @@ import os
 import time
 from pathlib import Path
 
-from lanekit import fsops, procinfo, watcher
 from lanekit.queue.fileio import io_errors, listdir
 from lanekit.queue.layout import (
     TMP_PREFIXES,
@@ -33,6 +32,7 @@ from lanekit.queue.mark import release as release_mark
 from lanekit.queue.mark import sweep as sweep_marks
 from lanekit.queue.model import Recovered
 from lanekit.queue.observed import RecoverReason
+from lanekit.queue.records import JobState, Record, RecordError, iso_utc
 from lanekit.queue.safety import check
 from lanekit.queue.settle import (
     duplicate_to_failed,
@@ -42,7 +42,8 @@ from lanekit.queue.settle import (
     to_done,
     to_failed,
 )
-from lanekit.records import JobState, Record, RecordError, iso_utc
+from lanekit.run import watcher
+from lanekit.system import fsops, procinfo
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -382,7 +383,7 @@ def _remove_beside(claim: str) -> None:
 
 
 _BESIDE_CLAIMS = (".status", ".cancel", ".started")
-"""What the watcher and `lanekit cancel` leave beside a claim (lanekit.watcher)."""
+"""What the watcher and `lanekit cancel` leave beside a claim (lanekit.run.watcher)."""
 
 
 def sweep_statuses(q: QueueState) -> None:

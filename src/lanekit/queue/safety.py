@@ -11,11 +11,11 @@ import errno
 import os
 import stat
 
-from lanekit import fsops, volumes
 from lanekit.errors import QueueError
-from lanekit.owned import make_private_dirs
 from lanekit.queue.layout import MOVED_THROUGH, SUBDIRS
-from lanekit.quoting import cmdline
+from lanekit.system import fsops, volumes
+from lanekit.system.owned import make_private_dirs
+from lanekit.system.quoting import cmdline
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ def location_error(root: str | os.PathLike[str]) -> QueueError | None:
     """The refusal for a queue directory inside a sync engine's folder or on a network
     filesystem, where rename is not atomic or not local; None when the place is fine. Works
     before the directory exists (it judges the nearest existing parent), so `validate` and
-    `apply` refuse the same queues before anything is created (lanekit.preflight)."""
+    `apply` refuse the same queues before anything is created (lanekit.reconcile.preflight)."""
     root = os.fspath(root)
     real = os.path.realpath(root)
     where = volumes.sync_folder(real)

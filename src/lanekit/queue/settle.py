@@ -11,21 +11,21 @@ import contextlib
 import os
 from pathlib import Path
 
-from lanekit import fsops
 from lanekit.errors import QueueError
 from lanekit.queue.fileio import io_errors, listdir, queue_error, rename_into
 from lanekit.queue.layout import delayed_name, delayed_until, error_name, queued_name
 from lanekit.queue.mark import drop as drop_mark
 from lanekit.queue.model import RecordNotWrittenError, Settled, VerdictKind, error_file_text
-from lanekit.records import JobState, Record, iso_utc
+from lanekit.queue.records import JobState, Record, iso_utc
+from lanekit.system import fsops
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from lanekit.queue.model import Claim, Verdict
+    from lanekit.queue.recordstore import OpenRecord
     from lanekit.queue.state import QueueState
-    from lanekit.recordstore import OpenRecord
 
 
 def settle(q: QueueState, claim: Claim, verdict: Verdict) -> Settled:

@@ -16,13 +16,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from lanekit.clock import epoch
 from lanekit.queue.fileio import listdir
-from lanekit.snapshot_fields import DEFAULT_MAX_JOB_BYTES
+from lanekit.state.clock import epoch
+from lanekit.state.snapshot_schema import DEFAULT_MAX_JOB_BYTES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from lanekit.recordstore import RecordStore
+    from lanekit.queue.recordstore import RecordStore
 
 DEFAULT_BACKOFF_BASE = 30.0
 DEFAULT_BACKOFF_MAX = 3600.0
@@ -45,7 +45,7 @@ class QueueState:
         self.dir = Path(os.path.abspath(dir))
         self.clock = clock
         """Epoch seconds for ids, records, claim ages, retries and retention: this process's
-        clock by default (lanekit.clock: the emulated domain's time in a job it started).
+        clock by default (lanekit.state.clock: the emulated domain's time in a job it started).
         Only tmp/'s clean-up goes by the real time (lanekit.queue.recover.recover)."""
         self.durable = durable
         self.max_job_bytes = max_job_bytes
@@ -81,18 +81,18 @@ class QueueState:
 
     @functools.cached_property
     def store(self) -> RecordStore:
-        """The queue's records/ (lanekit.recordstore), made on first use: counting a queue
+        """The queue's records/ (lanekit.queue.recordstore), made on first use: counting a queue
         (`lanekit status`, benchmark (i)) reads no record, so it does not import them. Cached
         in the instance, so the claim path pays the lookup of a plain attribute."""
-        from lanekit.recordstore import RecordStore
+        from lanekit.queue.recordstore import RecordStore
 
         return RecordStore(self.records, durable=self.durable, tmp_dir=self.tmp)
 
     @functools.cached_property
     def _tmp_suffix(self) -> Callable[[], str]:
-        """lanekit.fsops.tmp_suffix, imported on first use (see `store`) and kept here: an
+        """lanekit.system.fsops.tmp_suffix, imported on first use (see `store`) and kept here: an
         import statement per name would cost each enqueue more than making the name."""
-        from lanekit.fsops import tmp_suffix
+        from lanekit.system.fsops import tmp_suffix
 
         return tmp_suffix
 

@@ -10,15 +10,15 @@ import contextlib
 import os
 from pathlib import Path
 
-from lanekit import fsops
 from lanekit.errors import UsageError
 from lanekit.queue.fileio import io_errors, job_names
 from lanekit.queue.layout import error_name, has_id, validate_job_id
 from lanekit.queue.model import CANCELLED, JobExistsError, Moved
 from lanekit.queue.observe import locate
+from lanekit.queue.records import JobState, Record, RecordError, iso_utc
 from lanekit.queue.safety import check
 from lanekit.queue.settle import to_failed, write_failed_record
-from lanekit.records import JobState, Record, RecordError, iso_utc
+from lanekit.system import fsops
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -193,7 +193,7 @@ def request_cancel(q: QueueState, job_id: str, *, dry_run: bool = False) -> Move
     watcher stops the job's group (SIGTERM, SIGKILL after kill_grace) and its settler, the
     runner or a recoverer, moves it to failed/ with reason `cancelled` (the Moved says from
     where to where). A job that is not running is a UsageError and nothing is written."""
-    from lanekit import watcher
+    from lanekit.run import watcher
 
     validate_job_id(job_id)
     check(q)

@@ -14,7 +14,8 @@ and picks exactly one action per lane:
   create        not installed, not loaded: write plist + snapshot, bootstrap
   update        plist differs in meaning (or the plist file is missing while loaded), or
                 launchd has an older definition loaded than the rendered plist (its own copy,
-                compared on what `launchctl print` shows: lanekit.drift): write what changed;
+                compared on what `launchctl print` shows: lanekit.service.launchd.drift): write
+                what changed;
                 bootout + bootstrap when loaded ("update+reload"), bootstrap when not
   rewrite       the plist file differs in bytes only (reformatted) and launchd's loaded copy
                 is current: write the file, no bootout
@@ -44,7 +45,8 @@ Other decisions:
   other code fails that lane only, with launchctl's meaning and hint.
 - A label disabled in launchd by something other than `lanekit pause` is enabled before its
   bootstrap, as `brew services start` does: lanes.toml lists the lane, and apply is the user's
-  explicit request to run it. A paused lane stays paused (lanekit.pause has the whole rule).
+  explicit request to run it. A paused lane stays paused (lanekit.reconcile.pause has the whole
+  rule).
 - `--wait S` is one budget for the whole apply; lanes that need no waiting are done first.
 """
 

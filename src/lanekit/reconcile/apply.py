@@ -10,26 +10,26 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from lanekit.applylock import OnWait, apply_lock
-from lanekit.atomic import write_atomic
 from lanekit.config import Config, LaneSpec, run_spec, select_lanes
+from lanekit.config.provenance import ours, refuse_takeover
 from lanekit.errors import ExitCode, LanekitError
-from lanekit.interpreter import apply_notes as interpreter_notes
-from lanekit.interpreter import inspect as inspect_interpreter
-from lanekit.interpreter import install_rescue
-from lanekit.launchd import Launchd, clock_for
-from lanekit.launchd.domain import domain_notes
-from lanekit.owned import (
-    make_private_dirs,
-)
-from lanekit.ownership import ours, refuse_takeover
-from lanekit.paths import Paths
-from lanekit.preflight import preflight, untrusted_dirs
-from lanekit.quoting import cmdline
+from lanekit.reconcile.applylock import OnWait, apply_lock
 from lanekit.reconcile.observe import desired_lane, installed_spec, observe
 from lanekit.reconcile.plan import Action, ActionKind, Desired, Installed, plan
+from lanekit.reconcile.preflight import preflight, untrusted_dirs
 from lanekit.reconcile.stopper import Progress, Stopper, Timing, exit_timeout
-from lanekit.snapshot import RunSpec
+from lanekit.service.launchd import Launchd, clock_for
+from lanekit.service.launchd.domain import domain_notes
+from lanekit.state.paths import Paths
+from lanekit.state.snapshot import RunSpec
+from lanekit.system.atomic import write_atomic
+from lanekit.system.interpreter import apply_notes as interpreter_notes
+from lanekit.system.interpreter import inspect as inspect_interpreter
+from lanekit.system.interpreter import install_rescue
+from lanekit.system.owned import (
+    make_private_dirs,
+)
+from lanekit.system.quoting import cmdline
 
 APPLY_SCHEMA = 1
 """Version of the `lanekit apply --json` document (docs/json.md)."""
@@ -134,11 +134,13 @@ def apply(
     `wait` is a total budget in seconds for running lanes to finish; lanes that need no
     waiting are handled first. `force` boots out running lanes (their runner puts the jobs
     back) and, like `install_anyway`, installs lanes whose job command cannot start
-    (lanekit.preflight; refused otherwise, as FAILED outcomes). Removal offers are listed only
+    (lanekit.reconcile.preflight; refused otherwise, as FAILED outcomes). Removal offers are listed
+    only
     when no lanes are named, and only for this project's lanes. A label applied from another
-    lanes.toml is refused (UsageError, nothing changed) unless `adopt` (lanekit.ownership); a
+    lanes.toml is refused (UsageError, nothing changed) unless `adopt` (lanekit.config.provenance);
+    a
     queue or log directory inside a directory someone else could change is refused before
-    anything is created (UnsafeStateError, exit 69: lanekit.preflight.untrusted_dirs).
+    anything is created (UnsafeStateError, exit 69: lanekit.reconcile.preflight.untrusted_dirs).
 
     Unless `dry_run`, the domain's apply lock (applylock) is held from observing to the last
     step, so concurrent applies queue up; `on_wait` is told once who holds it.
@@ -201,7 +203,7 @@ def _apply(
             [(lane.name, lane.label) for lane in selected],
             {label: item.snapshot for label, item in seen.installed.items()},
         )
-    from lanekit.pause import paused_labels
+    from lanekit.reconcile.pause import paused_labels
 
     paused = paused_labels(paths, [d.label for d in desired])
     actions = plan(
@@ -267,7 +269,7 @@ def _apply(
 def _this_project_only(
     actions: Sequence[Action], installed: Mapping[str, Installed], project: Path
 ) -> list[Action]:
-    """Removal offers only for lanes this project applied (lanekit.ownership): another
+    """Removal offers only for lanes this project applied (lanekit.config.provenance): another
     project's lanes are never "no longer in lanes.toml"."""
     return [
         a
@@ -284,8 +286,8 @@ def _cannot_start(
     paths: Paths,
 ) -> dict[str, Outcome]:
     """Lanes apply would install or reload although their job command cannot start
-    (lanekit.preflight): a FAILED outcome each, naming the command and the fix."""
-    from lanekit.preflight import cannot_start
+    (lanekit.reconcile.preflight): a FAILED outcome each, naming the command and the fix."""
+    from lanekit.reconcile.preflight import cannot_start
 
     refused = {}
     for action in actions:
@@ -347,7 +349,7 @@ def _carry_out(
                 )
             notes.extend(stop.notes)
         if action.write_plist:
-            from lanekit.plist import write_plist
+            from lanekit.service.launchd.plist import write_plist
 
             # Dated by the launchd backend's clock, as the fires it is compared with are (the
             # emulated domain's runs ahead of the real one after `lanekit emulator tick`).
@@ -388,7 +390,7 @@ def _prepare_dirs(lane: LaneSpec) -> None:
 def _log_skip(lane: LaneSpec, pid: int | None, clock: Callable[[], float]) -> str:
     """Record the skip in the lane log (by the launchd backend's clock, like the runs it sits
     between); returns where (or why not) for the outcome text."""
-    from lanekit.lanelog import LaneLog
+    from lanekit.run.lanelog import LaneLog
 
     try:
         LaneLog(lane.log_path, lane.name, clock=clock).event(
@@ -403,7 +405,7 @@ def _log_applied(lane: LaneSpec, kind: ActionKind, clock: Callable[[], float]) -
     """Record the (re)load in the lane log (by the launchd backend's clock), so `lanekit
     timeline` can mark it. Best effort: the lane is loaded either way, and a log that cannot
     be written is doctor's finding."""
-    from lanekit.lanelog import LaneLog
+    from lanekit.run.lanelog import LaneLog
 
     try:
         LaneLog(lane.log_path, lane.name, clock=clock).event(

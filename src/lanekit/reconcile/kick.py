@@ -8,16 +8,22 @@ from dataclasses import dataclass
 
 from lanekit.config import Config, select_lanes
 from lanekit.errors import ExitCode, LanekitError, LaunchdError, NotStartedError
-from lanekit.exits import describe_exit
-from lanekit.launchd import LaunchctlError, Launchd, ServiceInfo
-from lanekit.launchd.codes import NOT_LOADED
-from lanekit.owned import (
+from lanekit.reconcile.observe import check_state
+from lanekit.reconcile.starts import (
+    StartOutcome,
+    classify_start,
+    last_start,
+    postponed_for,
+    throttle_of,
+)
+from lanekit.service.exits import describe_exit
+from lanekit.service.launchd import LaunchctlError, Launchd, ServiceInfo
+from lanekit.service.launchd.codes import NOT_LOADED
+from lanekit.state.paths import Paths
+from lanekit.system.owned import (
     check_private,
 )
-from lanekit.paths import Paths
-from lanekit.quoting import cmdline
-from lanekit.reconcile.observe import check_state
-from lanekit.starts import StartOutcome, classify_start, last_start, postponed_for, throttle_of
+from lanekit.system.quoting import cmdline
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +64,7 @@ def kick(
     check_state(paths)
     check_private(paths.plist_for(lane.label), "plist")
     check_private(paths.snapshot_for(lane.label), "lane snapshot")
-    from lanekit.pause import is_paused
+    from lanekit.reconcile.pause import is_paused
 
     if is_paused(paths, lane.label):
         raise LaunchdError(

@@ -13,20 +13,20 @@ from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lanekit import lanelock
 from lanekit.config import LaneSpec, run_spec
+from lanekit.config.provenance import MARKER
 from lanekit.errors import LanekitError
-from lanekit.launchd import Launchd, ListEntry, ServiceInfo
-from lanekit.owned import (
+from lanekit.reconcile.plan import Desired, Installed
+from lanekit.run import lanelock
+from lanekit.service.launchd import Launchd, ListEntry, ServiceInfo
+from lanekit.state.paths import Paths
+from lanekit.state.snapshot import RunSpec
+from lanekit.system.owned import (
     check_private,
     read_regular,
     unsafe_error,
     unsafe_reason,
 )
-from lanekit.ownership import MARKER
-from lanekit.paths import Paths
-from lanekit.reconcile.plan import Desired, Installed
-from lanekit.snapshot import RunSpec
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +45,9 @@ def desired_lane(
     lane: LaneSpec, paths: Paths, *, interpreter: str, templates: Path | None = None
 ) -> Desired:
     """Render a lane's plist and snapshot bytes exactly as apply would write them."""
-    from lanekit.plist import render_lane  # jinja2: only when rendering, not for status
+    from lanekit.service.launchd.plist import (
+        render_lane,  # jinja2: only when rendering, not for status
+    )
 
     snapshot_path = paths.snapshot_for(lane.label)
     plist = render_lane(lane, interpreter=interpreter, snapshot=snapshot_path, templates=templates)

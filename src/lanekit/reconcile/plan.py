@@ -1,7 +1,8 @@
 """The pure plan: what `apply` would do to each lane, decided from facts alone (no I/O).
 
 `plan` compares the desired bytes of a lane's plist and run snapshot with what is installed and
-with what launchd has loaded (lanekit.drift), and picks exactly one action per lane (the table
+with what launchd has loaded (lanekit.service.launchd.drift), and picks exactly one action per lane
+(the table
 is in lanekit.reconcile's docstring). `apply` carries the actions out; doctor's `plist.drift`
 asks `plan` the same question about one lane (`plan_lane`), so the two cannot disagree.
 """
@@ -12,12 +13,12 @@ from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
-from lanekit.drift import Drift, lane_drift
-from lanekit.launchd import ServiceInfo
-from lanekit.owned import (
+from lanekit.service.launchd import ServiceInfo
+from lanekit.service.launchd.drift import Drift, lane_drift
+from lanekit.system.owned import (
     PRIVATE_FILE,
 )
-from lanekit.quoting import cmdline
+from lanekit.system.quoting import cmdline
 
 
 class ActionKind(StrEnum):
@@ -84,7 +85,8 @@ class Action:
     paused: bool = False
     """`lanekit pause` holds the lane: apply neither enables nor bootstraps it."""
     drift: Drift = field(default_factory=Drift)
-    """What the plan found different (lanekit.drift): the facts the reason words. Doctor's
+    """What the plan found different (lanekit.service.launchd.drift): the facts the reason words.
+    Doctor's
     `plist.drift` words its findings from these, so it reports what the plan acts on."""
 
     @property
@@ -122,7 +124,7 @@ def plan(
     `disabled` launchd's disabled overrides, `definitions` label -> `print()` of the loaded
     lanes (what launchd really runs; a label missing there is compared on its file only),
     `paused` the labels `lanekit pause` holds (never enabled nor loaded by apply:
-    lanekit.pause). Pure: no I/O.
+    lanekit.reconcile.pause). Pure: no I/O.
     """
     definitions = definitions or {}
     actions = [
@@ -320,7 +322,8 @@ def _mode_drift(mode: int | None) -> str | None:
 
 
 def _keep_paused(action: Action, paused: Set[str]) -> Action:
-    """A paused lane stays paused (lanekit.pause): its files are still brought up to date, but
+    """A paused lane stays paused (lanekit.reconcile.pause): its files are still brought up to
+    date, but
     apply neither enables nor bootstraps it, so a reload leaves it unloaded until `resume`."""
     if action.label not in paused:
         return action

@@ -5,17 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from lanekit.applylock import OnWait, apply_lock
 from lanekit.config import Config, run_spec
+from lanekit.config.provenance import MARKER, refuse_removal
 from lanekit.errors import LaunchdError, UsageError
-from lanekit.launchd import Launchd
-from lanekit.owned import read_regular
-from lanekit.ownership import MARKER, refuse_removal
-from lanekit.paths import Paths
-from lanekit.quoting import cmdline
+from lanekit.reconcile.applylock import OnWait, apply_lock
 from lanekit.reconcile.observe import identify, installed_spec, read_plist_file, scan_installed
 from lanekit.reconcile.stopper import Progress, Stopper, Timing
-from lanekit.snapshot import RunSpec
+from lanekit.service.launchd import Launchd
+from lanekit.state.paths import Paths
+from lanekit.state.snapshot import RunSpec
+from lanekit.system.owned import read_regular
+from lanekit.system.quoting import cmdline
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +48,7 @@ def remove(
     """Boot out lane `name` (a lane in lanes.toml, or an installed lane/label) and delete its
     plist and snapshot; the queue is never touched. Refuses a running lane unless wait/force,
     plists that lanekit did not install, and (given this project's `config`) a lane another
-    project's lanes.toml installed, unless `adopt` (lanekit.ownership). Holds the domain's
+    project's lanes.toml installed, unless `adopt` (lanekit.config.provenance). Holds the domain's
     apply lock (applylock) throughout, as apply does, so a concurrent apply never reinstalls
     what is half removed; `on_wait` is told once who holds it."""
     with apply_lock(paths.state, on_wait):

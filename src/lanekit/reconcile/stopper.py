@@ -11,14 +11,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from lanekit import lanelock
 from lanekit.errors import LaunchdError
-from lanekit.launchd import LaunchctlError, Launchd
-from lanekit.launchd.codes import NOT_LOADED, STILL_LOADED, LaunchctlCode
-from lanekit.quoting import cmdline
 from lanekit.reconcile.observe import lock_path
-from lanekit.snapshot import RunSpec
-from lanekit.snapshot_fields import DEFAULT_EXIT_TIMEOUT
+from lanekit.run import lanelock
+from lanekit.service.launchd import LaunchctlError, Launchd
+from lanekit.service.launchd.codes import NOT_LOADED, STILL_LOADED, LaunchctlCode
+from lanekit.state.snapshot import RunSpec
+from lanekit.state.snapshot_schema import DEFAULT_EXIT_TIMEOUT
+from lanekit.system.quoting import cmdline
 
 
 @dataclass(frozen=True, slots=True)

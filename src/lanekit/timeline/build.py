@@ -15,12 +15,12 @@ from pathlib import Path
 
 from lanekit.config import Config, LaneSpec, find_config, load_config, select_lanes
 from lanekit.errors import LanekitError, UsageError
-from lanekit.history import JobView, find_job
-from lanekit.lanelog import read_between, read_events
-from lanekit.launchd import Launchd, ListEntry
-from lanekit.paths import Paths
+from lanekit.jobs.history import JobView, find_job
 from lanekit.queue import open_queue
+from lanekit.run.lanelog import read_between, read_events
 from lanekit.schedule import Schedule, next_fires
+from lanekit.service.launchd import Launchd, ListEntry
+from lanekit.state.paths import Paths
 from lanekit.timeline.events import Event, parse_ts, to_event
 from lanekit.timeline.model import (
     DEFAULT_THROTTLE,
@@ -170,13 +170,13 @@ def timeline(
     now: datetime | None = None,
 ) -> TimelineResult:
     """The core of `lanekit timeline`: the lanes' day (or span) as a Timeline, as of `now`
-    (default: the launchd backend's clock, lanekit.clock)."""
+    (default: the launchd backend's clock, lanekit.state.clock)."""
     if request.day is not None and request.since is not None:
         raise UsageError("--day and --since cannot be combined", "choose one of them")
     env = os.environ if env is None else env
     config = load_config(find_config(request.config_path, env, paths.cwd), paths)
     if now is None:
-        from lanekit.launchd import clock_for
+        from lanekit.service.launchd import clock_for
 
         now = clock_for(paths, env).now()
     return timeline_of(config, request, launchd, now=now)

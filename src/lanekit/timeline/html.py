@@ -16,7 +16,7 @@ from pathlib import Path
 from xml.etree import ElementTree as ET
 
 from lanekit.errors import UsageError
-from lanekit.fsops import replace_file
+from lanekit.system.fsops import replace_file
 from lanekit.timeline.build import JobLife, TimelineResult
 from lanekit.timeline.layout import Bar, Point, around, axis_ticks, bars, points, x_of
 from lanekit.timeline.model import (

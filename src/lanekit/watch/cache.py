@@ -10,7 +10,7 @@ or queue):
   snapshot, stdout/stderr files and their directories, pause marker, log directory), `cmd:LANE`
   (each directory of the job's PATH and of the caller's, the command and interpreter files),
   `queue:QUEUE` (the queue's own directory), and one set per directory a queue check reads
-  (lanekit.checks.queue.READS): `running:QUEUE` (claimed/), `queued:QUEUE` (queue/),
+  (lanekit.doctor.checks.queue.READS): `running:QUEUE` (claimed/), `queued:QUEUE` (queue/),
   `failed:QUEUE`, `succeeded:QUEUE` (done/ itself); the queue's other directories (temp
   files, records, delayed jobs: no alert check counts them; a delayed job comes back
   through queue/) are not watched. A healthy claims or backlog result marks its set
@@ -18,14 +18,15 @@ or queue):
   and done/ are `listed` (LISTED): a change to their stat counts only if their entries moved;
 - `buckets`: each done/ day bucket of each queue, fingerprinted with its names
   (fingerprint.names_print), and `drains`: the lanes whose new `done` events may account for
-  files added to them (queue.duplicate-success's incremental form, lanekit.checks.queue.READS);
+  files added to them (queue.duplicate-success's incremental form,
+  lanekit.doctor.checks.queue.READS);
 - `launchd`: the labels whose launchd facts it read (their entry in the emulated domain; on a
   Mac their launchctl rows, print-disabled entry and, where lanekit.watch.fingerprint
   .launchctl_print says so, their `print`);
 - `logs`: the lanes whose logs it read, folded incrementally (lanekit.watch.logfold) from the
   offsets recorded here; queue.duplicate-success also keeps its queue's Seen filter;
 - `found`: whether it had findings, and `until`: the epoch time until which it holds when
-  nothing moves (lane.missed-run: lanekit.checks.lane.missed_run_expiry, moved on by new run
+  nothing moves (lane.missed-run: lanekit.doctor.checks.lane.missed_run_expiry, moved on by new run
   evidence in the lean pass as missed_run_renewal says; a healthy queue.backlog: lanekit
   .checks.queue.backlog_expiry; claims while there are any, an open backlog and a running
   job: only this pass, as their verdicts move with time or with processes that leave no
@@ -55,10 +56,11 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lanekit.atomic import write_atomic
+from lanekit.config.watch import WATCH_LANE
 from lanekit.errors import LanekitError
 from lanekit.queue import open_queue
-from lanekit.records import JobState
+from lanekit.queue.records import JobState
+from lanekit.system.atomic import write_atomic
 from lanekit.watch import fingerprint
 from lanekit.watch.entry import absolute, cache_header, cache_path
 from lanekit.watch.logfold import (
@@ -69,15 +71,14 @@ from lanekit.watch.logfold import (
     Seen,
     fold_files,
 )
-from lanekit.watch.spec import WATCH_LANE
 
 if TYPE_CHECKING:
     from lanekit.config import Config, LaneSpec
+    from lanekit.config.watch import WatchSpec
     from lanekit.doctor import DoctorContext, Finding, Target
-    from lanekit.launchd import Launchd
-    from lanekit.paths import Paths
+    from lanekit.service.launchd import Launchd
+    from lanekit.state.paths import Paths
     from lanekit.watch.memory import Memory
-    from lanekit.watch.spec import WatchSpec
 
 REVERIFY = 3600.0
 """On launchctl, seconds after a full pass by which the next full one is due whatever else:
@@ -87,7 +88,7 @@ DRIFT = "plist.drift"
 VOLATILE_QUEUE_CHECKS = ("queue.stale-claim", "queue.orphaned-job", "queue.backlog")
 """Their verdict moves with time or with a runner's death while their directories are not
 empty: the claims checks are reused only while the queue holds no claim, a healthy backlog
-until lanekit.checks.queue.backlog_expiry (the oldest queued job two periods old)."""
+until lanekit.doctor.checks.queue.backlog_expiry (the oldest queued job two periods old)."""
 BACKLOG = "queue.backlog"
 
 
@@ -130,7 +131,7 @@ def snapshot(
     """Fingerprint every input of a pass over `config` whose checks ask `launchd`; None when
     launchctl did not answer as the lean pass needs it to (lanekit.watch.launchdlook
     .Unanswered)."""
-    from lanekit.backend import backend_name
+    from lanekit.state.backend import backend_name
 
     sets = _path_sets(config, paths)
     # Each directory's stat before anything is listed in it (a bucket added meanwhile moves
@@ -163,7 +164,7 @@ def snapshot(
     for lane in config.lanes.values():
         logs[lane.name], done = _read_log(lane)
         ids.setdefault(lane.queue.name, []).extend(done)
-    from lanekit.checks.queue import success_ids
+    from lanekit.doctor.checks.queue import success_ids
 
     for queue, drained in _drains(config).items():
         # The ids with a file in done/ too: a new `done` must be new to both (READS).
@@ -201,7 +202,7 @@ def _launchctl_labels(
     cache keeps is known only after the checks, write_cache trims the rest), asking what the
     pass's checks ask; (None, {}) when launchctl did not answer plainly, or the pass asks
     some other launchd."""
-    from lanekit.launchd.launchctl import LaunchctlDomain
+    from lanekit.service.launchd.launchctl import LaunchctlDomain
     from lanekit.watch.launchdlook import Look, Unanswered, choice_inputs
 
     if not isinstance(domain, LaunchctlDomain):
@@ -258,7 +259,7 @@ def _busy(lane: LaneSpec, offset: float) -> bool:
 
 def _read_log(lane: LaneSpec) -> tuple[LogRead, list[str]]:
     """The lane log up to its current size (rotated copies too, for the done ids)."""
-    from lanekit.lanelog import log_files
+    from lanekit.run.lanelog import log_files
 
     path = str(lane.log_path)
     try:
@@ -341,8 +342,8 @@ def _buckets(config: Config) -> dict[str, dict[str, Any]]:
 def _command_paths(lane: LaneSpec, paths: Paths) -> tuple[str, ...]:
     """Where the command checks look: each PATH directory (the job's and the caller's, which
     words a fix), and each command as found there or given."""
-    from lanekit.checks import jobfacts
     from lanekit.doctor import lane_target
+    from lanekit.doctor.checks import jobfacts
 
     job = lane_target(lane, paths).plist or {}
     cwd = Path(jobfacts.cwd(job) if job else "/")
@@ -370,9 +371,9 @@ def _units(
     ctx: DoctorContext,
     shot: Snapshot,
 ) -> list[dict[str, Any]]:
-    from lanekit.checks.lane import missed_run_expiry, missed_run_renewal
-    from lanekit.checks.queue import READS, backlog_expiry
     from lanekit.doctor import SubjectKind, registry
+    from lanekit.doctor.checks.lane import missed_run_expiry, missed_run_renewal
+    from lanekit.doctor.checks.queue import READS, backlog_expiry
 
     found = {(f.id, str(f.kind), f.subject) for f in findings}
     now = ctx.now().timestamp()
@@ -421,7 +422,7 @@ def _units(
 
 EMPTY_OK = (JobState.RUNNING, JobState.QUEUED)
 """The directories whose readers' healthy results stand while they hold no job file
-(lanekit.checks.queue.READS)."""
+(lanekit.doctor.checks.queue.READS)."""
 
 
 def _empty_ok(shot: Snapshot, units: Sequence[Mapping[str, Any]]) -> set[str]:
@@ -474,7 +475,7 @@ def write_cache(
     channels: Sequence[str],
 ) -> None:
     """Record the pass (see the module docstring), atomically, 0600 under the state dir."""
-    from lanekit.lanelock import lane_lock_path
+    from lanekit.run.lanelock import lane_lock_path
 
     at = ctx.now()
     units = _units(targets, findings, checks, ctx, shot)

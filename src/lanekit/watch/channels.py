@@ -22,11 +22,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from lanekit.config.watch import WatchSpec, redact_url
 from lanekit.errors import LanekitError
-from lanekit.quoting import printable
+from lanekit.system.quoting import printable
 from lanekit.watch.alerts import Notice
 from lanekit.watch.notifier import run_notifier
-from lanekit.watch.spec import WatchSpec, redact_url
 
 OSASCRIPT = "/usr/bin/osascript"
 CHANNEL_TIMEOUT = 10.0
@@ -117,7 +117,7 @@ class WebhookChannel:
         """POST the notice; ChannelError on an HTTP error status, a timeout or no answer."""
         shown = redact_url(self.url)
         url, headers = _with_basic_auth(self.url)
-        # The scheme is http or https: lanekit.watch.spec refuses any other in lanes.toml.
+        # The scheme is http or https: lanekit.config.watch refuses any other in lanes.toml.
         request = urllib.request.Request(  # noqa: S310
             url,
             data=notice_bytes(notice),
@@ -204,7 +204,7 @@ def channels_for(
     env: Mapping[str, str] | None = None,
 ) -> list[Channel]:
     """The channels `[watch]` turns on, in delivery order; the programs they run get `env`
-    (the watchdog lane's, as launchd gives it: lanekit.jobenv), else this process's."""
+    (the watchdog lane's, as launchd gives it: lanekit.run.jobenv), else this process's."""
     found: list[Channel] = []
     for name in watch.channels:
         if name == "macos":

@@ -2,7 +2,7 @@
 
 A pass records when it completed in the watchdog's memory (lanekit.watch.memory); more than
 OVERDUE_PASSES periods ago (or never, since it was installed) is a silence. doctor's
-`watch.not-running` (lanekit.checks.watch) explains it with launchd's facts; `lanekit status`
+`watch.not-running` (lanekit.doctor.checks.watch) explains it with launchd's facts; `lanekit status`
 shows it on the watchdog's row. Kept free of the check registry so `status` stays cheap.
 """
 
@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from lanekit.config import LaneSpec
+from lanekit.config.watch import memory_path
 from lanekit.errors import LanekitError
 from lanekit.schedule import format_duration
-from lanekit.watch.spec import memory_path
 
 OVERDUE_PASSES = 3
 """Passes in a row that may be missed before the watchdog itself is reported."""

@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from lanekit.config import Config, LaneSpec
+from lanekit.config.watch import WATCH_LANE, WatchSpec
 from lanekit.doctor import Severity
-from lanekit.launchd import Launchd
-from lanekit.paths import Paths
+from lanekit.service.launchd import Launchd
+from lanekit.state.paths import Paths
 from lanekit.watch.alerts import Notice, NoticeKind
 from lanekit.watch.memory import Happened
-from lanekit.watch.spec import WATCH_LANE, WatchSpec
 
 DIGEST_CHECK = "watch.digest"
 """The notice id of the digest (in the notice document's `id`)."""
@@ -61,7 +61,7 @@ def lane_day(
     lane: LaneSpec, start: datetime, end: datetime, missed_after: int, history: Sequence[Happened]
 ) -> LaneDay:
     """What `lane` did between `start` and `end` (naive local times)."""
-    from lanekit.lanelog import read_between
+    from lanekit.run.lanelog import read_between
     from lanekit.schedule import next_fires
     from lanekit.timeline.events import RUN_KINDS, classify
 
@@ -110,7 +110,7 @@ def write_day_page(
 ) -> Path:
     """The day's `lanekit timeline` page, written under the state dir (`timeline/`, 0700) for
     the digest to link; the same page `lanekit timeline --day DAY --html` writes."""
-    from lanekit.owned import make_private_dirs
+    from lanekit.system.owned import make_private_dirs
     from lanekit.timeline.build import TimelineRequest, timeline_of
     from lanekit.timeline.html import page_name, save
 

@@ -9,11 +9,11 @@ cached (check, subject) result is where that pass left it:
 
 1. the cache is this lanes.toml's, written by this interpreter with the same PATH (doctor words
    a fix by the caller's PATH), and no repeat or digest is due by the domain's clock
-   (lanekit.clock: the emulated domain's time; it never goes back);
+   (lanekit.state.clock: the emulated domain's time; it never goes back);
 2. every fingerprinted path (lanekit.watch.fingerprint) has the same stat, but for a queue's
    claimed/ or queue/ whose readers were healthy, which may have moved if they
    hold no job file now, and its failed/ and done/, which may have moved if their entries
-   did not (lanekit.checks.queue.READS: a lane ran, and ran its jobs); the emulated
+   did not (lanekit.doctor.checks.queue.READS: a lane ran, and ran its jobs); the emulated
    domain's state file either has the same stat or, parsed, the same entry for every label;
    on a Mac (launchctl), the domain is chosen from the same inputs and every label has the
    same launchctl fingerprint (lanekit.watch.fingerprint.launchctl_print, which says why it
@@ -43,7 +43,7 @@ On launchctl a full pass is also due an hour after the last one (lanekit.watch.c
 shows.
 
 Builtin modules only (os, sys, time, marshal, zlib, fcntl; json only when the domain's state
-file moved; select on launchctl), like lanekit.entry: typer, rich, jinja2, dataclasses and
+file moved; select on launchctl), like lanekit.run.entry: typer, rich, jinja2, dataclasses and
 pathlib would each cost a sizeable part of the budget. The cache is a marshal document for
 the same reason (a cache of another interpreter is refused before it is read).
 """
@@ -59,12 +59,12 @@ import sys
 import time
 import zlib
 
-from lanekit.backend import backend_name
-from lanekit.clock import job_offset
-from lanekit.fsops import replace_file
-from lanekit.lanelock import try_lock
-from lanekit.lanelog import LaneLog
-from lanekit.owned import read_regular, unsafe_reason
+from lanekit.run.lanelock import try_lock
+from lanekit.run.lanelog import LaneLog
+from lanekit.state.backend import backend_name
+from lanekit.state.clock import job_offset
+from lanekit.system.fsops import replace_file
+from lanekit.system.owned import read_regular, unsafe_reason
 from lanekit.watch import fingerprint
 from lanekit.watch.logfold import (
     DUPLICATE_SUCCESS,
@@ -102,7 +102,7 @@ def watch_config_arg(argv: Sequence[str]) -> str | None:
 
 
 def state_dir(env: Mapping[str, str], platform: str) -> str:
-    """lanekit's state directory, as lanekit.paths.Paths.from_env finds it (a test pins the
+    """lanekit's state directory, as lanekit.state.paths.Paths.from_env finds it (a test pins the
     two together; Paths itself costs dataclasses and pathlib to import)."""
     home = env.get("HOME") or os.path.expanduser("~")
     if "LANEKIT_STATE_DIR" in env:
@@ -208,10 +208,11 @@ def _unchanged(cache: dict[str, Any]) -> tuple[_Clock, dict[str, Appended]]:
         raise _Full  # another pass (a full one, by hand) changed what is remembered
     if cache["backend"] == "launchctl":
         _launchctl_unchanged(cache["launchctl"], cache["labels"])
-        offset = 0.0  # the real clock (lanekit.launchd.clock_for)
+        offset = 0.0  # the real clock (lanekit.service.launchd.clock_for)
     else:
         offset = _emulated_unchanged(cache)
-    # The full pass's clock (lanekit.launchd.clock_for): the domain's offset, or the one this
+    # The full pass's clock (lanekit.service.launchd.clock_for): the domain's offset, or the one
+    # this
     # process was started with if larger.
     clock = _Clock(max(offset, job_offset()))
     now = clock()
@@ -234,7 +235,7 @@ def _no_job_files(group: Sequence[str], prints: Sequence[fingerprint.Print]) -> 
 
 
 def _buckets_hold(buckets: dict[str, Any], new: Sequence[str]) -> None:
-    """queue.duplicate-success's incremental form (lanekit.checks.queue.READS) on one queue's
+    """queue.duplicate-success's incremental form (lanekit.doctor.checks.queue.READS) on one queue's
     done/ buckets: each file added to a bucket since the last pass is `<id>.json` of one of
     `new` (its lanes' new `done` events), and none went; else _Full. The buckets' prints move
     on; that the ids are new to the queue is _still_valid's (Seen). A `done` without a file
@@ -372,7 +373,7 @@ def _complete_memory(memory: str, completed_at: float) -> None:
 
 def write_private(path: str, data: bytes, *, durable: bool) -> None:
     """Replace `path` atomically with a 0600 file through a fresh random temp name beside it
-    (lanekit.atomic's scheme, on str paths: lanekit.fsops.replace_file)."""
+    (lanekit.system.atomic's scheme, on str paths: lanekit.system.fsops.replace_file)."""
     head, name = os.path.split(path)
     tmp = os.path.join(head, f".{name}.{os.urandom(6).hex()}.tmp")
     replace_file(path, data, tmp=tmp, durable=durable)

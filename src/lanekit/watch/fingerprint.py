@@ -132,7 +132,7 @@ def emulated_state(state_dir: str) -> dict[str, Any] | None:
     import json
 
     # O_NONBLOCK|O_NOFOLLOW and the type checked on the descriptor: a FIFO planted at
-    # domain.json must not hang the pass (lanekit.owned.read_regular, without its imports).
+    # domain.json must not hang the pass (lanekit.system.owned.read_regular, without its imports).
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
         fd = os.open(os.path.join(state_dir, "domain.json"), flags)
@@ -157,7 +157,8 @@ def emulated_state(state_dir: str) -> dict[str, Any] | None:
 
 
 def emulated_offset(state: Mapping[str, Any] | None) -> float:
-    """The domain clock's offset in its state file (lanekit.launchd.emulated_state.read_offset reads
+    """The domain clock's offset in its state file
+    (lanekit.service.launchd.emulated_state.read_offset reads
     the same key); 0 when there is none."""
     if state is None:
         return 0.0

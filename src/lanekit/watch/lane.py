@@ -16,12 +16,12 @@ from dataclasses import replace
 from typing import Any
 
 from lanekit.config import Config
+from lanekit.config.watch import WATCH_LANE, watch_dir
 from lanekit.errors import LanekitError
-from lanekit.launchd import Launchd
-from lanekit.paths import Paths
 from lanekit.reconcile import ActionKind, ApplyResult, Outcome, Result, apply, remove
-from lanekit.snapshot import RunSpec
-from lanekit.watch.spec import WATCH_LANE, watch_dir
+from lanekit.service.launchd import Launchd
+from lanekit.state.paths import Paths
+from lanekit.state.snapshot import RunSpec
 
 RETIRED = "[watch] is gone from lanes.toml: the watchdog is removed"
 

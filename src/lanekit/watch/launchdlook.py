@@ -3,7 +3,7 @@ fingerprint of each lane's label needs, each made at most once, in as few proces
 answer allows.
 
 What doctor's alert checks read from launchd on the launchctl backend (lanekit.doctor's
-DoctorContext over lanekit.launchd.launchctl.LaunchctlDomain), and where this look finds it:
+DoctorContext over lanekit.service.launchd.launchctl.LaunchctlDomain), and where this look finds it:
 
 - loaded, pid, last exit status: `listing()`, the services rows of `launchctl print DOMAIN`
   for each candidate domain, the chosen one's rows first (LaunchctlDomain.list). Here: the
@@ -34,7 +34,7 @@ import os
 import select
 import time
 
-from lanekit.launchctl_rows import Row
+from lanekit.service.launchd.parse.rows import Row
 from lanekit.watch.launchdrows import disabled_services, service_rows
 
 TYPE_CHECKING = False
@@ -42,9 +42,10 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
 DEFAULT_LAUNCHCTL = "/bin/launchctl"
-"""lanekit.launchd.launchctl.DEFAULT_LAUNCHCTL (a test holds the two equal)."""
+"""lanekit.service.launchd.launchctl.DEFAULT_LAUNCHCTL (a test holds the two equal)."""
 ABSENT = frozenset({112, 113, 125})
-"""lanekit.launchd.codes.ABSENT: "not in this domain" (no such domain here, no such service)."""
+"""lanekit.service.launchd.codes.ABSENT: "not in this domain" (no such domain here, no such
+service)."""
 CHOICE_VARIABLES = (
     "LANEKIT_LAUNCHD_DOMAIN",
     "LANEKIT_LAUNCHCTL",
@@ -54,7 +55,8 @@ CHOICE_VARIABLES = (
     "SSH_TTY",
     "SSH_CLIENT",
 )
-"""The environment lanekit.launchd.domain.choose_domain and LaunchctlDomain.from_env read."""
+"""The environment lanekit.service.launchd.domain.choose_domain and LaunchctlDomain.from_env
+read."""
 _KILL = 9
 """SIGKILL (the same number on macOS and Linux; the signal module imports enum)."""
 
@@ -66,7 +68,7 @@ class Unanswered(Exception):  # noqa: N818 - control flow: the full pass asks th
 def choice_inputs(env: Mapping[str, str], console: str = "/dev/console") -> list[object]:
     """Everything the domain choice and the launchctl settings depend on: uid, euid, the
     console's owner, and CHOICE_VARIABLES. Equal inputs give the domain, candidates, binary
-    and timeout the full pass recorded (lanekit.launchd.domain.choose_domain is a pure
+    and timeout the full pass recorded (lanekit.service.launchd.domain.choose_domain is a pure
     function of them), without importing the adapter."""
     try:
         owner: int | None = os.stat(console).st_uid

@@ -1,8 +1,10 @@
 """`launchctl print <domain>`'s services rows and `print-disabled`, read with str methods only.
 
 The watchdog's lean pass (lanekit.watch.entry) fingerprints launchd's state on a Mac from these
-two outputs on every pass. The adapter's parsers (lanekit.launchd.parse: parse_domain_services,
-parse_print_disabled) are the truth, but importing them costs the lean pass lanekit.launchd's
+two outputs on every pass. The adapter's parsers (lanekit.service.launchd.parse:
+parse_domain_services,
+parse_print_disabled) are the truth, but importing them costs the lean pass
+lanekit.service.launchd's
 package (dataclasses, pathlib, typing) and `re`: about 60 ms on the machine figure (j) is
 measured on, against a budget of 3x an empty `lanekit run` (25 ms) of which the pass already
 spends 45. So this module reads the same text the same way, rule for rule (each function
@@ -10,14 +12,16 @@ names the regular expression it stands for), and tests/watch/test_launchdrows.py
 two to the same answer on every capture in tests/launchd/samples and on generated variations
 (tabs or spaces, flag columns, labels with spaces, nested and missing blocks, stray braces).
 
-The rows themselves are read by lanekit.launchctl_rows, which the adapter's parsers use too;
-this module keeps the blocks around them. Builtin modules only (lanekit.launchctl_rows imports
+The rows themselves are read by lanekit.service.launchd.parse.rows, which the adapter's parsers use
+too;
+this module keeps the blocks around them. Builtin modules only (lanekit.service.launchd.parse.rows
+imports
 none at all): the lean pass imports this on every pass on a Mac.
 """
 
 from __future__ import annotations
 
-from lanekit.launchctl_rows import Row, split_row
+from lanekit.service.launchd.parse.rows import Row, split_row
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -25,11 +29,11 @@ if TYPE_CHECKING:
 
 
 _DISABLED = {"true": True, "disabled": True, "false": False, "enabled": False}
-"""lanekit.launchd.parse.printout._DISABLED."""
+"""lanekit.service.launchd.parse.printout._DISABLED."""
 
 
 def _lines(text: str) -> list[str]:
-    """lanekit.launchd.parse.common.lines_of: any line end, no BOM, no leading # block."""
+    """lanekit.service.launchd.parse.common.lines_of: any line end, no BOM, no leading # block."""
     lines = text.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n").split("\n")
     start = 0
     while start < len(lines) and lines[start].lstrip().startswith("#"):
@@ -81,7 +85,7 @@ def _leaf(stripped: str) -> tuple[str, str] | None:
 
 
 def _items(text: str, name: str) -> Iterator[tuple[str, str] | str]:
-    """The direct entries of every block named `name` (lanekit.launchd.parse.printout's
+    """The direct entries of every block named `name` (lanekit.service.launchd.parse.printout's
     `_tree` and `_find_blocks`: braces give the structure, a matching block is not searched
     inside), in order; the top level's when no block has that name. A leaf is (key, value),
     a bare line its stripped text; nested blocks are not yielded."""
@@ -118,8 +122,9 @@ def _items(text: str, name: str) -> Iterator[tuple[str, str] | str]:
 
 
 def _row(line: str) -> Row | None:
-    """lanekit.launchd.parse.listing.list_row(line, zero_pid_is_none=True): the same row reader
-    (lanekit.launchctl_rows), PID 0 meaning not running."""
+    """lanekit.service.launchd.parse.listing.list_row(line, zero_pid_is_none=True): the same row
+    reader
+    (lanekit.service.launchd.parse.rows), PID 0 meaning not running."""
     row = split_row(line)
     if row is None:
         return None
@@ -129,7 +134,7 @@ def _row(line: str) -> Row | None:
 
 def service_rows(text: str) -> list[Row]:
     """The `services = { ... }` rows of `launchctl print <domain>`, in order, as
-    lanekit.launchd.parse.parse_domain_services reads them (PID 0 is None)."""
+    lanekit.service.launchd.parse.parse_domain_services reads them (PID 0 is None)."""
     rows: list[Row] = []
     for item in _items(text, "services"):
         if isinstance(item, str):
@@ -141,7 +146,7 @@ def service_rows(text: str) -> list[Row]:
 
 def disabled_services(text: str) -> dict[str, bool]:
     """label -> True when disabled, from `print-disabled <domain>`, as
-    lanekit.launchd.parse.parse_print_disabled reads it."""
+    lanekit.service.launchd.parse.parse_print_disabled reads it."""
     result: dict[str, bool] = {}
     for item in _items(text, "disabled services"):
         if isinstance(item, tuple):

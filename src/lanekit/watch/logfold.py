@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 import zlib
 
-from lanekit.lanelog import parse_line
+from lanekit.run.lanelog import parse_line
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -89,7 +89,7 @@ def read_appended(
 ) -> Appended | None:
     """The complete lines of `path` between `offset` and `size`, folded; None when more than
     `limit` bytes are new. A line still being written (no newline yet) waits for the next
-    pass; a line that does not parse is skipped, as lanekit.lanelog.read_events skips it.
+    pass; a line that does not parse is skipped, as lanekit.run.lanelog.read_events skips it.
     With `rules`, the last line they call run evidence sets `last_run`."""
     fold = Appended()
     fold.end = offset
@@ -163,7 +163,7 @@ def _last_run(lines: Sequence[bytes], rules: Sequence[Rule]) -> float | None:
 
 
 def ts_epoch(ts: str) -> float | None:
-    """A lane-log timestamp (lanekit.lanelog.format_ts: `2026-12-01T10:40:00.123Z`) as epoch
+    """A lane-log timestamp (lanekit.run.lanelog.format_ts: `2026-12-01T10:40:00.123Z`) as epoch
     seconds, by arithmetic (time.strptime would import re and locale); None when malformed."""
     if len(ts) != 24 or ts[4] + ts[7] + ts[10] + ts[13] + ts[16] + ts[19] + ts[23] != "--T::.Z":
         return None
@@ -188,7 +188,8 @@ def ts_epoch(ts: str) -> float | None:
 
 def renewed(renew: Mapping[str, Any], until: float, evidence: float | None) -> float:
     """A healthy lane.missed-run result's expiry after run evidence at `evidence` (see
-    lanekit.checks.lane.missed_run_renewal for the arithmetic); never earlier than `until`."""
+    lanekit.doctor.checks.lane.missed_run_renewal for the arithmetic); never earlier than
+    `until`."""
     if evidence is None:
         return until
     grace = float(renew["grace"])

@@ -1,5 +1,5 @@
 """The watchdog's memory: what is open, what still has to be delivered, and when the last pass
-completed; one JSON file under the state dir (spec.memory_path), written with lanekit.atomic.
+completed; one JSON file under the state dir (spec.memory_path), written with lanekit.system.atomic.
 
 A pass holds the watchdog lane's lane lock (the flock every run of a lane holds) from reading
 the memory to writing it, so two passes at once (launchd's and a manual one) run one after the
@@ -20,11 +20,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from lanekit.atomic import write_atomic
 from lanekit.doctor import Severity, SubjectKind
 from lanekit.errors import EnvironmentUnusableError
-from lanekit.owned import make_private_dirs, read_regular, unsafe_error, unsafe_reason
-from lanekit.quoting import cmdline
+from lanekit.system.atomic import write_atomic
+from lanekit.system.owned import make_private_dirs, read_regular, unsafe_error, unsafe_reason
+from lanekit.system.quoting import cmdline
 from lanekit.watch.alerts import Alert, Notice, Remembered
 
 MEMORY_SCHEMA = 1
@@ -187,7 +187,7 @@ class PassLock:
     def __init__(
         self, path: Path, *, wait: float, sleep: Callable[[float], None] = time.sleep
     ) -> None:
-        from lanekit.lanelock import LaneLock
+        from lanekit.run.lanelock import LaneLock
 
         self._lock = LaneLock(path)
         self._wait = wait

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lanekit.config import Config, LaneSpec, find_config, lane_environment, load_config
+from lanekit.config.watch import WATCH_LANE, WatchSpec, memory_path, webhook_digest
 from lanekit.doctor import (
     DoctorContext,
     Finding,
@@ -42,18 +43,17 @@ from lanekit.doctor import (
     run_checks,
 )
 from lanekit.errors import ExitCode, LanekitError, UsageError
-from lanekit.jobenv import lane_process_env
-from lanekit.launchd import Launchd
-from lanekit.paths import Paths
-from lanekit.quoting import cmdline
+from lanekit.run.jobenv import lane_process_env
+from lanekit.service.launchd import Launchd
+from lanekit.state.paths import Paths
+from lanekit.system.quoting import cmdline
 from lanekit.watch import memory as memory_store
 from lanekit.watch.alerts import Alert, Notice, Remembered, alerts_from, diff
 from lanekit.watch.cache import Snapshot, forget, snapshot, write_cache
 from lanekit.watch.channels import OSASCRIPT, Channel, ChannelError, channels_for
-from lanekit.watch.spec import WATCH_LANE, WatchSpec, memory_path, webhook_digest
 
 if TYPE_CHECKING:
-    from lanekit.lanelog import LaneLog
+    from lanekit.run.lanelog import LaneLog
 
 WATCH_SCHEMA = 1
 """Version of the `lanekit watch --json` document (docs/json.md)."""
@@ -197,7 +197,7 @@ def applied_channels(
     lanekit that did not record the channels is a UsageError asking for `lanekit apply`; a
     snapshot someone else could have written is refused (UnsafeStateError, exit 69).
     """
-    from lanekit.snapshot import RunSpec
+    from lanekit.state.snapshot import RunSpec
 
     path = paths.snapshot_for(lane.label)
     hint = f"run `{cmdline('lanekit', 'apply', '-c', config.path)}` to install [watch]"
@@ -244,9 +244,9 @@ def applied_channels(
 
 
 def pass_clock(paths: Paths, env: Mapping[str, str]) -> Callable[[], datetime]:
-    """The time a pass reads: the launchd backend's clock (lanekit.clock: the wall clock, or
+    """The time a pass reads: the launchd backend's clock (lanekit.state.clock: the wall clock, or
     on the emulated domain its emulated time), as the runners, `status` and doctor read it."""
-    from lanekit.launchd import clock_for
+    from lanekit.service.launchd import clock_for
 
     return clock_for(paths, env).now
 
@@ -265,7 +265,7 @@ def run_pass(
     """One pass (see the module docstring). `channels` replaces the ones `[watch]` turns on
     (for harnesses); `osascript` is the macos channel's program; `now` defaults to
     pass_clock."""
-    from lanekit.launchd import open_launchd
+    from lanekit.service.launchd import open_launchd
 
     env = os.environ if env is None else env
     now = pass_clock(paths, env) if now is None else now
@@ -300,8 +300,8 @@ def run_pass(
             channels=names,
             notes=looked.notes,
         )
-    from lanekit.lanelock import lane_lock_path
-    from lanekit.lanelog import LaneLog
+    from lanekit.run.lanelock import lane_lock_path
+    from lanekit.run.lanelog import LaneLog
 
     lock = memory_store.PassLock(lane_lock_path(lane.queue.dir, lane.name), wait=wait)
     log = LaneLog(lane.log_path, WATCH_LANE, clock=lambda: now().timestamp())

@@ -1,7 +1,8 @@
 """The only place that prints. Colour and progress only on a terminal; NO_COLOR is honoured.
 
 Each command group has its own module here (render/config.py, render/queue.py, ...) built on
-these primitives, and every primitive escapes terminal controls with `lanekit.quoting.printable`
+these primitives, and every primitive escapes terminal controls with
+`lanekit.system.quoting.printable`
 (labels, paths and log text come from files anyone may write): render modules never write to a
 stream or a console themselves, so nothing reaches the terminal unescaped.
 """
@@ -14,7 +15,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from lanekit.quoting import printable
+from lanekit.system.quoting import printable
 
 if TYPE_CHECKING:
     # rich is imported when a console is first needed: `lanekit --version`, `--help` and the

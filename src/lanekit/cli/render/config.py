@@ -9,10 +9,10 @@ from typing import Any
 
 from lanekit.cli.render import error, json_out, line, note, warning
 from lanekit.config import display_path
-from lanekit.plist import RenderedLane
-from lanekit.quoting import cmdline
+from lanekit.reconcile.validate import ConfigCheck
 from lanekit.schedule import describe_schedule
-from lanekit.validate import ConfigCheck
+from lanekit.service.launchd.plist import RenderedLane
+from lanekit.system.quoting import cmdline
 
 VALIDATE_SCHEMA = 1
 

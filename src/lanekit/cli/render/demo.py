@@ -10,9 +10,9 @@ from rich.table import Table
 
 from lanekit.cli.render import escaped, line, stderr, stdout, styled
 from lanekit.cli.render.timeline import chart_lines, notable_lines
-from lanekit.demo import DemoReport
-from lanekit.demo import Progress as DrainProgress
-from lanekit.quoting import cmdline, shell_quote
+from lanekit.proof.demo import DemoReport
+from lanekit.proof.demo import Progress as DrainProgress
+from lanekit.system.quoting import cmdline, shell_quote
 
 
 @contextlib.contextmanager

@@ -7,8 +7,8 @@ from collections.abc import Iterable, Sequence
 
 from lanekit.cli.render import json_out, line, show, styled, warning
 from lanekit.doctor import Check, DoctorReport, Finding, Severity, SubjectKind
-from lanekit.quoting import cmdline
-from lanekit.tryrun import TryResult
+from lanekit.run.tryrun import TryResult
+from lanekit.system.quoting import cmdline
 
 CHECKS_SCHEMA = 1
 

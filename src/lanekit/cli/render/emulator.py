@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from lanekit.cli.render import line, warning
-from lanekit.launchd.emuclock import TickReport
+from lanekit.service.launchd.emuclock import TickReport
 
 
 def ticked(report: TickReport) -> None:

@@ -8,8 +8,6 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TextIO
 
 from lanekit.cli.render import error, json_out, line, note, table_row, warning
-from lanekit.launchd import LaunchctlError
-from lanekit.quoting import printable
 from lanekit.reconcile import (
     ActionKind,
     ApplyResult,
@@ -19,7 +17,9 @@ from lanekit.reconcile import (
     Result,
     Waiting,
 )
-from lanekit.starts import StartOutcome
+from lanekit.reconcile.starts import StartOutcome
+from lanekit.service.launchd import LaunchctlError
+from lanekit.system.quoting import printable
 
 _RESULT_STYLE = {
     Result.DONE: "green",

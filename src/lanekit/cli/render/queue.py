@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Any
 from lanekit.cli.render import error, json_out, line, note, warning
 
 if TYPE_CHECKING:
-    from lanekit.batch import Batch
-    from lanekit.history import JobView, Page
-    from lanekit.recovery import RecoverRow
-    from lanekit.runner import RunResult
+    from lanekit.jobs.batch import Batch
+    from lanekit.jobs.history import JobView, Page
+    from lanekit.jobs.recovery import RecoverRow
+    from lanekit.run.runner import RunResult
 
 JSON_SCHEMA = 1
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from lanekit.cli.render import json_out, line
-from lanekit.selftest import SelftestReport
+from lanekit.proof.selftest import SelftestReport
 
 
 def report(result: SelftestReport, *, as_json: bool) -> None:

@@ -11,8 +11,8 @@ from datetime import datetime
 from typing import Any
 
 from lanekit.cli.render import json_out, line, table_row
-from lanekit.quoting import cmdline
-from lanekit.status import LaneState, LaneStatus
+from lanekit.status.lanes import LaneState, LaneStatus
+from lanekit.system.quoting import cmdline
 
 STATUS_SCHEMA = 1
 

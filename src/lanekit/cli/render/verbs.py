@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any
 from lanekit.cli.render import json_out, line
 
 if TYPE_CHECKING:
-    from lanekit.jobverbs import VerbResult
-    from lanekit.pause import PauseResult
-    from lanekit.retention import PurgeRow
+    from lanekit.jobs.retention import PurgeRow
+    from lanekit.jobs.verbs import VerbResult
+    from lanekit.reconcile.pause import PauseResult
 
 JSON_SCHEMA = 1
 

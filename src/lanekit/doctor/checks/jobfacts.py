@@ -1,0 +1,245 @@
+"""What a plist says about how launchd will start the job, read the way launchd reads it.
+
+Shared by the check modules and by `lanekit try`: the program launchd execs, the PATH and
+working directory the job gets, the files launchd opens for it, and whether a given user may
+write somewhere (judged from mode bits, so a test can ask for another uid than its own).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import stat
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from lanekit.doctor import Target
+
+LAUNCHD_PATH = "/usr/bin:/bin:/usr/sbin:/sbin"
+"""The PATH launchd gives a job whose plist sets none (launchd-semantics.md section 3)."""
+
+LOG_KEYS = ("StandardOutPath", "StandardErrorPath")
+
+SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "fish"})
+
+SHELL_WORDS = frozenset(
+    {
+        "!",
+        "[",
+        "[[",
+        "{",
+        ".",
+        ":",
+        "alias",
+        "case",
+        "cd",
+        "command",
+        "echo",
+        "eval",
+        "exec",
+        "exit",
+        "export",
+        "for",
+        "if",
+        "printf",
+        "pwd",
+        "read",
+        "return",
+        "set",
+        "shift",
+        "source",
+        "test",
+        "trap",
+        "true",
+        "false",
+        "type",
+        "ulimit",
+        "umask",
+        "unset",
+        "until",
+        "wait",
+        "while",
+    }
+)
+"""Builtins and keywords: a script starting with one is not looked up on PATH."""
+
+_PLAIN_WORD = re.compile(r"[A-Za-z0-9_.+@%-]+|/[A-Za-z0-9_.+@%/-]+")
+
+_UNEXPANDED = re.compile(r"(?:^|[:=\s])~|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?")
+
+
+def program(job: Mapping[str, Any]) -> str | None:
+    """What launchd execs: Program, else ProgramArguments[0]."""
+    value = job.get("Program")
+    if isinstance(value, str) and value:
+        return value
+    args = arguments(job)
+    return args[0] if args else None
+
+
+def arguments(job: Mapping[str, Any]) -> list[str]:
+    """ProgramArguments (argv), or [Program] when only Program is set."""
+    args = job.get("ProgramArguments")
+    if isinstance(args, list) and all(isinstance(a, str) for a in args):
+        return list(args)
+    value = job.get("Program")
+    return [value] if isinstance(value, str) else []
+
+
+def environment(job: Mapping[str, Any]) -> dict[str, str]:
+    """EnvironmentVariables with string values only (launchd ignores the others)."""
+    env = job.get("EnvironmentVariables")
+    if not isinstance(env, dict):
+        return {}
+    return {k: v for k, v in env.items() if isinstance(k, str) and isinstance(v, str)}
+
+
+def job_path(job: Mapping[str, Any]) -> str:
+    """The PATH the job runs with: its own, else launchd's default. Never the caller's."""
+    return environment(job).get("PATH", LAUNCHD_PATH)
+
+
+def workdir(job: Mapping[str, Any]) -> str | None:
+    """WorkingDirectory when set."""
+    value = job.get("WorkingDirectory")
+    return value if isinstance(value, str) and value else None
+
+
+def cwd(job: Mapping[str, Any]) -> str:
+    """Where the job starts: WorkingDirectory, else `/` (launchd's default)."""
+    return workdir(job) or "/"
+
+
+def absolute(value: str, job: Mapping[str, Any]) -> Path:
+    """A path from the plist as the job sees it (relative paths start at its cwd)."""
+    path = Path(value)
+    return path if path.is_absolute() else Path(cwd(job)) / path
+
+
+def log_files(job: Mapping[str, Any]) -> list[tuple[str, Path]]:
+    """(key, path) of the files launchd opens for the job's stdout and stderr."""
+    out: list[tuple[str, Path]] = []
+    for key in LOG_KEYS:
+        value = job.get(key)
+        if isinstance(value, str) and value:
+            out.append((key, absolute(value, job)))
+    return out
+
+
+def resolve(name: str, job: Mapping[str, Any]) -> str | None:
+    """Where the job would find command `name`: on its own PATH, from its own cwd."""
+    from lanekit.service.launchd.launch import resolve_command
+
+    return resolve_command(name, job_path(job), cwd(job))
+
+
+def caller_has(name: str) -> str | None:
+    """Where the caller's shell finds `name` (only ever used to word a fix, never a verdict)."""
+    return shutil.which(name)
+
+
+def is_shell_c(argv: Sequence[str]) -> bool:
+    """argv runs a shell script given inline (`sh -c '...'`): `$VAR` there is the shell's job."""
+    return bool(argv) and Path(argv[0]).name in SHELLS and "-c" in argv[1:]
+
+
+def shell_command(argv: Sequence[str]) -> str | None:
+    """The command an inline `sh -c 'tool args...'` script starts with, when it is a plain
+    word (not a builtin, keyword, assignment or expansion) that the shell looks up on PATH."""
+    if not is_shell_c(argv):
+        return None
+    index = list(argv).index("-c") + 1
+    if index >= len(argv):
+        return None
+    try:
+        words = shlex.split(argv[index])
+    except ValueError:
+        return None
+    if not words or not _PLAIN_WORD.fullmatch(words[0]) or words[0] in SHELL_WORDS:
+        return None
+    return words[0]
+
+
+def unexpanded(value: str) -> bool:
+    """True when `value` uses `~` or `$VAR`, which launchd passes through literally."""
+    return bool(_UNEXPANDED.search(value))
+
+
+def expand(value: str, home: Path) -> str:
+    """`value` with `~` and `$HOME` expanded as a shell would for this user (for fix texts)."""
+    text = re.sub(r"(^|[:=\s])~(?=/|$|:)", lambda m: m.group(1) + str(home), value)
+    return re.sub(r"\$\{?HOME\}?", str(home), text)
+
+
+def may_write(st: os.stat_result, uid: int, gids: frozenset[int]) -> bool:
+    """Whether `uid` may write the file or create entries in the directory `st` describes."""
+    if uid == 0:
+        return True
+    need_exec = stat.S_ISDIR(st.st_mode)
+    if st.st_uid == uid:
+        bits = (stat.S_IWUSR, stat.S_IXUSR)
+    elif st.st_gid in gids:
+        bits = (stat.S_IWGRP, stat.S_IXGRP)
+    else:
+        bits = (stat.S_IWOTH, stat.S_IXOTH)
+    if not st.st_mode & bits[0]:
+        return False
+    return not need_exec or bool(st.st_mode & bits[1])
+
+
+def read_only_fs(path: Path) -> bool:
+    """True when `path` is on a filesystem mounted read-only (root cannot write there either)."""
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
+def nearest_existing(path: Path) -> Path:
+    """The closest ancestor of `path` (or `path` itself) that exists in some form."""
+    current = path
+    while not os.path.lexists(current) and current != current.parent:
+        current = current.parent
+    return current
+
+
+def shebang(path: Path) -> list[str] | None:
+    """The `#!` line of a script split into words, or None for binaries and unreadable files."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(256)
+    except OSError:
+        return None
+    if not head.startswith(b"#!"):
+        return None
+    line = head[2:].split(b"\n", 1)[0].decode("utf-8", "replace").strip()
+    return line.split() or None
+
+
+def is_executable_file(path: Path) -> bool:
+    """A regular file with at least one execute bit (root cannot exec a file without one)."""
+    try:
+        st = path.stat()
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and bool(st.st_mode & 0o111)
+
+
+def path_fix(target: Target, directory: str) -> str:
+    """The edit that puts `directory` on the job's PATH, worded for a lane or for a plist."""
+    if target.lane is not None:
+        return (
+            f'add "{directory}" to `path` of [lanes.{target.lane.name}] in lanes.toml, '
+            "then run `lanekit apply`"
+        )
+    where = target.plist_path or "the plist"
+    job = target.plist or {}
+    if "PATH" in environment(job):
+        return f"add {directory} to the PATH in EnvironmentVariables of {where}"
+    return (
+        f"add <key>PATH</key><string>{directory}:{LAUNCHD_PATH}</string> to "
+        f"EnvironmentVariables of {where}"
+    )

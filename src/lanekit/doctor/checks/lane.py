@@ -1,0 +1,397 @@
+"""Checks on the lane as a whole: a scheduled run that left no trace (and why), and a lane
+set to run in the background while a burst waits for it."""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+from lanekit.doctor import DoctorContext, Problem, Severity, Target, check
+from lanekit.doctor.checks.launchd import LOOP_STATES
+from lanekit.errors import LanekitError
+from lanekit.reconcile.pause import is_paused
+from lanekit.service.launchd.codes import EX_CONFIG
+from lanekit.system.quoting import cmdline
+
+if TYPE_CHECKING:
+    from lanekit.service.launchd.power import SleepSpan
+
+MISSED_RUN_GRACE = timedelta(minutes=10)
+"""How long after a fire a run may take to show up in the lane log (launchd fires ~5 s late,
+a wake from sleep later still)."""
+
+_NOT_BEFORE_END = 221845392000.0
+"""9000-01-01T00:00:00Z: read_between's end for "everything after the fire" (four-digit years
+keep lane-log timestamps comparable as text)."""
+
+BURST_BACKLOG = 20
+"""Queued jobs from which a Nice/low-priority lane is draining a burst, not a trickle."""
+
+
+class MissedRunCause(StrEnum):
+    """Why a scheduled run left no trace in the lane log."""
+
+    NOT_LOADED = "not loaded"
+    DISABLED = "disabled"
+    EXIT_78 = "exit 78"
+    THROTTLED = "throttled"
+    RAN_SILENT = "ran but logged nothing"
+    ASLEEP = "asleep"
+    UNKNOWN = "asleep or powered off (unknown)"
+
+
+@dataclass(frozen=True, slots=True)
+class MissedRunFacts:
+    """What `classify_missed_run` needs; None means launchd could not be asked."""
+
+    loaded: bool | None
+    disabled: bool = False
+    last_exit: int | None = None
+    state: str | None = None
+    output_since_fire: bool = False
+    """StandardOutPath/StandardErrorPath changed after the fire: something ran."""
+    asleep: bool = False
+    """`pmset -g log` shows the Mac asleep at the fire (read only when nothing else explains
+    the silence: it runs a tool)."""
+
+
+def classify_missed_run(facts: MissedRunFacts) -> MissedRunCause:
+    """The most specific explanation the facts support; the order is the precedence."""
+    if facts.disabled:
+        return MissedRunCause.DISABLED
+    if facts.loaded is False:
+        return MissedRunCause.NOT_LOADED
+    if facts.last_exit == EX_CONFIG:
+        return MissedRunCause.EXIT_78
+    if facts.output_since_fire:
+        return MissedRunCause.RAN_SILENT
+    if facts.loaded and (facts.last_exit not in (None, 0) or (facts.state or "") in LOOP_STATES):
+        return MissedRunCause.THROTTLED
+    if facts.asleep:
+        return MissedRunCause.ASLEEP
+    return MissedRunCause.UNKNOWN
+
+
+_SLEEPS: weakref.WeakKeyDictionary[DoctorContext, list[SleepSpan]] = weakref.WeakKeyDictionary()
+"""One `pmset -g log` per doctor run, shared by every lane."""
+
+
+def sleep_at(ctx: DoctorContext, fire: datetime) -> SleepSpan | None:
+    """The sleep (from `pmset -g log`, macOS only: lanekit.service.launchd.probes) that the fire, a
+    naive local time, fell in; None when it did not or the log cannot be read."""
+    from lanekit.service.launchd import power, probes
+
+    if ctx not in _SLEEPS:
+        text = probes.pmset_log()
+        _SLEEPS[ctx] = [] if text is None else power.sleep_spans(power.parse_pmset_log(text))
+    return power.asleep_at(_SLEEPS[ctx], fire.astimezone())
+
+
+def _local(when: datetime) -> str:
+    return f"{when.astimezone().replace(tzinfo=None):%Y-%m-%d %H:%M}"
+
+
+def expected_fire(
+    target: Target, now: datetime, grace: timedelta = MISSED_RUN_GRACE
+) -> datetime | None:
+    """The latest time the lane should already have run by (naive local), grace included."""
+    from lanekit.schedule import previous_fire
+
+    lane = target.lane
+    if lane is None:
+        return None
+    cutoff = now - grace
+    if lane.schedule.calendar:
+        return previous_fire(lane.schedule.calendar, cutoff)
+    if lane.schedule.interval is not None:
+        return cutoff - timedelta(seconds=lane.schedule.interval)
+    return None
+
+
+def _changed_since(target: Target, when: datetime) -> bool:
+    lane = target.lane
+    if lane is None:
+        return False
+    for path in (lane.stdout_path, lane.stderr_path):
+        try:
+            if datetime.fromtimestamp(path.stat().st_mtime) >= when:
+                return True
+        except OSError:
+            continue
+    return False
+
+
+@check(
+    "lane.missed-run",
+    summary="a scheduled run left no trace in the lane log; says why (not loaded, exit 78, ...)",
+    needs_lane=True,
+    needs_plist=False,
+    uses_launchd=True,
+)
+def missed_run(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
+    """Every run writes `start` to the lane log; a fire with nothing after it is a silence
+    to explain, from what launchd says and which files changed."""
+    from lanekit.run.lanelog import read_between
+    from lanekit.timeline.events import RUN_KINDS, classify
+
+    lane = target.lane
+    if lane is None or not target.installed or target.plist_path is None:
+        return
+    if is_paused(ctx.paths, lane.label):
+        return  # a paused lane is silent on purpose (launchd.disabled says it is paused)
+    fire = expected_fire(target, ctx.now(), ctx.missed_after or MISSED_RUN_GRACE)
+    if fire is None:
+        return
+    try:
+        installed_at = datetime.fromtimestamp(target.plist_path.stat().st_mtime)
+    except OSError:
+        return
+    if installed_at > fire:
+        return  # launchd never replays a fire that passed before the job was loaded
+    if any(
+        classify(event.get("event", ""), event) in RUN_KINDS
+        # Only the part of a long log after the fire is read (a binary search on ts).
+        for event in read_between(lane.log_path, fire.timestamp(), _NOT_BEFORE_END)
+    ):
+        return  # a run wrote something (apply's reload lines are not runs)
+    facts = silence_facts(target, ctx, fire)
+    cause = classify_missed_run(facts)
+    asleep = sleep_at(ctx, fire) if cause is MissedRunCause.UNKNOWN else None
+    if asleep is not None:
+        facts = replace(facts, asleep=True)
+        cause = classify_missed_run(facts)
+    when = f"{fire:%Y-%m-%d %H:%M}"
+    head = f"lane {lane.name} should have run at {when} but its log shows nothing since"
+    quiet = {MissedRunCause.UNKNOWN, MissedRunCause.ASLEEP}
+    severity = Severity.WARNING if cause in quiet else Severity.ERROR
+    text, fix = explain_silence(cause, facts, target, ctx, asleep=asleep)
+    yield Problem(severity, f"{head}: {cause.value}: {text}.", fix)
+
+
+def missed_run_expiry(target: Target, ctx: DoctorContext) -> float | None:
+    """lane.missed-run's incremental form: until when (epoch seconds) a healthy result found
+    now stands, whatever else the lane logs meanwhile; None when it only holds for now (the
+    check has something to say, or nothing bounds it).
+
+    The result is healthy while the latest fire the lane should have run by lies before the
+    install or at/before the latest run evidence; later evidence only moves that on, so the
+    bound holds until the first fire after both plus the grace (1 s early, never late). Its
+    other inputs (the plist's mtime, the pause marker, launchd's facts) are fingerprinted by
+    the caller (lanekit.watch.cache)."""
+    from lanekit.run.lanelog import read_between
+    from lanekit.schedule import next_fires
+    from lanekit.timeline.events import RUN_KINDS, classify, parse_ts
+
+    lane = target.lane
+    forever = float("inf")
+    if lane is None or not target.installed or target.plist_path is None:
+        return forever
+    if is_paused(ctx.paths, lane.label):
+        return forever
+    grace = ctx.missed_after or MISSED_RUN_GRACE
+    fire = expected_fire(target, ctx.now(), grace)
+    if fire is None:
+        return forever
+    try:
+        reference = target.plist_path.stat().st_mtime
+    except OSError:
+        return None
+    if reference <= fire.timestamp():
+        seen = [
+            parse_ts(event.get("ts", ""))
+            for event in read_between(lane.log_path, fire.timestamp(), _NOT_BEFORE_END)
+            if classify(event.get("event", ""), event) in RUN_KINDS
+        ]
+        stamps = [moment.timestamp() for moment in seen if moment is not None]
+        if not stamps:
+            return None  # the check reports a missed run: look again on every pass
+        reference = max(stamps)
+    if lane.schedule.calendar:
+        after = next_fires(lane.schedule.calendar, datetime.fromtimestamp(reference), 1)
+        if not after:
+            return forever
+        return after[0].timestamp() + grace.total_seconds() - 1
+    if lane.schedule.interval is not None:
+        return reference + lane.schedule.interval + grace.total_seconds() - 1
+    return forever
+
+
+RENEW_FIRES = 48
+"""Upcoming fires of a calendar lane listed by missed_run_renewal."""
+
+
+def missed_run_renewal(target: Target, ctx: DoctorContext) -> dict[str, Any] | None:
+    """How later run evidence moves a healthy lane.missed-run result's expiry on, without the
+    check (lanekit.watch.logfold.renewed applies it): evidence at E holds the result until
+    E + interval + grace - 1 s for an interval lane, and until the first fire after E plus the
+    grace - 1 s for a calendar lane (its next RENEW_FIRES fires after now are listed, valid
+    for evidence from now on). None for a lane without a schedule."""
+    from lanekit.schedule import next_fires
+
+    lane = target.lane
+    if lane is None:
+        return None
+    grace = (ctx.missed_after or MISSED_RUN_GRACE).total_seconds()
+    now = ctx.now()
+    if lane.schedule.calendar:
+        fires = next_fires(lane.schedule.calendar, now, RENEW_FIRES)
+        return {"grace": grace, "from": now.timestamp(), "fires": [f.timestamp() for f in fires]}
+    if lane.schedule.interval is not None:
+        return {"grace": grace, "interval": float(lane.schedule.interval)}
+    return None
+
+
+def silence_facts(target: Target, ctx: DoctorContext, since: datetime) -> MissedRunFacts:
+    """What launchd and the lane's output files say about a lane silent since `since` (the
+    facts classify_missed_run judges; lane.missed-run and watch.not-running share them)."""
+    lane = target.lane
+    assert lane is not None  # both callers examine lanes only
+    label = lane.label
+    facts = MissedRunFacts(loaded=None, output_since_fire=_changed_since(target, since))
+    if ctx.launchd_available:
+        info = ctx.service(label)
+        facts = MissedRunFacts(
+            loaded=label in ctx.listing(),
+            disabled=ctx.disabled().get(label, False),
+            last_exit=ctx.last_exit(label),
+            state=info.state if info is not None else None,
+            output_since_fire=facts.output_since_fire,
+        )
+    return facts
+
+
+def explain_silence(
+    cause: MissedRunCause,
+    facts: MissedRunFacts,
+    target: Target,
+    ctx: DoctorContext,
+    *,
+    asleep: SleepSpan | None = None,
+) -> tuple[str, str]:
+    """(why, in words; the fix command) for a silent lane whose silence has `cause`; `asleep`
+    is the sleep (pmset -g log) a missed fire fell in, when one did."""
+    lane = target.lane
+    assert lane is not None
+    label = lane.label
+    if cause is MissedRunCause.NOT_LOADED:
+        text, fix = "it is not loaded in launchd", cmdline("lanekit", "apply", lane.name)
+    elif cause is MissedRunCause.DISABLED:
+        text = "it is disabled in launchd"
+        enable = cmdline("launchctl", "enable", f"{ctx.domain}/{label}")
+        fix = f"{enable} && {cmdline('lanekit', 'apply', lane.name)}"
+    elif cause is MissedRunCause.EXIT_78:
+        text = "launchd could not start it (exit 78, the program never ran)"
+        explained = ctx.findings("launchd.exit-78", target)
+        fix = explained[0].fix if explained else cmdline("lanekit", "try", lane.name)
+    elif cause is MissedRunCause.RAN_SILENT:
+        text = "launchd started it (its output files changed) but the runner never logged a line"
+        logs = cmdline("lanekit", "logs", lane.name, "--err")
+        fix = f"{logs}  (then `{cmdline('lanekit', 'try', lane.name)}`)"
+    elif cause is MissedRunCause.THROTTLED:
+        text = (
+            f"its runs keep failing (last exit {facts.last_exit}) and launchd throttles a "
+            "failing job, so the fire was skipped"
+        )
+        fix = cmdline("lanekit", "logs", lane.name, "--err")
+    elif asleep is not None:
+        slept = (
+            f"the Mac was asleep from {_local(asleep.start)} to {_local(asleep.end)} "
+            f"({asleep.reason}, pmset -g log)"
+        )
+        if lane.schedule.interval is not None and not lane.schedule.calendar:
+            text = f"{slept}: an interval lane's fires during sleep are missed, not run on wake"
+        else:
+            text = (
+                f"{slept}: launchd runs a calendar fire missed in sleep once on wake "
+                "(launchd.plist(5))"
+            )
+        fix = f"{cmdline('lanekit', 'kick', lane.name)}  (runs it now)"
+    elif lane.schedule.interval is not None and not lane.schedule.calendar:
+        # launchd.plist(5): a StartInterval fire during sleep is missed, not run on wake.
+        text = (
+            "launchd has it loaded and nothing says it failed, so the Mac was probably asleep "
+            "or off: an interval lane's fires during sleep are missed (the next one runs "
+            f"{lane.schedule.interval} s after the previous)"
+        )
+        fix = f"{cmdline('lanekit', 'kick', lane.name)}  (runs it now)"
+    else:
+        text = (
+            "launchd has it loaded and nothing says it failed, so the Mac was probably asleep "
+            "(launchd runs a calendar fire once on wake) or off (the fire is skipped)"
+        )
+        fix = f"{cmdline('lanekit', 'kick', lane.name)}  (runs it now)"
+    return text, fix
+
+
+@check(
+    "lane.cannot-start",
+    summary="the lane's last run could not start its job command: the job went back, untouched",
+    needs_lane=True,
+    needs_plist=False,
+)
+def cannot_start(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
+    """A command that cannot start is the lane's environment, not the job's fault, so the job
+    goes back without spending an attempt (lanekit.reconcile.preflight): without this finding the
+    lane
+    would spin run after run with every job at attempt 0 and nothing in failed/."""
+    lane = target.lane
+    if lane is None:
+        return
+    last: dict[str, str] | None = None
+    for event in ctx.lane_events(lane, rotated=False):
+        if event.get("event") == "done":
+            last = None
+        elif event.get("event") == "requeued" and event.get("reason") == "cannot-start":
+            last = event
+    if last is None:
+        return
+    when = last.get("ts", "?")
+    yield Problem(
+        Severity.ERROR,
+        f"lane {lane.name} could not start its job command at {when} "
+        f"({last.get('error', 'unknown error')}): the job went back to the queue untouched, "
+        "and every run will do the same until the command is fixed.",
+        f"fix `command` or `path` in [lanes.{lane.name}] of lanes.toml, then "
+        f"`{cmdline('lanekit', 'apply', lane.name)}` "
+        f"(`{cmdline('lanekit', 'try', lane.name)}` shows the failure)",
+    )
+
+
+@check(
+    "priority.background-burst",
+    summary="a Nice / low-priority / Background lane has a large backlog to drain",
+    needs_lane=True,
+)
+def background_burst(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
+    """Seed 001: Nice 10 and LowPriorityIO say "yield to everything", which is right for a
+    trickle and wrong for 57 jobs waiting after an outage."""
+    lane, job = target.lane, target.plist
+    if lane is None or job is None or not lane.queue.dir.is_dir():
+        return
+    nice = job.get("Nice")
+    settings = []
+    if isinstance(nice, int) and not isinstance(nice, bool) and nice > 0:
+        settings.append(f"Nice {nice}")
+    if job.get("LowPriorityIO") is True:
+        settings.append("LowPriorityIO")
+    if job.get("ProcessType") == "Background":
+        settings.append("ProcessType Background")
+    if not settings:
+        return
+    try:
+        queued = ctx.queue(lane).counts(now=ctx.now().timestamp()).queued
+    except LanekitError:
+        return
+    if queued < BURST_BACKLOG:
+        return
+    yield Problem(
+        Severity.WARNING,
+        f"{' and '.join(settings)} make the lane yield to everything else while {queued} jobs "
+        "wait: a burst drains slowly (and Background jobs may be deferred for hours).",
+        f"remove nice / low_priority_io / process_type from [lanes.{lane.name}] in lanes.toml "
+        "and run `lanekit apply`, or accept the slow drain",
+    )

@@ -1,0 +1,3 @@
+"""The job verbs across lanes: history (`jobs`, `job`), retry/requeue/cancel, batch enqueue,
+recover and purge.
+"""

@@ -1,0 +1,169 @@
+"""Newest-first paging of a queue's jobs (`lanekit jobs`) and one job's story (`lanekit job`):
+the page's shape and its rules, whatever backend fills it (the directory backend's is
+lanekit.queue.pages, which reads only the page's records).
+
+PageMeta follows the shape of seed 003's paging: pages are 1-based, out-of-range pages clamp to
+the last page, per_page <= 0 returns everything, and from/to are adjusted to the items actually
+read. Records that cannot be read are listed in `Page.unreadable`, never silently dropped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Protocol
+
+from lanekit.queue.records import JobState, Record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class PageMeta:
+    """What a pager needs; JSON keys are the field names, except `from_` -> "from"."""
+
+    page: int
+    """1-based; an out-of-range request is clamped to the last page (1 when empty)."""
+    per_page: int
+    """The page size used (the total when the request was <= 0: everything on one page)."""
+    total: int
+    total_pages: int
+    has_prev: bool
+    has_next: bool
+    prev_page: int
+    """0 when there is no previous page."""
+    next_page: int
+    """0 when there is no next page."""
+    from_: int
+    """1-based position of the first item shown (0 when nothing is shown)."""
+    to: int
+    """1-based position of the last item shown (0 when nothing is shown)."""
+
+    def to_json(self) -> dict[str, int | bool]:
+        """The JSON object (`from_` is spelled "from")."""
+        return {
+            "page": self.page,
+            "per_page": self.per_page,
+            "total": self.total,
+            "total_pages": self.total_pages,
+            "has_prev": self.has_prev,
+            "has_next": self.has_next,
+            "prev_page": self.prev_page,
+            "next_page": self.next_page,
+            "from": self.from_,
+            "to": self.to,
+        }
+
+
+def paginate(total: int, page: int, per_page: int) -> tuple[int, int, PageMeta]:
+    """(start, stop, meta): the slice of a newest-first list of `total` items to show."""
+    if per_page <= 0:
+        size, pages, page = total, (1 if total else 0), 1
+    else:
+        size = per_page
+        pages = -(-total // per_page)
+        page = min(max(page, 1), max(pages, 1))
+    start = min((page - 1) * size, total)
+    stop = min(start + size, total)
+    has_prev, has_next = page > 1, page < pages
+    meta = PageMeta(
+        page=page,
+        per_page=size,
+        total=total,
+        total_pages=pages,
+        has_prev=has_prev,
+        has_next=has_next,
+        prev_page=page - 1 if has_prev else 0,
+        next_page=page + 1 if has_next else 0,
+        from_=start + 1 if stop > start else 0,
+        to=stop,
+    )
+    return start, stop, meta
+
+
+def adjust_item_count(meta: PageMeta, count: int) -> PageMeta:
+    """`meta` with from/to matching the `count` items actually read (seed 003's AdjustItemCount)."""
+    if count <= 0:
+        return replace(meta, from_=0, to=0)
+    start = meta.from_ if meta.from_ > 0 else 1
+    return replace(meta, from_=start, to=start + count - 1)
+
+
+@dataclass(frozen=True, slots=True)
+class Unreadable:
+    """A job on the page whose record could not be read, and why."""
+
+    job_id: str
+    path: Path
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """One page of jobs, newest first."""
+
+    items: list[Record]
+    meta: PageMeta
+    unreadable: list[Unreadable]
+    state: JobState | None = None
+    """The state asked for (None: every state)."""
+    elsewhere: int = 0
+    """With `state`, when no job is in it: how many jobs the queue holds in other states (so
+    an empty answer can say "no failed jobs (702 in other states)"); 0 otherwise."""
+
+    def to_json(self) -> dict[str, Any]:
+        """`items`, `page` (PageMeta) and `unreadable`, for `lanekit jobs --json`."""
+        return {
+            "items": [record.to_dict() for record in self.items],
+            "page": self.meta.to_json(),
+            "unreadable": [
+                {"job_id": u.job_id, "path": str(u.path), "reason": u.reason}
+                for u in self.unreadable
+            ],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class JobView:
+    """Everything known about one job, for `lanekit job LANE ID`."""
+
+    job_id: str
+    state: JobState
+    """From the job file's directory; from the record when the file is nowhere."""
+    path: Path | None
+    """The job file (None when only the record remains)."""
+    record: Record | None
+    error: str | None
+    """The failed/<id>.error text, for failed jobs."""
+    retry_at: str | None = None
+    """For a retry waiting in delayed/, when it is due (ISO 8601 UTC); None otherwise."""
+
+
+class JobSource(Protocol):
+    """What history needs of a queue (lanekit.queue.JobQueue has it): its pages and its jobs.
+    Declared here so that history and the JobQueue protocol do not import each other."""
+
+    def page(self, page: int = 1, per_page: int = 20, state: JobState | None = None) -> Page:
+        """Page `page` of the jobs, newest first."""
+        ...
+
+    def job(self, job_id: str) -> JobView | None:
+        """Everything known about one job."""
+        ...
+
+
+def page_jobs(
+    queue: JobSource, page: int = 1, per_page: int = 20, state: JobState | None = None
+) -> Page:
+    """Page `page` of the queue's jobs (all, or those in `state`), newest first."""
+    return queue.page(page, per_page, state)
+
+
+def find_job(queue: JobSource, job_id: str) -> JobView | None:
+    """The job with this id, or None if neither its file nor its record exists.
+
+    UsageError for an id that is not a valid job id; RecordError if its record is unreadable.
+    """
+    return queue.job(job_id)

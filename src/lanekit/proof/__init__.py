@@ -1,0 +1,1 @@
+"""Showing that lanekit works here: `lanekit selftest` and `lanekit demo`."""

@@ -1,0 +1,145 @@
+"""`lanekit pause` / `lanekit resume`: lanekit's deliberate disable of a lane.
+
+The one rule for disabled lanes (README "Pausing a lane"; reconcile, kick, status and doctor
+follow it):
+
+- `pause` writes the lane's pause marker (lanekit.state.snapshot_schema.pause_marker, next to its
+  snapshot) and disables the label in launchd. launchd then refuses to load it, and a copy
+  that is still loaded may keep firing (and `launchctl kickstart` still starts it), but every
+  run finds the marker and claims nothing (`skipped reason=paused`, exit 0): a paused lane
+  runs no job, whatever launchd does. `lanekit kick` refuses a paused lane.
+- `apply` keeps a paused lane paused: it never enables it and never bootstraps it; changes to
+  its plist and snapshot are still written (a reload boots it out and leaves it unloaded).
+- `resume` removes the marker, enables the label and loads the installed plist when launchd
+  does not have it loaded.
+- A label disabled in launchd by something else (`launchctl disable`) is not paused: `apply`
+  enables it before loading it and says so (as `brew services start` does); `doctor` reports
+  it (`launchd.disabled`), and `kick` starts it if it is still loaded, as launchd would.
+
+The marker is lanekit's own state (the state dir, mode 0700), written atomically.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from lanekit.config import LaneSpec
+from lanekit.service.launchd import Launchd
+from lanekit.state.paths import Paths
+from lanekit.system.atomic import write_atomic
+from lanekit.system.quoting import cmdline
+
+
+@dataclass(frozen=True, slots=True)
+class PauseResult:
+    """One lane that `pause` or `resume` handled (or, with dry_run, would handle)."""
+
+    lane: str
+    label: str
+    paused: bool
+    """The lane's state afterwards: True once paused, False once resumed."""
+    steps: tuple[str, ...]
+    """What was (or would be) done, in words; empty when it already was in that state."""
+    loaded: bool
+    """Whether launchd has the lane loaded afterwards."""
+    dry_run: bool = False
+
+    @property
+    def changed(self) -> bool:
+        """False when the lane already was paused (or resumed)."""
+        return bool(self.steps)
+
+
+def is_paused(paths: Paths, label: str) -> bool:
+    """True while `lanekit pause` holds the lane with this label."""
+    return paths.pause_marker_for(label).exists()
+
+
+def paused_labels(paths: Paths, labels: Iterable[str]) -> frozenset[str]:
+    """The labels among `labels` that are paused."""
+    return frozenset(label for label in labels if is_paused(paths, label))
+
+
+def pause(
+    lanes: Sequence[LaneSpec],
+    paths: Paths,
+    launchd: Launchd,
+    *,
+    dry_run: bool = False,
+    now: float | None = None,
+) -> list[PauseResult]:
+    """Pause `lanes`: marker first (from then on no run claims a job), then launchd's
+    disabled override. Idempotent; a lane that is running finishes the job it has."""
+    import time
+
+    from lanekit.queue.records import iso_utc  # here: `lanekit status` asks only paused_labels
+
+    stamp = iso_utc(time.time() if now is None else now)
+    disabled = _disabled(launchd)
+    loaded = {entry.label for entry in launchd.list()}
+    results = []
+    for lane in lanes:
+        steps = []
+        marker = paths.pause_marker_for(lane.label)
+        if not marker.exists():
+            steps.append("write pause marker")
+            if not dry_run:
+                marker.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                text = f"paused at {stamp} by `{cmdline('lanekit', 'pause', lane.name)}`\n"
+                write_atomic(marker, text.encode("utf-8"))
+        if lane.label not in disabled:
+            steps.append("disable in launchd")
+            if not dry_run:
+                launchd.disable(lane.label)
+        results.append(
+            PauseResult(lane.name, lane.label, True, tuple(steps), lane.label in loaded, dry_run)
+        )
+    return results
+
+
+def resume(
+    lanes: Sequence[LaneSpec],
+    paths: Paths,
+    launchd: Launchd,
+    *,
+    dry_run: bool = False,
+) -> list[PauseResult]:
+    """Resume `lanes`: enable the label, load the installed plist if launchd does not
+    have it, then remove the marker (runs claim again from then on). Idempotent."""
+    disabled = _disabled(launchd)
+    loaded = {entry.label for entry in launchd.list()}
+    results = []
+    for lane in lanes:
+        steps = []
+        if lane.label in disabled:
+            steps.append("enable in launchd")
+            if not dry_run:
+                launchd.enable(lane.label)
+        plist = paths.plist_for(lane.label)
+        is_loaded = lane.label in loaded
+        if not is_loaded and plist.exists():
+            steps.append("bootstrap")
+            if not dry_run:
+                launchd.bootstrap(plist)
+            is_loaded = True
+        marker = paths.pause_marker_for(lane.label)
+        if marker.exists():
+            steps.append("remove pause marker")
+            if not dry_run:
+                marker.unlink(missing_ok=True)
+        results.append(
+            PauseResult(
+                lane.name,
+                lane.label,
+                False,
+                tuple(steps),
+                lane.label in loaded if dry_run else is_loaded,
+                dry_run,
+            )
+        )
+    return results
+
+
+def _disabled(launchd: Launchd) -> frozenset[str]:
+    return frozenset(label for label, off in launchd.print_disabled().items() if off)

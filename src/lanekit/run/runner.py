@@ -1,0 +1,641 @@
+"""The lane run: `lanekit run LANE --snapshot PATH` once lanekit.run.entry found work to do.
+
+lanekit.run.entry handles a run that finds nothing queued without importing this module; every
+other run, and every run that hits a problem, comes here. This module never imports
+lanekit.run.entry: the pieces both use live in lanekit.run.lanelock, lanelog, peek and runargs; how
+a
+run stops is lanekit.run.stop's, which snapshot it reads lanekit.run.which_snapshot's. One
+run: rotate the lane log, take the lane lock (held -> exit 0, `skipped reason=lane-busy`),
+check the queue, move due retries back, recover dead claims, then claim and run jobs until the
+queue is empty, `max_jobs` ran or `max_seconds` passed. Every claimed job is settled in a
+`finally`: exit 0 -> done/, otherwise back to queue/ (with backoff) or to failed/.
+
+Each job is started through its watcher (lanekit.run.watcher), a fork of this process that holds
+the claim's flock for as long as anything of the job runs, even when the runner itself is
+SIGKILLed, so recover() never hands a live job to a second runner, whatever the job does with
+its descriptors. The watcher enforces the lane's `timeout`, ends what the job left in its
+process group once the leader exited (launchd's default, AbandonProcessGroup false), keeps the
+tail of its stderr and writes how it ended next to the claim; the runner settles by that, and
+so does recover() when the runner died first: a job that finished is never run again.
+
+SIGTERM / SIGINT / SIGHUP (launchd's bootout, Ctrl-C, a closed terminal) are forwarded to the
+job's process group; after a grace shorter than the lane's ExitTimeOut the group gets SIGKILL,
+the job goes back to queue/ without spending an attempt, and the run exits 75. The exit code
+decides first: a job that exited 0 is done even if a stop arrived, and one that failed before
+the stop reached it spends its attempt like any failure.
+
+Jobs are started by their watcher with os.posix_spawnp (no subprocess import).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import signal
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from lanekit.errors import EnvironmentUnusableError, ExitCode, LanekitError, UsageError
+from lanekit.run import watcher, watcher_link
+from lanekit.run.args import USAGE, split_args
+from lanekit.run.jobenv import job_env, lane_process_env
+from lanekit.run.lanelock import LaneLock, lane_lock_path
+from lanekit.run.lanelog import LaneLog, log_finish, log_warner, rotate_if_needed
+from lanekit.run.peek import nothing_queued, purge_due, purge_stamp, utc_day
+from lanekit.run.stop import StopHandler, grace_seconds
+from lanekit.run.which_snapshot import load_spec, resolve_snapshot
+from lanekit.state.clock import epoch
+from lanekit.state.snapshot import RunSpec
+from lanekit.system.quoting import printable
+
+TYPE_CHECKING = False  # typing itself costs start-up time; mypy still reads these imports
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+    from typing import TypeAlias
+
+    from lanekit.queue import Claim, Dropped, JobQueue
+    from lanekit.run.stop import Job
+    from lanekit.run.watcher import Outcome
+
+    Launcher: TypeAlias = Callable[[Sequence[str], Mapping[str, str], Sequence[int]], Job]
+    """Starts a job command (argv, env, descriptors the job keeps); tests pass fakes. Without
+    one the runner starts each job through lanekit.run.watcher."""
+
+# --- starting jobs ------------------------------------------------------------------------
+
+
+class SpawnedJob:
+    """A job started with posix_spawn in a new process group (pgid == pid); see Job."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self._reaped = False
+
+    def wait(self) -> int:
+        """Reap the leader: its exit code, or -N when signal N killed it."""
+        _, status = os.waitpid(self.pid, 0)
+        self._reaped = True
+        return os.waitstatus_to_exitcode(status)
+
+    def leader_alive(self) -> bool:
+        """Until this process reaps the leader its pid cannot be reused, so signal 0 answers
+        exactly (a signal handler may run after waitpid returned but before `_reaped` is set;
+        the kernel already says no then). A leader that exited but is not reaped yet counts
+        as alive: that is the instant between its exit and waitpid returning."""
+        if self._reaped:
+            return False
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
+    def signal_group(self, sig: int) -> None:
+        """Signal the whole group; a group that is already gone is not an error."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, sig)
+
+    def group_alive(self) -> bool:
+        """Whether any member of the group still exists (signal 0 probes without sending)."""
+        try:
+            os.killpg(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
+
+def spawn_job(argv: Sequence[str], env: Mapping[str, str], pass_fds: Sequence[int] = ()) -> Job:
+    """Start `argv` (no shell; argv[0] looked up on PATH) in its own process group, with
+    stdin from /dev/null's place in the runner (inherited) and stdout/stderr inherited: under
+    launchd they are the lane's StandardOutPath/StandardErrorPath. The descriptors in
+    `pass_fds` stay open in the job (every other descriptor of the runner is close-on-exec)."""
+    # The descriptors are inheritable only for the duration of the spawn; the runner starts
+    # processes from its one thread, so no other spawn can pick them up in between.
+    for fd in pass_fds:
+        os.set_inheritable(fd, True)
+    try:
+        # setpgroup=0: the job leads a new process group, so a stop reaches the job and
+        # everything it started (killpg), and a Ctrl-C in the runner's terminal reaches only
+        # the runner.
+        pid = os.posix_spawnp(argv[0], list(argv), dict(env), setpgroup=0)
+    finally:
+        for fd in pass_fds:
+            os.set_inheritable(fd, False)
+    return SpawnedJob(pid)
+
+
+def job_argv(command: Sequence[str], job_file: Path) -> list[str]:
+    """The command with `{job}` replaced by the claimed file's path in every argument.
+    Nothing else is interpreted: `;`, `$(...)` and globs reach the program literally."""
+    return [part.replace("{job}", str(job_file)) for part in command]
+
+
+def _claim_env(base: Mapping[str, str], spec: RunSpec, claim: Claim) -> dict[str, str]:
+    """The claimed job's environment (lanekit.run.jobenv, the one `lanekit try --job` uses)."""
+    return job_env(
+        base, lane=spec.lane, job_id=claim.job_id, job_file=claim.path, attempt=claim.attempt
+    )
+
+
+# --- one run ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """What one run did; `exit_code` is the process's exit status."""
+
+    exit_code: int
+    reason: str
+    """Why the run ended: empty, max-jobs, max-seconds, signal, lane-busy, paused."""
+    claimed: int = 0
+    done: int = 0
+    failed: int = 0
+    requeued: int = 0
+    skipped: int = 0
+    recovered: int = 0
+    signum: int | None = None
+
+
+def run_lane(
+    spec: RunSpec,
+    *,
+    launcher: Launcher | None = None,
+    env: Mapping[str, str] | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    log_clock: Callable[[], float] = epoch,
+    handle_signals: bool = True,
+) -> RunResult:
+    """Drain the lane's queue once. Raises LanekitError when the queue cannot be used (before
+    anything moved) or the job command cannot be started (its claim restored first).
+
+    Each job's environment is the one launchd gives the lane's process (lanekit.run.jobenv): this
+    process's own when launchd started it, else launchd's built from the snapshot's
+    `environment`, so a run by hand (`lanekit run LANE`) runs jobs exactly as launchd would,
+    never with the terminal's PATH. `env` replaces it (a seam for tests, like `launcher` and
+    the clocks); `handle_signals=False` leaves the process's signal handlers alone (for
+    callers outside the main thread)."""
+    if env is None:
+        env = lane_process_env(os.environ, spec.label, spec.environment)
+    log_failed = log_warner(spec.log_path)
+    try:
+        for path in (spec.log_path, spec.stdout_path, spec.stderr_path):
+            # launchd reopens StandardOutPath/StandardErrorPath at each spawn: a rename now
+            # moves this run's output aside with the rest, and the next run starts a new file.
+            if path is not None:
+                rotate_if_needed(path, spec.log_max_bytes, spec.log_keep)
+    except OSError as exc:
+        log_failed(exc)
+    log = LaneLog(spec.log_path, spec.lane, clock=log_clock, on_error=log_failed)
+    lock = LaneLock(lane_lock_path(spec.queue_dir, spec.lane))
+    try:
+        acquired = lock.acquire()
+    except OSError:
+        open_queue(spec).check()  # names the missing or unusable directory (exit 69)
+        raise EnvironmentUnusableError(
+            f"lane {spec.lane}: cannot open the lane lock {lock.path}",
+            f"check that {lock.path.parent} exists and is writable (`lanekit doctor`)",
+        ) from None
+    if not acquired:
+        log.event("skipped", reason="lane-busy")
+        return RunResult(exit_code=ExitCode.OK, reason="lane-busy", skipped=1)
+    try:
+        run = _LaneRun(
+            spec=spec,
+            log=log,
+            stop=StopHandler(grace_seconds(spec.exit_timeout), clock),
+            launcher=launcher,
+            env=env,
+            clock=clock,
+        )
+        if handle_signals:
+            with run.stop:
+                return run.drain()
+        return run.drain()
+    finally:
+        lock.release()
+
+
+def open_queue(spec: RunSpec) -> JobQueue:
+    """The lane's queue. Imported here, not at the top: a run that finds nothing queued never
+    loads the queue machinery (start-up on an empty queue is a benchmark figure)."""
+    from lanekit.queue import Queue
+
+    return Queue(spec.queue_dir, durable=spec.durable, max_job_bytes=spec.max_job_bytes)
+
+
+_COPIES_POLL = 0.5
+"""Seconds between looks for a job's copies once its watcher died. Each look reads every
+process's environment: 4.5 ms over 76 processes here, so ~60 us a process; a Mac with
+hundreds (one sysctl each, not measured there) would spend a share of a core looking more
+often."""
+
+
+class _LaneRun:
+    """The state of one run between taking the lane lock and releasing it."""
+
+    def __init__(
+        self,
+        *,
+        spec: RunSpec,
+        log: LaneLog,
+        stop: StopHandler,
+        launcher: Launcher | None,
+        env: Mapping[str, str],
+        clock: Callable[[], float],
+    ) -> None:
+        self.spec = spec
+        self.log = log
+        self.stop = stop
+        self.launcher = launcher
+        self.env = env
+        self.clock = clock
+        self.claimed = self.done = self.failed = self.requeued = 0
+        self.skipped = self.recovered = 0
+
+    def drain(self) -> RunResult:
+        """Recover, then claim and run jobs until empty, max_jobs, max_seconds or a signal."""
+        started = self.clock()
+        self.log.event("start", pid=os.getpid())
+        reason = "empty"
+        if not nothing_queued(self.spec.queue_dir):
+            reason = self._work(started)
+        if not self.stop.stopping():
+            self._purge_daily()
+        if self.stop.stopping():
+            reason = "signal"
+            code = ExitCode.INTERRUPTED
+        elif self.failed or self.requeued:
+            code = ExitCode.FAILURE
+        else:
+            code = ExitCode.OK
+        result = RunResult(
+            exit_code=code,
+            reason=reason,
+            claimed=self.claimed,
+            done=self.done,
+            failed=self.failed,
+            requeued=self.requeued,
+            skipped=self.skipped,
+            recovered=self.recovered,
+            signum=self.stop.signum,
+        )
+        log_finish(
+            self.log,
+            reason=reason,
+            code=int(code),
+            duration=self.clock() - started,
+            claimed=self.claimed,
+            done=self.done,
+            failed=self.failed,
+            requeued=self.requeued,
+            skipped=self.skipped,
+            recovered=self.recovered,
+        )
+        return result
+
+    def _work(self, started: float) -> str:
+        """Check the queue, recover dead claims, then claim and run; why the loop ended."""
+        spec, log = self.spec, self.log
+        queue = open_queue(spec)
+        queue.check()
+        for item in queue.recover(stale_after=spec.stale_after, max_attempts=spec.max_attempts):
+            self.recovered += 1
+            log.event(
+                "recovered",
+                job=item.job_id,
+                reason=str(item.reason),
+                to=str(item.state),
+                owner=item.owner or None,
+                attempts=item.attempts,
+                exit=item.exit,
+            )
+        claimer = queue.claimer(lane=spec.lane, on_drop=self._dropped)
+        deadline = None if spec.max_seconds is None else started + spec.max_seconds
+        ran = 0
+        try:
+            while not self.stop.stopping():
+                if ran >= spec.max_jobs:
+                    return "max-jobs"
+                if deadline is not None and self.clock() >= deadline:
+                    return "max-seconds"
+                claim = claimer.claim()
+                if claim is None:
+                    break
+                self.claimed += 1
+                ran += 1
+                self._run_one(queue, claim)
+        finally:
+            watcher_link.stop_watching()  # the run's watcher, idle once its last job is settled
+        return "empty"
+
+    def _purge_daily(self) -> None:
+        """Purge the queue once per UTC day (the run that creates the day's stamp does it).
+        Retention never fails a run: a problem is logged and the next day tries again."""
+        spec = self.spec
+        queue_dir = str(spec.queue_dir)
+        now = epoch()
+        if not purge_due(queue_dir, now, spec.keep_done):
+            return
+        from lanekit.system.atomic import write_atomic  # once a day: off the fast path
+
+        stamp = purge_stamp(queue_dir, utc_day(now))
+        try:
+            # replace=False: the one run whose rename creates the stamp claims the purge.
+            write_atomic(Path(stamp), b"", durable=False, replace=False)
+        except FileExistsError:
+            return  # another run of a lane on this queue claimed today's purge
+        except OSError as exc:
+            self.log.event("error", action="purge", error=str(exc))
+            return
+        try:
+            done = open_queue(spec).purge(
+                keep_done=spec.keep_done, keep_failed=spec.keep_failed, now=now
+            )
+        except (LanekitError, OSError) as exc:
+            message = exc.message if isinstance(exc, LanekitError) else str(exc)
+            self.log.event("error", action="purge", error=message)
+            return
+        self.log.event(
+            "purged",
+            done=len(done.done),
+            failed=len(done.failed),
+            guard_expired=len(done.guard_expired),
+        )
+        for old in Path(stamp).parent.glob(".purged-*"):
+            if str(old) != stamp:
+                old.unlink(missing_ok=True)
+
+    def _dropped(self, item: Dropped) -> None:
+        """A claimed file that cannot run; the claimer already moved it to done/ or failed/."""
+        self.claimed += 1
+        if item.reason == "already-succeeded":
+            self.skipped += 1
+            self.log.event("skipped", job=item.job_id, reason=str(item.reason))
+        else:
+            self.failed += 1
+            self.log.event("failed", job=item.job_id, reason=str(item.reason), error=item.detail)
+
+    def _give_back(self, queue: JobQueue, claim: Claim, error: str = "") -> None:
+        """Back to queue/ at once, spending no attempt: the job did not fail. `error` goes
+        into the job's record, so `lanekit job` says why it is queued again."""
+        from lanekit.queue import Verdict
+
+        queue.settle(claim, Verdict.stopped(error))
+        self.requeued += 1
+
+    def _settle(  # noqa: PLR0917 - private; the one caller passes what it just learned
+        self,
+        queue: JobQueue,
+        claim: Claim,
+        code: int,
+        stopped: bool,
+        began: float,
+        outcome: Outcome | None = None,
+    ) -> None:
+        """Settle a job that ran: cancelled while running (`lanekit cancel --stop`) -> failed/
+        with reason `cancelled`, whatever it exited with; else by its exit code: 0 -> done/;
+        stopped by a signal -> back to queue/ unspent; any other failure -> retry with backoff
+        or failed/. The watcher's `outcome` words the failure (timeout, stderr tail)."""
+        from lanekit.queue import RecordNotWrittenError, Verdict
+        from lanekit.queue.records import JobState
+
+        log = self.log
+        duration = f"{self.clock() - began:.3f}"
+        cancelled = outcome is not None and outcome.cancelled
+        if code == 0 and not cancelled:
+            error = ""
+        elif outcome is not None:
+            from lanekit.run.watcher import describe
+
+            error = describe(outcome)
+        else:
+            error = f"exit {code}" if code > 0 else f"killed by signal {-code}"
+        why = "timeout" if outcome is not None and outcome.timed_out else None
+        try:
+            if cancelled:
+                queue.settle(claim, Verdict.gave_up(error))
+                self.failed += 1
+                log.event(
+                    "failed",
+                    job=claim.job_id,
+                    exit=code,
+                    duration=duration,
+                    reason="cancelled",
+                    error=error.partition("\n")[0],
+                )
+            elif code == 0:
+                queue.settle(claim, Verdict.succeeded())
+                self.done += 1
+                log.event("done", job=claim.job_id, exit=0, duration=duration)
+            elif stopped:
+                self._give_back(queue, claim)
+                log.event(
+                    "requeued", job=claim.job_id, reason="signal", exit=code, duration=duration
+                )
+            else:
+                verdict = Verdict.failed(error, self.spec.max_attempts)
+                settled = queue.settle(claim, verdict)
+                first_line = error.partition("\n")[0]
+                if settled.state is JobState.FAILED:
+                    self.failed += 1
+                    log.event(
+                        "failed",
+                        job=claim.job_id,
+                        exit=code,
+                        duration=duration,
+                        reason=why,
+                        error=first_line,
+                    )
+                else:
+                    self.requeued += 1
+                    log.event(
+                        "requeued",
+                        job=claim.job_id,
+                        exit=code,
+                        duration=duration,
+                        reason=why,
+                        error=first_line,
+                    )
+        except RecordNotWrittenError as exc:
+            # The job was moved to done/ or failed/ all the same and its claim is settled; only
+            # its final record is missing. Say where it went, then stop the run (exit 69): the
+            # queue's filesystem is failing.
+            if exc.state == JobState.FAILED:
+                self.failed += 1
+                log.event(
+                    "failed",
+                    job=claim.job_id,
+                    exit=code,
+                    duration=duration,
+                    error=error,
+                    record="unwritten",
+                )
+            else:
+                self.done += 1
+                log.event(
+                    "done", job=claim.job_id, exit=code, duration=duration, record="unwritten"
+                )
+            raise
+
+    def _outlive_watcher(self, queue: JobQueue, claim: Claim, began: float) -> None:
+        """The job's watcher died before recording the job's end: a crash of lanekit's (it
+        was killed alone), not the job's doing. The job may still run, and this runner still
+        holds its claim's lock: wait until no copy of the job runs (stopped at the lane's
+        timeout or on a stop, as its watcher would have), then give it back without spending
+        an attempt. Its exit status died with the watcher, so it runs again (at least once),
+        never while a copy of it still runs."""
+        spec, stop = self.spec, self.stop
+        term_at: float | None = None
+        while copies := watcher.job_copies(str(claim.path)):
+            now = self.clock()
+            expired = spec.timeout is not None and now - began >= spec.timeout
+            if term_at is None and (stop.stopping() or expired):
+                term_at = now
+                copies.signal(signal.SIGTERM)
+            elif term_at is not None and now - term_at >= min(spec.kill_grace, stop.grace):
+                copies.signal(signal.SIGKILL)
+            time.sleep(_COPIES_POLL)
+        # The dead watcher's note (the file a watcher turns into the status): gone before this
+        # claim name can be used again, by this process, for the job's next attempt.
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(watcher.started_path(claim.file))  # noqa: PTH108 - a str path
+        message = "its watcher died before the job's end was recorded: run again, not counted"
+        self._give_back(queue, claim, message)
+        self.log.event("requeued", job=claim.job_id, reason="watcher-died")
+
+    def _run_one(self, queue: JobQueue, claim: Claim) -> None:
+        """Run one claimed job and settle it, whatever happens (the `finally` below)."""
+        spec, log, stop = self.spec, self.log, self.stop
+        log.event("claimed", job=claim.job_id, attempt=claim.attempt)
+        status, tmp_dir = queue.watch_files(claim)
+        try:
+            if stop.stopping():
+                # The stop arrived while this job was being claimed: do not start it.
+                self._give_back(queue, claim)
+                log.event("requeued", job=claim.job_id, reason="signal")
+                return
+            began = self.clock()
+            try:
+                if self.launcher is not None:
+                    job: Job = self.launcher(
+                        job_argv(spec.command, claim.path),
+                        _claim_env(self.env, spec, claim),
+                        (claim.lock_fd,),
+                    )
+                else:
+                    # A status left by an earlier attempt under this very claim name (same
+                    # process) must not be read as this attempt's.
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(status)  # noqa: PTH108 - a str path on the claim path
+                    job = watcher_link.start(
+                        job_argv(spec.command, claim.path),
+                        _claim_env(self.env, spec, claim),
+                        lock_fd=claim.lock_fd,
+                        status=status,
+                        tmp_dir=tmp_dir,
+                        timeout=spec.timeout,
+                        kill_grace=spec.kill_grace,
+                        stop_grace=stop.grace,
+                    )
+            except watcher_link.WatcherGoneError:
+                # The watcher died with the request in hand: it may have started the job.
+                self._outlive_watcher(queue, claim, began)
+                return
+            except OSError as exc:
+                # The command itself is missing or not executable: every job would fail the
+                # same way, so this is the lane's environment, not the job's fault.
+                message = f"cannot start {spec.command[0]!r}: {exc.strerror or exc}"
+                self._give_back(queue, claim, message)
+                # EPERM (not EACCES) is what macOS privacy protection (TCC) answers a launchd
+                # job: logged apart so doctor and watch can point at Full Disk Access.
+                denied = exc.errno == errno.EPERM
+                reason = "not-permitted" if denied else "cannot-start"
+                log.event("requeued", job=claim.job_id, reason=reason, error=message)
+                raise EnvironmentUnusableError(
+                    f"lane {spec.lane}: {message}",
+                    "macOS privacy protection refused it: move it out of ~/Documents, "
+                    "~/Desktop or ~/Downloads, or give it Full Disk Access (`lanekit doctor`)"
+                    if denied
+                    else "check the lane's command and PATH in lanes.toml (`lanekit doctor`)",
+                ) from None
+            stop.started(job)
+            try:
+                code = job.wait()
+            finally:
+                stop.finished()
+                stop.end_group(job)
+            outcome = job.outcome() if isinstance(job, watcher_link.WatchedJob) else None
+            if outcome is None and isinstance(job, watcher_link.WatchedJob):
+                self._outlive_watcher(queue, claim, began)
+                return
+            # The watcher knows whether the stop reached the job before it ended on its own.
+            stopped = stop.stopped(job, code) and (outcome is None or outcome.stopped)
+            self._settle(queue, claim, code, stopped, began, outcome)
+        finally:
+            if claim.held:
+                # Something unexpected (a bug, a settle that raised): never strand the claim.
+                self._give_back(queue, claim)
+                log.event("requeued", job=claim.job_id, reason="runner-error")
+            if self.launcher is None:
+                # Settled: the status and any cancel request have done their work (leftovers
+                # are swept by recover).
+                for done_with in (status, watcher.cancel_path(claim.file)):
+                    with contextlib.suppress(OSError):
+                        os.unlink(done_with)  # noqa: PTH108 - a str path on the claim path
+
+
+# --- command line -------------------------------------------------------------------------
+
+
+def parse_args(argv: Sequence[str]) -> tuple[str, Path | None]:
+    """`LANE [--snapshot PATH]` -> (lane, snapshot). Anything else is a UsageError."""
+    parsed = split_args(argv)
+    if parsed is None:
+        raise UsageError(USAGE)
+    lane, snapshot = parsed
+    return lane, None if snapshot is None else Path(snapshot)
+
+
+def paused_run(spec: RunSpec, snapshot: Path) -> RunResult | None:
+    """The whole run of a paused lane (lanekit.reconcile.pause): log `skipped reason=paused`, claim
+    nothing, exit 0. None when the lane is not paused."""
+    from lanekit.state.snapshot_schema import pause_marker
+
+    if not pause_marker(snapshot).exists():
+        return None
+    log = LaneLog(spec.log_path, spec.lane, on_error=log_warner(spec.log_path))
+    log.event("skipped", reason="paused")
+    return RunResult(exit_code=ExitCode.OK, reason="paused", skipped=1)
+
+
+def main(argv: Sequence[str]) -> int:
+    """`lanekit run LANE [--snapshot PATH]` without typer. LanekitError is caught here, once:
+    one `error:` line and a hint on stderr, and an `error` event in the lane log."""
+    spec: RunSpec | None = None
+    try:
+        lane, given = parse_args(argv)
+        snapshot = resolve_snapshot(lane, given)
+        spec = load_spec(lane, snapshot)
+        paused = paused_run(spec, snapshot)
+        return int((paused or run_lane(spec)).exit_code)
+    except LanekitError as exc:
+        sys.stderr.write(f"error: {printable(exc.message)}\n")
+        if exc.hint:
+            sys.stderr.write(f"hint: {printable(exc.hint)}\n")
+        if spec is not None:
+            log_error(spec, exc)
+        return int(exc.exit_code)
+
+
+def log_error(spec: RunSpec, exc: LanekitError) -> None:
+    """Record a run that could not start in the lane log, so doctor can explain the silence.
+    Best effort: the log may be the very thing that is broken (stderr already has it)."""
+    log = LaneLog(spec.log_path, spec.lane, on_error=lambda _exc: None)
+    log.event("error", exit=int(exc.exit_code), error=exc.message)

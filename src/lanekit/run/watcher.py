@@ -1,0 +1,731 @@
+"""The job watcher: a fork of the runner that starts each job of the run, sees it end, and
+says how, one job at a time.
+
+The runner forks one watcher per run, at its first job (lanekit.run.watcher_link), and hands it
+each job
+over a socket. The watcher, not the job, holds the claim's flock: the runner passes it the
+claim's descriptor with the job (SCM_RIGHTS: one open file description, so both hold the one
+lock), and the job never gets it, so nothing the job does with its descriptors can drop the
+claim, and a daemon the job leaves behind cannot keep it. The watcher leads a session of its
+own, apart from the runner's process group and the job's, so a SIGKILL of the runner (or
+launchd's kill of the runner's group) leaves it running; it outlives every process of the job's
+group.
+
+It starts the job in a new process group with stderr through a pipe (copied on to the runner's
+stderr as it comes, the last lines kept), enforces the lane's `timeout` (SIGTERM to the job's
+group, SIGKILL `kill_grace` later), forwards a stop from the runner (SIGTERM / SIGINT / SIGHUP;
+SIGUSR1 means SIGKILL now), stops the job the same way as a timeout when `lanekit cancel --stop`
+leaves a cancel request next to the claim (claimed/.<claim name>.cancel, looked for every
+CANCEL_POLL seconds: no pid has to be found or trusted, and a request made before the job
+started is seen at its start), ends what the job left in its group once the leader exited, then
+writes the job's outcome atomically next to the claim (claimed/.<claim name>.status) and only
+then closes the claim's descriptor, dropping the lock, and then the job's report pipe. The same
+outcome also goes to the runner through that pipe, so a live runner knows how its job ended even
+when the status file cannot be written (a full disk).
+
+So a claim whose lock is free either has a status (the job ended: recovery settles it by that
+status and never runs it again) or has none (the job did not finish: it runs again, which is the
+at-least-once half of design.md section 8). While the lock is held, the job or what it left may
+still run, and nobody else starts the job. A watcher killed too (one `pkill -9 -f 'lanekit
+run'` kills runner and watcher) leaves a job that holds nothing: its copies are then found by
+the process group the watcher noted when it started the job (claimed/.<claim name>.started,
+the file that becomes the status) and by the claim their environment names (job_copies), and
+the claim stays until none is left. Between jobs the watcher holds no claim; it exits at
+the end of the run, or, when the runner died, once the job it watches has ended.
+
+Processes start here and in the three seams design.md names; tests/test_process_seams.py lists
+this module deliberately.
+"""
+
+# ruff: noqa: PTH104, PTH108
+# (str paths and os.* on purpose: the claim path, see lanekit.queue)
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import select
+import signal
+import sys
+import time
+from dataclasses import dataclass
+
+from lanekit.run.stop import LEFTOVER_GRACE, STOP_SIGNALS
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import socket
+    from collections.abc import Mapping, Sequence
+    from types import FrameType
+    from typing import Any
+
+STATUS_VERSION = 1
+"""Version history: 1 - first version (v, exit, stopped, timed_out, duration, stderr, limit);
+`cancelled` added later within 1 (absent: false, so an older watcher's status still reads)."""
+TAIL_BYTES = 4096
+TAIL_LINES = 20
+"""The stderr tail kept for the record and the .error: at most 20 lines and 4 KiB."""
+CANCEL_POLL = 0.25
+"""Seconds between the watcher's looks for a cancel request (one stat each)."""
+CANCELLED = "cancelled"
+"""The reason a job stopped by `lanekit cancel --stop` is failed with (as lanekit.queue's)."""
+KILL_NOW = signal.SIGUSR1
+"""What the runner sends the watcher for "SIGKILL the job's group now" (a SIGKILL to the
+watcher itself would orphan the job with its claim unlocked)."""
+
+
+def status_path(claim_file: str) -> str:
+    """claimed/.<claim name>.status for claimed/<claim name>: next to the claim, hidden from
+    every listing of jobs (and from the empty-queue fast path's look at claimed/)."""
+    head, _, name = claim_file.rpartition("/")
+    return f"{head}/.{name[:-5]}.status"
+
+
+def cancel_path(claim_file: str) -> str:
+    """claimed/.<claim name>.cancel: the request `lanekit cancel --stop` leaves for the watcher
+    of claimed/<claim name> (hidden like the status)."""
+    head, _, name = claim_file.rpartition("/")
+    return f"{head}/.{name[:-5]}.cancel"
+
+
+def started_path(claim_file: str) -> str:
+    """claimed/.<claim name>.started: the note the watcher writes when it starts the job (its
+    process group), which becomes the status when the job ends (hidden like the status)."""
+    head, _, name = claim_file.rpartition("/")
+    return f"{head}/.{name[:-5]}.started"
+
+
+def _cancel_of(status: str) -> str:
+    return status[: -len(".status")] + ".cancel"
+
+
+def _started_of(status: str) -> str:
+    return status[: -len(".status")] + ".started"
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """How a job ended, as its watcher recorded it."""
+
+    exit: int
+    """The leader's exit code, or -N when signal N killed it."""
+    stopped: bool = False
+    """A stop from the runner reached the leader while it was alive."""
+    timed_out: bool = False
+    """The lane's timeout ended it."""
+    duration: float = 0.0
+    stderr: str = ""
+    """The last lines of its stderr (TAIL_LINES / TAIL_BYTES at most)."""
+    limit: float | None = None
+    """The lane's timeout the job ran under (None: no limit)."""
+    cancelled: bool = False
+    """A cancel request (`lanekit cancel --stop`) reached the leader while it was alive."""
+
+    def to_bytes(self) -> bytes:
+        """One line of JSON (the status file)."""
+        import json
+
+        return (
+            json.dumps(
+                {
+                    "v": STATUS_VERSION,
+                    "exit": self.exit,
+                    "stopped": self.stopped,
+                    "timed_out": self.timed_out,
+                    "duration": round(self.duration, 3),
+                    "stderr": self.stderr,
+                    "limit": self.limit,
+                    "cancelled": self.cancelled,
+                }
+            ).encode("utf-8")
+            + b"\n"
+        )
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> Outcome | None:
+        """The outcome in a status file, or None when it is not one this lanekit wrote (a
+        torn or foreign file is no evidence: the job is then treated as not finished)."""
+        from lanekit.system.strictjson import strict_loads
+
+        try:
+            value = strict_loads(data)
+        except ValueError:
+            return None
+        if not isinstance(value, dict) or value.get("v") != STATUS_VERSION:
+            return None
+        code, stderr = value.get("exit"), value.get("stderr", "")
+        duration, limit = value.get("duration", 0.0), value.get("limit")
+        flags = (
+            value.get("stopped", False),
+            value.get("timed_out", False),
+            value.get("cancelled", False),
+        )
+        if type(code) is not int or not isinstance(stderr, str):
+            return None
+        if not all(isinstance(flag, bool) for flag in flags):
+            return None
+        for number in (duration, limit):
+            if number is not None and (
+                not isinstance(number, int | float) or isinstance(number, bool)
+            ):
+                return None
+        return cls(
+            code,
+            flags[0],
+            flags[1],
+            float(duration or 0.0),
+            stderr,
+            None if limit is None else float(limit),
+            flags[2],
+        )
+
+
+def read_outcome(path: str) -> Outcome | None:
+    """The status file at `path`, or None when there is none (or it is not a status)."""
+    from lanekit.system.fsops import NotRegularFileError, open_regular
+
+    try:
+        fd = open_regular(path)
+    except (FileNotFoundError, NotRegularFileError):
+        return None
+    try:
+        data = os.read(fd, 1 << 16)
+    finally:
+        os.close(fd)
+    return Outcome.from_bytes(data)
+
+
+def describe(outcome: Outcome) -> str:
+    """The failure's reason for the record and the .error: `exit 3`, `killed by signal 9`,
+    `timed out after 30m`, `cancelled`, with the stderr tail on the lines after it."""
+    from lanekit.schedule import format_duration
+
+    if outcome.cancelled:
+        head = CANCELLED
+    elif outcome.timed_out and outcome.limit is not None:
+        head = f"timed out after {format_duration(outcome.limit)}"
+    elif outcome.exit >= 0:
+        head = f"exit {outcome.exit}"
+    else:
+        head = f"killed by signal {-outcome.exit}"
+    return head if not outcome.stderr else f"{head}\n{outcome.stderr.rstrip(chr(10))}"
+
+
+def tail(data: bytes) -> str:
+    """The last TAIL_LINES lines of `data`, at most TAIL_BYTES, as text."""
+    data = data[-TAIL_BYTES:]
+    lines = data.rstrip(b"\n").split(b"\n")[-TAIL_LINES:]
+    return b"\n".join(lines).decode("utf-8", "replace")
+
+
+# --- a job's copies ----------------------------------------------------------------------
+
+COPIES_KEEP_CLAIM = True
+"""Whether a live copy of a job keeps its claim. The chaos run's control (scripts/chaos.py
+--unprotected) switches it off to show the overlaps it prevents; nothing else changes it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Copies:
+    """The processes still running a claim's job once its watcher is gone."""
+
+    group: int | None
+    """The job's process group (its leader's pid, from the watcher's .started note) while a
+    member of it runs (zombies aside): the leader and what it started within the group."""
+    pids: tuple[int, ...]
+    """This user's processes whose environment names the claim (jobenv.JOB_FILE): what left
+    the group (setsid, a daemon) too."""
+
+    def __bool__(self) -> bool:
+        return self.group is not None or bool(self.pids)
+
+    def signal(self, sig: int) -> None:
+        """Send `sig` to every copy (gone ones are passed over)."""
+        if self.group is not None:
+            _kill_group(self.group, sig)
+        for pid in self.pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+
+
+def job_copies(claim_file: str) -> Copies:
+    """What still runs the job of the claim at `claim_file`. A job runs in a process group and
+    session of its own and never holds the claim's lock, so once its runner and watcher are
+    both dead (one `pkill -9 -f 'lanekit run'` kills both) this is how its copies are found:
+    by the process group its watcher noted when it started it, and by the claim its
+    environment names, which survives setsid, closed descriptors and a forked daemon. What
+    neither finds: a process that left the group and exec'd with a new environment, or, on
+    macOS, left the group running one of Apple's restricted binaries (/bin/sh, /bin/sleep...),
+    whose environment the kernel withholds from other processes (README, "What is promised").
+    Reads every process's environment (psutil): a few ms, on rare paths only."""
+    if not COPIES_KEEP_CLAIM:
+        return Copies(None, ())
+    from lanekit.run.jobenv import JOB_FILE
+    from lanekit.system.procinfo import job_processes
+
+    noted = _noted_group(started_path(claim_file))
+    members, carriers = job_processes(JOB_FILE, claim_file, noted)
+    return Copies(noted if members else None, tuple(carriers))
+
+
+def _noted_group(path: str) -> int | None:
+    """The process group in a .started note while the group exists (perhaps only as
+    zombies: job_processes looks at its members), else None."""
+    from lanekit.system.fsops import NotRegularFileError, open_regular
+
+    try:
+        fd = open_regular(path)
+    except (FileNotFoundError, NotRegularFileError, PermissionError):
+        return None
+    try:
+        data = os.read(fd, 64)
+    finally:
+        os.close(fd)
+    if not data.startswith(_NOTE) or not data.endswith(b"\n"):
+        return None  # a status by now, or torn: no group to wait for
+    digits = data[len(_NOTE) : -1]
+    if not digits.isdigit() or int(digits) <= 1:
+        return None
+    return int(digits) if _group_alive(int(digits)) else None
+
+
+_NOTE = b"started pgid="
+"""The .started note's one line: `started pgid=<the job's pid>`."""
+
+
+# --- the watcher's side -------------------------------------------------------------------
+
+
+class _Watch:
+    """The watcher's state while its job runs (signal handlers set flags; the loop acts)."""
+
+    def __init__(self, job: int, stop_grace: float) -> None:
+        self.job = job
+        self.stop_grace = stop_grace
+        self.leader_code: int | None = None
+        self.stop_at: float | None = None
+        self.stopped = False
+        self.kill_now = False
+        self.wake = -1
+        """The read end of the signal wake-up pipe (set_wakeup_fd)."""
+
+    def on_stop(self, signum: int, frame: FrameType | None) -> None:
+        if self.leader_code is None:
+            self.stopped = True
+        if self.stop_at is None:
+            self.stop_at = time.monotonic()
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.job, signum)
+
+    def on_kill(self, signum: int, frame: FrameType | None) -> None:
+        self.kill_now = True
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _kill_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+class _Current:
+    """The watcher's job of the moment, which the signal handlers act on (none between jobs:
+    a stop that arrives then is a late one for the job before, and is dropped)."""
+
+    def __init__(self) -> None:
+        self.watch: _Watch | None = None
+        self.wake = -1
+        """The read end of the signal wake-up pipe (set_wakeup_fd)."""
+
+    def on_stop(self, signum: int, frame: FrameType | None) -> None:
+        if self.watch is not None:
+            self.watch.on_stop(signum, frame)
+
+    def on_kill(self, signum: int, frame: FrameType | None) -> None:
+        if self.watch is not None:
+            self.watch.on_kill(signum, frame)
+
+
+def find_program(name: str, env: Mapping[str, str]) -> str:
+    """The file a job's argv[0] names, looked up as execvp(3) does but on the PATH the job is
+    given (its lane's), not on this process's own, which posix_spawnp would search: a run
+    started by hand has the terminal's. A name with a slash is used as it is. OSError
+    (ENOENT, or EACCES when only a file we may not execute was found) when there is none."""
+    if "/" in name:
+        return name
+    denied = False
+    for directory in env.get("PATH", os.defpath).split(os.pathsep):
+        candidate = f"{directory or '.'}/{name}"
+        if os.path.isfile(candidate):  # noqa: PTH113 - no pathlib on the job path
+            if os.access(candidate, os.X_OK):
+                return candidate
+            denied = True
+    code = errno.EACCES if denied else errno.ENOENT
+    raise OSError(code, os.strerror(code), name)
+
+
+def _become_watcher(keep: Sequence[int]) -> _Current:
+    """What a watcher does once, before any job: its own session, every descriptor but
+    stdin/stdout/stderr and `keep` closed, its signal handlers in place, stops unblocked."""
+    os.setsid()  # out of the runner's process group and session: its death is not ours
+    # The lane lock above all: a watcher outliving its runner must not keep the lane busy.
+    low = 3
+    for fd in sorted(set(keep)):
+        os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, 1 << 16)
+    wake_r, wake_w = os.pipe()
+    for fd in (wake_r, wake_w):
+        os.set_blocking(fd, False)
+    current = _Current()
+    current.wake = wake_r
+    signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, current.on_stop)
+    signal.signal(KILL_NOW, current.on_kill)
+    signal.signal(signal.SIGCHLD, lambda _s, _f: None)  # only to wake the select below
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, (*STOP_SIGNALS, KILL_NOW))
+    return current
+
+
+def serve(sock: socket.socket) -> int:
+    """The run watcher's life (lanekit.run.watcher_link forks it): each request the runner sends,
+    watched to its end; 0 at the socket's EOF (the run is over, or the runner died)."""
+    current = _become_watcher([sock.fileno()])
+    while (got := _receive(sock)) is not None:
+        request, fds = got
+        if len(fds) != 2:  # not the runner's request: what came is closed, nothing runs
+            for fd in fds:
+                os.close(fd)
+            return 70
+        lock_fd, report = fds
+        try:
+            _watch(
+                request["argv"],
+                request["env"],
+                lock_fd=lock_fd,
+                report=report,
+                status=request["status"],
+                tmp_dir=request["tmp_dir"],
+                timeout=request["timeout"],
+                kill_grace=request["kill_grace"],
+                stop_grace=request["stop_grace"],
+                current=current,
+            )
+        finally:
+            current.watch = None
+            os.close(lock_fd)  # the lock drops once the status is written (in _follow)
+            os.close(report)  # then the runner's wait() sees EOF
+    return 0
+
+
+def _receive(sock: socket.socket) -> tuple[dict[str, Any], list[int]] | None:
+    """The next request and the descriptors sent with it; None at EOF or a request cut
+    short (a runner that died sending it: the descriptors are closed, nothing runs)."""
+    import json
+    import socket
+
+    head, fds, _flags, _addr = socket.recv_fds(sock, 4, 2)
+    for fd in fds:
+        os.set_inheritable(fd, False)  # never passed on to a job (recv_fds leaves them so)
+    body = bytearray()
+    while len(head) < 4 and (more := sock.recv(4 - len(head))):
+        head += more
+    need = int.from_bytes(head, "big") if len(head) == 4 else -1
+    while 0 <= len(body) < need and (more := sock.recv(need - len(body))):
+        body += more
+    if need < 0 or len(body) != need:
+        for fd in fds:
+            os.close(fd)
+        return None
+    value = json.loads(body)  # ASCII: json.dumps escapes every other character
+    return value, fds
+
+
+def _watch(
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    *,
+    lock_fd: int,
+    report: int,
+    status: str,
+    tmp_dir: str,
+    timeout: float | None,
+    kill_grace: float,
+    stop_grace: float,
+    current: _Current | None = None,
+) -> int:
+    """Watch one job to its end. `current`: the run watcher's state (serve); None for a
+    process that watches this one job only, which becomes a watcher first."""
+    if current is None:
+        current = _become_watcher([lock_fd, report])
+    watch = _Watch(0, stop_grace)
+    watch.wake = current.wake
+    with contextlib.suppress(BlockingIOError):
+        while os.read(current.wake, 512):  # wake-ups left from between jobs
+            pass
+    err_r, err_w = os.pipe()
+    began = time.monotonic()
+    try:
+        job = os.posix_spawn(
+            find_program(argv[0], env),
+            list(argv),
+            dict(env),
+            setpgroup=0,
+            setsigmask=(),  # the job starts with no signal blocked, whatever ours is now
+            file_actions=[(os.POSIX_SPAWN_DUP2, err_w, 2), (os.POSIX_SPAWN_CLOSE, err_r)],
+        )
+    except OSError as exc:
+        os.close(err_r)
+        os.close(err_w)
+        with contextlib.suppress(OSError):  # a runner that died meanwhile reads nothing
+            os.write(report, b"E%d" % (exc.errno or errno.ENOEXEC))
+        return 0
+    watch.job = job
+    current.watch = watch  # before the start report: the runner's stops come after it
+    try:
+        _follow(watch, err_r, err_w, report, status, tmp_dir, timeout, kill_grace, began)
+    except BaseException:
+        # Never leave the job running without the lock this process is about to drop.
+        _kill_group(job, signal.SIGKILL)
+        raise
+    finally:
+        current.watch = None
+        os.close(err_r)
+    return 0
+
+
+def _follow(  # noqa: PLR0917 - private, called once by _watch with its own values
+    watch: _Watch,
+    err_r: int,
+    err_w: int,
+    report: int,
+    status: str,
+    tmp_dir: str,
+    timeout: float | None,
+    kill_grace: float,
+    began: float,
+) -> None:
+    """The watcher's loop from the job's start to its status (see the module docstring)."""
+    job = watch.job
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, (*STOP_SIGNALS, KILL_NOW))
+    os.close(err_w)
+    note = _note_started(_started_of(status), job)
+    # The runner may have been SIGKILLed since the fork: a broken pipe here changes nothing
+    # (Python ignores SIGPIPE, so it is an OSError), the job is ours to see to its end.
+    with contextlib.suppress(OSError):
+        os.write(report, b"S")
+    os.set_blocking(err_r, False)
+    kept = bytearray()
+    timed_out = False
+    look = _CancelLook(_cancel_of(status), began)
+    term_sent_at: float | None = None
+    """When SIGTERM went to the group for a timeout or for leftovers (kill deadline base)."""
+    kill_after = kill_grace
+    killed = False
+    reading = True
+    while True:
+        _reap(watch)
+        now = time.monotonic()
+        alive = watch.leader_code is None or _group_alive(job)
+        if not alive:
+            break
+        if watch.kill_now and not killed:
+            _kill_group(job, signal.SIGKILL)
+            killed = True
+        if (
+            not timed_out
+            and timeout is not None
+            and watch.leader_code is None
+            and now - began >= timeout
+        ):
+            timed_out = True
+            _kill_group(job, signal.SIGTERM)
+            term_sent_at, kill_after = now, kill_grace
+        term_sent_at, kill_after = look.act(watch, now, (term_sent_at, kill_after), kill_grace)
+        if watch.leader_code is not None and term_sent_at is None and watch.stop_at is None:
+            # The leader exited; what it left in its group gets a short grace, then SIGKILL.
+            _kill_group(job, signal.SIGTERM)
+            term_sent_at, kill_after = now, min(LEFTOVER_GRACE, kill_grace)
+        kill_at = None if term_sent_at is None else term_sent_at + kill_after
+        limit = None if timeout is None or timed_out else began + timeout
+        due = _next_due(watch, kill_at, kill_grace, limit)
+        if due is not None and now >= due and not killed:
+            _kill_group(job, signal.SIGKILL)
+            killed = True
+        if killed and watch.leader_code is not None:
+            # SIGKILL cannot be refused; an orphan's zombie (which a group probe still sees
+            # until its new parent reaps it) holds nothing.
+            break
+        wait = look.pause(watch, _pause(due, now, killed=killed), now)
+        fds = [watch.wake, err_r] if reading else [watch.wake]
+        try:
+            ready, _, _ = select.select(fds, [], [], wait)
+        except InterruptedError:  # pragma: no cover - PEP 475 retries select itself
+            ready = []
+        if watch.wake in ready:
+            with contextlib.suppress(BlockingIOError):
+                os.read(watch.wake, 512)
+        if reading and err_r in ready:
+            reading = _copy(err_r, kept)
+    if reading:
+        _copy(err_r, kept)  # whatever is still buffered in the pipe
+    outcome = Outcome(
+        exit=-signal.SIGKILL if watch.leader_code is None else watch.leader_code,
+        stopped=watch.stopped,
+        timed_out=timed_out,
+        duration=time.monotonic() - began,
+        stderr=tail(bytes(kept)),
+        limit=timeout,
+        cancelled=look.seen,
+    )
+    from lanekit.system import fsops
+    from lanekit.system.fsops import tmp_suffix
+
+    data = outcome.to_bytes()
+    # Written before the lock drops (at exit): whoever takes the lock next finds it. The note
+    # becomes the status (no second file a job); a note that could not be written, or
+    # rewritten, leaves the status to a temp file renamed in. A full disk only loses the
+    # file: the runner, if alive, learns the outcome from the report.
+    if not _note_to_status(note, _started_of(status), status, data):
+        with contextlib.suppress(OSError):
+            fsops.replace_file(status, data, tmp=f"{tmp_dir}/.status.{tmp_suffix()}", durable=False)
+    with contextlib.suppress(OSError):  # a dead runner reads nothing (broken pipe)
+        _write_all(report, data)
+
+
+def _note_started(path: str, job: int) -> int:
+    """Write the .started note of the job whose leader is `job` (its process group), for
+    whoever finds the claim once this watcher is gone (job_copies); its descriptor, kept to
+    write the status into, or -1 when it could not be written (the job runs all the same)."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError:
+        return -1
+    try:
+        _write_all(fd, _NOTE + b"%d\n" % job)
+    except OSError:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        return -1
+    return fd
+
+
+def _note_to_status(note: int, started: str, status: str, data: bytes) -> bool:
+    """Turn the .started note (open as `note`) into the status holding `data`: rewritten in
+    place, then renamed (nobody reads it meanwhile: this watcher still holds the claim's
+    lock). False when there is no note or this fails (the note is then removed)."""
+    if note < 0:
+        return False
+    try:
+        os.pwrite(note, data, 0)
+        os.ftruncate(note, len(data))
+        os.rename(started, status)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(started)
+        return False
+    finally:
+        os.close(note)
+    return True
+
+
+class _CancelLook:
+    """`lanekit cancel --stop`'s request next to the claim, looked for every CANCEL_POLL
+    seconds (one stat) while the leader lives."""
+
+    def __init__(self, path: str, began: float) -> None:
+        self.path = path
+        self.next = began
+        self.seen = False
+
+    def act(
+        self,
+        watch: _Watch,
+        now: float,
+        term: tuple[float | None, float],
+        kill_grace: float,
+    ) -> tuple[float | None, float]:
+        """On the request: SIGTERM to the job's group, SIGKILL kill_grace later (as for a
+        timeout); `term` is the loop's (SIGTERM sent at, SIGKILL after), returned updated."""
+        if self.seen or watch.leader_code is not None or now < self.next:
+            return term
+        self.next = now + CANCEL_POLL
+        self.seen = os.path.lexists(self.path)
+        if not self.seen:
+            return term
+        _kill_group(watch.job, signal.SIGTERM)
+        return (now, kill_grace) if term[0] is None else term
+
+    def pause(self, watch: _Watch, wait: float, now: float) -> float:
+        """`wait`, cut short so that the next look is on time."""
+        if self.seen or watch.leader_code is not None:
+            return wait
+        return max(0.0, min(wait, self.next - now))
+
+
+def _reap(watch: _Watch) -> None:
+    """Record the leader's exit code once it has exited (never blocks)."""
+    if watch.leader_code is not None:
+        return
+    with contextlib.suppress(ChildProcessError):
+        done, wait_status = os.waitpid(watch.job, os.WNOHANG)
+        if done:
+            watch.leader_code = os.waitstatus_to_exitcode(wait_status)
+
+
+def _next_due(
+    watch: _Watch, kill_at: float | None, kill_grace: float, limit: float | None
+) -> float | None:
+    """The next moment the loop must act: SIGKILL after a SIGTERM's grace (`kill_at`) or a
+    stop's, or the job's timeout (`limit`); None when nothing is pending."""
+    deadlines = [] if kill_at is None else [kill_at]
+    if watch.stop_at is not None:
+        deadlines.append(watch.stop_at + min(kill_grace, watch.stop_grace))
+    if limit is not None:
+        deadlines.append(limit)
+    return min(deadlines) if deadlines else None
+
+
+def _pause(due: float | None, now: float, *, killed: bool) -> float:
+    """How long the loop may sleep in select before it looks again."""
+    if killed:
+        return 0.05
+    if due is None:
+        return 1.0  # woken by SIGCHLD, stderr or a stop long before this
+    return max(0.0, min(due - now, 1.0))
+
+
+def _copy(fd: int, kept: bytearray) -> bool:
+    """Copy what the job wrote to stderr on to ours, keeping the tail; False at EOF."""
+    while True:
+        try:
+            data = os.read(fd, 1 << 16)
+        except BlockingIOError:
+            return True
+        if not data:
+            return False
+        with contextlib.suppress(OSError):
+            _write_all(2, data)
+        kept += data
+        if len(kept) > 2 * TAIL_BYTES:
+            del kept[: len(kept) - TAIL_BYTES]
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+if __name__ == "__main__":  # pragma: no cover - not an entry point
+    sys.exit("lanekit.run.watcher is started by lanekit.run.runner")

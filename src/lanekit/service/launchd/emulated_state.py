@@ -1,0 +1,156 @@
+"""The emulated launchd domain's state file, `domain.json`: one entry per loaded job and the
+disabled labels (lanekit.service.launchd.emulator reads and writes it under its lock).
+
+The layout is read by two more: `read_offset` below (the domain's clock, without the lock) and
+the watchdog's lean pass (lanekit.watch.fingerprint, builtin modules only, which keeps to
+STATE_SCHEMA and the `jobs` / `disabled` / `clock_offset` keys). Change them together, or bump
+STATE_SCHEMA.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from lanekit.service.launchd.emulated_info import Definition
+
+if TYPE_CHECKING:
+    from lanekit.service.launchd.environ import JobExit, SpawnedJob
+
+STATE_SCHEMA = 1
+FAILED_REAP = "failed reap"
+"""print's `last exit reason` for a pid that vanished without an exit record."""
+
+
+@dataclass(slots=True)
+class JobEntry:
+    """One loaded job as kept in domain.json."""
+
+    label: str
+    path: str
+    plist_xml: str
+    """The plist as it was at bootstrap (launchd keeps its own copy)."""
+    loaded_at: float
+    runs: int = 0
+    pid: int | None = None
+    token: str | None = None
+    watcher_pid: int | None = None
+    watcher_token: str | None = None
+    status_file: str | None = None
+    last_spawn_at: float | None = None
+    last_exit_code: int | None = None
+    last_signal: int | None = None
+    last_exit_reason: str | None = None
+    pending_at: float | None = None
+    """A throttled start is due at this time (state `spawn scheduled`)."""
+    stopping: bool = False
+    kill_at: float | None = None
+    """When SIGKILL is due for a stop in progress (None: no stop, or ExitTimeOut 0)."""
+    booted_out: bool = False
+    """bootout was asked: the label goes away as soon as the job is gone."""
+    last_calendar: str | None = None
+    """The minute (YYYY-MM-DDTHH:MM) of the last calendar firing handled."""
+    interval_base: float | None = None
+    """The StartInterval timer counts from here (load time, then the last firing)."""
+    definition: Definition | None = None
+    """What `print` says of the plist, worked out at bootstrap
+    (lanekit.service.launchd.emulated_info)."""
+
+    @property
+    def running(self) -> bool:
+        return self.pid is not None
+
+    def spawned(self) -> SpawnedJob:
+        from lanekit.service.launchd.environ import SpawnedJob
+
+        assert self.pid is not None
+        return SpawnedJob(
+            self.pid, self.token or "", self.watcher_pid or 0, self.watcher_token or ""
+        )
+
+    def clear_run(self) -> None:
+        self.pid = self.token = self.watcher_pid = self.watcher_token = None
+        self.status_file = None
+        self.stopping = False
+        self.kill_at = None
+
+    def record_exit(self, ended: JobExit | None) -> None:
+        self.last_exit_code = ended.exit_code if ended else None
+        self.last_signal = ended.signal if ended else None
+        self.last_exit_reason = None if ended else FAILED_REAP
+
+    @property
+    def list_status(self) -> int | None:
+        """launchctl list's Status column: exit code, or minus the signal."""
+        return -self.last_signal if self.last_signal is not None else self.last_exit_code
+
+
+JOB_FIELDS = tuple(f.name for f in fields(JobEntry))
+
+
+@dataclass(slots=True)
+class DomainState:
+    jobs: dict[str, JobEntry]
+    disabled: dict[str, bool]
+    ended: list[str] = field(default_factory=list)
+    """Labels whose run was reaped when this state was loaded (not persisted)."""
+    offset: float = 0.0
+    """Seconds the domain's clock is ahead of the real one (lanekit.state.clock): `lanekit emulator
+    tick` moves it on, and it never goes back."""
+
+    def same_as(self, other: DomainState) -> bool:
+        """Whether both would be written as the same file (`ended` is not persisted)."""
+        return (
+            self.jobs == other.jobs
+            and self.disabled == other.disabled
+            and self.offset == other.offset
+        )
+
+    def to_bytes(self) -> bytes:
+        data: dict[str, object] = {
+            "schema": STATE_SCHEMA,
+            # Every field is a plain value: a shallow dict is asdict's, without its deep copies
+            # (this runs on every call into the domain, reads included).
+            "jobs": {
+                label: {name: getattr(job, name) for name in JOB_FIELDS}
+                for label, job in sorted(self.jobs.items())
+            },
+            "disabled": dict(sorted(self.disabled.items())),
+        }
+        if self.offset:
+            data["clock_offset"] = self.offset
+        return (json.dumps(data, indent=2, sort_keys=True) + "\n").encode()
+
+    @classmethod
+    def from_bytes(cls, raw: bytes) -> DomainState:
+        data = json.loads(raw)
+        known = {f.name for f in fields(JobEntry)}
+        jobs = {
+            label: JobEntry(**{k: v for k, v in job.items() if k in known})
+            for label, job in data.get("jobs", {}).items()
+        }
+        disabled = {str(k): bool(v) for k, v in data.get("disabled", {}).items()}
+        offset = data.get("clock_offset")
+        valid = isinstance(offset, int | float) and not isinstance(offset, bool) and offset > 0
+        return cls(jobs, disabled, offset=float(offset) if valid else 0.0)
+
+
+def read_offset(state_dir: Path) -> float:
+    """The clock offset in the domain's state file, read without the domain lock (the file is
+    replaced atomically) and without reaping anything: 0 when there is no domain yet, or its
+    state cannot be read (the next domain operation reports that)."""
+    from lanekit.errors import LanekitError
+    from lanekit.system.owned import read_regular
+
+    try:
+        # Never blocking on a FIFO planted there (lanekit.system.owned.read_regular).
+        read = read_regular(Path(state_dir) / "domain.json", "emulated launchd state")
+    except (OSError, LanekitError):
+        return 0.0
+    raw = b"" if read is None else read[0]
+    try:
+        return DomainState.from_bytes(raw).offset if raw else 0.0
+    except (ValueError, TypeError, AttributeError):
+        return 0.0

@@ -1,0 +1,548 @@
+"""How launchd starts a job: log files, cwd, nice, umask, process group, the watcher, the stop.
+
+What it starts (argv, the bare environment, launchd's defaults) is lanekit.service.launchd.launch's.
+
+Used by the emulated domain (`spawn`) and by `lanekit try` (`run_foreground`), so a lane behaves
+the same way on Linux as under launchd on macOS. Facts: shared/launchd-semantics.md section 3.
+
+`spawn` detaches the job from the caller the way launchd does (a job is never the child of
+`lanekit kick`): the caller forks a short-lived helper that starts a new session and forks the
+*watcher*; the watcher forks the job and stays its parent. Launchd's duties for the job are then
+the watcher's: wait for it, record its raw wait status in a status file, kill its process group
+after it exits (AbandonProcessGroup), and on a stop request send SIGTERM then SIGKILL after
+ExitTimeOut. The watcher is a fork without exec, so it lives inside this module.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import gc
+import json
+import os
+import select
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import NoReturn
+
+from lanekit.errors import EnvironmentUnusableError
+from lanekit.service.launchd.launch import (
+    DEFAULT_LOG_UMASK,
+    EX_CONFIG,
+    JobLaunch,
+    JobSetupError,
+    resolve_command,
+)
+from lanekit.system.atomic import write_atomic
+from lanekit.system.procinfo import start_token
+
+STDERR_TAIL_BYTES = 8192
+STATUS_SCHEMA = 1
+
+_EX_SOFTWARE = 70  # a helper process failed internally (never a job's status)
+
+
+@dataclass(frozen=True, slots=True)
+class SpawnedJob:
+    """A job started by `spawn`; tokens guard against pid reuse."""
+
+    pid: int
+    start_token: str
+    watcher_pid: int = 0
+    watcher_token: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class JobExit:
+    """What the watcher recorded when the job's main process ended."""
+
+    pid: int
+    wait_status: int
+    """The raw wait(2) status, as launchd keeps it (`launchctl list <label>` LastExitStatus)."""
+    ended_at: float
+    exit_code: int | None = field(init=False)
+    signal: int | None = field(init=False)
+
+    def __post_init__(self) -> None:
+        code: int | None = None
+        sig: int | None = None
+        if os.WIFSIGNALED(self.wait_status):
+            sig = os.WTERMSIG(self.wait_status)
+        elif os.WIFEXITED(self.wait_status):
+            code = os.WEXITSTATUS(self.wait_status)
+        object.__setattr__(self, "exit_code", code)
+        object.__setattr__(self, "signal", sig)
+
+    @property
+    def list_status(self) -> int | None:
+        """`launchctl list` convention: the exit code, or minus the signal."""
+        return -self.signal if self.signal is not None else self.exit_code
+
+
+@dataclass(frozen=True, slots=True)
+class ForegroundResult:
+    """One run of a job in the foreground (`lanekit try`)."""
+
+    exit_code: int | None
+    signal: int | None
+    duration: float
+    stderr_tail: str
+    timed_out: bool = False
+
+
+# --- process identity -------------------------------------------------------------------------
+
+
+def process_token(pid: int, *, zombie_ok: bool = False) -> str | None:
+    """A token that identifies this process instance (start time), or None if it is gone.
+
+    The same token the queue uses for claim owners (lanekit.system.procinfo). Zombies count as gone
+    unless `zombie_ok`: a parent may take its child's token before reaping it. A process the
+    OS will not describe to us is not one of our jobs: None.
+    """
+    try:
+        return start_token(pid, zombie_ok=zombie_ok)
+    except PermissionError:
+        return None
+
+
+def is_alive(pid: int | None, token: str | None) -> bool:
+    """True when `pid` still runs and is the same process instance as when `token` was taken."""
+    return pid is not None and token is not None and process_token(pid) == token
+
+
+def signal_process(pid: int | None, token: str | None, sig: int) -> bool:
+    """Send `sig` to that process instance only (never to a reused pid); True when sent."""
+    if pid is None or not is_alive(pid, token):
+        return False
+    try:
+        os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def request_stop(job: SpawnedJob) -> bool:
+    """Stop the job as launchd does: SIGTERM now, SIGKILL after its ExitTimeOut.
+
+    The watcher does both, so the stop completes even if the caller exits. When the watcher is
+    gone, the job gets SIGTERM directly and False is returned: the caller owns the SIGKILL.
+    """
+    if signal_process(job.watcher_pid, job.watcher_token, signal.SIGTERM):
+        return True
+    signal_process(job.pid, job.start_token, signal.SIGTERM)
+    return False
+
+
+def read_exit(status_file: Path) -> JobExit | None:
+    """The exit the watcher recorded in `status_file`, or None when it has not (yet)."""
+    try:
+        data = json.loads(status_file.read_bytes())
+        return JobExit(
+            pid=int(data["pid"]), wait_status=int(data["wait_status"]), ended_at=data["ended_at"]
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+# --- starting jobs ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """File descriptors and the executable, opened by the caller before any fork."""
+
+    path: str
+    cwd_fd: int
+    stdin_fd: int
+    stdout_fd: int
+    stderr_fd: int
+
+    def fds(self) -> tuple[int, ...]:
+        return (self.cwd_fd, self.stdin_fd, self.stdout_fd, self.stderr_fd)
+
+    def close(self) -> None:
+        for fd in set(self.fds()):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+def _prepare(launch: JobLaunch) -> _Prepared:
+    """Do in the caller what launchd does before exec, so a failure means "never started".
+
+    A missing WorkingDirectory fails like an unopenable log (modern launchd: 78 EX_CONFIG;
+    10.9 only logged it), and so does a program that cannot be found.
+    """
+    opened: list[int] = []
+    try:
+        try:
+            cwd_fd = _high(os.open(launch.cwd, os.O_RDONLY | os.O_DIRECTORY))
+        except OSError as exc:
+            raise _setup_error(launch, f"WorkingDirectory {launch.cwd}", exc) from None
+        opened.append(cwd_fd)
+        stdin_fd = _high(os.open(os.devnull, os.O_RDONLY))
+        opened.append(stdin_fd)
+        stdout_fd = _open_log(launch, launch.stdout_path, "StandardOutPath", cwd_fd)
+        opened.append(stdout_fd)
+        stderr_fd = _open_log(launch, launch.stderr_path, "StandardErrorPath", cwd_fd)
+        opened.append(stderr_fd)
+        path = resolve_command(launch.executable, launch.env.get("PATH", ""), launch.cwd)
+        if path is None:
+            raise JobSetupError(
+                f"{launch.label}: program {launch.executable!r} not found or not executable "
+                f"(PATH={launch.env.get('PATH', '')}, cwd={launch.cwd})",
+                "use an absolute path or put its directory in the lane's path; launchd "
+                "reports this as last exit code 78 (EX_CONFIG)",
+            )
+        return _Prepared(path, cwd_fd, stdin_fd, stdout_fd, stderr_fd)
+    except BaseException:
+        for fd in opened:
+            os.close(fd)
+        raise
+
+
+def _open_log(launch: JobLaunch, path: str | None, key: str, cwd_fd: int) -> int:
+    if path is None:
+        return _high(os.open(os.devnull, os.O_WRONLY))
+    umask = DEFAULT_LOG_UMASK if launch.umask is None else launch.umask
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666 & ~umask, dir_fd=cwd_fd)
+    except OSError as exc:
+        raise _setup_error(launch, f"{key} {path}", exc) from None
+    return _high(fd)
+
+
+def _setup_error(launch: JobLaunch, what: str, exc: OSError) -> JobSetupError:
+    return JobSetupError(
+        f"{launch.label}: cannot open {what}: {exc.strerror or exc}",
+        "create the directory (launchd does not create it) and make it writable; launchd "
+        "reports this as last exit code 78 (EX_CONFIG) and never runs the job",
+    )
+
+
+def _high(fd: int) -> int:
+    """Move fd above stdio so the dup2 onto 0/1/2 in the child cannot clobber it."""
+    if fd > 2:
+        return fd
+    moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+    os.close(fd)
+    return moved
+
+
+def _exec_job(launch: JobLaunch, prep: _Prepared) -> NoReturn:
+    """In the forked job: become a process-group leader, set up stdio/cwd/umask/nice, exec.
+
+    Never returns: a failed exec ends the process with EX_CONFIG, as launchd reports it.
+    """
+    try:
+        signal.set_wakeup_fd(-1)
+        os.setsid()
+        signal.pthread_sigmask(signal.SIG_SETMASK, set())
+        for sig in signal.valid_signals():
+            if sig not in {signal.SIGKILL, signal.SIGSTOP}:
+                with contextlib.suppress(OSError, ValueError):
+                    signal.signal(sig, signal.SIG_DFL)
+        os.dup2(prep.stdin_fd, 0)
+        os.dup2(prep.stdout_fd, 1)
+        os.dup2(prep.stderr_fd, 2)
+        os.fchdir(prep.cwd_fd)
+        if launch.umask is not None:
+            os.umask(launch.umask)
+        if launch.nice is not None:
+            # launchd only logs a Nice it may not apply (e.g. negative for a non-root agent).
+            with contextlib.suppress(OSError):
+                os.setpriority(os.PRIO_PROCESS, 0, launch.nice)
+        argv = list(launch.argv) or [prep.path]
+        os.execve(prep.path, argv, dict(launch.env))  # noqa: S606 - launchd's exec, by design
+    finally:
+        os._exit(EX_CONFIG)
+
+
+def _close_fds_except(keep: set[int]) -> None:
+    for entry in Path("/dev/fd").iterdir():
+        fd = int(entry.name)
+        if fd not in keep:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+def spawn(launch: JobLaunch, *, status_file: Path | None) -> SpawnedJob:
+    """Start the job detached from the caller; returns once its pid is known.
+
+    Raises JobSetupError (nothing started) when a log path, the working directory or the
+    program cannot be used. The job's raw wait status is written to `status_file` when its main
+    process ends (see `read_exit`).
+    """
+    prep = _prepare(launch)
+    report_r, report_w = os.pipe()
+    try:
+        helper = os.fork()
+        if helper == 0:
+            try:
+                _detach_and_watch(launch, prep, report_w, status_file)
+            finally:
+                os._exit(_EX_SOFTWARE)
+        os.close(report_w)
+        report_w = -1
+        report = _read_all(report_r)
+        os.waitpid(helper, 0)
+    finally:
+        os.close(report_r)
+        if report_w >= 0:
+            os.close(report_w)
+        prep.close()
+    parts = report.split()
+    if len(parts) != 4 or not (parts[0].isdigit() and parts[2].isdigit()):
+        raise EnvironmentUnusableError(
+            f"{launch.label}: could not start the job ({report.strip() or 'no report'})",
+            "check the system's process limits (ulimit -u) and free memory",
+        )
+    pid, token, watcher, watcher_token = parts
+    return SpawnedJob(int(pid), token, int(watcher), watcher_token)
+
+
+def _read_all(fd: int) -> str:
+    chunks = []
+    while chunk := os.read(fd, 4096):
+        chunks.append(chunk)
+    return b"".join(chunks).decode(errors="replace")
+
+
+def _detach_and_watch(
+    launch: JobLaunch, prep: _Prepared, report_w: int, status_file: Path | None
+) -> None:
+    """The helper: new session (no terminal, no caller's signals), then fork the watcher.
+
+    The helper exits at once, so the watcher is re-parented away from the caller: the caller
+    never has to reap it and the job survives the caller.
+    """
+    # The watcher may live for hours as a fork of the CLI: keep the collector from touching
+    # (and so copying) every page of the inherited heap.
+    gc.disable()
+    _close_fds_except({0, 1, 2, report_w, *prep.fds()})
+    # Hold neither the caller's terminal nor its pipes: `lanekit kick | cat` must not wait.
+    devnull_w = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(prep.stdin_fd, 0)
+    os.dup2(devnull_w, 1)
+    os.dup2(devnull_w, 2)
+    os.close(devnull_w)
+    os.setsid()
+    if os.fork() != 0:
+        os._exit(0)
+    _watch(launch, prep, report_w, status_file)
+
+
+def _noop(signum: int, frame: FrameType | None) -> None:
+    """Signals are read from the wakeup pipe; the handler only has to exist."""
+
+
+def _watch(launch: JobLaunch, prep: _Prepared, report_w: int, status_file: Path | None) -> None:
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_r, False)
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+    signal.signal(signal.SIGCHLD, _noop)
+    signal.signal(signal.SIGTERM, _noop)
+    for ignored in (signal.SIGINT, signal.SIGHUP, signal.SIGPIPE):
+        signal.signal(ignored, signal.SIG_IGN)
+    # The job holds the write end of this close-on-exec pipe until its exec (or its death), so
+    # the pid is reported only once the job is set up: session leader, stdio, cwd, nice.
+    exec_r, exec_w = os.pipe()
+    try:
+        job = os.fork()
+    except OSError as exc:
+        os.write(report_w, f"fork failed: {exc}".encode())
+        raise
+    if job == 0:
+        os.close(report_w)
+        os.close(exec_r)
+        _exec_job(launch, prep)
+    os.close(exec_w)
+    token = process_token(job, zombie_ok=True) or "0"
+    _read_all(exec_r)
+    os.close(exec_r)
+    os.write(report_w, f"{job} {token} {os.getpid()} {process_token(os.getpid()) or 0}".encode())
+    os.close(report_w)
+    prep.close()
+    status = _supervise(job, launch.exit_timeout, wake_r)
+    if not launch.abandon_process_group:
+        with contextlib.suppress(OSError):
+            os.killpg(job, signal.SIGTERM)
+    if status_file is not None:
+        record = {
+            "schema": STATUS_SCHEMA,
+            "pid": job,
+            "start_token": token,
+            "wait_status": status,
+            "ended_at": time.time(),
+        }
+        write_atomic(status_file, json.dumps(record, sort_keys=True).encode())
+    os._exit(0)
+
+
+def _supervise(job: int, exit_timeout: int, wake_r: int) -> int:
+    """Wait for the job; SIGTERM on the watcher means "stop it" (SIGTERM, then SIGKILL)."""
+    kill_at: float | None = None
+    stopping = False
+    while True:
+        pid, status = os.waitpid(job, os.WNOHANG)
+        if pid == job:
+            return status
+        timeout = None if kill_at is None else max(0.0, kill_at - time.monotonic())
+        select.select([wake_r], [], [], timeout)
+        try:
+            received = os.read(wake_r, 512)
+        except BlockingIOError:
+            received = b""
+        if signal.SIGTERM in received and not stopping:
+            stopping = True
+            with contextlib.suppress(OSError):
+                os.kill(job, signal.SIGTERM)
+            if exit_timeout > 0:
+                kill_at = time.monotonic() + exit_timeout
+        if kill_at is not None and time.monotonic() >= kill_at:
+            kill_at = None
+            with contextlib.suppress(OSError):
+                os.kill(job, signal.SIGKILL)
+
+
+def run_foreground(launch: JobLaunch, timeout: float | None = None) -> ForegroundResult:
+    """Run the job once and wait for it, in launchd's environment (`lanekit try`).
+
+    Output goes where the plist says; the tail of stderr is read back (captured through a pipe
+    when there is no StandardErrorPath). On timeout or interruption the job is stopped with
+    SIGTERM, then SIGKILL after its ExitTimeOut.
+    """
+    prep = _prepare(launch)
+    capture: int | None = None
+    tail_from = 0
+    try:
+        if launch.stderr_path is None:
+            capture, capture_w = os.pipe()
+            os.close(prep.stderr_fd)
+            prep = _Prepared(prep.path, prep.cwd_fd, prep.stdin_fd, prep.stdout_fd, capture_w)
+        else:
+            tail_from = os.fstat(prep.stderr_fd).st_size
+        started = time.monotonic()
+        job = os.fork()
+        if job == 0:
+            _exec_job(launch, prep)
+    except BaseException:
+        if capture is not None:
+            os.close(capture)
+        raise
+    finally:
+        prep.close()
+    captured = bytearray()
+    try:
+        status, timed_out = _wait_foreground(
+            launch, job=job, started=started, timeout=timeout, capture=capture, captured=captured
+        )
+    except BaseException:
+        _stop_and_reap(launch, job)
+        raise
+    finally:
+        if capture is not None:
+            os.close(capture)
+    duration = time.monotonic() - started
+    if not launch.abandon_process_group:
+        with contextlib.suppress(OSError):
+            os.killpg(job, signal.SIGTERM)
+    tail = bytes(captured) if launch.stderr_path is None else _read_tail(launch, tail_from)
+    result = JobExit(pid=job, wait_status=status, ended_at=time.time())
+    return ForegroundResult(
+        exit_code=result.exit_code,
+        signal=result.signal,
+        duration=duration,
+        stderr_tail=tail[-STDERR_TAIL_BYTES:].decode(errors="replace"),
+        timed_out=timed_out,
+    )
+
+
+def _wait_foreground(
+    launch: JobLaunch,
+    *,
+    job: int,
+    started: float,
+    timeout: float | None,
+    capture: int | None,
+    captured: bytearray,
+) -> tuple[int, bool]:
+    """Poll the job (reading the stderr pipe meanwhile) until it ends; stop it at the deadline."""
+    deadline = None if timeout is None else started + timeout
+    kill_at: float | None = None
+    timed_out = False
+    reading = capture is not None
+    while True:
+        pid, status = os.waitpid(job, os.WNOHANG)
+        if pid == job:
+            if capture is not None and reading:
+                _drain(capture, captured)
+            return status, timed_out
+        now = time.monotonic()
+        if deadline is not None and now >= deadline and not timed_out:
+            timed_out = True
+            kill_at = _begin_stop(launch, job)
+        if kill_at is not None and now >= kill_at:
+            kill_at = None
+            with contextlib.suppress(OSError):
+                os.kill(job, signal.SIGKILL)
+        if capture is not None and reading:
+            ready, _, _ = select.select([capture], [], [], 0.05)
+            if ready:
+                reading = _drain(capture, captured)
+        else:
+            time.sleep(0.05)
+
+
+def _begin_stop(launch: JobLaunch, job: int) -> float | None:
+    """SIGTERM now; returns when SIGKILL is due (None: ExitTimeOut 0 means never)."""
+    with contextlib.suppress(OSError):
+        os.kill(job, signal.SIGTERM)
+    return None if launch.exit_timeout <= 0 else time.monotonic() + launch.exit_timeout
+
+
+def _stop_and_reap(launch: JobLaunch, job: int) -> None:
+    """SIGTERM, SIGKILL after ExitTimeOut, and wait: used when the caller is interrupted."""
+    kill_at = _begin_stop(launch, job)
+    while True:
+        try:
+            pid, _ = os.waitpid(job, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == job:
+            return
+        if kill_at is not None and time.monotonic() >= kill_at:
+            kill_at = None
+            with contextlib.suppress(OSError):
+                os.kill(job, signal.SIGKILL)
+        time.sleep(0.05)
+
+
+def _drain(fd: int, into: bytearray) -> bool:
+    """Read what is available, keeping only the tail; False once the pipe reached end of file."""
+    os.set_blocking(fd, False)
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except BlockingIOError:
+            return True
+        if not chunk:
+            return False
+        into.extend(chunk)
+        del into[:-STDERR_TAIL_BYTES]
+
+
+def _read_tail(launch: JobLaunch, offset: int) -> bytes:
+    """What the job appended to its stderr file (the last STDERR_TAIL_BYTES of it)."""
+    assert launch.stderr_path is not None
+    try:
+        with Path(launch.cwd, launch.stderr_path).open("rb") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            fh.seek(max(offset, size - STDERR_TAIL_BYTES))
+            return fh.read()
+    except OSError:
+        return b""

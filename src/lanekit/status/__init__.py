@@ -1,0 +1,1 @@
+"""What the lanes are doing now: `lanekit status` and `lanekit logs`."""

@@ -1,0 +1,249 @@
+"""`lanekit status`: what each lane is doing, computed from launchd's facts and the queue.
+
+The state is a closed vocabulary computed by a pure function (`lane_state`) so it can be tested
+as a table; everything that asks launchd or the disk lives in `status()`, which makes ONE
+`list()` call for all lanes and one `print()` per loaded lane.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from enum import StrEnum
+from pathlib import Path
+
+from lanekit.config import Config, LaneSpec, is_watchdog, select_lanes
+from lanekit.errors import LanekitError
+from lanekit.service.exits import describe_exit
+from lanekit.service.launchd import LaunchctlError, Launchd, ListEntry
+from lanekit.service.launchd.codes import NOT_LOADED
+from lanekit.state.paths import Paths
+
+
+class LaneState(StrEnum):
+    """What a lane is doing right now."""
+
+    RUNNING = "running"
+    """Loaded and a process is alive."""
+    SCHEDULED = "scheduled"
+    """Loaded, idle, last run fine, and a calendar or interval will start it."""
+    IDLE = "idle"
+    """Loaded, idle, last run fine, no schedule: runs only when kicked."""
+    ERROR = "error"
+    """Loaded and idle, but the last run ended with a non-zero status or a signal."""
+    NOT_LOADED = "not-loaded"
+    """launchd does not know the lane (run `lanekit apply`)."""
+    DISABLED = "disabled"
+    """launchd's disabled override is set: the lane cannot be bootstrapped or is paused."""
+
+
+@dataclass(frozen=True, slots=True)
+class LaneFacts:
+    """The observations `lane_state` needs, and nothing else."""
+
+    loaded: bool
+    disabled: bool = False
+    pid: int | None = None
+    last_exit: int | None = None
+    """launchctl list convention: exit code, or minus the signal number; None = never exited."""
+    has_schedule: bool = False
+
+
+def lane_state(facts: LaneFacts) -> LaneState:
+    """The lane's state; the order of the checks is the precedence (a table test pins it)."""
+    if not facts.loaded:
+        return LaneState.DISABLED if facts.disabled else LaneState.NOT_LOADED
+    if facts.pid is not None:
+        return LaneState.RUNNING
+    if facts.disabled:
+        return LaneState.DISABLED
+    if facts.last_exit not in (None, 0):
+        return LaneState.ERROR
+    return LaneState.SCHEDULED if facts.has_schedule else LaneState.IDLE
+
+
+@dataclass(frozen=True, slots=True)
+class QueueSummary:
+    """Queue counts for `status`; all None when the queue could not be read (see `error`)."""
+
+    queued: int | None = None
+    delayed: int | None = None
+    claimed: int | None = None
+    done: int | None = None
+    failed: int | None = None
+    oldest_claim_age: float | None = None
+    """Seconds since the oldest current claim was taken; None when nothing is claimed."""
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LaneStatus:
+    """One row of `lanekit status`."""
+
+    lane: str
+    label: str
+    state: LaneState
+    pid: int | None
+    last_exit: int | None
+    last_exit_text: str
+    runs: int | None
+    schedule: str
+    next_fire: datetime | None
+    """The next calendar fire (naive local time). None when nothing will start the lane (not
+    loaded, no schedule) or when the time is not knowable: a StartInterval timer runs from
+    the moment launchd loaded the job, which launchd does not report (see `interval`)."""
+    queue: QueueSummary
+    interval: int | None = None
+    """StartInterval seconds when the lane is loaded with one: it fires within this long."""
+    paused: bool = False
+    """`lanekit pause` holds the lane: no run claims a job until `lanekit resume`."""
+    project: Path | None = None
+    """The lanes.toml the lane comes from."""
+    watchdog: str | None = None
+    """For the watchdog lane (`[watch]`) when no pass completed for 3 × every: that, and why
+    as far as launchd says (lanekit.watch.deadman); None otherwise."""
+
+
+def status(
+    config: Config,
+    paths: Paths,
+    launchd: Launchd,
+    lanes: Sequence[str] | None = None,
+    *,
+    now: datetime | None = None,
+) -> list[LaneStatus]:
+    """Status of every lane in lanes.toml (or the named ones), in lanes.toml order."""
+    return status_of(select_lanes(config, lanes or ()), paths, launchd, now=now)
+
+
+def status_of(
+    selected: Sequence[LaneSpec],
+    paths: Paths,
+    launchd: Launchd,
+    *,
+    now: datetime | None = None,
+) -> list[LaneStatus]:
+    """Status of these lanes (of one project or several: lanekit.config.projects), in order."""
+    from lanekit.reconcile.pause import paused_labels
+
+    now = datetime.now() if now is None else now
+    listed = {entry.label: entry for entry in launchd.list()}
+    disabled = _disabled_labels(launchd)
+    paused = paused_labels(paths, [lane.label for lane in selected])
+    queues: dict[Path, QueueSummary] = {}
+    for lane in selected:  # lanes sharing a queue share one count of it
+        if lane.queue.dir not in queues:
+            queues[lane.queue.dir] = _queue_summary(lane)
+    rows = [
+        replace(
+            _lane_status(
+                lane, listed.get(lane.label), disabled, launchd, now, queue=queues[lane.queue.dir]
+            ),
+            paused=lane.label in paused,
+            project=lane.project,
+        )
+        for lane in selected
+    ]
+    return [
+        _watchdog_overdue(row, lane, paths, now) for row, lane in zip(rows, selected, strict=True)
+    ]
+
+
+def _watchdog_overdue(row: LaneStatus, lane: LaneSpec, paths: Paths, now: datetime) -> LaneStatus:
+    """The row with its dead man's switch line, when `lane` is an overdue watchdog."""
+    if not is_watchdog(lane):
+        return row
+    from lanekit.watch.deadman import watchdog_silence
+
+    try:
+        installed_at = paths.plist_for(lane.label).stat().st_mtime
+    except OSError:
+        return row
+    silence = watchdog_silence(lane, now, installed_at)
+    if silence is None:
+        return row
+    why = {
+        LaneState.NOT_LOADED: "it is not loaded in launchd (`lanekit apply` loads it)",
+        LaneState.DISABLED: "it is disabled in launchd",
+        LaneState.ERROR: f"its last run ended with {row.last_exit_text}",
+        LaneState.RUNNING: f"a pass is running (pid {row.pid}) and has not finished",
+    }.get(row.state, "launchd has it loaded and nothing says it failed (the Mac asleep or off?)")
+    return replace(row, watchdog=f"{silence.sentence()}: {why}; `lanekit doctor watch` explains")
+
+
+def _disabled_labels(launchd: Launchd) -> frozenset[str]:
+    return frozenset(label for label, off in launchd.print_disabled().items() if off)
+
+
+def _lane_status(
+    lane: LaneSpec,
+    entry: ListEntry | None,
+    disabled: Iterable[str],
+    launchd: Launchd,
+    now: datetime,
+    *,
+    queue: QueueSummary,
+) -> LaneStatus:
+    from lanekit.schedule import describe_schedule, schedule_next_fires
+
+    runs: int | None = None
+    pid = entry.pid if entry else None
+    last_exit = entry.last_exit if entry else None
+    if entry is not None:
+        try:
+            info = launchd.print(lane.label)
+        except LaunchctlError as exc:
+            # The job may have been booted out between list() and print(): keep list()'s facts.
+            if exc.code not in NOT_LOADED:
+                raise
+        else:
+            runs = info.runs
+            if info.last_signal is not None:
+                last_exit = -info.last_signal
+            elif info.last_exit_code is not None:
+                last_exit = info.last_exit_code
+    facts = LaneFacts(
+        loaded=entry is not None,
+        disabled=lane.label in disabled,
+        pid=pid,
+        last_exit=last_exit,
+        has_schedule=not lane.schedule.is_empty,
+    )
+    knowable = entry is not None and lane.schedule.interval is None
+    fires = schedule_next_fires(lane.schedule, now, 1) if knowable else []
+    return LaneStatus(
+        lane=lane.name,
+        label=lane.label,
+        state=lane_state(facts),
+        pid=pid,
+        last_exit=last_exit,
+        last_exit_text=describe_exit(last_exit),
+        runs=runs,
+        schedule=describe_schedule(lane.schedule),
+        next_fire=fires[0] if fires else None,
+        queue=queue,
+        interval=lane.schedule.interval if entry is not None else None,
+    )
+
+
+def _queue_summary(lane: LaneSpec) -> QueueSummary:
+    from lanekit.queue import open_queue
+
+    queue = open_queue(lane.queue.dir, durable=lane.queue.durable)
+    missing = queue.missing()
+    if missing is not None:
+        return QueueSummary(error=missing)
+    try:
+        counts = queue.counts()
+    except (LanekitError, OSError) as exc:
+        message = exc.message if isinstance(exc, LanekitError) else f"{queue.where}: {exc}"
+        return QueueSummary(error=message)
+    return QueueSummary(
+        queued=counts.queued,
+        delayed=counts.delayed,
+        claimed=counts.claimed,
+        done=counts.done,
+        failed=counts.failed,
+        oldest_claim_age=counts.oldest_claim_age,
+    )

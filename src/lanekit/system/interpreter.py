@@ -1,0 +1,170 @@
+"""The Python interpreter every lane's plist runs, and what happens when an upgrade removes it.
+
+A venv's `bin/python` is a symlink into the base interpreter. After `brew upgrade python@3.x`
+(and `brew cleanup`) removes the old keg, or after uv/pipx drop a patch-versioned or cached
+Python, the symlink dangles: every lane then exits 78 with empty lanekit logs, and the lanekit
+command itself dies with "bad interpreter" (pypa/pipx #633, #965; astral-sh/uv #1640, #7634,
+#8514, #9739). So:
+
+- at `apply`, while the CLI surely works, `inspect` resolves the real interpreter and
+  `apply_notes` warns when it lives where upgrades remove it;
+- doctor's `program.missing` names a dangling symlink's target and the reinstall fix;
+- `apply` installs a rescue script (POSIX sh, no Python) next to the snapshots that says the
+  same when the CLI cannot start: `sh <state>/rescue.sh`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+from lanekit.system.atomic import write_atomic
+from lanekit.system.owned import make_private_dirs
+from lanekit.system.quoting import shell_quote
+
+RESCUE_NAME = "rescue.sh"
+RESCUE_MODE = 0o600
+"""Private like every file lanekit writes; it is run as `sh rescue.sh`, so it needs no x bit."""
+BROKEN_EXIT = 69
+"""The rescue script's exit when the interpreter is gone (EX_UNAVAILABLE, as lanekit's 69)."""
+
+_FRAGILE: tuple[tuple[re.Pattern[str], str], ...] = (
+    (
+        re.compile(r"/Cellar/python@[\d.]+/[\d.]+[^/]*/"),
+        "a Homebrew keg of one patch release, which `brew upgrade` and `brew cleanup` remove",
+    ),
+    (
+        re.compile(r"/uv/python/cpython-\d+\.\d+\.\d+[^/]*/"),
+        "a uv-managed Python of one patch release, which `uv python upgrade` replaces",
+    ),
+    (
+        re.compile(r"/(?:\.cache|Caches)/uv/|/uv/archive-v\d+/|/pipx/\.cache/"),
+        "a temporary tool environment (uvx / pipx run), which the tool deletes",
+    ),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Interpreter:
+    """What an interpreter path in a plist really points at."""
+
+    path: str
+    """As written in ProgramArguments[0]."""
+    resolved: str
+    """The end of its symlink chain (see `links`), possibly a path that no longer exists."""
+    exists: bool
+    dangling: bool
+    """A symlink somewhere on the way points at nothing: the base Python was removed."""
+    fragile: str | None = None
+    """Why `resolved` is a place upgrades remove, None when it is not."""
+
+    @property
+    def fix(self) -> str:
+        """The command that recreates the environment lanekit is installed in."""
+        return reinstall_fix(self.path)
+
+
+def links(path: str, limit: int = 40) -> list[str]:
+    """The file-level symlink chain from `path`: each link's target as written (made absolute
+    against the link's directory), without resolving directory symlinks on the way.
+
+    Judging these, not realpath, matters: `/opt/homebrew/opt/python@3.12/bin/python3.12` is a
+    stable name whose realpath is a Cellar keg; a venv linked to the opt name survives patch
+    upgrades, one linked to the keg itself does not.
+    """
+    chain: list[str] = []
+    current = Path(path)
+    for _ in range(limit):
+        try:
+            target = current.readlink()
+        except OSError:
+            break
+        # normpath, not resolve(): directory symlinks on the way stay as written.
+        current = Path(os.path.normpath(current.parent / target))
+        chain.append(str(current))
+    return chain
+
+
+def inspect(path: str) -> Interpreter:
+    """Resolve `path` (a lane's interpreter) and judge where it really lives."""
+    chain = links(path)
+    exists = Path(path).exists()
+    dangling = not exists and bool(chain)
+    resolved = chain[-1] if chain else path
+    fragile = next(
+        (why for hop in (path, *chain) for pattern, why in _FRAGILE if pattern.search(hop)),
+        None,
+    )
+    return Interpreter(path, resolved, exists, dangling, fragile)
+
+
+def reinstall_fix(path: str) -> str:
+    """`pipx reinstall lanekit`, `uv tool install --reinstall lanekit`, or how to rebuild the
+    venv that holds `path`, each followed by `lanekit apply` (it rewrites every plist)."""
+    if "/pipx/venvs/" in path:
+        return "pipx reinstall lanekit && lanekit apply"
+    if "/uv/tools/" in path:
+        return "uv tool install --reinstall lanekit && lanekit apply"
+    venv = Path(path).parent.parent
+    return (
+        f"python3 -m venv --clear {shell_quote(venv)} && "
+        f"{shell_quote(venv / 'bin' / 'pip')} install lanekit && lanekit apply"
+    )
+
+
+def apply_notes(interpreter: Interpreter) -> tuple[str, ...]:
+    """What `apply` says about the interpreter it writes into every plist."""
+    if interpreter.fragile is None:
+        return ()
+    return (
+        f"lanes run {interpreter.path}, which is {interpreter.resolved}: {interpreter.fragile}. "
+        "When it goes, every lane exits 78; reinstall lanekit on a stable Python (e.g. "
+        "`pipx reinstall --python /usr/bin/python3 lanekit`) and run `lanekit apply`",
+    )
+
+
+def rescue_script(interpreter: Interpreter) -> bytes:
+    """A POSIX sh script that needs no Python: it says whether lanekit's interpreter still
+    runs, and if not, which file vanished (the end of the symlink chain as it was at `apply`)
+    and the reinstall commands. Every baked-in value is shell-quoted."""
+    lines = [
+        "#!/bin/sh",
+        "# lanekit rescue: written by `lanekit apply`; runs without Python.",
+        "# Usage: sh <this file>. Exit 0: the interpreter works; 69: it is gone.",
+        # Plain shlex.quote here, not quoting.shell_quote: its $'...' form is not POSIX sh.
+        f"interpreter={shlex.quote(interpreter.path)}",
+        f"target={shlex.quote(interpreter.resolved)}",
+        f"fix={shlex.quote(interpreter.fix)}",
+        'if [ -x "$interpreter" ] && "$interpreter" -c "import lanekit" 2>/dev/null; then',
+        '  echo "lanekit\'s interpreter works: $interpreter"',
+        '  echo "lanes should run; check them with: lanekit doctor"',
+        "  exit 0",
+        "fi",
+        'if [ -L "$interpreter" ] && [ ! -e "$interpreter" ]; then',
+        "  echo \"lanekit's Python is gone: $interpreter is a symlink to $target, which no "
+        'longer exists (Python was upgraded or removed)."',
+        "else",
+        '  echo "lanekit\'s Python cannot run lanekit: $interpreter"',
+        "fi",
+        'echo "Every lane exits 78 and the lanekit command fails until you reinstall:"',
+        'echo "  $fix"',
+        f"exit {BROKEN_EXIT}",
+        "",
+    ]
+    return "\n".join(lines).encode()
+
+
+def rescue_path(state: Path) -> Path:
+    """Where `apply` installs the rescue script: next to the lane snapshots."""
+    return state / RESCUE_NAME
+
+
+def install_rescue(state: Path, interpreter: Interpreter) -> Path:
+    """Write the rescue script atomically (0600, in a 0700 state dir) and return its path."""
+    make_private_dirs(state)
+    path = rescue_path(state)
+    write_atomic(path, rescue_script(interpreter), RESCUE_MODE)
+    return path
