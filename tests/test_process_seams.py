@@ -1,8 +1,8 @@
-"""Processes are started in the seams listed in ALLOWED only: launchd/launchctl.py (the
-launchctl tool), launchd/environ.py (a job the way launchd starts it), runner.py (the lane's job
-command), opener.py (opening a written page), launchd/probes.py (macOS's read-only diagnostic
-tools, for doctor), watch/notifier.py (the watchdog's notifiers) and watch/launchdlook.py (the
-watchdog's read-only launchctl calls in its lean pass).
+"""Processes are started in the seams listed in ALLOWED only: service/launchd/launchctl.py
+(the launchctl tool), service/launchd/environ.py (a job the way launchd starts it), run/runner.py
+(the lane's job command), system/opener.py (opening a written page), service/launchd/probes.py
+(macOS's read-only diagnostic tools, for doctor), watch/notifier.py (the watchdog's notifiers)
+and watch/launchdlook.py (the watchdog's read-only launchctl calls in its lean pass).
 
 Anything else that spawns is a seam leak: it escapes the fakes, the bare-environment rules and
 the signal handling that those modules own.
@@ -15,22 +15,24 @@ from pathlib import Path
 
 import pytest
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "lanekit"
+from places import SRC
+
 ALLOWED = {
-    "launchd/launchctl.py",
-    "launchd/environ.py",
-    "runner.py",
-    "opener.py",
-    "watcher.py",
-    "watching.py",
-    "launchd/probes.py",
+    "service/launchd/launchctl.py",
+    "service/launchd/environ.py",
+    "run/runner.py",
+    "system/opener.py",
+    "run/watcher.py",
+    "run/watcher_link.py",
+    "service/launchd/probes.py",
     "watch/notifier.py",
     "watch/launchdlook.py",
 }
-"""watcher.py and watching.py: the run's watcher, which the runner forks once per run
-(watching.py) and which holds each claim's lock and starts its job (watcher.py): the runner's
+"""run/watcher.py and run/watcher_link.py: the run's watcher, which the runner forks once per
+run (watcher_link.py) and which holds each claim's lock and starts its job (watcher.py): the
+runner's
 seam, split out because it outlives the runner; see lanekit.run.watcher. opener.py opens
-a written page (timeline --open); launchd/probes.py runs macOS's read-only diagnostic tools
+a written page (timeline --open); service/launchd/probes.py runs macOS's read-only diagnostic tools
 (sfltool) for doctor; watch/notifier.py runs the watchdog's `command` channel and osascript
 (argv, no shell, a timeout; lanekit.watch.channels is its only caller); watch/launchdlook.py
 runs `launchctl print` and `print-disabled` for the watchdog's lean pass (argv, no shell, the
@@ -114,7 +116,7 @@ def test_only_the_seams_start_processes() -> None:
 def test_the_scan_covers_the_package() -> None:
     """The scan actually reads the package (a moved src/ would otherwise pass vacuously)."""
     names = {str(path.relative_to(SRC)) for path in _sources()}
-    assert {"__main__.py", "errors.py", "runner.py"} <= names
+    assert {"__main__.py", "errors.py", "run/runner.py"} <= names
 
 
 @pytest.mark.parametrize(

@@ -16,8 +16,9 @@ from lanekit.cli import app
 from lanekit.proof.selftest import run_selftest
 from lanekit.service.launchd.domain import Caller
 from lanekit.state.paths import Paths
+from places import FAKE_LAUNCHCTL
 
-FAKE = Path(__file__).resolve().parent / "launchd" / "fake_launchctl.py"
+FAKE = FAKE_LAUNCHCTL
 STEPS = [
     "bootstrap",
     "print",

@@ -17,6 +17,7 @@ from lanekit.run.runner import run_lane
 from lanekit.run.tryrun import TryRequest, decode_status, try_run
 from lanekit.service.launchd.plist import render_lane
 from lanekit.state.paths import Paths
+from places import FAKE_LAUNCHCTL
 
 LANES = """
 [defaults]
@@ -286,7 +287,7 @@ def test_try_on_macos_runs_a_one_shot_launchd_job(
 
     from lanekit.service.launchd.domain import Caller
 
-    fake = Path(__file__).resolve().parent / "launchd" / "fake_launchctl.py"
+    fake = FAKE_LAUNCHCTL
     wrapper = tmp_path / "launchctl"
     wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{fake}" "$@"\n')
     wrapper.chmod(0o755)

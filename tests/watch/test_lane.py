@@ -16,8 +16,9 @@ from lanekit.reconcile import ActionKind, Result
 from lanekit.service.launchd.plist import render_lane
 from lanekit.state.paths import Paths
 from lanekit.status.lanes import LaneState, status
+from places import GOLDEN
 
-GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "com.example.watch.plist"
+GOLDEN = GOLDEN / "com.example.watch.plist"
 HOME = Path("/Users/me")
 PATHS = Paths(
     home=HOME,

@@ -4,16 +4,14 @@ lean pass fingerprints launchd with them, the full pass's checks read the adapte
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lanekit.service.launchd.launchctl import parse_domain_services, parse_print_disabled
 from lanekit.watch.launchdrows import disabled_services, service_rows
+from places import SAMPLES
 
-SAMPLES = Path(__file__).resolve().parents[1] / "launchd" / "samples"
 CAPTURES = sorted(path for path in SAMPLES.rglob("*.txt") if path.is_file())
 
 

@@ -27,8 +27,9 @@ from lanekit.service.launchd.launch import launch_for
 from lanekit.service.launchd.launchctl import DEFAULT_LAUNCHCTL, LaunchctlDomain
 from lanekit.watch import cache, entry, launchdlook
 from lanekit.watch.watchdog import PassResult, WatchRequest, run_pass
+from places import FAKE_LAUNCHCTL
 
-FAKE = Path(__file__).resolve().parents[1] / "launchd" / "fake_launchctl.py"
+FAKE = FAKE_LAUNCHCTL
 DOMAIN = "gui/501"
 
 

@@ -15,6 +15,7 @@ from lanekit.doctor import Severity
 from lanekit.doctor.checks.lane import MissedRunCause, MissedRunFacts, classify_missed_run
 from lanekit.queue import Queue
 from lanekit.service.launchd.emulator import EmulatedDomain
+from places import MACOS_TOOLS
 
 
 @pytest.mark.parametrize(
@@ -289,7 +290,7 @@ def test_missed_leap_day_run_is_not_skipped(tmp_path: Path) -> None:
 
 
 def _capture(name: str) -> str:
-    samples = Path(__file__).resolve().parents[1] / "launchd" / "samples" / "macos-tools"
+    samples = MACOS_TOOLS
     return (samples / f"{name}.txt").read_text(encoding="utf-8").partition("# ---\n")[2]
 
 

@@ -24,8 +24,9 @@ from lanekit.doctor import Severity
 from lanekit.service.launchd.domain import Caller
 from lanekit.service.launchd.launchctl import LaunchctlDomain
 from lanekit.system import volumes
+from places import FAKE_LAUNCHCTL, MACOS_TOOLS
 
-FAKE = Path(__file__).resolve().parent.parent / "launchd" / "fake_launchctl.py"
+FAKE = FAKE_LAUNCHCTL
 
 
 def _healthy_quiet(world: World, check_id: str) -> None:
@@ -228,7 +229,7 @@ def test_a_run_holding_the_lane_for_hours_is_stuck(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- background items
 
 
-BTM = Path(__file__).resolve().parent.parent / "launchd" / "samples" / "macos-tools"
+BTM = MACOS_TOOLS
 
 
 @pytest.mark.parametrize(
@@ -285,7 +286,7 @@ def _boot_tools(
     the tool is missing), `auto_login` the user defaults prints (None: unset, exit 1)."""
     from lanekit.service.launchd import probes
 
-    samples = Path(__file__).resolve().parents[1] / "launchd" / "samples" / "macos-tools"
+    samples = MACOS_TOOLS
     fdesetup = tmp_path / "fdesetup"
     if filevault is not None:
         text = (samples / f"{filevault}.txt").read_text().partition("# ---\n")[2]

@@ -4,7 +4,6 @@ the groups lanekit acts on hold what they say, and no module compares a code to 
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 import pytest
 
@@ -16,8 +15,7 @@ from lanekit.service.launchd.codes import (
     LaunchctlCode,
 )
 from lanekit.service.launchd.launchctl import error_text
-
-SRC = Path(__file__).resolve().parents[2] / "src" / "lanekit"
+from places import SRC
 
 
 @pytest.mark.parametrize(

@@ -35,9 +35,9 @@ from lanekit.service.launchd.launchctl import (
     signal_name,
     split_list_status,
 )
+from places import REPO
 
 SAMPLES = Path(__file__).resolve().parent / "samples"
-REPO = Path(__file__).resolve().parents[2]
 
 
 def shared_samples() -> Path:

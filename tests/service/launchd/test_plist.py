@@ -30,9 +30,9 @@ from lanekit.service.launchd.plist import (
 )
 from lanekit.state.paths import Paths
 from neighbours import SECOND_UID, SecondUser
+from places import GOLDEN, REPO
 
-ROOT = Path(__file__).resolve().parents[1]
-GOLDEN = Path(__file__).resolve().parent / "golden"
+ROOT = REPO
 INTERPRETER = "/usr/local/bin/python3"
 HOME = Path("/Users/me")
 STATE = HOME / "Library" / "Application Support" / "lanekit"
