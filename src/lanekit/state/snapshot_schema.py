@@ -20,14 +20,6 @@ from __future__ import annotations
 
 import os
 
-from lanekit.system.owned import (
-    check_private,
-    check_trusted,
-    read_regular,
-    unsafe_error,
-    unsafe_reason,
-)
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -177,6 +169,16 @@ def read_snapshot(path: str | os.PathLike[str]) -> dict[str, object]:
     your home down (UnsafeStateError otherwise: it could make the run execute another user's
     command); UTF-8 JSON with every field of the right type (UsageError naming the file and
     what is wrong otherwise, or when there is no such file)."""
+    # Here, not at the top: the defaults above are what config, queue and `lanekit status`
+    # import this module for, and completing `lanekit jobs --state` must not load more.
+    from lanekit.system.owned import (
+        check_private,
+        check_trusted,
+        read_regular,
+        unsafe_error,
+        unsafe_reason,
+    )
+
     directory = os.path.dirname(os.fspath(path)) or "."
     check_private(directory, "lane snapshot directory", directory=True)
     check_trusted(  # the directories above it (the file: unsafe_reason, below)
