@@ -10,7 +10,9 @@ the same way on Linux as under launchd on macOS. Facts: shared/launchd-semantics
 *watcher*; the watcher forks the job and stays its parent. Launchd's duties for the job are then
 the watcher's: wait for it, record its raw wait status in a status file, kill its process group
 after it exits (AbandonProcessGroup), and on a stop request send SIGTERM then SIGKILL after
-ExitTimeOut. The watcher is a fork without exec, so it lives inside this module.
+ExitTimeOut. The watcher is a fork without exec, so it lives inside this module. What it shares
+with the run's job watcher (lanekit.run.watcher: finding the program, process groups, closing
+descriptors, the stderr tail) is lanekit.system.processes, which says why the two loops differ.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from lanekit.service.launchd.launch import (
     resolve_command,
 )
 from lanekit.system.atomic import write_atomic
+from lanekit.system.processes import close_fds_except, read_tail, signal_group
 from lanekit.system.procinfo import start_token
 
 STDERR_TAIL_BYTES = 8192
@@ -261,14 +264,6 @@ def _exec_job(launch: JobLaunch, prep: _Prepared) -> NoReturn:
         os._exit(EX_CONFIG)
 
 
-def _close_fds_except(keep: set[int]) -> None:
-    for entry in Path("/dev/fd").iterdir():
-        fd = int(entry.name)
-        if fd not in keep:
-            with contextlib.suppress(OSError):
-                os.close(fd)
-
-
 def spawn(launch: JobLaunch, *, status_file: Path | None) -> SpawnedJob:
     """Start the job detached from the caller; returns once its pid is known.
 
@@ -322,7 +317,7 @@ def _detach_and_watch(
     # The watcher may live for hours as a fork of the CLI: keep the collector from touching
     # (and so copying) every page of the inherited heap.
     gc.disable()
-    _close_fds_except({0, 1, 2, report_w, *prep.fds()})
+    close_fds_except({report_w, *prep.fds()})
     # Hold neither the caller's terminal nor its pipes: `lanekit kick | cat` must not wait.
     devnull_w = os.open(os.devnull, os.O_WRONLY)
     os.dup2(prep.stdin_fd, 0)
@@ -369,8 +364,7 @@ def _watch(launch: JobLaunch, prep: _Prepared, report_w: int, status_file: Path 
     prep.close()
     status, _ = _supervise(launch, job, wake_r=wake_r)
     if not launch.abandon_process_group:
-        with contextlib.suppress(OSError):
-            os.killpg(job, signal.SIGTERM)
+        signal_group(job, signal.SIGTERM)
     if status_file is not None:
         record = {
             "schema": STATUS_SCHEMA,
@@ -417,7 +411,7 @@ def _supervise(
         pid, status = os.waitpid(job, os.WNOHANG)
         if pid == job:
             if capture is not None and captured is not None and reading:
-                _drain(capture, captured)
+                read_tail(capture, captured, STDERR_TAIL_BYTES)
             return status, timed_out
         now = time.monotonic()
         if deadline is not None and now >= deadline and not stopped:
@@ -446,7 +440,7 @@ def _supervise(
             if signal.SIGTERM in received and not stopped:
                 stop()
         if capture is not None and captured is not None and capture in ready:
-            reading = _drain(capture, captured)
+            reading = read_tail(capture, captured, STDERR_TAIL_BYTES)
 
 
 def run_foreground(launch: JobLaunch, timeout: float | None = None) -> ForegroundResult:
@@ -462,6 +456,7 @@ def run_foreground(launch: JobLaunch, timeout: float | None = None) -> Foregroun
     try:
         if launch.stderr_path is None:
             capture, capture_w = os.pipe()
+            os.set_blocking(capture, False)
             os.close(prep.stderr_fd)
             prep = _Prepared(prep.path, prep.cwd_fd, prep.stdin_fd, prep.stdout_fd, capture_w)
         else:
@@ -494,8 +489,7 @@ def run_foreground(launch: JobLaunch, timeout: float | None = None) -> Foregroun
             os.close(capture)
     duration = time.monotonic() - started
     if not launch.abandon_process_group:
-        with contextlib.suppress(OSError):
-            os.killpg(job, signal.SIGTERM)
+        signal_group(job, signal.SIGTERM)
     tail = bytes(captured) if launch.stderr_path is None else _read_tail(launch, tail_from)
     result = JobExit(pid=job, wait_status=status, ended_at=time.time())
     return ForegroundResult(
@@ -505,20 +499,6 @@ def run_foreground(launch: JobLaunch, timeout: float | None = None) -> Foregroun
         stderr_tail=tail[-STDERR_TAIL_BYTES:].decode(errors="replace"),
         timed_out=timed_out,
     )
-
-
-def _drain(fd: int, into: bytearray) -> bool:
-    """Read what is available, keeping only the tail; False once the pipe reached end of file."""
-    os.set_blocking(fd, False)
-    while True:
-        try:
-            chunk = os.read(fd, 65536)
-        except BlockingIOError:
-            return True
-        if not chunk:
-            return False
-        into.extend(chunk)
-        del into[:-STDERR_TAIL_BYTES]
 
 
 def _read_tail(launch: JobLaunch, offset: int) -> bytes:
