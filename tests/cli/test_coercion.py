@@ -83,7 +83,7 @@ def test_plain_covers_flags_str_and_paths_only() -> None:
     kinds = {name: plain_kind(hint) is not None for name, hint in hints.items() if name != "return"}
     assert kinds == {
         "name": True,
-        "flag": False,  # a flag holding its bool: typer coerces nothing already
+        "flag": True,
         "where": True,
         "plist": False,  # path checks: typer's
         "existing": False,

@@ -10,14 +10,14 @@ Most of lanekit's parameters are flags, `str`, `Path`, `list[str]` or `list[Path
 parser: `plain(command)` gives each parameter a `process_value` (click's public per-parameter
 hook) that settles the values whose coercion is certain and hands every other one to typer's
 own. Certain are: an option left out (None, or () when it takes many: what typer gives); a
-string for a `str`; a string or path for a `Path` without typer's path checks (exists,
-file_okay, dir_okay, writable, resolve_path, allow_dash), when it names nothing or something
-readable (the one check typer makes by default); lists of those. Which shape a parameter has
-is read from the command function's own annotations (`typer.Option`/`typer.Argument` give
-public `typer.models.ParameterInfo` objects). A flag holding its bool, numbers, enums,
-datetimes, parsers, paths with checks and anything unexpected go to typer, so every message
-is typer's. Nothing here imports a private module of typer: with another typer the hook stays
-click's documented one.
+bool for a flag; a string for a `str`; a string or path for a `Path` without typer's path
+checks (exists, file_okay, dir_okay, writable, resolve_path, allow_dash), when it names
+nothing or something readable (the one check typer makes by default); lists of those. Which
+shape a parameter has is read from the command function's own annotations (`typer.Option` and
+`typer.Argument` give public `typer.models.ParameterInfo` objects). Numbers, enums, datetimes,
+parsers, paths with checks and anything unexpected (a flag's value from an environment
+variable's text) go to typer, so every message is typer's. Nothing here imports a private
+module of typer: with another typer the hook stays click's documented one.
 """
 
 from __future__ import annotations
@@ -44,8 +44,9 @@ _PATH_CHECKS = {
 
 
 def plain_kind(annotation: Any) -> tuple[type[Any], bool] | None:
-    """(str or the Path class, takes many) for a parameter annotated `str`, `Path` or a list
-    of either (optional or not) with no parser and no path check, else None (typer's)."""
+    """(bool, str or the Path class, takes many) for a flag, or a parameter annotated `str`,
+    `Path` or a list of either (optional or not) with no parser and no path check, else None
+    (typer's)."""
     info: Any = None
     if typing.get_origin(annotation) is Annotated:
         annotation, *extras = typing.get_args(annotation)
@@ -60,6 +61,8 @@ def plain_kind(annotation: Any) -> tuple[type[Any], bool] | None:
         getattr(info, "parser", None) is not None or getattr(info, "click_type", None) is not None
     ):
         return None
+    if annotation is bool and not many:
+        return bool, False
     if annotation is str:
         return str, many
     if isinstance(annotation, type) and issubclass(annotation, Path):
@@ -91,8 +94,8 @@ def _plain_process(param: Any, kind: tuple[type[Any], bool] | None) -> Callable[
 
     def leaf(value: Any) -> Any:
         assert kind is not None
-        if kind[0] is str:
-            return value if isinstance(value, str) else None
+        if kind[0] in {bool, str}:
+            return value if isinstance(value, kind[0]) else None
         if isinstance(value, str | Path) and _readable_or_absent(value):
             return value if isinstance(value, kind[0]) else kind[0](value)
         return None
