@@ -3,14 +3,20 @@ shell completion import no command's dependencies (the import lists, not timings
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import json
 import os
 import pkgutil
 import subprocess
 import sys
+import typing
 from pathlib import Path
+from typing import Annotated
 
 import pytest
+import typer
+from typer.models import ParameterInfo
 from typer.testing import CliRunner
 
 import lanekit.cli
@@ -44,34 +50,63 @@ typer 0.29 coerces parameter values through it, except the flags, str and Path o
 lanekit.cli.coercion takes over)."""
 
 
-def _cli_modules() -> set[str]:
-    """Every module under lanekit/cli/ that adds commands (it has a register function)."""
+def _is_command(value: object, module: str) -> bool:
+    """A typer group, or a function of `module` with a typer parameter (typer.Option or
+    typer.Argument in its annotations): what typer would make a command of."""
+    if isinstance(value, typer.Typer):
+        return True
+    if not inspect.isfunction(value) or value.__module__ != module:
+        return False
+    try:
+        hints = typing.get_type_hints(value, include_extras=True)
+    except NameError:  # annotations for mypy only: typer could not build a command of it
+        return False
+    return any(
+        isinstance(extra, ParameterInfo)
+        for hint in hints.values()
+        if typing.get_origin(hint) is Annotated
+        for extra in typing.get_args(hint)[1:]
+    )
+
+
+def _defined_commands() -> set[tuple[str, str]]:
+    """(module, attribute) of every command a module under lanekit/cli/ defines, a group's
+    own commands counted in the group."""
     found = set()
     for info in pkgutil.iter_modules(lanekit.cli.__path__):
         if info.ispkg:
             continue
-        text = (Path(lanekit.cli.__path__[0]) / f"{info.name}.py").read_text(encoding="utf-8")
-        if "\ndef register(" in text:
-            found.add(info.name)
+        module = importlib.import_module(f"lanekit.cli.{info.name}")
+        in_groups = {
+            command.callback
+            for value in vars(module).values()
+            if isinstance(value, typer.Typer)
+            for command in value.registered_commands
+        }
+        found |= {
+            (info.name, attribute)
+            for attribute, value in vars(module).items()
+            if _is_command(value, module.__name__) and value not in in_groups
+        }
     return found
 
 
-def test_registry_names_exactly_the_commands_each_module_registers() -> None:
-    """Each module's register() adds exactly the commands the registry assigns to it, and
-    every module with a register() is in the registry (a command missing here would vanish
-    from `lanekit --help` and completion)."""
-    modules = {module for module, _ in COMMANDS.values()}
-    assert modules == _cli_modules()
-    for module in modules:
-        registered = set(module_commands(module))
-        assert registered == {name for name, (m, _) in COMMANDS.items() if m == module}, module
+def test_the_registry_is_the_one_list_of_commands() -> None:
+    """Every command a module under lanekit/cli/ defines has its row (one missing would vanish
+    from `lanekit --help` and completion), and every row builds the command it names."""
+    assert {(module, attribute) for module, attribute, _ in COMMANDS.values()} == (
+        _defined_commands()
+    )
+    for module in {module for module, _, _ in COMMANDS.values()}:
+        built = set(module_commands(module))
+        assert built == {name for name, (m, _, _) in COMMANDS.items() if m == module}, module
 
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))
 def test_registry_summary_is_the_commands_own(name: str) -> None:
     """`lanekit --help` shows the registry's summary: it must be the first sentence of the
     command's docstring, as typer would have shown it."""
-    module, summary = COMMANDS[name]
+    module, _, summary = COMMANDS[name]
     command = module_commands(module)[name]
     assert summary == command.get_short_help_str(limit=1000)
 

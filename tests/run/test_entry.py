@@ -22,8 +22,7 @@ from lanekit.run.runner import run_lane
 from lanekit.service.launchd.plist import ENTRYPOINT_CODE
 from lanekit.state import snapshot as snapshot_module
 from lanekit.state.snapshot import RunSpec
-from lanekit.state.snapshot_fast import parse_json, read_snapshot
-from lanekit.state.snapshot_schema import SNAPSHOT_KEYS, SNAPSHOT_SCHEMA
+from lanekit.state.snapshot_schema import SNAPSHOT_KEYS, SNAPSHOT_SCHEMA, parse_json, read_snapshot
 
 PY = sys.executable
 
@@ -238,7 +237,7 @@ def test_doubtful_snapshot_is_left_to_the_full_path(tmp_path: Path, damage: str)
         else:
             data["lane"] = ""
         path.write_text(json.dumps(data))
-    assert read_snapshot(str(path)) is None
+    assert empty_run(args(tmp_path)) is None
 
 
 # --- the empty run -------------------------------------------------------------------------

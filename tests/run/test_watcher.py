@@ -22,6 +22,7 @@ from lanekit.queue.records import JobState
 from lanekit.run import runner, watcher, watcher_link
 from lanekit.run.lanelog import read_events
 from lanekit.state.snapshot import RunSpec
+from lanekit.system.processes import find_program
 
 PY = sys.executable
 
@@ -742,12 +743,12 @@ def test_a_jobs_program_is_found_on_the_path_it_is_given(
         (directory / "tool").chmod(mode)
     monkeypatch.setenv("PATH", str(terminal_bin))
     env = {"PATH": f"{tmp_path / 'missing'}:{lane_bin}:{terminal_bin}"}
-    assert watcher.find_program("tool", env) == f"{lane_bin}/tool"
-    assert watcher.find_program("./tool", {"PATH": str(lane_bin)}) == "./tool"
+    assert find_program("tool", env["PATH"]) == f"{lane_bin}/tool"
+    assert find_program("./tool", str(lane_bin)) == "./tool"
     with pytest.raises(FileNotFoundError):
-        watcher.find_program("tool", {"PATH": str(tmp_path / "missing")})
+        find_program("tool", str(tmp_path / "missing"))
     with pytest.raises(PermissionError):  # root too: access(X_OK) needs an x bit
-        watcher.find_program("tool", {"PATH": str(locked_bin)})
+        find_program("tool", str(locked_bin))
 
 
 @pytest.mark.slow

@@ -6,13 +6,12 @@ Commands are loaded lazily, per command (lanekit.cli.registry says how to add on
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Annotated, Any
 
 import typer
-from typer import _click  # typer >= 0.29 vendors click; its Context is the base type
-from typer._click.shell_completion import CompletionItem
-from typer._click.utils import make_default_short_help
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 from lanekit import PROMISE, __version__
 from lanekit.cli import render
@@ -30,44 +29,48 @@ class LanekitGroup(TyperGroup):
         self.lazy = LazyCommands(COMMANDS)
         self.commands = self.lazy
 
-    def parse_args(self, ctx: _click.Context, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         """The root's flags (`--debug`, `--help`, completion) coerced without pydantic."""
-        plain_params(self.get_params(ctx))
+        plain_params(self.get_params(ctx), self.callback)
         return super().parse_args(ctx, args)
 
-    def resolve_command(
-        self, ctx: _click.Context, args: list[str]
-    ) -> tuple[str | None, _click.Command | None, list[str]]:
+    def resolve_command(self, ctx: Any, args: list[str]) -> tuple[str | None, Any, list[str]]:
         """The command, its `--help` included, coerced without pydantic (lanekit.cli.coercion;
         its other parameters were seen to when lanekit.cli.registry built it)."""
         name, command, rest = super().resolve_command(ctx, args)
         if command is not None:
-            plain_params(command.get_params(ctx))
+            plain_params(command.get_params(ctx), command.callback)
         return name, command, rest
 
-    def list_commands(self, ctx: _click.Context) -> list[str]:
+    def list_commands(self, ctx: Any) -> list[str]:
         """Every command name, without importing any command module."""
         return list(self.lazy)
 
-    def format_commands(self, ctx: _click.Context, formatter: _click.HelpFormatter) -> None:
+    @contextmanager
+    def _summaries(self) -> Iterator[None]:
+        """Within: each command is a stand-in holding the registry's summary, so `--help` and
+        completing a command name (click's own code, which asks for every command) import no
+        command module."""
+        lazy = self.commands
+        self.commands = {
+            name: TyperCommand(name=name, help=self.lazy.summary(name)) for name in self.lazy
+        }
+        try:
+            yield
+        finally:
+            self.commands = lazy
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
         """The command list of `lanekit --help`, from the registry's summaries."""
-        names = self.list_commands(ctx)
-        limit = formatter.width - 6 - max(len(name) for name in names)
-        rows = [(name, make_default_short_help(self.lazy.summary(name), limit)) for name in names]
-        with formatter.section("Commands"):
-            formatter.write_dl(rows)
+        with self._summaries():
+            super().format_commands(ctx, formatter)
 
-    def shell_complete(self, ctx: _click.Context, incomplete: str) -> list[CompletionItem]:
+    def shell_complete(self, ctx: Any, incomplete: str) -> list[Any]:
         """Command names (from the registry) and the root's own options."""
-        results = [
-            CompletionItem(name, help=self.lazy.summary(name))
-            for name in self.list_commands(ctx)
-            if name.startswith(incomplete)
-        ]
-        results.extend(_click.Command.shell_complete(self, ctx, incomplete))
-        return results
+        with self._summaries():
+            return list(super().shell_complete(ctx, incomplete))
 
-    def invoke(self, ctx: _click.Context) -> Any:
+    def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
         except LanekitError as exc:

@@ -107,10 +107,3 @@ def render(
 
 def _absolute(path: Path | None, paths: Paths) -> Path | None:
     return None if path is None else paths.cwd / path
-
-
-def register(app: typer.Typer) -> None:
-    """Add init, validate and render to the lanekit app."""
-    app.command("init")(init)
-    app.command("validate")(validate)
-    app.command("render")(render)

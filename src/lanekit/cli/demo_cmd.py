@@ -10,11 +10,6 @@ import typer
 from lanekit.errors import ExitCode
 
 
-def register(app: typer.Typer) -> None:
-    """Add the demo command."""
-    app.command("demo")(demo)
-
-
 def demo(
     directory: Annotated[
         Path | None,

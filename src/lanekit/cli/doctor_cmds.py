@@ -202,10 +202,3 @@ def logs(
         show.log_lines(lane_logs(request, Paths.from_env(), os.environ))
     except KeyboardInterrupt:
         raise typer.Exit(int(ExitCode.OK)) from None
-
-
-def register(app: typer.Typer) -> None:
-    """Add doctor, try and logs to the lanekit app."""
-    app.command("doctor")(doctor)
-    app.command("try")(try_)
-    app.command("logs")(logs)

@@ -89,8 +89,3 @@ def tick(
         target = parse_until(until, emulated)
     report = advance(paths.emulator, paths.launch_agents, target, asleep=asleep, now=now, wait=wait)
     show.ticked(report)
-
-
-def register(app: typer.Typer) -> None:
-    """Add the emulator command group."""
-    app.add_typer(emulator, name="emulator")

@@ -229,13 +229,3 @@ def _duration(option: str, text: str) -> float:
         return float(parse_duration(text))
     except ScheduleError as exc:
         raise UsageError(f"{option} {text!r}: {exc.message}", "e.g. --older-than 7d") from None
-
-
-def register(app: typer.Typer) -> None:
-    """Add the job and lane verbs to the app."""
-    app.command("retry")(retry)
-    app.command("requeue")(requeue)
-    app.command("cancel")(cancel)
-    app.command("pause")(pause)
-    app.command("resume")(resume)
-    app.command("purge")(purge)

@@ -209,12 +209,3 @@ def status(
         emulated=emulated,
         show_project=anywhere,
     )
-
-
-def register(app: typer.Typer) -> None:
-    """Add the launchd commands to the app."""
-    app.command("plan")(plan)
-    app.command("apply")(apply)
-    app.command("remove")(remove)
-    app.command("kick")(kick)
-    app.command("status")(status)

@@ -241,6 +241,10 @@ def run(
         raise typer.Exit(int(result.exit_code))
 
 
+# The promise is said where a user learns what a run does (tests/test_docs.py pins it).
+run.__doc__ = f"{inspect.getdoc(run)}\n\n{PROMISE}"
+
+
 def recover(
     lane: Annotated[
         str | None,
@@ -310,13 +314,3 @@ def job(
             f"`{cmdline('lanekit', 'jobs', spec.name)}` lists its jobs",
         )
     show.job_detail(view, as_json=as_json)
-
-
-def register(app: typer.Typer) -> None:
-    """Add the queue commands to the app."""
-    app.command("enqueue")(enqueue)
-    # The promise is said where a user learns what a run does (tests/test_docs.py pins it).
-    app.command("run", help=f"{inspect.getdoc(run)}\n\n{PROMISE}")(run)
-    app.command("recover")(recover)
-    app.command("jobs")(jobs)
-    app.command("job")(job)

@@ -40,8 +40,3 @@ def schedule(
     from lanekit.schedule import explain
 
     show.explanation(explain(exprs, n=next_count, after=after), as_json=as_json)
-
-
-def register(app: typer.Typer) -> None:
-    """Add `schedule` to the lanekit app."""
-    app.command("schedule")(schedule)

@@ -10,11 +10,6 @@ import typer
 from lanekit.cli.options import JsonOption
 
 
-def register(app: typer.Typer) -> None:
-    """Add the selftest command."""
-    app.command("selftest")(selftest)
-
-
 def selftest(
     report: Annotated[
         Path | None,

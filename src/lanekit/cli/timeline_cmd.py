@@ -11,11 +11,6 @@ from lanekit.cli.options import ConfigOption, JsonOption
 from lanekit.errors import UsageError
 
 
-def register(app: typer.Typer) -> None:
-    """Add the timeline command."""
-    app.command("timeline")(timeline_cmd)
-
-
 def timeline_cmd(
     lanes: Annotated[
         list[str] | None,

@@ -9,11 +9,6 @@ import typer
 from lanekit.cli.options import ConfigOption, DryRunOption, JsonOption
 
 
-def register(app: typer.Typer) -> None:
-    """Add the watch command."""
-    app.command("watch")(watch)
-
-
 def watch(
     dry_run: DryRunOption = False,
     as_json: JsonOption = False,

@@ -2,11 +2,12 @@
 
 Most scheduled runs find the queue empty, and every run is a fresh interpreter, so start-up is
 most of what an empty run costs (benchmark figure (c): `lanekit run` on an empty queue vs
-`python -c pass`). This module and what it imports (lanekit.run.lanelock, lanelog, peek, runargs,
-snapshot_reader) use only builtin modules. The snapshot is read by a small strict JSON reader
-(lanekit.state.snapshot_fast), because importing json pulls in re and compiles its patterns, and
-the path stays clear of dataclasses (which imports inspect, ast and dis), pathlib, enum, signal
-and lanekit.errors: together they cost several times `python -c pass`.
+`python -c pass`). This module and what it imports (lanekit.run.lanelock, lanelog, peek, args,
+lanekit.state.snapshot_schema) use only builtin modules. The snapshot is read by the one
+snapshot reader (lanekit.state.snapshot_schema.read_snapshot), which decodes without importing
+json (json pulls in re and compiles its patterns), and the path stays clear of dataclasses
+(which imports inspect, ast and dis), pathlib, enum, signal and lanekit.errors: together they
+cost several times `python -c pass`.
 
 The fast path only handles the case it can vouch for: `LANE --snapshot PATH`, a snapshot that
 reads cleanly with every field present, and nothing in queue/, delayed/ or claimed/. Then it
@@ -33,7 +34,7 @@ from lanekit.run.lanelock import lock_file, try_lock
 from lanekit.run.lanelog import LaneLog, log_finish, log_warner, rotate_if_needed
 from lanekit.run.peek import nothing_queued, purge_due
 from lanekit.state.clock import epoch
-from lanekit.state.snapshot_fast import read_snapshot
+from lanekit.state.snapshot_schema import read_snapshot
 
 TYPE_CHECKING = False  # typing itself costs start-up time; mypy still reads these imports
 if TYPE_CHECKING:
@@ -62,8 +63,13 @@ def empty_run(argv: Sequence[str], *, clock: Callable[[], float] = time.monotoni
     lane, snapshot = parsed
     if snapshot is None:
         return None  # without --snapshot the installed snapshots are searched: full path
-    spec = read_snapshot(snapshot)
-    if spec is None or spec["lane"] != lane:
+    try:
+        spec = read_snapshot(snapshot)
+    except Exception:
+        # Any refusal (a lanekit.errors class, imported only when raised) or read error: the
+        # full run reads the snapshot again and explains, or refuses, what is wrong.
+        return None
+    if spec["lane"] != lane:
         return None
     queue_dir, log_path = spec["queue_dir"], spec["log_path"]
     max_bytes, keep = spec["log_max_bytes"], spec["log_keep"]

@@ -15,7 +15,7 @@ EnvironmentVariables (lanekit.config.lane_environment makes them; the plist carr
 the snapshot keeps them), so a command found only on the terminal's PATH fails by hand as it
 would under launchd (`lane_process_env`). Nothing of the terminal is kept (launchd's own
 additions, such as HOME, are not promised: shared/launchd-semantics.md section 3). A job's
-command is looked up on the PATH it is given (lanekit.run.watcher.find_program).
+command is looked up on the PATH it is given (lanekit.system.processes.find_program).
 
 Builtin modules only (lanekit.service.launchd.launch is imported only by a run by hand): the runner
 imports this.

@@ -24,7 +24,7 @@ the job goes back to queue/ without spending an attempt, and the run exits 75. T
 decides first: a job that exited 0 is done even if a stop arrived, and one that failed before
 the stop reached it spends its attempt like any failure.
 
-Jobs are started by their watcher with os.posix_spawnp (no subprocess import).
+Jobs are started by their watcher with os.posix_spawn (no subprocess import).
 """
 
 from __future__ import annotations
@@ -65,70 +65,6 @@ if TYPE_CHECKING:
     one the runner starts each job through lanekit.run.watcher."""
 
 # --- starting jobs ------------------------------------------------------------------------
-
-
-class SpawnedJob:
-    """A job started with posix_spawn in a new process group (pgid == pid); see Job."""
-
-    def __init__(self, pid: int) -> None:
-        self.pid = pid
-        self._reaped = False
-
-    def wait(self) -> int:
-        """Reap the leader: its exit code, or -N when signal N killed it."""
-        _, status = os.waitpid(self.pid, 0)
-        self._reaped = True
-        return os.waitstatus_to_exitcode(status)
-
-    def leader_alive(self) -> bool:
-        """Until this process reaps the leader its pid cannot be reused, so signal 0 answers
-        exactly (a signal handler may run after waitpid returned but before `_reaped` is set;
-        the kernel already says no then). A leader that exited but is not reaped yet counts
-        as alive: that is the instant between its exit and waitpid returning."""
-        if self._reaped:
-            return False
-        try:
-            os.kill(self.pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
-
-    def signal_group(self, sig: int) -> None:
-        """Signal the whole group; a group that is already gone is not an error."""
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.pid, sig)
-
-    def group_alive(self) -> bool:
-        """Whether any member of the group still exists (signal 0 probes without sending)."""
-        try:
-            os.killpg(self.pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
-
-
-def spawn_job(argv: Sequence[str], env: Mapping[str, str], pass_fds: Sequence[int] = ()) -> Job:
-    """Start `argv` (no shell; argv[0] looked up on PATH) in its own process group, with
-    stdin from /dev/null's place in the runner (inherited) and stdout/stderr inherited: under
-    launchd they are the lane's StandardOutPath/StandardErrorPath. The descriptors in
-    `pass_fds` stay open in the job (every other descriptor of the runner is close-on-exec)."""
-    # The descriptors are inheritable only for the duration of the spawn; the runner starts
-    # processes from its one thread, so no other spawn can pick them up in between.
-    for fd in pass_fds:
-        os.set_inheritable(fd, True)
-    try:
-        # setpgroup=0: the job leads a new process group, so a stop reaches the job and
-        # everything it started (killpg), and a Ctrl-C in the runner's terminal reaches only
-        # the runner.
-        pid = os.posix_spawnp(argv[0], list(argv), dict(env), setpgroup=0)
-    finally:
-        for fd in pass_fds:
-            os.set_inheritable(fd, False)
-    return SpawnedJob(pid)
 
 
 def job_argv(command: Sequence[str], job_file: Path) -> list[str]:

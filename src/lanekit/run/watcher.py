@@ -33,6 +33,9 @@ the file that becomes the status) and by the claim their environment names (job_
 the claim stays until none is left. Between jobs the watcher holds no claim; it exits at
 the end of the run, or, when the runner died, once the job it watches has ended.
 
+What this shares with launchd's supervisor (lanekit.service.launchd.environ: the emulated domain
+and `lanekit try`) is lanekit.system.processes, which says why the two loops differ.
+
 Processes start here and in the three seams design.md names; tests/test_process_seams.py lists
 this module deliberately.
 """
@@ -51,6 +54,14 @@ import time
 from dataclasses import dataclass
 
 from lanekit.run.stop import LEFTOVER_GRACE, STOP_SIGNALS
+from lanekit.system.processes import (
+    close_fds_except,
+    find_program,
+    group_alive,
+    read_tail,
+    signal_group,
+    write_all,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -242,7 +253,7 @@ class Copies:
     def signal(self, sig: int) -> None:
         """Send `sig` to every copy (gone ones are passed over)."""
         if self.group is not None:
-            _kill_group(self.group, sig)
+            signal_group(self.group, sig)
         for pid in self.pids:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, sig)
@@ -286,7 +297,7 @@ def _noted_group(path: str) -> int | None:
     digits = data[len(_NOTE) : -1]
     if not digits.isdigit() or int(digits) <= 1:
         return None
-    return int(digits) if _group_alive(int(digits)) else None
+    return int(digits) if group_alive(int(digits)) else None
 
 
 _NOTE = b"started pgid="
@@ -321,21 +332,6 @@ class _Watch:
         self.kill_now = True
 
 
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _kill_group(pgid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
-
-
 class _Current:
     """The watcher's job of the moment, which the signal handlers act on (none between jobs:
     a stop that arrives then is a late one for the job before, and is dropped)."""
@@ -354,34 +350,11 @@ class _Current:
             self.watch.on_kill(signum, frame)
 
 
-def find_program(name: str, env: Mapping[str, str]) -> str:
-    """The file a job's argv[0] names, looked up as execvp(3) does but on the PATH the job is
-    given (its lane's), not on this process's own, which posix_spawnp would search: a run
-    started by hand has the terminal's. A name with a slash is used as it is. OSError
-    (ENOENT, or EACCES when only a file we may not execute was found) when there is none."""
-    if "/" in name:
-        return name
-    denied = False
-    for directory in env.get("PATH", os.defpath).split(os.pathsep):
-        candidate = f"{directory or '.'}/{name}"
-        if os.path.isfile(candidate):  # noqa: PTH113 - no pathlib on the job path
-            if os.access(candidate, os.X_OK):
-                return candidate
-            denied = True
-    code = errno.EACCES if denied else errno.ENOENT
-    raise OSError(code, os.strerror(code), name)
-
-
 def _become_watcher(keep: Sequence[int]) -> _Current:
     """What a watcher does once, before any job: its own session, every descriptor but
     stdin/stdout/stderr and `keep` closed, its signal handlers in place, stops unblocked."""
     os.setsid()  # out of the runner's process group and session: its death is not ours
-    # The lane lock above all: a watcher outliving its runner must not keep the lane busy.
-    low = 3
-    for fd in sorted(set(keep)):
-        os.closerange(low, fd)
-        low = fd + 1
-    os.closerange(low, 1 << 16)
+    close_fds_except(keep)
     wake_r, wake_w = os.pipe()
     for fd in (wake_r, wake_w):
         os.set_blocking(fd, False)
@@ -476,7 +449,7 @@ def _watch(
     began = time.monotonic()
     try:
         job = os.posix_spawn(
-            find_program(argv[0], env),
+            find_program(argv[0], env.get("PATH", os.defpath)),
             list(argv),
             dict(env),
             setpgroup=0,
@@ -495,7 +468,7 @@ def _watch(
         _follow(watch, err_r, err_w, report, status, tmp_dir, timeout, kill_grace, began)
     except BaseException:
         # Never leave the job running without the lock this process is about to drop.
-        _kill_group(job, signal.SIGKILL)
+        signal_group(job, signal.SIGKILL)
         raise
     finally:
         current.watch = None
@@ -535,11 +508,11 @@ def _follow(  # noqa: PLR0917 - private, called once by _watch with its own valu
     while True:
         _reap(watch)
         now = time.monotonic()
-        alive = watch.leader_code is None or _group_alive(job)
+        alive = watch.leader_code is None or group_alive(job)
         if not alive:
             break
         if watch.kill_now and not killed:
-            _kill_group(job, signal.SIGKILL)
+            signal_group(job, signal.SIGKILL)
             killed = True
         if (
             not timed_out
@@ -548,18 +521,18 @@ def _follow(  # noqa: PLR0917 - private, called once by _watch with its own valu
             and now - began >= timeout
         ):
             timed_out = True
-            _kill_group(job, signal.SIGTERM)
+            signal_group(job, signal.SIGTERM)
             term_sent_at, kill_after = now, kill_grace
         term_sent_at, kill_after = look.act(watch, now, (term_sent_at, kill_after), kill_grace)
         if watch.leader_code is not None and term_sent_at is None and watch.stop_at is None:
             # The leader exited; what it left in its group gets a short grace, then SIGKILL.
-            _kill_group(job, signal.SIGTERM)
+            signal_group(job, signal.SIGTERM)
             term_sent_at, kill_after = now, min(LEFTOVER_GRACE, kill_grace)
         kill_at = None if term_sent_at is None else term_sent_at + kill_after
         limit = None if timeout is None or timed_out else began + timeout
         due = _next_due(watch, kill_at, kill_grace, limit)
         if due is not None and now >= due and not killed:
-            _kill_group(job, signal.SIGKILL)
+            signal_group(job, signal.SIGKILL)
             killed = True
         if killed and watch.leader_code is not None:
             # SIGKILL cannot be refused; an orphan's zombie (which a group probe still sees
@@ -575,9 +548,9 @@ def _follow(  # noqa: PLR0917 - private, called once by _watch with its own valu
             with contextlib.suppress(BlockingIOError):
                 os.read(watch.wake, 512)
         if reading and err_r in ready:
-            reading = _copy(err_r, kept)
+            reading = read_tail(err_r, kept, TAIL_BYTES, echo=2)
     if reading:
-        _copy(err_r, kept)  # whatever is still buffered in the pipe
+        read_tail(err_r, kept, TAIL_BYTES, echo=2)  # whatever is still buffered in the pipe
     outcome = Outcome(
         exit=-signal.SIGKILL if watch.leader_code is None else watch.leader_code,
         stopped=watch.stopped,
@@ -599,7 +572,7 @@ def _follow(  # noqa: PLR0917 - private, called once by _watch with its own valu
         with contextlib.suppress(OSError):
             fsops.replace_file(status, data, tmp=f"{tmp_dir}/.status.{tmp_suffix()}", durable=False)
     with contextlib.suppress(OSError):  # a dead runner reads nothing (broken pipe)
-        _write_all(report, data)
+        write_all(report, data)
 
 
 def _note_started(path: str, job: int) -> int:
@@ -611,7 +584,7 @@ def _note_started(path: str, job: int) -> int:
     except OSError:
         return -1
     try:
-        _write_all(fd, _NOTE + b"%d\n" % job)
+        write_all(fd, _NOTE + b"%d\n" % job)
     except OSError:
         os.close(fd)
         with contextlib.suppress(OSError):
@@ -663,7 +636,7 @@ class _CancelLook:
         self.seen = os.path.lexists(self.path)
         if not self.seen:
             return term
-        _kill_group(watch.job, signal.SIGTERM)
+        signal_group(watch.job, signal.SIGTERM)
         return (now, kill_grace) if term[0] is None else term
 
     def pause(self, watch: _Watch, wait: float, now: float) -> float:
@@ -703,28 +676,6 @@ def _pause(due: float | None, now: float, *, killed: bool) -> float:
     if due is None:
         return 1.0  # woken by SIGCHLD, stderr or a stop long before this
     return max(0.0, min(due - now, 1.0))
-
-
-def _copy(fd: int, kept: bytearray) -> bool:
-    """Copy what the job wrote to stderr on to ours, keeping the tail; False at EOF."""
-    while True:
-        try:
-            data = os.read(fd, 1 << 16)
-        except BlockingIOError:
-            return True
-        if not data:
-            return False
-        with contextlib.suppress(OSError):
-            _write_all(2, data)
-        kept += data
-        if len(kept) > 2 * TAIL_BYTES:
-            del kept[: len(kept) - TAIL_BYTES]
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
 
 
 if __name__ == "__main__":  # pragma: no cover - not an entry point

@@ -10,23 +10,18 @@ import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
-from lanekit.errors import UsageError
 from lanekit.state.snapshot_schema import (
     DEFAULT_KEEP_DONE,
     DEFAULT_KEEP_FAILED,
     DEFAULT_MAX_JOB_BYTES,
     SNAPSHOT_SCHEMA,
-    snapshot_problem,
+    parse_json,
+    parse_snapshot,
+    read_snapshot,
 )
 from lanekit.system.atomic import write_atomic
-from lanekit.system.owned import (
-    check_private,
-    check_trusted,
-    read_regular,
-    unsafe_error,
-    unsafe_reason,
-)
 
 __all__ = ["SNAPSHOT_SCHEMA", "RunSpec", "WatchChannels"]
 _PATH_FIELDS = ("queue_dir", "log_path", "stdout_path", "stderr_path", "project")
@@ -38,9 +33,10 @@ def snapshot_project(data: bytes | None) -> Path | None:
     if data is None:
         return None
     try:
-        value = json.loads(data).get("project")
-    except (ValueError, AttributeError, RecursionError):
+        parsed = parse_json(data.decode("utf-8"))  # UnicodeDecodeError is a ValueError
+    except (ValueError, RecursionError):
         return None
+    value = parsed.get("project") if isinstance(parsed, dict) else None
     return Path(value) if isinstance(value, str) and value else None
 
 
@@ -115,13 +111,20 @@ class RunSpec:
     def from_json(cls, text: str, source: Path) -> RunSpec:
         """Parse a snapshot; a damaged one (not JSON, not an object, a missing, unknown or
         wrong-typed field) is a UsageError naming the file and the field."""
-        try:
-            data = json.loads(text)
-        except (ValueError, RecursionError) as exc:
-            raise _unreadable(source, f"not valid JSON: {exc}") from None
-        problem = snapshot_problem(data)
-        if problem is not None:
-            raise _unreadable(source, problem)
+        return cls._from_checked(parse_snapshot(text, source))
+
+    @classmethod
+    def load(cls, path: Path) -> RunSpec:
+        """Read a snapshot file: a regular file of ours, in a directory of ours, that nobody
+        else may write, reached through directories only you or root may write, from your
+        home down (UnsafeStateError otherwise: it could make the run execute another user's
+        command). The one reader (lanekit.state.snapshot_schema.read_snapshot) is the empty
+        run's too."""
+        return cls._from_checked(read_snapshot(path))
+
+    @classmethod
+    def _from_checked(cls, checked: dict[str, object]) -> RunSpec:
+        data: dict[str, Any] = dict(checked)  # every field's type checked by snapshot_problem
         del data["schema"]
         for key in _PATH_FIELDS:
             if data[key] is not None:
@@ -137,41 +140,6 @@ class RunSpec:
             )
         return cls(**data)
 
-    @classmethod
-    def load(cls, path: Path) -> RunSpec:
-        """Read a snapshot file: a regular file of ours, in a directory of ours, that nobody
-        else may write, reached through directories only you or root may write, from your
-        home down (UnsafeStateError otherwise: it could make the run execute another user's
-        command)."""
-        check_private(path.parent, "lane snapshot directory", directory=True)
-        check_trusted(  # the directories above it (the file: unsafe_reason, below)
-            path.parent,
-            "lane snapshot directory",
-            elsewhere="keep lanekit's state directory ($LANEKIT_STATE_DIR) in a directory "
-            "of your own, and run `lanekit apply`",
-        )
-        read = read_regular(path, "lane snapshot")
-        if read is None:
-            raise UsageError(
-                f"{path}: lane snapshot not found", "run `lanekit apply` to install the lane"
-            )
-        data, info = read
-        reason = unsafe_reason(info)
-        if reason is not None:
-            raise unsafe_error(path, reason, "lane snapshot", info)
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise _unreadable(path, f"not UTF-8: {exc}") from None
-        return cls.from_json(text, path)
-
     def write(self, path: Path) -> None:
         """Write atomically (temp file in the same directory, fsync, rename), mode 0600."""
         write_atomic(path, self.to_json().encode("utf-8"))
-
-
-def _unreadable(source: Path, why: str) -> UsageError:
-    return UsageError(
-        f"{source}: lane snapshot is unreadable ({why})",
-        "run `lanekit apply` to write it again",
-    )

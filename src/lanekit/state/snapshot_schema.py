@@ -1,21 +1,31 @@
-"""What a lane snapshot's JSON must hold: each key and the JSON type of its value, the
-defaults of the fields lanes.toml may leave out, and the pause marker beside a snapshot.
+"""A lane snapshot's format and its one reader: each key and the JSON type of its value, the
+defaults of the fields lanes.toml may leave out, the pause marker beside a snapshot, and
+`read_snapshot`, which every reader of a snapshot file goes through.
 
-One table for both readers: lanekit.state.snapshot (the full run, `apply`, doctor) and
-lanekit.state.snapshot_fast (the empty-run fast path's, which must not import json or
-dataclasses). A snapshot that is not an object, lacks a key, has an unknown one or a value of
-the wrong type is refused before any value is used: `"max_jobs": "ten"` must not reach the
-runner. Builtin modules only, so what config, the emulated domain and `lanekit status` need
-of the snapshot (defaults, the marker's name) costs them no json or dataclass creation
-(lanekit.state.snapshot's RunSpec: benchmark (i)).
+Two callers read snapshots: lanekit.state.snapshot (RunSpec: the full run, `apply`, doctor)
+and the empty-run fast path (lanekit.run.entry), which must not import json, dataclasses,
+pathlib or lanekit.errors: together they cost several times `python -c pass` on every
+scheduled run (benchmark figure (c)). So this one reader is lean: builtin modules at import,
+JSON decoded by json's own C scanner without importing json (`parse_json`), and the error
+classes imported only when one is raised. A snapshot that is not an object, lacks a key, has
+an unknown one or a value of the wrong type is refused before any value is used:
+`"max_jobs": "ten"` must not reach the runner. What config, the emulated domain and
+`lanekit status` need of the snapshot (defaults, the marker's name) costs them no json or
+dataclass creation either (benchmark (i)).
 """
 
+# ruff: noqa: PTH120
+# (os.path on str paths: pathlib is one of the imports the fast path avoids)
 from __future__ import annotations
+
+import os
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
+
+    from lanekit.errors import UsageError
 
 SNAPSHOT_SCHEMA = 1
 DEFAULT_EXIT_TIMEOUT = 5  # modern launchd's default ExitTimeOut (launchd-semantics.md section 3)
@@ -151,3 +161,127 @@ def snapshot_problem(value: object) -> str | None:
 def _shown(value: object) -> str:
     text = "null" if value is None else repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+def read_snapshot(path: str | os.PathLike[str]) -> dict[str, object]:
+    """The snapshot file at `path`, checked: a regular file of ours, in a directory of ours,
+    that nobody else may write, reached through directories only you or root may write, from
+    your home down (UnsafeStateError otherwise: it could make the run execute another user's
+    command); UTF-8 JSON with every field of the right type (UsageError naming the file and
+    what is wrong otherwise, or when there is no such file)."""
+    # Here, not at the top: the defaults above are what config, queue and `lanekit status`
+    # import this module for, and completing `lanekit jobs --state` must not load more.
+    from lanekit.system.owned import (
+        check_private,
+        check_trusted,
+        read_regular,
+        unsafe_error,
+        unsafe_reason,
+    )
+
+    directory = os.path.dirname(os.fspath(path)) or "."
+    check_private(directory, "lane snapshot directory", directory=True)
+    check_trusted(  # the directories above it (the file: unsafe_reason, below)
+        directory,
+        "lane snapshot directory",
+        elsewhere="keep lanekit's state directory ($LANEKIT_STATE_DIR) in a directory "
+        "of your own, and run `lanekit apply`",
+    )
+    read = read_regular(path, "lane snapshot")
+    if read is None:
+        from lanekit.errors import UsageError
+
+        raise UsageError(
+            f"{os.fspath(path)}: lane snapshot not found", "run `lanekit apply` to install the lane"
+        )
+    data, info = read
+    reason = unsafe_reason(info)
+    if reason is not None:
+        raise unsafe_error(path, reason, "lane snapshot", info)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _unreadable(path, f"not UTF-8: {exc}") from None
+    return parse_snapshot(text, path)
+
+
+def parse_snapshot(text: str, source: str | os.PathLike[str]) -> dict[str, object]:
+    """A snapshot's text as a checked dict; a damaged one (not JSON, not an object, a missing,
+    unknown or wrong-typed field) is a UsageError naming `source` and the field."""
+    try:
+        value = parse_json(text)
+    except (ValueError, RecursionError) as exc:
+        raise _unreadable(source, f"not valid JSON: {exc}") from None
+    problem = snapshot_problem(value)
+    if problem is not None or not isinstance(value, dict):
+        raise _unreadable(source, problem or "not a JSON object")
+    return value
+
+
+def _unreadable(source: str | os.PathLike[str], why: str) -> UsageError:
+    from lanekit.errors import UsageError
+
+    return UsageError(
+        f"{os.fspath(source)}: lane snapshot is unreadable ({why})",
+        "run `lanekit apply` to write it again",
+    )
+
+
+_WHITESPACE = " \t\n\r"
+"""JSON's whitespace (RFC 8259), which json.loads skips around the value."""
+
+
+def parse_json(text: str) -> object:
+    """`text` as json.loads reads it, strictly: NaN and Infinity, which json.loads takes, are
+    refused (RFC 8259 has neither, and no snapshot field is ever non-finite). ValueError
+    (json.JSONDecodeError, as json words it) or RecursionError when it is not JSON.
+
+    Decoded by json's own C scanner (`_json.make_scanner`: what json.loads runs on CPython),
+    handed a decoder's settings directly, so a good snapshot costs no `import json`, which
+    imports re and compiles its patterns (about 0.8x `python -c pass`: benchmark (c)).
+    Whatever the scanner refuses, and every interpreter without it, goes to json.loads itself,
+    which words the error (or decodes, with its pure-Python scanner): one decoder either way.
+    """
+    scan = _scanner()
+    if scan is not None:
+        start = len(text) - len(text.lstrip(_WHITESPACE))
+        try:
+            value, end = scan(text, start)
+        except (StopIteration, ValueError, RecursionError, SystemError):
+            # Not JSON (StopIteration: no value at `start`); json.loads below says why. On
+            # 3.11 the scanner words its errors with json.decoder's class and, json not being
+            # imported, fails with SystemError instead.
+            end = -1
+        if end >= 0 and not text[end:].strip(_WHITESPACE):
+            return value
+    import json
+
+    return json.loads(text, parse_constant=_not_json)
+
+
+def _not_json(name: str) -> object:
+    raise ValueError(f"{name} is not JSON (RFC 8259 has no NaN or Infinity)")
+
+
+class _StrictDecoder:
+    """The settings json's C scanner reads from a json.JSONDecoder: json.loads's defaults,
+    but for parse_constant (NaN, Infinity and -Infinity refused)."""
+
+    strict = True  # no raw control characters inside strings
+    object_hook = None
+    object_pairs_hook = None
+    array_hook = None  # read from Python 3.15 on
+    parse_float = float
+    parse_int = int
+    parse_constant = staticmethod(_not_json)
+
+
+def _scanner() -> Callable[[str, int], tuple[object, int]] | None:
+    """json's C scanner with _StrictDecoder's settings, or None on an interpreter without it
+    (or whose scanner asks for a setting this does not know: json.loads then decodes)."""
+    try:
+        from _json import make_scanner
+
+        return make_scanner(_StrictDecoder)  # type: ignore[arg-type]  # reads attributes only
+    except (ImportError, AttributeError):
+        return None

@@ -24,7 +24,7 @@ next run execute their command as the owner. So:
   have rewritten.
 
 Builtin modules only (os, stat; pwd, imported when a message names a user or a home): the
-empty-run fast path (lanekit.state.snapshot_fast) uses `unsafe_reason`.
+empty-run fast path reads its snapshot through lanekit.state.snapshot_schema, which uses them.
 The error classes are imported when an error is raised, not at import time, for the same reason.
 """
 

@@ -10,7 +10,9 @@ the same way on Linux as under launchd on macOS. Facts: shared/launchd-semantics
 *watcher*; the watcher forks the job and stays its parent. Launchd's duties for the job are then
 the watcher's: wait for it, record its raw wait status in a status file, kill its process group
 after it exits (AbandonProcessGroup), and on a stop request send SIGTERM then SIGKILL after
-ExitTimeOut. The watcher is a fork without exec, so it lives inside this module.
+ExitTimeOut. The watcher is a fork without exec, so it lives inside this module. What it shares
+with the run's job watcher (lanekit.run.watcher: finding the program, process groups, closing
+descriptors, the stderr tail) is lanekit.system.processes, which says why the two loops differ.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from lanekit.service.launchd.launch import (
     resolve_command,
 )
 from lanekit.system.atomic import write_atomic
+from lanekit.system.processes import close_fds_except, read_tail, signal_group
 from lanekit.system.procinfo import start_token
 
 STDERR_TAIL_BYTES = 8192
@@ -261,14 +264,6 @@ def _exec_job(launch: JobLaunch, prep: _Prepared) -> NoReturn:
         os._exit(EX_CONFIG)
 
 
-def _close_fds_except(keep: set[int]) -> None:
-    for entry in Path("/dev/fd").iterdir():
-        fd = int(entry.name)
-        if fd not in keep:
-            with contextlib.suppress(OSError):
-                os.close(fd)
-
-
 def spawn(launch: JobLaunch, *, status_file: Path | None) -> SpawnedJob:
     """Start the job detached from the caller; returns once its pid is known.
 
@@ -322,7 +317,7 @@ def _detach_and_watch(
     # The watcher may live for hours as a fork of the CLI: keep the collector from touching
     # (and so copying) every page of the inherited heap.
     gc.disable()
-    _close_fds_except({0, 1, 2, report_w, *prep.fds()})
+    close_fds_except({report_w, *prep.fds()})
     # Hold neither the caller's terminal nor its pipes: `lanekit kick | cat` must not wait.
     devnull_w = os.open(os.devnull, os.O_WRONLY)
     os.dup2(prep.stdin_fd, 0)
@@ -367,10 +362,9 @@ def _watch(launch: JobLaunch, prep: _Prepared, report_w: int, status_file: Path 
     os.write(report_w, f"{job} {token} {os.getpid()} {process_token(os.getpid()) or 0}".encode())
     os.close(report_w)
     prep.close()
-    status = _supervise(job, launch.exit_timeout, wake_r)
+    status, _ = _supervise(launch, job, wake_r=wake_r)
     if not launch.abandon_process_group:
-        with contextlib.suppress(OSError):
-            os.killpg(job, signal.SIGTERM)
+        signal_group(job, signal.SIGTERM)
     if status_file is not None:
         record = {
             "schema": STATUS_SCHEMA,
@@ -383,30 +377,70 @@ def _watch(launch: JobLaunch, prep: _Prepared, report_w: int, status_file: Path 
     os._exit(0)
 
 
-def _supervise(job: int, exit_timeout: int, wake_r: int) -> int:
-    """Wait for the job; SIGTERM on the watcher means "stop it" (SIGTERM, then SIGKILL)."""
+def _supervise(
+    launch: JobLaunch,
+    job: int,
+    *,
+    wake_r: int | None = None,
+    deadline: float | None = None,
+    capture: int | None = None,
+    captured: bytearray | None = None,
+    stopping: bool = False,
+) -> tuple[int, bool]:
+    """Wait for the job as launchd does, whoever waits (the emulated domain's watcher, `lanekit
+    try`): a stop (SIGTERM read from the signal wake-up pipe `wake_r`, the `deadline`
+    passing, or `stopping` from the start) sends the job SIGTERM, then SIGKILL after its
+    ExitTimeOut (never for 0). Meanwhile the stderr pipe `capture`, if any, is drained into
+    `captured` (its tail). Without a wake-up pipe the loop polls every 50 ms. The job's raw
+    wait status, and whether the deadline stopped it."""
     kill_at: float | None = None
-    stopping = False
+    stopped = timed_out = False
+    reading = capture is not None
+
+    def stop() -> None:
+        nonlocal kill_at, stopped
+        stopped = True
+        with contextlib.suppress(OSError):
+            os.kill(job, signal.SIGTERM)
+        if launch.exit_timeout > 0:
+            kill_at = time.monotonic() + launch.exit_timeout
+
+    if stopping:
+        stop()
     while True:
         pid, status = os.waitpid(job, os.WNOHANG)
         if pid == job:
-            return status
-        timeout = None if kill_at is None else max(0.0, kill_at - time.monotonic())
-        select.select([wake_r], [], [], timeout)
-        try:
-            received = os.read(wake_r, 512)
-        except BlockingIOError:
-            received = b""
-        if signal.SIGTERM in received and not stopping:
-            stopping = True
-            with contextlib.suppress(OSError):
-                os.kill(job, signal.SIGTERM)
-            if exit_timeout > 0:
-                kill_at = time.monotonic() + exit_timeout
-        if kill_at is not None and time.monotonic() >= kill_at:
+            if capture is not None and captured is not None and reading:
+                read_tail(capture, captured, STDERR_TAIL_BYTES)
+            return status, timed_out
+        now = time.monotonic()
+        if deadline is not None and now >= deadline and not stopped:
+            timed_out = True
+            stop()
+        if kill_at is not None and now >= kill_at:
             kill_at = None
             with contextlib.suppress(OSError):
                 os.kill(job, signal.SIGKILL)
+        if wake_r is None:
+            wait: float | None = 0.05
+        else:  # SIGCHLD and SIGTERM arrive through the pipe: sleep until then, or a deadline
+            due = [at for at in (kill_at, None if stopped else deadline) if at is not None]
+            wait = max(0.0, min(due) - now) if due else None
+        fds = [fd for fd in (wake_r, capture if reading else None) if fd is not None]
+        if fds:
+            ready = select.select(fds, [], [], wait)[0]
+        else:
+            time.sleep(wait or 0.0)
+            ready = []
+        if wake_r is not None and wake_r in ready:
+            try:
+                received = os.read(wake_r, 512)
+            except BlockingIOError:
+                received = b""
+            if signal.SIGTERM in received and not stopped:
+                stop()
+        if capture is not None and captured is not None and capture in ready:
+            reading = read_tail(capture, captured, STDERR_TAIL_BYTES)
 
 
 def run_foreground(launch: JobLaunch, timeout: float | None = None) -> ForegroundResult:
@@ -422,6 +456,7 @@ def run_foreground(launch: JobLaunch, timeout: float | None = None) -> Foregroun
     try:
         if launch.stderr_path is None:
             capture, capture_w = os.pipe()
+            os.set_blocking(capture, False)
             os.close(prep.stderr_fd)
             prep = _Prepared(prep.path, prep.cwd_fd, prep.stdin_fd, prep.stdout_fd, capture_w)
         else:
@@ -438,19 +473,23 @@ def run_foreground(launch: JobLaunch, timeout: float | None = None) -> Foregroun
         prep.close()
     captured = bytearray()
     try:
-        status, timed_out = _wait_foreground(
-            launch, job=job, started=started, timeout=timeout, capture=capture, captured=captured
+        status, timed_out = _supervise(
+            launch,
+            job,
+            deadline=None if timeout is None else started + timeout,
+            capture=capture,
+            captured=captured,
         )
     except BaseException:
-        _stop_and_reap(launch, job)
+        with contextlib.suppress(ChildProcessError):  # reaped already
+            _supervise(launch, job, stopping=True)
         raise
     finally:
         if capture is not None:
             os.close(capture)
     duration = time.monotonic() - started
     if not launch.abandon_process_group:
-        with contextlib.suppress(OSError):
-            os.killpg(job, signal.SIGTERM)
+        signal_group(job, signal.SIGTERM)
     tail = bytes(captured) if launch.stderr_path is None else _read_tail(launch, tail_from)
     result = JobExit(pid=job, wait_status=status, ended_at=time.time())
     return ForegroundResult(
@@ -460,80 +499,6 @@ def run_foreground(launch: JobLaunch, timeout: float | None = None) -> Foregroun
         stderr_tail=tail[-STDERR_TAIL_BYTES:].decode(errors="replace"),
         timed_out=timed_out,
     )
-
-
-def _wait_foreground(
-    launch: JobLaunch,
-    *,
-    job: int,
-    started: float,
-    timeout: float | None,
-    capture: int | None,
-    captured: bytearray,
-) -> tuple[int, bool]:
-    """Poll the job (reading the stderr pipe meanwhile) until it ends; stop it at the deadline."""
-    deadline = None if timeout is None else started + timeout
-    kill_at: float | None = None
-    timed_out = False
-    reading = capture is not None
-    while True:
-        pid, status = os.waitpid(job, os.WNOHANG)
-        if pid == job:
-            if capture is not None and reading:
-                _drain(capture, captured)
-            return status, timed_out
-        now = time.monotonic()
-        if deadline is not None and now >= deadline and not timed_out:
-            timed_out = True
-            kill_at = _begin_stop(launch, job)
-        if kill_at is not None and now >= kill_at:
-            kill_at = None
-            with contextlib.suppress(OSError):
-                os.kill(job, signal.SIGKILL)
-        if capture is not None and reading:
-            ready, _, _ = select.select([capture], [], [], 0.05)
-            if ready:
-                reading = _drain(capture, captured)
-        else:
-            time.sleep(0.05)
-
-
-def _begin_stop(launch: JobLaunch, job: int) -> float | None:
-    """SIGTERM now; returns when SIGKILL is due (None: ExitTimeOut 0 means never)."""
-    with contextlib.suppress(OSError):
-        os.kill(job, signal.SIGTERM)
-    return None if launch.exit_timeout <= 0 else time.monotonic() + launch.exit_timeout
-
-
-def _stop_and_reap(launch: JobLaunch, job: int) -> None:
-    """SIGTERM, SIGKILL after ExitTimeOut, and wait: used when the caller is interrupted."""
-    kill_at = _begin_stop(launch, job)
-    while True:
-        try:
-            pid, _ = os.waitpid(job, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == job:
-            return
-        if kill_at is not None and time.monotonic() >= kill_at:
-            kill_at = None
-            with contextlib.suppress(OSError):
-                os.kill(job, signal.SIGKILL)
-        time.sleep(0.05)
-
-
-def _drain(fd: int, into: bytearray) -> bool:
-    """Read what is available, keeping only the tail; False once the pipe reached end of file."""
-    os.set_blocking(fd, False)
-    while True:
-        try:
-            chunk = os.read(fd, 65536)
-        except BlockingIOError:
-            return True
-        if not chunk:
-            return False
-        into.extend(chunk)
-        del into[:-STDERR_TAIL_BYTES]
 
 
 def _read_tail(launch: JobLaunch, offset: int) -> bytes:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from lanekit.errors import EnvironmentUnusableError
 from lanekit.state.snapshot_schema import DEFAULT_EXIT_TIMEOUT
+from lanekit.system.processes import find_program
 
 DEFAULT_PATH = "/usr/bin:/bin:/usr/sbin:/sbin"
 """launchd's `default environment` PATH (every print capture)."""
@@ -89,11 +90,10 @@ def resolve_command(argv0: str, env_path: str, cwd: str) -> str | None:
         return None
     if "/" in argv0:
         return argv0 if _is_executable(Path(cwd, argv0)) else None
-    for entry in env_path.split(":"):
-        candidate = Path(cwd, entry or ".", argv0)
-        if _is_executable(candidate):
-            return str(candidate)
-    return None
+    try:
+        return find_program(argv0, env_path, cwd)
+    except OSError:
+        return None
 
 
 def _is_executable(path: Path) -> bool:
