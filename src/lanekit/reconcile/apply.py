@@ -21,6 +21,7 @@ from lanekit.reconcile.stopper import Progress, Stopper, Timing, exit_timeout
 from lanekit.service.launchd import Launchd, clock_for
 from lanekit.service.launchd.domain import domain_notes
 from lanekit.state.paths import Paths
+from lanekit.state.schemas import APPLY_SCHEMA
 from lanekit.state.snapshot import RunSpec
 from lanekit.system.atomic import write_atomic
 from lanekit.system.interpreter import apply_notes as interpreter_notes
@@ -30,9 +31,6 @@ from lanekit.system.owned import (
     make_private_dirs,
 )
 from lanekit.system.quoting import cmdline
-
-APPLY_SCHEMA = 1
-"""Version of the `lanekit apply --json` document (docs/json.md)."""
 
 
 class Result(StrEnum):

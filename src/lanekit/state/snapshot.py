@@ -12,11 +12,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from lanekit.errors import UsageError
+from lanekit.state.schemas import SNAPSHOT_SCHEMA
 from lanekit.state.snapshot_schema import (
     DEFAULT_KEEP_DONE,
     DEFAULT_KEEP_FAILED,
     DEFAULT_MAX_JOB_BYTES,
-    SNAPSHOT_SCHEMA,
     snapshot_problem,
 )
 from lanekit.system.atomic import write_atomic

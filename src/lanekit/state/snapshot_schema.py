@@ -12,12 +12,13 @@ of the snapshot (defaults, the marker's name) costs them no json or dataclass cr
 
 from __future__ import annotations
 
+from lanekit.state.schemas import SNAPSHOT_SCHEMA
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
 
-SNAPSHOT_SCHEMA = 1
 DEFAULT_EXIT_TIMEOUT = 5  # modern launchd's default ExitTimeOut (launchd-semantics.md section 3)
 DEFAULT_KEEP_DONE = 30 * 86400
 """A queue's `keep_done` default: finished jobs are purged after 30 days."""

@@ -46,6 +46,7 @@ from lanekit.errors import ExitCode, LanekitError, UsageError
 from lanekit.run.jobenv import lane_process_env
 from lanekit.service.launchd import Launchd
 from lanekit.state.paths import Paths
+from lanekit.state.schemas import WATCH_SCHEMA
 from lanekit.system.quoting import cmdline
 from lanekit.watch import memory as memory_store
 from lanekit.watch.alerts import Alert, Notice, Remembered, alerts_from, diff
@@ -55,8 +56,6 @@ from lanekit.watch.channels import OSASCRIPT, Channel, ChannelError, channels_fo
 if TYPE_CHECKING:
     from lanekit.run.lanelog import LaneLog
 
-WATCH_SCHEMA = 1
-"""Version of the `lanekit watch --json` document (docs/json.md)."""
 
 ALERT_CHECKS = (
     "launchd.not-loaded",

@@ -11,10 +11,9 @@ from datetime import datetime
 from typing import Any
 
 from lanekit.cli.render import json_out, line, table_row
+from lanekit.state.schemas import STATUS_SCHEMA
 from lanekit.status.lanes import LaneState, LaneStatus
 from lanekit.system.quoting import cmdline
-
-STATUS_SCHEMA = 1
 
 _STATE_STYLE = {
     LaneState.RUNNING: "bold green",

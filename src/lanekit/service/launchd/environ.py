@@ -36,11 +36,11 @@ from lanekit.service.launchd.launch import (
     JobSetupError,
     resolve_command,
 )
+from lanekit.state.schemas import SPAWN_STATUS_SCHEMA
 from lanekit.system.atomic import write_atomic
 from lanekit.system.procinfo import start_token
 
 STDERR_TAIL_BYTES = 8192
-STATUS_SCHEMA = 1
 
 _EX_SOFTWARE = 70  # a helper process failed internally (never a job's status)
 
@@ -373,7 +373,7 @@ def _watch(launch: JobLaunch, prep: _Prepared, report_w: int, status_file: Path 
             os.killpg(job, signal.SIGTERM)
     if status_file is not None:
         record = {
-            "schema": STATUS_SCHEMA,
+            "schema": SPAWN_STATUS_SCHEMA,
             "pid": job,
             "start_token": token,
             "wait_status": status,
