@@ -224,12 +224,12 @@ class RunWatcher:
             theirs.close()
             raise
         if pid == 0:  # the watcher
-            code = 70
+            code = os.EX_SOFTWARE
             try:
                 ours.close()
                 code = serve(theirs)
             except BaseException:  # nothing may unwind into the runner's code in the watcher
-                code = 70
+                code = os.EX_SOFTWARE
             finally:
                 os._exit(code)
         signal.pthread_sigmask(signal.SIG_SETMASK, masked)

@@ -7,12 +7,11 @@ signal. Signal names are the running system's: launchd and lanekit run on the sa
 
 from __future__ import annotations
 
+import os
 import signal
 from collections.abc import Mapping
 
 from lanekit.errors import ExitCode
-
-EX_CONFIG = 78
 
 SYSEXITS: Mapping[int, str] = {
     64: "EX_USAGE",
@@ -44,7 +43,7 @@ RUNNER_EXITS = {
 """What lanekit's runner means by its codes (docs/exit-codes.md)."""
 
 LAUNCHD_AND_SHELL_EXITS = {
-    EX_CONFIG: "EX_CONFIG: launchd could not start the job",
+    os.EX_CONFIG: "EX_CONFIG: launchd could not start the job",
     126: "command found but not executable",
     127: "command not found",
 }
@@ -76,6 +75,6 @@ def describe_exit(
     meaning = (RUNNER_EXITS.get(exit_code) if lanekit_runner else None) or (
         LAUNCHD_AND_SHELL_EXITS.get(exit_code)
     )
-    if meaning is None and exit_code in SYSEXITS and exit_code != EX_CONFIG:
+    if meaning is None and exit_code in SYSEXITS and exit_code != os.EX_CONFIG:
         meaning = SYSEXITS[exit_code]
     return f"exit code {exit_code} ({meaning})" if meaning else f"exit code {exit_code}"

@@ -3,6 +3,7 @@ set to run in the background while a burst waits for it."""
 
 from __future__ import annotations
 
+import os
 import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -14,7 +15,6 @@ from lanekit.doctor import DoctorContext, Problem, Severity, Target, check
 from lanekit.doctor.checks.launchd import LOOP_STATES
 from lanekit.errors import LanekitError
 from lanekit.reconcile.pause import is_paused
-from lanekit.service.launchd.codes import EX_CONFIG
 from lanekit.system.quoting import cmdline
 
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ def classify_missed_run(facts: MissedRunFacts) -> MissedRunCause:
         return MissedRunCause.DISABLED
     if facts.loaded is False:
         return MissedRunCause.NOT_LOADED
-    if facts.last_exit == EX_CONFIG:
+    if facts.last_exit == os.EX_CONFIG:
         return MissedRunCause.EXIT_78
     if facts.output_since_fire:
         return MissedRunCause.RAN_SILENT

@@ -481,7 +481,7 @@ class EmulatedDomain:
 
     def _spawn(self, job: JobEntry, now: float) -> int | None:
         from lanekit.service.launchd.environ import spawn
-        from lanekit.service.launchd.launch import EX_CONFIG, JobSetupError, launch_for
+        from lanekit.service.launchd.launch import JobSetupError, launch_for
 
         launch = _with_clock(launch_for(self._plist(job)), self._offset)
         status_file = self._exits / f"{uuid.uuid4().hex}.json"
@@ -491,7 +491,7 @@ class EmulatedDomain:
         except JobSetupError:
             job.runs += 1
             job.last_spawn_at = now
-            job.last_exit_code, job.last_signal, job.last_exit_reason = EX_CONFIG, None, None
+            job.last_exit_code, job.last_signal, job.last_exit_reason = os.EX_CONFIG, None, None
             return None
         job.runs += 1
         job.last_spawn_at = now

@@ -31,7 +31,6 @@ from typing import NoReturn
 from lanekit.errors import EnvironmentUnusableError
 from lanekit.service.launchd.launch import (
     DEFAULT_LOG_UMASK,
-    EX_CONFIG,
     JobLaunch,
     JobSetupError,
     resolve_command,
@@ -41,8 +40,6 @@ from lanekit.system.atomic import write_atomic
 from lanekit.system.procinfo import start_token
 
 STDERR_TAIL_BYTES = 8192
-
-_EX_SOFTWARE = 70  # a helper process failed internally (never a job's status)
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,7 +255,7 @@ def _exec_job(launch: JobLaunch, prep: _Prepared) -> NoReturn:
         argv = list(launch.argv) or [prep.path]
         os.execve(prep.path, argv, dict(launch.env))  # noqa: S606 - launchd's exec, by design
     finally:
-        os._exit(EX_CONFIG)
+        os._exit(os.EX_CONFIG)
 
 
 def _close_fds_except(keep: set[int]) -> None:
@@ -284,7 +281,8 @@ def spawn(launch: JobLaunch, *, status_file: Path | None) -> SpawnedJob:
             try:
                 _detach_and_watch(launch, prep, report_w, status_file)
             finally:
-                os._exit(_EX_SOFTWARE)
+                # a helper process failed internally (never a job's status)
+                os._exit(os.EX_SOFTWARE)
         os.close(report_w)
         report_w = -1
         report = _read_all(report_r)
