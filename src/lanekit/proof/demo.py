@@ -31,6 +31,7 @@ from lanekit.errors import LanekitError
 from lanekit.queue import Queue
 from lanekit.queue.records import JobState
 from lanekit.reconcile import ApplyResult, Outcome, Result, apply, remove
+from lanekit.run.lanelog import EventName
 from lanekit.schedule import CalendarEntry, next_fires
 from lanekit.service.launchd import Launchd, clock_for, open_launchd
 from lanekit.service.launchd.emulator import EmulatedDomain
@@ -302,7 +303,7 @@ def _kick_broken_lane(config: Config, launchd: Launchd, timeout: float = 15.0) -
     while time.monotonic() < deadline:
         if _running(launchd, {lane.label: BROKEN_LANE}) == () and lane.log_path.exists():
             text = lane.log_path.read_text(encoding="utf-8", errors="replace")
-            if "event=error" in text or "event=finish" in text:
+            if f"event={EventName.ERROR}" in text or f"event={EventName.FINISH}" in text:
                 return
         time.sleep(0.05)
 

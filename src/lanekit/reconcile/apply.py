@@ -388,11 +388,11 @@ def _prepare_dirs(lane: LaneSpec) -> None:
 def _log_skip(lane: LaneSpec, pid: int | None, clock: Callable[[], float]) -> str:
     """Record the skip in the lane log (by the launchd backend's clock, like the runs it sits
     between); returns where (or why not) for the outcome text."""
-    from lanekit.run.lanelog import LaneLog
+    from lanekit.run.lanelog import EventName, LaneLog, Reason
 
     try:
         LaneLog(lane.log_path, lane.name, clock=clock).event(
-            "skipped", reason="running", pid=pid, by="apply"
+            EventName.SKIPPED, reason=Reason.RUNNING, pid=pid, by="apply"
         )
     except OSError as exc:
         return f"could not write the lane log {lane.log_path}: {exc.strerror or exc}"
@@ -403,11 +403,11 @@ def _log_applied(lane: LaneSpec, kind: ActionKind, clock: Callable[[], float]) -
     """Record the (re)load in the lane log (by the launchd backend's clock), so `lanekit
     timeline` can mark it. Best effort: the lane is loaded either way, and a log that cannot
     be written is doctor's finding."""
-    from lanekit.run.lanelog import LaneLog
+    from lanekit.run.lanelog import EventName, LaneLog
 
     try:
         LaneLog(lane.log_path, lane.name, clock=clock).event(
-            "applied", action=str(kind), by="apply"
+            EventName.APPLIED, action=str(kind), by="apply"
         )
     except OSError:
         return

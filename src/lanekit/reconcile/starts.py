@@ -74,11 +74,11 @@ def postponed_for(throttle: int, last_start: float | None, now: float) -> int:
 
 def last_start(log_path: Path, *, since: float) -> float | None:
     """Epoch time of the lane log's last `start` event at or after `since`, if any."""
-    from lanekit.run.lanelog import read_events
+    from lanekit.run.lanelog import EventName, read_events
 
     found: float | None = None
     for event in read_events(log_path, since=datetime.fromtimestamp(since, UTC)):
-        if event.get("event") != "start":
+        if event.get("event") != EventName.START:
             continue
         try:
             when = datetime.strptime(event.get("ts", ""), "%Y-%m-%dT%H:%M:%S.%fZ")

@@ -15,6 +15,7 @@ from lanekit.doctor import DoctorContext, Problem, Severity, Target, check
 from lanekit.doctor.checks.launchd import LOOP_STATES
 from lanekit.errors import LanekitError
 from lanekit.reconcile.pause import is_paused
+from lanekit.run.lanelog import EventName, Reason
 from lanekit.system.quoting import cmdline
 
 if TYPE_CHECKING:
@@ -343,9 +344,11 @@ def cannot_start(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
         return
     last: dict[str, str] | None = None
     for event in ctx.lane_events(lane, rotated=False):
-        if event.get("event") == "done":
+        if event.get("event") == EventName.DONE:
             last = None
-        elif event.get("event") == "requeued" and event.get("reason") == "cannot-start":
+        elif (
+            event.get("event") == EventName.REQUEUED and event.get("reason") == Reason.CANNOT_START
+        ):
             last = event
     if last is None:
         return
