@@ -37,6 +37,7 @@ from lanekit.service.launchd.launch import (
 )
 from lanekit.state.schemas import SPAWN_STATUS_SCHEMA
 from lanekit.system.atomic import write_atomic
+from lanekit.system.fsops import read_all
 from lanekit.system.procinfo import start_token
 
 STDERR_TAIL_BYTES = 8192
@@ -285,7 +286,7 @@ def spawn(launch: JobLaunch, *, status_file: Path | None) -> SpawnedJob:
                 os._exit(os.EX_SOFTWARE)
         os.close(report_w)
         report_w = -1
-        report = _read_all(report_r)
+        report = read_all(report_r).decode(errors="replace")
         os.waitpid(helper, 0)
     finally:
         os.close(report_r)
@@ -300,13 +301,6 @@ def spawn(launch: JobLaunch, *, status_file: Path | None) -> SpawnedJob:
         )
     pid, token, watcher, watcher_token = parts
     return SpawnedJob(int(pid), token, int(watcher), watcher_token)
-
-
-def _read_all(fd: int) -> str:
-    chunks = []
-    while chunk := os.read(fd, 4096):
-        chunks.append(chunk)
-    return b"".join(chunks).decode(errors="replace")
 
 
 def _detach_and_watch(
@@ -360,7 +354,7 @@ def _watch(launch: JobLaunch, prep: _Prepared, report_w: int, status_file: Path 
         _exec_job(launch, prep)
     os.close(exec_w)
     token = process_token(job, zombie_ok=True) or "0"
-    _read_all(exec_r)
+    read_all(exec_r)  # EOF: the job exec()ed (close-on-exec) or died trying
     os.close(exec_r)
     os.write(report_w, f"{job} {token} {os.getpid()} {process_token(os.getpid()) or 0}".encode())
     os.close(report_w)
