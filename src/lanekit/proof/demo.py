@@ -22,7 +22,6 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 
 from lanekit.config import Config, load_config
@@ -199,7 +198,7 @@ def _fire_all(launchd: Launchd, config: Config) -> tuple[str, ...]:
         # The domain's clock moves there first, so the runs log, record and show 10:40.
         (when,) = next_fires(
             (CalendarEntry(hour=FIRE_AT[0], minute=FIRE_AT[1]),),
-            datetime.fromtimestamp(time.time() + launchd.offset()),
+            launchd.clock().now(),
             1,
         )
         launchd.set_clock(when.timestamp())

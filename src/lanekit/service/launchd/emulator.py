@@ -82,7 +82,7 @@ from lanekit.service.launchd.emulated_plist import (
 from lanekit.service.launchd.emulated_state import DomainState, JobEntry
 from lanekit.service.launchd.model import LaunchctlError, ListEntry, ServiceInfo
 from lanekit.state.backend import BACKEND_VARIABLE
-from lanekit.state.clock import OFFSET_VARIABLE, format_offset
+from lanekit.state.clock import OFFSET_VARIABLE, Clock, format_offset
 from lanekit.state.snapshot_schema import DEFAULT_EXIT_TIMEOUT
 from lanekit.system.atomic import write_atomic
 from lanekit.system.owned import PRIVATE_FILE, make_private_dirs, read_regular
@@ -332,6 +332,10 @@ class EmulatedDomain:
         """Seconds the domain's clock is ahead of the real one (lanekit.state.clock)."""
         with self._transaction() as state:
             return state.offset
+
+    def clock(self) -> Clock:
+        """The domain's clock: what its jobs are told the time is."""
+        return Clock(self.offset())
 
     def set_clock(self, when: float) -> None:
         """Move the domain's clock to `when` (epoch seconds) if that is later than its time
