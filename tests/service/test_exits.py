@@ -9,7 +9,7 @@ import os
 import re
 from pathlib import Path
 
-from lanekit.service.exits import describe_exit, signal_label
+from lanekit.service.exits import SYSEXITS, describe_exit, signal_label
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "lanekit"
 SIGNAL_NAMES = {
@@ -61,3 +61,6 @@ def test_no_module_defines_its_own_sysexits_code() -> None:
         "line 2: _EX_SOFTWARE",
     ]
     assert os.EX_CONFIG == 78  # what launchd records when it could not set a job up
+    # The sysexits names launchctl print appends, taken from os: all fifteen, 64-78.
+    assert sorted(SYSEXITS) == list(range(64, 79))
+    assert SYSEXITS[78] == "EX_CONFIG"

@@ -37,16 +37,14 @@ if TYPE_CHECKING:
 
 
 class EventName:
-    """The lane log's event names (`event=`): every writer passes one and every reader matches
-    one, so the vocabulary has one owner. Plain str constants, not a StrEnum: importing enum
-    would cost every empty scheduled run ~3 ms (benchmark (c)); the bytes written are these."""
+    """The lane log's event names (`event=`): every writer passes one, every reader matches
+    one. Plain str constants, not a StrEnum: importing enum would cost every empty scheduled
+    run ~3 ms (benchmark (c)). The bytes written are these."""
 
     START = "start"
-    FINISH = "finish"
-    """A run's (or a watch pass's) last event: `reason`, `exit` and its counts."""
+    FINISH = "finish"  # a run's (or a watch pass's) last event: reason, exit and its counts
     ERROR = "error"
-    SKIPPED = "skipped"
-    """A run that did nothing (`reason`), a job the guard moved unrun, or a reload apply left."""
+    SKIPPED = "skipped"  # a run that did nothing, a job the guard moved unrun, a reload left
     CLAIMED = "claimed"
     DONE = "done"
     FAILED = "failed"
@@ -59,8 +57,8 @@ class EventName:
 
 
 class Reason:
-    """The `reason=` the run and apply give in their own words (a closed vocabulary; a job the
-    queue failed unrun or took back carries the queue's DropReason / RecoverReason instead)."""
+    """The `reason=` the run and apply give in their own words (a job the queue failed unrun
+    or took back carries the queue's DropReason / RecoverReason instead)."""
 
     EMPTY = "empty"
     MAX_JOBS = "max-jobs"
@@ -74,10 +72,8 @@ class Reason:
     CANNOT_START = "cannot-start"
     NOT_PERMITTED = "not-permitted"
     RUNNER_ERROR = "runner-error"
-    RUNNING = "running"
-    """apply left a running lane's reload for later."""
-    ALREADY_SUCCEEDED = "already-succeeded"
-    """The guard moved a claimed copy of a succeeded job to done/ unrun (`skipped`)."""
+    RUNNING = "running"  # apply left a running lane's reload for later
+    ALREADY_SUCCEEDED = "already-succeeded"  # the guard's skip (DropReason's, as logged)
 
 
 MAX_VALUE_CHARS = 1000

@@ -14,21 +14,7 @@ from collections.abc import Mapping
 from lanekit.errors import ExitCode
 
 SYSEXITS: Mapping[int, str] = {
-    64: "EX_USAGE",
-    65: "EX_DATAERR",
-    66: "EX_NOINPUT",
-    67: "EX_NOUSER",
-    68: "EX_NOHOST",
-    69: "EX_UNAVAILABLE",
-    70: "EX_SOFTWARE",
-    71: "EX_OSERR",
-    72: "EX_OSFILE",
-    73: "EX_CANTCREAT",
-    74: "EX_IOERR",
-    75: "EX_TEMPFAIL",
-    76: "EX_PROTOCOL",
-    77: "EX_NOPERM",
-    78: "EX_CONFIG",
+    value: name for name, value in vars(os).items() if name.startswith("EX_") and 64 <= value <= 78
 }
 """The sysexits(3) names `launchctl print` appends to exit codes 64-78 (`78: EX_CONFIG`).
 Owned here, with the other exit words, so that describing an exit (`lanekit status`) does not
