@@ -12,7 +12,6 @@ from datetime import datetime, timedelta
 
 from lanekit.reconcile import apply
 from lanekit.schedule import previous_fire
-from lanekit.service.launchd.launch import EX_CONFIG
 from lanekit.system.owned import make_private_dirs
 from soakkit.world import BURST, JOB_SECONDS, OUTAGE, SLOW_SECONDS, World
 
@@ -99,7 +98,7 @@ def _plant_log_dir_deleted(world: World, fault: Fault) -> None:
 def _seen_log_dir_deleted(world: World, fault: Fault) -> None:
     """Visible when launchd next tries to start the lane and cannot (exit 78): at that fire."""
     lane = world.lane("archive")
-    if world.domain.print(lane.label).last_exit_code == EX_CONFIG:
+    if world.domain.print(lane.label).last_exit_code == os.EX_CONFIG:
         fault.visible_at = previous_fire(lane.schedule.calendar, world.now())
 
 

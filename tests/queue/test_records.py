@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lanekit.errors import ExitCode
-from lanekit.queue.records import SCHEMA_VERSION, JobState, Record, RecordError, iso_utc
+from lanekit.queue.records import JobState, Record, RecordError, iso_utc
+from lanekit.state.schemas import RECORD_SCHEMA as SCHEMA_VERSION
 from lanekit.system.strictjson import strict_loads
 
 GOOD = Record("j1", JobState.RUNNING, 2, "2026-07-26T12:00:00.000Z", "2026-07-26T12:00:31.000Z")

@@ -21,8 +21,9 @@ from lanekit.run.lanelog import read_events
 from lanekit.run.runner import run_lane
 from lanekit.service.launchd.plist import ENTRYPOINT_CODE
 from lanekit.state import snapshot as snapshot_module
+from lanekit.state.schemas import SNAPSHOT_SCHEMA
 from lanekit.state.snapshot import RunSpec
-from lanekit.state.snapshot_schema import SNAPSHOT_KEYS, SNAPSHOT_SCHEMA, parse_json, read_snapshot
+from lanekit.state.snapshot_schema import SNAPSHOT_KEYS, parse_json, read_snapshot
 
 PY = sys.executable
 

@@ -3,6 +3,7 @@ flock probes."""
 
 from __future__ import annotations
 
+import ast
 import errno
 import os
 import sys
@@ -304,3 +305,74 @@ def test_open_regular_refuses_a_socket_by_its_kind(tmp_path: Path) -> None:
             fsops.open_regular(str(path))
     assert caught.value.kind == "a socket"
     assert "a socket, not a regular file" in str(caught.value)
+
+
+def test_read_all_reads_to_the_end_sized_or_not(tmp_path: Path) -> None:
+    """A file read with its fstat size in one read, one that grew past it, an empty one, and a
+    pipe until its writer closes: each comes back whole."""
+    path = tmp_path / "f"
+    path.write_bytes(b"x" * 100_000)
+    for size in (100_000, 10, 0):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            assert fsops.read_all(fd, size) == b"x" * 100_000
+        finally:
+            os.close(fd)
+    (tmp_path / "empty").write_bytes(b"")
+    fd = os.open(tmp_path / "empty", os.O_RDONLY)
+    try:
+        assert fsops.read_all(fd, 0) == b""
+    finally:
+        os.close(fd)
+    read_end, write_end = os.pipe()
+
+    def write() -> None:
+        fsops.write_all(write_end, b"y" * 200_000)
+        os.close(write_end)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        assert fsops.read_all(read_end) == b"y" * 200_000
+    finally:
+        writer.join()
+        os.close(read_end)
+
+
+def _read_loops(source: str) -> list[int]:
+    """Lines of hand-written read-to-end loops: `while x := os.read(...)`, or a function that
+    calls os.read and joins what it read (draining a wake-up pipe, `while os.read(...): pass`,
+    keeps nothing and is not one)."""
+    found = []
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.While)
+            and isinstance(node.test, ast.NamedExpr)
+            and "os.read(" in ast.unparse(node.test)
+        ):
+            found.append(node.lineno)
+        elif isinstance(node, ast.FunctionDef):
+            text = ast.unparse(node)
+            if "os.read(" in text and 'b"".join(' in text.replace("b''", 'b""'):
+                found.append(node.lineno)
+    return sorted(set(found))
+
+
+def test_read_all_is_the_only_read_to_end_loop() -> None:
+    """No module but lanekit.system.fsops reads a descriptor to its end itself."""
+    src = Path(__file__).resolve().parents[2] / "src" / "lanekit"
+    exempt = {"watch/fingerprint.py", "watch/launchdlook.py"}  # deleted with the lean watch pass
+    offenders = {}
+    for path in sorted(src.rglob("*.py")):
+        relative = str(path.relative_to(src))
+        if relative in exempt or relative == "system/fsops.py":
+            continue
+        found = _read_loops(path.read_text(encoding="utf-8"))
+        if found:
+            offenders[relative] = found
+    assert offenders == {}
+    assert all((src / relative).exists() for relative in exempt), "drop the stale exemption"
+    assert _read_loops("while c := os.read(fd, 9):\n    x.append(c)") == [1]
+    assert _read_loops("def f(fd):\n    a = [os.read(fd, 1)]\n    return b''.join(a)") == [1]
+    assert _read_loops("def f(fd):\n    return os.read(fd, 64)") == []

@@ -17,7 +17,8 @@ import pytest
 
 from lanekit.config.watch import WatchSpec
 from lanekit.doctor import Severity, SubjectKind
-from lanekit.watch.alerts import NOTICE_SCHEMA, Alert, Notice, NoticeKind
+from lanekit.state.schemas import NOTICE_SCHEMA
+from lanekit.watch.alerts import Alert, Notice, NoticeKind
 from lanekit.watch.channels import (
     APPLESCRIPT,
     ChannelError,

@@ -13,6 +13,7 @@ import pytest
 
 from lanekit.doctor import Severity, SubjectKind
 from lanekit.errors import EnvironmentUnusableError, UnsafeStateError
+from lanekit.state import schemas
 from lanekit.watch import memory
 from lanekit.watch.alerts import Alert, Notice, NoticeKind, Remembered
 
@@ -110,4 +111,4 @@ def test_saved_file_is_json_with_a_schema(tmp_path: Path) -> None:
     """The file is plain JSON with its schema version (for a person inspecting it)."""
     path = tmp_path / "alerts.json"
     memory.save(path, _full())
-    assert json.loads(path.read_text())["schema"] == memory.MEMORY_SCHEMA
+    assert json.loads(path.read_text())["schema"] == schemas.MEMORY_SCHEMA

@@ -58,7 +58,7 @@ def tick(
     fire, ThrottleInterval postpones a start, as launchd does)."""
     import os
     import sys
-    from datetime import datetime, timedelta
+    from datetime import timedelta
 
     from lanekit.cli.render import emulator as show
     from lanekit.errors import UsageError
@@ -76,8 +76,7 @@ def tick(
             "set LANEKIT_LAUNCHD=emulated to use the emulated domain",
         )
     paths = Paths.from_env()
-    now = datetime.now()
-    emulated = now + timedelta(seconds=clock_for(paths).offset)
+    emulated = clock_for(paths).now()
     if span is not None:
         try:
             seconds = parse_duration(span)
@@ -87,5 +86,5 @@ def tick(
     else:
         assert until is not None
         target = parse_until(until, emulated)
-    report = advance(paths.emulator, paths.launch_agents, target, asleep=asleep, now=now, wait=wait)
+    report = advance(paths.emulator, paths.launch_agents, target, asleep=asleep, wait=wait)
     show.ticked(report)

@@ -12,6 +12,7 @@ from lanekit.config.watch import WatchSpec
 from lanekit.schedule import (
     Schedule,
 )
+from lanekit.state.clock import OFFSET_VARIABLE
 from lanekit.state.snapshot_schema import (
     DEFAULT_KEEP_DONE,
     DEFAULT_KEEP_FAILED,
@@ -62,9 +63,7 @@ MAX_INT = 2**31 - 1
 RESERVED_ENV = {
     "PATH": "set the lane's PATH with path = [...] instead",
     MARKER: "lanekit sets it to the lane name to recognise its own plists",
-    "LANEKIT_CLOCK_OFFSET": (
-        "the emulated domain sets it for the jobs it starts (lanekit.state.clock)"
-    ),
+    OFFSET_VARIABLE: ("the emulated domain sets it for the jobs it starts (lanekit.state.clock)"),
 }
 
 

@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lanekit.doctor.model import (
-    DOCTOR_SCHEMA,
     DoctorReport,
     Finding,
     Problem,
@@ -51,6 +50,7 @@ from lanekit.doctor.targets import (
     read_plist,
 )
 from lanekit.errors import LanekitError
+from lanekit.state.schemas import DOCTOR_SCHEMA
 
 if TYPE_CHECKING:
     from lanekit.config import Config

@@ -9,18 +9,12 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from lanekit.errors import ExitCode
+from lanekit.state.schemas import DOCTOR_SCHEMA
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from lanekit.config import LaneSpec
-
-DOCTOR_SCHEMA = 2
-"""Version of the `lanekit doctor --json` document (docs/json.md).
-
-History: 1 - findings with id, severity, subject, message, fix; the queue checks reported on
-every lane of the queue. 2 - findings carry `subject_kind` (lane, plist, queue) and `lanes`;
-queue checks report once, with the queue as subject."""
 
 
 class SubjectKind(StrEnum):

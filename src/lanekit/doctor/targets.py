@@ -3,7 +3,6 @@ any plist file (a lanekit lane only when it carries lanekit's marker), and each 
 
 from __future__ import annotations
 
-import plistlib
 import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -11,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from lanekit.config.provenance import MARKER
 from lanekit.doctor.model import SubjectKind, Target
 from lanekit.errors import LanekitError, UsageError
+from lanekit.service.launchd.model import PlistError, load_plist
 from lanekit.system.owned import read_regular
 
 if TYPE_CHECKING:
@@ -32,8 +32,8 @@ def read_plist(path: Path) -> tuple[dict[str, Any] | None, str | None]:
         return None, "cannot be read (No such file or directory)"
     data = read[0]
     try:
-        job = plistlib.loads(data)
-    except Exception as exc:  # plistlib raises expat, ValueError, binascii and more
+        job = load_plist(data)
+    except PlistError as exc:
         return None, f"is not a valid property list ({exc})"
     if not isinstance(job, dict):
         return None, f"holds a {type(job).__name__}, not a dictionary"

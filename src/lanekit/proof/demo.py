@@ -22,7 +22,6 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 
 from lanekit.config import Config, load_config
@@ -31,6 +30,7 @@ from lanekit.errors import LanekitError
 from lanekit.queue import Queue
 from lanekit.queue.records import JobState
 from lanekit.reconcile import ApplyResult, Outcome, Result, apply, remove
+from lanekit.run.lanelog import EventName
 from lanekit.schedule import CalendarEntry, next_fires
 from lanekit.service.launchd import Launchd, clock_for, open_launchd
 from lanekit.service.launchd.emulator import EmulatedDomain
@@ -198,7 +198,7 @@ def _fire_all(launchd: Launchd, config: Config) -> tuple[str, ...]:
         # The domain's clock moves there first, so the runs log, record and show 10:40.
         (when,) = next_fires(
             (CalendarEntry(hour=FIRE_AT[0], minute=FIRE_AT[1]),),
-            datetime.fromtimestamp(time.time() + launchd.offset()),
+            launchd.clock().now(),
             1,
         )
         launchd.set_clock(when.timestamp())
@@ -302,7 +302,7 @@ def _kick_broken_lane(config: Config, launchd: Launchd, timeout: float = 15.0) -
     while time.monotonic() < deadline:
         if _running(launchd, {lane.label: BROKEN_LANE}) == () and lane.log_path.exists():
             text = lane.log_path.read_text(encoding="utf-8", errors="replace")
-            if "event=error" in text or "event=finish" in text:
+            if f"event={EventName.ERROR}" in text or f"event={EventName.FINISH}" in text:
                 return
         time.sleep(0.05)
 

@@ -34,11 +34,10 @@ from lanekit.queue.records import JobState
 from lanekit.reconcile import Result, apply, remove
 from lanekit.service.launchd import Launchd, open_launchd
 from lanekit.state.paths import Paths, backend_name
+from lanekit.state.schemas import SELFTEST_SCHEMA
 from lanekit.system import fsops
 from lanekit.system.atomic import write_atomic
 
-SELFTEST_SCHEMA = 1
-"""Version of the selftest JSON report (docs/json.md)."""
 THROTTLE = 2
 """The lane's ThrottleInterval: short, so the throttled second kick is seen in seconds."""
 JOB_TIMEOUT = 30.0

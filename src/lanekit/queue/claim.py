@@ -18,7 +18,7 @@ from pathlib import Path
 
 from lanekit.errors import QueueError
 from lanekit.queue.enqueue import payload_problem
-from lanekit.queue.fileio import job_names, listdir, read_all, rename_into
+from lanekit.queue.fileio import job_names, listdir, rename_into
 from lanekit.queue.layout import (
     MAX_ID_LENGTH,
     claimed_name,
@@ -37,6 +37,7 @@ from lanekit.queue.observe import done_file
 from lanekit.queue.records import JobState, Record, RecordError, iso_utc
 from lanekit.queue.settle import promote_due, to_failed, write_failed_record
 from lanekit.system import fsops
+from lanekit.system.fsops import read_all
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -57,17 +57,3 @@ def listdir(directory: str) -> list[str]:
 def job_names(directory: str) -> list[str]:
     """The job files (`*.json`, not hidden) in `directory`."""
     return [n for n in listdir(directory) if n.endswith(".json") and n[0] != "."]
-
-
-def read_all(fd: int, size: int) -> bytes:
-    """The whole file: `size` (from fstat) sizes the first read, reads go on until EOF.
-
-    A regular file's read comes back short only at its end, so a first read shorter than
-    the size+1 asked for is the whole file (one read, not a second one to see EOF)."""
-    data = os.read(fd, size + 1)
-    if len(data) <= size:
-        return data
-    chunks = [data]
-    while chunk := os.read(fd, 1 << 16):
-        chunks.append(chunk)
-    return data if len(chunks) == 1 else b"".join(chunks)

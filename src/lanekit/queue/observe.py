@@ -12,7 +12,7 @@ from pathlib import Path
 
 from lanekit.errors import LanekitError
 from lanekit.queue.counting import list_claims
-from lanekit.queue.fileio import job_names, listdir, read_all
+from lanekit.queue.fileio import job_names, listdir
 from lanekit.queue.layout import (
     error_name,
     has_id,
@@ -26,6 +26,7 @@ from lanekit.queue.observed import ClaimState, ClaimView, JobLocation
 from lanekit.queue.records import JobState, RecordError
 from lanekit.run import watcher
 from lanekit.system import fsops, procinfo
+from lanekit.system.fsops import read_all
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -32,14 +32,11 @@ from enum import StrEnum
 from json.encoder import encode_basestring_ascii as _json_str
 
 from lanekit.errors import LanekitError
+from lanekit.state.schemas import RECORD_SCHEMA
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
-
-SCHEMA_VERSION = 1
-"""Version history: 1 - first version (schema_version, job_id, state, attempts, queued_at,
-updated_at, lane, error)."""
 
 
 class JobState(StrEnum):
@@ -110,7 +107,7 @@ class Record:
     """The lane that last claimed the job (None until one does)."""
     error: str | None = None
     """Why the last attempt failed or was requeued; None after a success."""
-    schema_version: int = SCHEMA_VERSION
+    schema_version: int = RECORD_SCHEMA
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object, keys in a fixed order."""
@@ -156,10 +153,10 @@ class Record:
                 f"{source}: schema_version must be a positive integer, got {version!r}",
                 "remove or repair the record file",
             )
-        if version > SCHEMA_VERSION:
+        if version > RECORD_SCHEMA:
             raise RecordError(
                 f"{source}: record schema {version} is newer than this lanekit "
-                f"(knows {SCHEMA_VERSION})",
+                f"(knows {RECORD_SCHEMA})",
                 "upgrade lanekit",
             )
         for key in ("job_id", "queued_at", "updated_at"):
@@ -206,7 +203,7 @@ class Record:
         if match is not None:
             version, job_id, state, attempts, queued_at, updated_at, lane, error = match.groups()
             known = _STATES.get(state)
-            if known is not None and int(version) <= SCHEMA_VERSION:
+            if known is not None and int(version) <= RECORD_SCHEMA:
                 return cls(
                     job_id, known, int(attempts), queued_at, updated_at, lane, error, int(version)
                 )

@@ -159,14 +159,7 @@ class RecordStore:
             ) from None
         held = OpenRecord(fd, st.st_size, whole=False, ino=st.st_ino)
         try:
-            # One read: a regular file's read comes back short of the size+1 asked for only
-            # at its end. Longer means it grew since the fstat: read on to the end.
-            data = os.read(fd, st.st_size + 1)
-            if len(data) > st.st_size:
-                chunks = [data]
-                while chunk := os.read(fd, 65536):
-                    chunks.append(chunk)
-                data = b"".join(chunks)
+            data = fsops.read_all(fd, st.st_size)
             record = self._parsed(Record.from_file(data, path), job_id, path)
         except OSError as exc:
             held.close()

@@ -21,6 +21,7 @@ from lanekit.reconcile.stopper import Progress, Stopper, Timing, exit_timeout
 from lanekit.service.launchd import Launchd, clock_for
 from lanekit.service.launchd.domain import domain_notes
 from lanekit.state.paths import Paths
+from lanekit.state.schemas import APPLY_SCHEMA
 from lanekit.state.snapshot import RunSpec
 from lanekit.system.atomic import write_atomic
 from lanekit.system.interpreter import apply_notes as interpreter_notes
@@ -30,9 +31,6 @@ from lanekit.system.owned import (
     make_private_dirs,
 )
 from lanekit.system.quoting import cmdline
-
-APPLY_SCHEMA = 1
-"""Version of the `lanekit apply --json` document (docs/json.md)."""
 
 
 class Result(StrEnum):
@@ -390,11 +388,11 @@ def _prepare_dirs(lane: LaneSpec) -> None:
 def _log_skip(lane: LaneSpec, pid: int | None, clock: Callable[[], float]) -> str:
     """Record the skip in the lane log (by the launchd backend's clock, like the runs it sits
     between); returns where (or why not) for the outcome text."""
-    from lanekit.run.lanelog import LaneLog
+    from lanekit.run.lanelog import EventName, LaneLog, Reason
 
     try:
         LaneLog(lane.log_path, lane.name, clock=clock).event(
-            "skipped", reason="running", pid=pid, by="apply"
+            EventName.SKIPPED, reason=Reason.RUNNING, pid=pid, by="apply"
         )
     except OSError as exc:
         return f"could not write the lane log {lane.log_path}: {exc.strerror or exc}"
@@ -405,11 +403,11 @@ def _log_applied(lane: LaneSpec, kind: ActionKind, clock: Callable[[], float]) -
     """Record the (re)load in the lane log (by the launchd backend's clock), so `lanekit
     timeline` can mark it. Best effort: the lane is loaded either way, and a log that cannot
     be written is doctor's finding."""
-    from lanekit.run.lanelog import LaneLog
+    from lanekit.run.lanelog import EventName, LaneLog
 
     try:
         LaneLog(lane.log_path, lane.name, clock=clock).event(
-            "applied", action=str(kind), by="apply"
+            EventName.APPLIED, action=str(kind), by="apply"
         )
     except OSError:
         return

@@ -7,7 +7,6 @@ Reads the LaunchAgents directory, the run snapshots, one `list()`, `print_disabl
 from __future__ import annotations
 
 import os
-import plistlib
 import stat
 from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ from lanekit.errors import LanekitError
 from lanekit.reconcile.plan import Desired, Installed
 from lanekit.run import lanelock
 from lanekit.service.launchd import Launchd, ListEntry, ServiceInfo
+from lanekit.service.launchd.model import PlistError, load_plist
 from lanekit.state.paths import Paths
 from lanekit.state.snapshot import RunSpec
 from lanekit.system.owned import (
@@ -179,8 +179,8 @@ def _read_snapshot(path: Path) -> tuple[bytes | None, int | None]:
 
 def identify(data: bytes, *, fallback: str) -> tuple[str, str | None]:
     try:
-        parsed = plistlib.loads(data)
-    except Exception:  # plistlib raises several unrelated types on bad input
+        parsed = load_plist(data)
+    except PlistError:
         return fallback, None
     if not isinstance(parsed, dict):
         return fallback, None

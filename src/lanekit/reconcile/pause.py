@@ -25,7 +25,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from lanekit.config import LaneSpec
-from lanekit.service.launchd import Launchd
+from lanekit.service.launchd import Launchd, clock_for
 from lanekit.state.paths import Paths
 from lanekit.system.atomic import write_atomic
 from lanekit.system.quoting import cmdline
@@ -71,11 +71,9 @@ def pause(
 ) -> list[PauseResult]:
     """Pause `lanes`: marker first (from then on no run claims a job), then launchd's
     disabled override. Idempotent; a lane that is running finishes the job it has."""
-    import time
-
     from lanekit.queue.records import iso_utc  # here: `lanekit status` asks only paused_labels
 
-    stamp = iso_utc(time.time() if now is None else now)
+    stamp = iso_utc(clock_for(paths).time() if now is None else now)
     disabled = _disabled(launchd)
     loaded = {entry.label for entry in launchd.list()}
     results = []

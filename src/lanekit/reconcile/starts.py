@@ -11,11 +11,11 @@ request (launchd-semantics.md sections 3 and 5).
 from __future__ import annotations
 
 import math
+import os
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 
-from lanekit.service.exits import EX_CONFIG
 from lanekit.service.launchd import ServiceInfo
 
 POSTPONED_STATES = frozenset({"spawn scheduled"})
@@ -50,7 +50,7 @@ def classify_start(
         return StartOutcome.STARTED
     runs_before = before.runs if before is not None and before.runs is not None else None
     spawned = runs_before is not None and after.runs is not None and after.runs > runs_before
-    if spawned and after.last_exit_code == EX_CONFIG:
+    if spawned and after.last_exit_code == os.EX_CONFIG:
         return StartOutcome.NOT_STARTED
     if pid is not None or spawned:
         return StartOutcome.STARTED  # it ran, and was quick
@@ -74,11 +74,11 @@ def postponed_for(throttle: int, last_start: float | None, now: float) -> int:
 
 def last_start(log_path: Path, *, since: float) -> float | None:
     """Epoch time of the lane log's last `start` event at or after `since`, if any."""
-    from lanekit.run.lanelog import read_events
+    from lanekit.run.lanelog import EventName, read_events
 
     found: float | None = None
     for event in read_events(log_path, since=datetime.fromtimestamp(since, UTC)):
-        if event.get("event") != "start":
+        if event.get("event") != EventName.START:
             continue
         try:
             when = datetime.strptime(event.get("ts", ""), "%Y-%m-%dT%H:%M:%S.%fZ")

@@ -31,7 +31,7 @@ import time
 
 from lanekit.run.args import split_args
 from lanekit.run.lanelock import lock_file, try_lock
-from lanekit.run.lanelog import LaneLog, log_finish, log_warner, rotate_if_needed
+from lanekit.run.lanelog import EventName, LaneLog, Reason, log_finish, log_warner, rotate_if_needed
 from lanekit.run.peek import nothing_queued, purge_due
 from lanekit.state.clock import epoch
 from lanekit.state.snapshot_schema import read_snapshot
@@ -99,12 +99,12 @@ def empty_run(argv: Sequence[str], *, clock: Callable[[], float] = time.monotoni
     except OSError:
         return None  # the full run names the directory that is missing or unusable (69)
     if fd is None:
-        log.event("skipped", reason="lane-busy")
+        log.event(EventName.SKIPPED, reason=Reason.LANE_BUSY)
         return 0
     try:
         started = clock()
-        log.event("start", pid=os.getpid())
-        log_finish(log, reason="empty", code=0, duration=clock() - started)
+        log.event(EventName.START, pid=os.getpid())
+        log_finish(log, reason=Reason.EMPTY, code=0, duration=clock() - started)
     finally:
         os.close(fd)
     return 0

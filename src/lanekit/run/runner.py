@@ -43,7 +43,7 @@ from lanekit.run import watcher, watcher_link
 from lanekit.run.args import USAGE, split_args
 from lanekit.run.jobenv import job_env, lane_process_env
 from lanekit.run.lanelock import LaneLock, lane_lock_path
-from lanekit.run.lanelog import LaneLog, log_finish, log_warner, rotate_if_needed
+from lanekit.run.lanelog import EventName, LaneLog, Reason, log_finish, log_warner, rotate_if_needed
 from lanekit.run.peek import nothing_queued, purge_due, purge_stamp, utc_day
 from lanekit.run.stop import StopHandler, grace_seconds
 from lanekit.run.which_snapshot import load_spec, resolve_snapshot
@@ -139,8 +139,8 @@ def run_lane(
             f"check that {lock.path.parent} exists and is writable (`lanekit doctor`)",
         ) from None
     if not acquired:
-        log.event("skipped", reason="lane-busy")
-        return RunResult(exit_code=ExitCode.OK, reason="lane-busy", skipped=1)
+        log.event(EventName.SKIPPED, reason=Reason.LANE_BUSY)
+        return RunResult(exit_code=ExitCode.OK, reason=Reason.LANE_BUSY, skipped=1)
     try:
         run = _LaneRun(
             spec=spec,
@@ -198,14 +198,14 @@ class _LaneRun:
     def drain(self) -> RunResult:
         """Recover, then claim and run jobs until empty, max_jobs, max_seconds or a signal."""
         started = self.clock()
-        self.log.event("start", pid=os.getpid())
-        reason = "empty"
+        self.log.event(EventName.START, pid=os.getpid())
+        reason = Reason.EMPTY
         if not nothing_queued(self.spec.queue_dir):
             reason = self._work(started)
         if not self.stop.stopping():
             self._purge_daily()
         if self.stop.stopping():
-            reason = "signal"
+            reason = Reason.SIGNAL
             code = ExitCode.INTERRUPTED
         elif self.failed or self.requeued:
             code = ExitCode.FAILURE
@@ -244,7 +244,7 @@ class _LaneRun:
         for item in queue.recover(stale_after=spec.stale_after, max_attempts=spec.max_attempts):
             self.recovered += 1
             log.event(
-                "recovered",
+                EventName.RECOVERED,
                 job=item.job_id,
                 reason=str(item.reason),
                 to=str(item.state),
@@ -258,9 +258,9 @@ class _LaneRun:
         try:
             while not self.stop.stopping():
                 if ran >= spec.max_jobs:
-                    return "max-jobs"
+                    return Reason.MAX_JOBS
                 if deadline is not None and self.clock() >= deadline:
-                    return "max-seconds"
+                    return Reason.MAX_SECONDS
                 claim = claimer.claim()
                 if claim is None:
                     break
@@ -269,7 +269,7 @@ class _LaneRun:
                 self._run_one(queue, claim)
         finally:
             watcher_link.stop_watching()  # the run's watcher, idle once its last job is settled
-        return "empty"
+        return Reason.EMPTY
 
     def _purge_daily(self) -> None:
         """Purge the queue once per UTC day (the run that creates the day's stamp does it).
@@ -288,7 +288,7 @@ class _LaneRun:
         except FileExistsError:
             return  # another run of a lane on this queue claimed today's purge
         except OSError as exc:
-            self.log.event("error", action="purge", error=str(exc))
+            self.log.event(EventName.ERROR, action="purge", error=str(exc))
             return
         try:
             done = open_queue(spec).purge(
@@ -296,10 +296,10 @@ class _LaneRun:
             )
         except (LanekitError, OSError) as exc:
             message = exc.message if isinstance(exc, LanekitError) else str(exc)
-            self.log.event("error", action="purge", error=message)
+            self.log.event(EventName.ERROR, action="purge", error=message)
             return
         self.log.event(
-            "purged",
+            EventName.PURGED,
             done=len(done.done),
             failed=len(done.failed),
             guard_expired=len(done.guard_expired),
@@ -310,13 +310,17 @@ class _LaneRun:
 
     def _dropped(self, item: Dropped) -> None:
         """A claimed file that cannot run; the claimer already moved it to done/ or failed/."""
+        from lanekit.queue import DropReason
+
         self.claimed += 1
-        if item.reason == "already-succeeded":
+        if item.reason == DropReason.ALREADY_SUCCEEDED:
             self.skipped += 1
-            self.log.event("skipped", job=item.job_id, reason=str(item.reason))
+            self.log.event(EventName.SKIPPED, job=item.job_id, reason=Reason.ALREADY_SUCCEEDED)
         else:
             self.failed += 1
-            self.log.event("failed", job=item.job_id, reason=str(item.reason), error=item.detail)
+            self.log.event(
+                EventName.FAILED, job=item.job_id, reason=str(item.reason), error=item.detail
+            )
 
     def _give_back(self, queue: JobQueue, claim: Claim, error: str = "") -> None:
         """Back to queue/ at once, spending no attempt: the job did not fail. `error` goes
@@ -353,27 +357,31 @@ class _LaneRun:
             error = describe(outcome)
         else:
             error = f"exit {code}" if code > 0 else f"killed by signal {-code}"
-        why = "timeout" if outcome is not None and outcome.timed_out else None
+        why = Reason.TIMEOUT if outcome is not None and outcome.timed_out else None
         try:
             if cancelled:
                 queue.settle(claim, Verdict.gave_up(error))
                 self.failed += 1
                 log.event(
-                    "failed",
+                    EventName.FAILED,
                     job=claim.job_id,
                     exit=code,
                     duration=duration,
-                    reason="cancelled",
+                    reason=Reason.CANCELLED,
                     error=error.partition("\n")[0],
                 )
             elif code == 0:
                 queue.settle(claim, Verdict.succeeded())
                 self.done += 1
-                log.event("done", job=claim.job_id, exit=0, duration=duration)
+                log.event(EventName.DONE, job=claim.job_id, exit=0, duration=duration)
             elif stopped:
                 self._give_back(queue, claim)
                 log.event(
-                    "requeued", job=claim.job_id, reason="signal", exit=code, duration=duration
+                    EventName.REQUEUED,
+                    job=claim.job_id,
+                    reason=Reason.SIGNAL,
+                    exit=code,
+                    duration=duration,
                 )
             else:
                 verdict = Verdict.failed(error, self.spec.max_attempts)
@@ -382,7 +390,7 @@ class _LaneRun:
                 if settled.state is JobState.FAILED:
                     self.failed += 1
                     log.event(
-                        "failed",
+                        EventName.FAILED,
                         job=claim.job_id,
                         exit=code,
                         duration=duration,
@@ -392,7 +400,7 @@ class _LaneRun:
                 else:
                     self.requeued += 1
                     log.event(
-                        "requeued",
+                        EventName.REQUEUED,
                         job=claim.job_id,
                         exit=code,
                         duration=duration,
@@ -406,7 +414,7 @@ class _LaneRun:
             if exc.state == JobState.FAILED:
                 self.failed += 1
                 log.event(
-                    "failed",
+                    EventName.FAILED,
                     job=claim.job_id,
                     exit=code,
                     duration=duration,
@@ -416,7 +424,11 @@ class _LaneRun:
             else:
                 self.done += 1
                 log.event(
-                    "done", job=claim.job_id, exit=code, duration=duration, record="unwritten"
+                    EventName.DONE,
+                    job=claim.job_id,
+                    exit=code,
+                    duration=duration,
+                    record="unwritten",
                 )
             raise
 
@@ -444,18 +456,18 @@ class _LaneRun:
             os.unlink(watcher.started_path(claim.file))  # noqa: PTH108 - a str path
         message = "its watcher died before the job's end was recorded: run again, not counted"
         self._give_back(queue, claim, message)
-        self.log.event("requeued", job=claim.job_id, reason="watcher-died")
+        self.log.event(EventName.REQUEUED, job=claim.job_id, reason=Reason.WATCHER_DIED)
 
     def _run_one(self, queue: JobQueue, claim: Claim) -> None:
         """Run one claimed job and settle it, whatever happens (the `finally` below)."""
         spec, log, stop = self.spec, self.log, self.stop
-        log.event("claimed", job=claim.job_id, attempt=claim.attempt)
+        log.event(EventName.CLAIMED, job=claim.job_id, attempt=claim.attempt)
         status, tmp_dir = queue.watch_files(claim)
         try:
             if stop.stopping():
                 # The stop arrived while this job was being claimed: do not start it.
                 self._give_back(queue, claim)
-                log.event("requeued", job=claim.job_id, reason="signal")
+                log.event(EventName.REQUEUED, job=claim.job_id, reason=Reason.SIGNAL)
                 return
             began = self.clock()
             try:
@@ -492,8 +504,8 @@ class _LaneRun:
                 # EPERM (not EACCES) is what macOS privacy protection (TCC) answers a launchd
                 # job: logged apart so doctor and watch can point at Full Disk Access.
                 denied = exc.errno == errno.EPERM
-                reason = "not-permitted" if denied else "cannot-start"
-                log.event("requeued", job=claim.job_id, reason=reason, error=message)
+                reason = Reason.NOT_PERMITTED if denied else Reason.CANNOT_START
+                log.event(EventName.REQUEUED, job=claim.job_id, reason=reason, error=message)
                 raise EnvironmentUnusableError(
                     f"lane {spec.lane}: {message}",
                     "macOS privacy protection refused it: move it out of ~/Documents, "
@@ -518,7 +530,7 @@ class _LaneRun:
             if claim.held:
                 # Something unexpected (a bug, a settle that raised): never strand the claim.
                 self._give_back(queue, claim)
-                log.event("requeued", job=claim.job_id, reason="runner-error")
+                log.event(EventName.REQUEUED, job=claim.job_id, reason=Reason.RUNNER_ERROR)
             if self.launcher is None:
                 # Settled: the status and any cancel request have done their work (leftovers
                 # are swept by recover).
@@ -547,8 +559,8 @@ def paused_run(spec: RunSpec, snapshot: Path) -> RunResult | None:
     if not pause_marker(snapshot).exists():
         return None
     log = LaneLog(spec.log_path, spec.lane, on_error=log_warner(spec.log_path))
-    log.event("skipped", reason="paused")
-    return RunResult(exit_code=ExitCode.OK, reason="paused", skipped=1)
+    log.event(EventName.SKIPPED, reason=Reason.PAUSED)
+    return RunResult(exit_code=ExitCode.OK, reason=Reason.PAUSED, skipped=1)
 
 
 def main(argv: Sequence[str]) -> int:
@@ -574,4 +586,4 @@ def log_error(spec: RunSpec, exc: LanekitError) -> None:
     """Record a run that could not start in the lane log, so doctor can explain the silence.
     Best effort: the log may be the very thing that is broken (stderr already has it)."""
     log = LaneLog(spec.log_path, spec.lane, on_error=lambda _exc: None)
-    log.event("error", exit=int(exc.exit_code), error=exc.message)
+    log.event(EventName.ERROR, exit=int(exc.exit_code), error=exc.message)

@@ -54,6 +54,7 @@ import time
 from dataclasses import dataclass
 
 from lanekit.run.stop import LEFTOVER_GRACE, STOP_SIGNALS
+from lanekit.state.schemas import JOB_STATUS_SCHEMA
 from lanekit.system.processes import (
     close_fds_except,
     find_program,
@@ -70,9 +71,6 @@ if TYPE_CHECKING:
     from types import FrameType
     from typing import Any
 
-STATUS_VERSION = 1
-"""Version history: 1 - first version (v, exit, stopped, timed_out, duration, stderr, limit);
-`cancelled` added later within 1 (absent: false, so an older watcher's status still reads)."""
 TAIL_BYTES = 4096
 TAIL_LINES = 20
 """The stderr tail kept for the record and the .error: at most 20 lines and 4 KiB."""
@@ -139,7 +137,7 @@ class Outcome:
         return (
             json.dumps(
                 {
-                    "v": STATUS_VERSION,
+                    "v": JOB_STATUS_SCHEMA,
                     "exit": self.exit,
                     "stopped": self.stopped,
                     "timed_out": self.timed_out,
@@ -162,7 +160,7 @@ class Outcome:
             value = strict_loads(data)
         except ValueError:
             return None
-        if not isinstance(value, dict) or value.get("v") != STATUS_VERSION:
+        if not isinstance(value, dict) or value.get("v") != JOB_STATUS_SCHEMA:
             return None
         code, stderr = value.get("exit"), value.get("stderr", "")
         duration, limit = value.get("duration", 0.0), value.get("limit")

@@ -15,6 +15,7 @@ import signal
 
 from lanekit.run.stop import STOP_SIGNALS
 from lanekit.run.watcher import KILL_NOW, Outcome, read_outcome, serve
+from lanekit.system.fsops import read_all
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -48,8 +49,7 @@ class WatchedJob:
         data = [self._head]
         if self._report >= 0:
             try:
-                while chunk := os.read(self._report, 1 << 16):  # EOF: the watcher let go of it
-                    data.append(chunk)
+                data.append(read_all(self._report))  # EOF: the watcher let go of it
             except OSError:
                 pass
             finally:
@@ -224,12 +224,12 @@ class RunWatcher:
             theirs.close()
             raise
         if pid == 0:  # the watcher
-            code = 70
+            code = os.EX_SOFTWARE
             try:
                 ours.close()
                 code = serve(theirs)
             except BaseException:  # nothing may unwind into the runner's code in the watcher
-                code = 70
+                code = os.EX_SOFTWARE
             finally:
                 os._exit(code)
         signal.pthread_sigmask(signal.SIG_SETMASK, masked)

@@ -7,29 +7,14 @@ signal. Signal names are the running system's: launchd and lanekit run on the sa
 
 from __future__ import annotations
 
+import os
 import signal
 from collections.abc import Mapping
 
 from lanekit.errors import ExitCode
 
-EX_CONFIG = 78
-
 SYSEXITS: Mapping[int, str] = {
-    64: "EX_USAGE",
-    65: "EX_DATAERR",
-    66: "EX_NOINPUT",
-    67: "EX_NOUSER",
-    68: "EX_NOHOST",
-    69: "EX_UNAVAILABLE",
-    70: "EX_SOFTWARE",
-    71: "EX_OSERR",
-    72: "EX_OSFILE",
-    73: "EX_CANTCREAT",
-    74: "EX_IOERR",
-    75: "EX_TEMPFAIL",
-    76: "EX_PROTOCOL",
-    77: "EX_NOPERM",
-    78: "EX_CONFIG",
+    value: name for name, value in vars(os).items() if name.startswith("EX_") and 64 <= value <= 78
 }
 """The sysexits(3) names `launchctl print` appends to exit codes 64-78 (`78: EX_CONFIG`).
 Owned here, with the other exit words, so that describing an exit (`lanekit status`) does not
@@ -44,7 +29,7 @@ RUNNER_EXITS = {
 """What lanekit's runner means by its codes (docs/exit-codes.md)."""
 
 LAUNCHD_AND_SHELL_EXITS = {
-    EX_CONFIG: "EX_CONFIG: launchd could not start the job",
+    os.EX_CONFIG: "EX_CONFIG: launchd could not start the job",
     126: "command found but not executable",
     127: "command not found",
 }
@@ -76,6 +61,6 @@ def describe_exit(
     meaning = (RUNNER_EXITS.get(exit_code) if lanekit_runner else None) or (
         LAUNCHD_AND_SHELL_EXITS.get(exit_code)
     )
-    if meaning is None and exit_code in SYSEXITS and exit_code != EX_CONFIG:
+    if meaning is None and exit_code in SYSEXITS and exit_code != os.EX_CONFIG:
         meaning = SYSEXITS[exit_code]
     return f"exit code {exit_code} ({meaning})" if meaning else f"exit code {exit_code}"

@@ -12,11 +12,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from lanekit.state.schemas import SNAPSHOT_SCHEMA
 from lanekit.state.snapshot_schema import (
     DEFAULT_KEEP_DONE,
     DEFAULT_KEEP_FAILED,
     DEFAULT_MAX_JOB_BYTES,
-    SNAPSHOT_SCHEMA,
     parse_json,
     parse_snapshot,
     read_snapshot,

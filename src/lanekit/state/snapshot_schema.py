@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import os
 
+from lanekit.state.schemas import SNAPSHOT_SCHEMA
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -27,7 +29,6 @@ if TYPE_CHECKING:
 
     from lanekit.errors import UsageError
 
-SNAPSHOT_SCHEMA = 1
 DEFAULT_EXIT_TIMEOUT = 5  # modern launchd's default ExitTimeOut (launchd-semantics.md section 3)
 DEFAULT_KEEP_DONE = 30 * 86400
 """A queue's `keep_done` default: finished jobs are purged after 30 days."""

@@ -198,15 +198,12 @@ def read_regular(
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise unsafe_error(path, f"is {kind_of(info.st_mode)}, not a regular file", what, info)
-        chunks = []
-        while True:
-            chunk = os.read(fd, 1 << 16)
-            if not chunk:
-                break
-            chunks.append(chunk)
+        from lanekit.system.fsops import read_all  # not at the top: entry imports this module
+
+        data = read_all(fd, info.st_size)
     finally:
         os.close(fd)
-    return b"".join(chunks), info
+    return data, info
 
 
 def _lstat(path: StrPath) -> os.stat_result | None:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 import sys
 
+from lanekit.system.fsops import read_all
+
 _SYNC_PARENTS = {
     "/Library/Mobile Documents/": "iCloud Drive (~/Library/Mobile Documents)",
     "/Library/CloudStorage/": "a cloud storage folder (~/Library/CloudStorage)",
@@ -99,12 +101,9 @@ def linux_fstype(path: str, mountinfo: str | None = None) -> str | None:
         except OSError:
             return None
         try:
-            chunks = []
-            while chunk := os.read(fd, 65536):
-                chunks.append(chunk)
+            mountinfo = read_all(fd).decode("utf-8", "replace")
         finally:
             os.close(fd)
-        mountinfo = b"".join(chunks).decode("utf-8", "replace")
     best, best_type = -1, None
     for line in mountinfo.splitlines():
         fields = line.split(" ")

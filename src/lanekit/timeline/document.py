@@ -5,12 +5,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from lanekit.state.schemas import TIMELINE_SCHEMA
 from lanekit.timeline.build import JobLife, TimelineResult
 from lanekit.timeline.events import Event
 from lanekit.timeline.model import Burst, LaneRow, Marker, Run
-
-SCHEMA = 1
-"""Version 1: the first. Bump per docs/json.md's versioning rules."""
 
 
 def utc(at: datetime) -> str:
@@ -91,7 +89,7 @@ def to_json(result: TimelineResult) -> dict[str, Any]:
     """The versioned document: the window, each lane's row, bursts, and every event read."""
     t = result.timeline
     document: dict[str, Any] = {
-        "schema": SCHEMA,
+        "schema": TIMELINE_SCHEMA,
         "day": None if result.day is None else result.day.isoformat(),
         "start": utc(t.window.start),
         "end": utc(t.window.end),

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 
+from lanekit.run.lanelog import EventName, Reason
+
 
 class Kind(StrEnum):
     """What an event means for the timeline (a closed vocabulary; `other` is the rest)."""
@@ -54,20 +56,20 @@ class Rule:
 
 
 RULES: tuple[Rule, ...] = (
-    Rule("start", Kind.START),
-    Rule("finish", Kind.FINISH),
-    Rule("error", Kind.ERROR),
-    Rule("skipped", Kind.BUSY, {"reason": "lane-busy"}),
-    Rule("skipped", Kind.RELOAD_SKIPPED, {"by": "apply"}),
-    Rule("skipped", Kind.JOB_SKIPPED),
-    Rule("claimed", Kind.CLAIMED),
-    Rule("done", Kind.DONE),
-    Rule("failed", Kind.FAILED),
-    Rule("requeued", Kind.REQUEUED),
-    Rule("recovered", Kind.RECOVERED),
-    Rule("applied", Kind.INSTALLED, {"action": "create"}),
-    Rule("applied", Kind.RELOADED),
-    Rule("throttled", Kind.THROTTLED),
+    Rule(EventName.START, Kind.START),
+    Rule(EventName.FINISH, Kind.FINISH),
+    Rule(EventName.ERROR, Kind.ERROR),
+    Rule(EventName.SKIPPED, Kind.BUSY, {"reason": Reason.LANE_BUSY}),
+    Rule(EventName.SKIPPED, Kind.RELOAD_SKIPPED, {"by": "apply"}),
+    Rule(EventName.SKIPPED, Kind.JOB_SKIPPED),
+    Rule(EventName.CLAIMED, Kind.CLAIMED),
+    Rule(EventName.DONE, Kind.DONE),
+    Rule(EventName.FAILED, Kind.FAILED),
+    Rule(EventName.REQUEUED, Kind.REQUEUED),
+    Rule(EventName.RECOVERED, Kind.RECOVERED),
+    Rule(EventName.APPLIED, Kind.INSTALLED, {"action": "create"}),
+    Rule(EventName.APPLIED, Kind.RELOADED),
+    Rule(EventName.THROTTLED, Kind.THROTTLED),
 )
 """The whole event -> kind mapping (pinned as a table by tests/timeline/test_events.py)."""
 

@@ -9,11 +9,13 @@ one queue running at the same time, with how many claims each won.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
+from lanekit.errors import ExitCode
 from lanekit.timeline.events import RUN_KINDS, Event, Kind
 
 FIRE_MATCH = timedelta(seconds=60)
@@ -89,7 +91,7 @@ def run_outcome(
         if running_now:
             return Outcome.RUNNING
         return Outcome.KILLED if died else Outcome.UNFINISHED
-    if finish_exit == 75 or (finish_exit is not None and finish_exit < 0):
+    if finish_exit == ExitCode.INTERRUPTED or (finish_exit is not None and finish_exit < 0):
         return Outcome.KILLED
     if finish_exit not in (None, 0):
         return Outcome.JOBS_FAILED
@@ -430,7 +432,7 @@ def missed_markers(
         and (info.known_since is None or fire >= info.known_since)
     ]
     markers = [Marker(lane, fire, MarkerKind.MISSED, "no run started") for fire in due]
-    if markers and info.last_exit == 78:
+    if markers and info.last_exit == os.EX_CONFIG:
         markers[-1] = Marker(
             lane, due[-1], MarkerKind.EXIT_78, "launchd could not start the job (exit 78)"
         )

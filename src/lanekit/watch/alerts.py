@@ -19,10 +19,7 @@ from enum import StrEnum
 from typing import Any
 
 from lanekit.doctor import Finding, Severity, SubjectKind
-
-NOTICE_SCHEMA = 1
-"""Version of the notice document a `command` gets on stdin and a `webhook` gets as its body
-(docs/json.md, "lanekit watch notice")."""
+from lanekit.state.schemas import NOTICE_SCHEMA
 
 
 class NoticeKind(StrEnum):

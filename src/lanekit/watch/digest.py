@@ -61,11 +61,11 @@ def lane_day(
     lane: LaneSpec, start: datetime, end: datetime, missed_after: int, history: Sequence[Happened]
 ) -> LaneDay:
     """What `lane` did between `start` and `end` (naive local times)."""
-    from lanekit.run.lanelog import read_between
+    from lanekit.run.lanelog import EventName, read_between
     from lanekit.schedule import next_fires
     from lanekit.timeline.events import RUN_KINDS, classify
 
-    counts = {"start": 0, "done": 0, "failed": 0, "requeued": 0}
+    counts = {EventName.START: 0, EventName.DONE: 0, EventName.FAILED: 0, EventName.REQUEUED: 0}
     evidence: list[float] = []
     slack = float(missed_after)
     for event in read_between(lane.log_path, start.timestamp(), end.timestamp() + slack):
@@ -88,10 +88,10 @@ def lane_day(
     window = (start.timestamp(), end.timestamp())
     mine = [h for h in history if window[0] <= h.at < window[1] and lane.name in h.lanes]
     return LaneDay(
-        runs=counts["start"],
-        done=counts["done"],
-        failed=counts["failed"],
-        retried=counts["requeued"],
+        runs=counts[EventName.START],
+        done=counts[EventName.DONE],
+        failed=counts[EventName.FAILED],
+        retried=counts[EventName.REQUEUED],
         missed=missed,
         opened=sum(1 for h in mine if h.kind == str(NoticeKind.NEW)),
         resolved=sum(1 for h in mine if h.kind == str(NoticeKind.RESOLVED)),

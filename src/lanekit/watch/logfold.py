@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 import zlib
 
-from lanekit.run.lanelog import parse_line
+from lanekit.run.lanelog import EventName, Reason, parse_line
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -42,7 +42,9 @@ BITS_PER_ID = 10
 HASHES = 7
 """~1% false positives at capacity (10 bits and 7 hashes per id)."""
 MIN_CAPACITY = 1024
-_TELLING = (b"event=done", b"event=requeued", b"event=skipped")
+_TELLING = tuple(
+    f"event={name}".encode() for name in (EventName.DONE, EventName.REQUEUED, EventName.SKIPPED)
+)
 """Lines without one of these are not parsed (most of a long log): `add` ignores them."""
 READ_LIMIT = 8 << 20
 """More new bytes than this in one log since the last pass: leave it to the full pass."""
@@ -71,11 +73,11 @@ class Appended:
         """Fold one parsed event."""
         self.count += 1
         name = event.get("event")
-        if name == "done" and event.get("job"):
+        if name == EventName.DONE and event.get("job"):
             self.done.append(event["job"])
-        elif name == "requeued" and event.get("reason") == "cannot-start":
+        elif name == EventName.REQUEUED and event.get("reason") == Reason.CANNOT_START:
             self.cannot_start = True
-        elif name == "skipped" and event.get("reason") == "already-succeeded":
+        elif name == EventName.SKIPPED and event.get("reason") == Reason.ALREADY_SUCCEEDED:
             self.skipped = True
 
 

@@ -22,13 +22,12 @@ from typing import Any
 
 from lanekit.doctor import Severity, SubjectKind
 from lanekit.errors import EnvironmentUnusableError
+from lanekit.state.schemas import MEMORY_SCHEMA
 from lanekit.system.atomic import write_atomic
 from lanekit.system.owned import make_private_dirs, read_regular, unsafe_error, unsafe_reason
 from lanekit.system.quoting import cmdline
 from lanekit.watch.alerts import Alert, Notice, Remembered
 
-MEMORY_SCHEMA = 1
-"""Version of the memory file (private to lanekit; a newer one is refused, not guessed)."""
 HISTORY_SECONDS = 3 * 86400
 """How long opened/resolved events are kept for the digest (it reports yesterday)."""
 LOCK_POLL = 0.05

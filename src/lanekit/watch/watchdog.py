@@ -44,8 +44,10 @@ from lanekit.doctor import (
 )
 from lanekit.errors import ExitCode, LanekitError, UsageError
 from lanekit.run.jobenv import lane_process_env
+from lanekit.run.lanelog import EventName, Reason
 from lanekit.service.launchd import Launchd
 from lanekit.state.paths import Paths
+from lanekit.state.schemas import WATCH_SCHEMA
 from lanekit.system.quoting import cmdline
 from lanekit.watch import memory as memory_store
 from lanekit.watch.alerts import Alert, Notice, Remembered, alerts_from, diff
@@ -55,8 +57,6 @@ from lanekit.watch.channels import OSASCRIPT, Channel, ChannelError, channels_fo
 if TYPE_CHECKING:
     from lanekit.run.lanelog import LaneLog
 
-WATCH_SCHEMA = 1
-"""Version of the `lanekit watch --json` document (docs/json.md)."""
 
 ALERT_CHECKS = (
     "launchd.not-loaded",
@@ -306,7 +306,7 @@ def run_pass(
     lock = memory_store.PassLock(lane_lock_path(lane.queue.dir, lane.name), wait=wait)
     log = LaneLog(lane.log_path, WATCH_LANE, clock=lambda: now().timestamp())
     if not lock.acquire():
-        log.event("skipped", reason="lane-busy")
+        log.event(EventName.SKIPPED, reason=Reason.LANE_BUSY)
         return PassResult(
             lane.label, False, (), (), channels=names, skipped="another pass holds the lock"
         )
@@ -314,7 +314,7 @@ def run_pass(
         # Fingerprinted before anything is looked at (lanekit.watch.cache): a change made
         # while this pass looks is a change to the next one.
         shot = _snapshot(request, config, paths, env, launchd)
-        log.event("start", pid=os.getpid())
+        log.event(EventName.START, pid=os.getpid())
         result = dog.run(chosen, log)
         _keep(request, shot, dog, result)
         return result
@@ -427,7 +427,7 @@ class _Watchdog:
         )
         failed = sum(1 for d in deliveries if d.error is not None)
         log.event(
-            "finish",
+            EventName.FINISH,
             exit=1 if failed else 0,
             open=len(looked.open),
             sent=len(looked.notices),
@@ -517,7 +517,7 @@ def _deliver(
             refused.append(channel.name)
             deliveries.append(Delivery(channel.name, notice, exc.message, retry))
             log.event(
-                "channel-failed",
+                EventName.CHANNEL_FAILED,
                 channel=channel.name,
                 alert=notice.check,
                 subject=notice.subject,

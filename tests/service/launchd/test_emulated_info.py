@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from lanekit.service.launchd.emulated_info import DEFINITION_VERSION, definition_of, kept_definition
+from lanekit.service.launchd.emulated_info import definition_of, kept_definition
 from lanekit.service.launchd.emulator import EmulatedDomain
+from lanekit.state.schemas import EMULATED_DEFINITION_VERSION
 
 PLISTS: dict[str, dict[str, object]] = {
     "minimal": {"ProgramArguments": ["/bin/true"]},
@@ -69,7 +70,7 @@ def _drop_kept_definitions(tmp_path: Path, version: object = None) -> None:
 def test_a_kept_definition_prints_what_the_plist_says(tmp_path: Path, name: str) -> None:
     """For each plist (hostile text, arrays, odd values launchd tolerates), `print` from the
     definition kept at bootstrap equals `print` worked out from the plist itself (an entry left
-    by an earlier version, or one of another DEFINITION_VERSION)."""
+    by an earlier version, or one of another EMULATED_DEFINITION_VERSION)."""
     domain = _domain(tmp_path)
     domain.bootstrap(_install(tmp_path, "t.job", PLISTS[name]))
     kept = domain.print("t.job")
@@ -78,7 +79,7 @@ def test_a_kept_definition_prints_what_the_plist_says(tmp_path: Path, name: str)
     assert _domain(tmp_path).print("t.job") == kept
     domain.bootout("t.job")
     domain.bootstrap(_install(tmp_path, "t.job", PLISTS[name]))
-    _drop_kept_definitions(tmp_path, version=DEFINITION_VERSION + 1)
+    _drop_kept_definitions(tmp_path, version=EMULATED_DEFINITION_VERSION + 1)
     assert _domain(tmp_path).print("t.job") == kept
 
 
@@ -91,7 +92,7 @@ def test_the_definition_is_kept_as_plain_json_of_this_version(tmp_path: Path) ->
     plist = plistlib.loads((tmp_path / "agents" / "t.job.plist").read_bytes())
     assert definition == json.loads(json.dumps(definition_of(plist)))
     assert kept_definition(definition) == definition
-    assert kept_definition({**definition, "version": DEFINITION_VERSION + 1}) is None
+    assert kept_definition({**definition, "version": EMULATED_DEFINITION_VERSION + 1}) is None
     assert kept_definition({k: v for k, v in definition.items() if k != "calendar"}) is None
     assert kept_definition({**definition, "extra_key": 1}) is None
     assert kept_definition(None) is None

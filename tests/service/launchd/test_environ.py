@@ -24,7 +24,6 @@ from lanekit.service.launchd.environ import (
 )
 from lanekit.service.launchd.launch import (
     DEFAULT_PATH,
-    EX_CONFIG,
     JobLaunch,
     JobSetupError,
     launch_environment,
@@ -174,7 +173,7 @@ def test_unopenable_log_path_is_a_setup_failure(tmp_path: Path, where: str) -> N
     )
     with pytest.raises(JobSetupError) as caught:
         spawn(launch, status_file=tmp_path / "status.json")
-    assert caught.value.launchd_exit == EX_CONFIG
+    assert caught.value.launchd_exit == os.EX_CONFIG
     assert str(log) in caught.value.message
     assert isinstance(caught.value, EnvironmentUnusableError)
     assert not marker.exists()

@@ -12,9 +12,8 @@ from lanekit.config import display_path
 from lanekit.reconcile.validate import ConfigCheck
 from lanekit.schedule import describe_schedule
 from lanekit.service.launchd.plist import RenderedLane
+from lanekit.state.schemas import VALIDATE_SCHEMA
 from lanekit.system.quoting import cmdline
-
-VALIDATE_SCHEMA = 1
 
 
 def initialized(path: Path, cwd: Path) -> None:

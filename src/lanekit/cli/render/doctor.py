@@ -8,9 +8,8 @@ from collections.abc import Iterable, Sequence
 from lanekit.cli.render import json_out, line, show, styled, warning
 from lanekit.doctor import Check, DoctorReport, Finding, Severity, SubjectKind
 from lanekit.run.tryrun import TryResult
+from lanekit.state.schemas import CHECKS_SCHEMA
 from lanekit.system.quoting import cmdline
-
-CHECKS_SCHEMA = 1
 
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 

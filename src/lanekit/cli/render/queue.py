@@ -6,14 +6,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from lanekit.cli.render import error, json_out, line, note, warning
+from lanekit.state.schemas import JOBS_SCHEMA
 
 if TYPE_CHECKING:
     from lanekit.jobs.batch import Batch
     from lanekit.jobs.history import JobView, Page
     from lanekit.jobs.recovery import RecoverRow
     from lanekit.run.runner import RunResult
-
-JSON_SCHEMA = 1
 
 
 def enqueued(job_id: str) -> None:
@@ -96,7 +95,7 @@ def _short(text: str | None, width: int = 60) -> str:
 def jobs_page(lane: str, page: Page, *, as_json: bool) -> None:
     """A page of jobs: a table with a footer that says how to get the next page, or JSON."""
     if as_json:
-        json_out({"schema": JSON_SCHEMA, **page.to_json()})
+        json_out({"schema": JOBS_SCHEMA, **page.to_json()})
         return
     meta = page.meta
     if meta.total == 0:
@@ -126,7 +125,7 @@ def job_detail(view: JobView, *, as_json: bool) -> None:
     record = view.record
     if as_json:
         data: dict[str, Any] = {
-            "schema": JSON_SCHEMA,
+            "schema": JOBS_SCHEMA,
             "job_id": view.job_id,
             "state": str(view.state),
             "path": None if view.path is None else str(view.path),

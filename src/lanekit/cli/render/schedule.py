@@ -7,14 +7,13 @@ from typing import Any
 
 from lanekit.cli.render import json_out, line, warning
 from lanekit.schedule import Explanation
-
-SCHEMA = 1
+from lanekit.state.schemas import SCHEDULE_SCHEMA
 
 
 def to_json(result: Explanation) -> dict[str, Any]:
     """The versioned JSON document; `interval` appears only for every= (StartInterval)."""
     data: dict[str, Any] = {
-        "schema": SCHEMA,
+        "schema": SCHEDULE_SCHEMA,
         "entries": [entry.to_plist() for entry in result.schedule.calendar],
         "description": result.description,
         "next": [fire.isoformat() for fire in result.next],

@@ -11,10 +11,10 @@ from datetime import datetime
 from typing import Any
 
 from lanekit.cli.render import json_out, line, table_row
+from lanekit.service.exits import signal_label
+from lanekit.state.schemas import STATUS_SCHEMA
 from lanekit.status.lanes import LaneState, LaneStatus
 from lanekit.system.quoting import cmdline
-
-STATUS_SCHEMA = 1
 
 _STATE_STYLE = {
     LaneState.RUNNING: "bold green",
@@ -120,12 +120,7 @@ def _short_exit(last_exit: int | None) -> str:
     if last_exit is None:
         return "-"
     if last_exit < 0:
-        import signal
-
-        try:
-            return signal.Signals(-last_exit).name
-        except ValueError:
-            return f"sig{-last_exit}"
+        return signal_label(-last_exit)
     return str(last_exit)
 
 

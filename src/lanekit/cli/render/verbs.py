@@ -6,19 +6,18 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from lanekit.cli.render import json_out, line
+from lanekit.state.schemas import VERBS_SCHEMA
 
 if TYPE_CHECKING:
     from lanekit.jobs.retention import PurgeRow
     from lanekit.jobs.verbs import VerbResult
     from lanekit.reconcile.pause import PauseResult
 
-JSON_SCHEMA = 1
-
 
 def moved_json(result: VerbResult) -> dict[str, Any]:
     """The `retry|requeue|cancel --json` document."""
     return {
-        "schema": JSON_SCHEMA,
+        "schema": VERBS_SCHEMA,
         "verb": str(result.verb),
         "dry_run": result.dry_run,
         "jobs": [
@@ -56,7 +55,7 @@ def moved(result: VerbResult, *, as_json: bool) -> None:
 def paused_json(results: Sequence[PauseResult], *, verb: str, dry_run: bool) -> dict[str, Any]:
     """The `pause|resume --json` document."""
     return {
-        "schema": JSON_SCHEMA,
+        "schema": VERBS_SCHEMA,
         "verb": verb,
         "dry_run": dry_run,
         "lanes": [
@@ -90,7 +89,7 @@ def paused(results: Sequence[PauseResult], *, verb: str, dry_run: bool, as_json:
 def purged_json(rows: Sequence[PurgeRow], *, dry_run: bool) -> dict[str, Any]:
     """The `purge --json` document."""
     return {
-        "schema": JSON_SCHEMA,
+        "schema": VERBS_SCHEMA,
         "dry_run": dry_run,
         "queues": [
             {

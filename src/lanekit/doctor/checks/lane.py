@@ -3,6 +3,7 @@ set to run in the background while a burst waits for it."""
 
 from __future__ import annotations
 
+import os
 import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -14,7 +15,7 @@ from lanekit.doctor import DoctorContext, Problem, Severity, Target, check
 from lanekit.doctor.checks.launchd import LOOP_STATES
 from lanekit.errors import LanekitError
 from lanekit.reconcile.pause import is_paused
-from lanekit.service.launchd.codes import EX_CONFIG
+from lanekit.run.lanelog import EventName, Reason
 from lanekit.system.quoting import cmdline
 
 if TYPE_CHECKING:
@@ -65,7 +66,7 @@ def classify_missed_run(facts: MissedRunFacts) -> MissedRunCause:
         return MissedRunCause.DISABLED
     if facts.loaded is False:
         return MissedRunCause.NOT_LOADED
-    if facts.last_exit == EX_CONFIG:
+    if facts.last_exit == os.EX_CONFIG:
         return MissedRunCause.EXIT_78
     if facts.output_since_fire:
         return MissedRunCause.RAN_SILENT
@@ -343,9 +344,11 @@ def cannot_start(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
         return
     last: dict[str, str] | None = None
     for event in ctx.lane_events(lane, rotated=False):
-        if event.get("event") == "done":
+        if event.get("event") == EventName.DONE:
             last = None
-        elif event.get("event") == "requeued" and event.get("reason") == "cannot-start":
+        elif (
+            event.get("event") == EventName.REQUEUED and event.get("reason") == Reason.CANNOT_START
+        ):
             last = event
     if last is None:
         return

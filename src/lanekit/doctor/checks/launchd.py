@@ -3,12 +3,13 @@ last run ended. Exit statuses are decoded into what happened and which finding e
 
 from __future__ import annotations
 
+import os
 import signal
 from collections.abc import Iterator, Sequence
 
 from lanekit.doctor import DoctorContext, Finding, Problem, Severity, Target, check
 from lanekit.reconcile.pause import is_paused
-from lanekit.service.launchd.codes import EX_CONFIG
+from lanekit.service.exits import signal_label
 from lanekit.system.quoting import cmdline
 
 CRASH_LOOP_RUNS = 5
@@ -28,14 +29,6 @@ EXIT_78_CAUSES = (
 )
 EXIT_126_CAUSES = ("program.not-executable", "program.bad-interpreter")
 EXIT_127_CAUSES = ("path.command-missing", "program.bad-interpreter", "program.missing")
-
-
-def signal_name(number: int) -> str:
-    """`SIGKILL` for 9; `signal 99` for numbers this platform does not name."""
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
 
 
 def _label(target: Target) -> str:
@@ -153,7 +146,7 @@ def disabled(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
 def exit_78(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """Modern launchd reports 78 (EX_CONFIG) when it cannot open a log path, chdir, or exec;
     the program never ran, so its own logs are empty. lanekit's runner never exits 78."""
-    if not _loaded(target, ctx) or ctx.last_exit(_label(target)) != EX_CONFIG:
+    if not _loaded(target, ctx) or ctx.last_exit(_label(target)) != os.EX_CONFIG:
         return
     yield _explained(
         target,
@@ -216,7 +209,7 @@ def killed(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     if status is None or status >= 0:
         return
     number = -status
-    name = signal_name(number)
+    name = signal_label(number)
     if number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         why = "it was stopped (bootout, unload or logout)"
     elif number == signal.SIGKILL:
@@ -264,7 +257,7 @@ def crash_loop(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     fast_timer = isinstance(interval, int) and isinstance(throttle, int) and interval <= throttle
     if not (respawning or fast_timer):
         return
-    outcome = f"killed by {signal_name(-status)}" if status < 0 else f"exit {status}"
+    outcome = f"killed by {signal_label(-status)}" if status < 0 else f"exit {status}"
     yield Problem(
         Severity.ERROR,
         f"{label} is in a crash loop: {info.runs} runs since it was loaded, the last one "

@@ -21,6 +21,7 @@ from lanekit.doctor import DoctorContext, Problem, Scope, Severity, Target, chec
 from lanekit.errors import LanekitError
 from lanekit.queue import ClaimState, ClaimView
 from lanekit.queue.records import JobState
+from lanekit.run.lanelog import EventName, Reason
 from lanekit.system.quoting import cmdline
 
 if TYPE_CHECKING:
@@ -361,12 +362,12 @@ def record_mismatch(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
 
 
 def _done_events(lane: LaneSpec, ctx: DoctorContext) -> Counter[str]:
-    return _events(lane, ctx, "done")
+    return _events(lane, ctx, EventName.DONE)
 
 
 def _skipped_events(lane: LaneSpec, ctx: DoctorContext) -> Counter[str]:
     """Ids the guard skipped (re-submitted after they succeeded), from the lane log."""
-    return _events(lane, ctx, "skipped", reason="already-succeeded")
+    return _events(lane, ctx, EventName.SKIPPED, reason=Reason.ALREADY_SUCCEEDED)
 
 
 def _events(lane: LaneSpec, ctx: DoctorContext, name: str, **match: str) -> Counter[str]:
@@ -475,7 +476,7 @@ TIMEOUT_WINDOW = 10
 """The lane's last this many job outcomes in its log are what `queue.timeouts` looks at."""
 TIMEOUT_LIMIT = 3
 """Timeouts among them that make a lane one that keeps timing out (one is an incident)."""
-_OUTCOMES = frozenset({"done", "failed", "requeued"})
+_OUTCOMES = frozenset({EventName.DONE, EventName.FAILED, EventName.REQUEUED})
 
 
 @check(
@@ -496,7 +497,7 @@ def timeouts(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
         for event in ctx.lane_events(lane)
         if event.get("event") in _OUTCOMES and event.get("job")
     ][-TIMEOUT_WINDOW:]
-    timed_out = [event for event in recent if event.get("reason") == "timeout"]
+    timed_out = [event for event in recent if event.get("reason") == Reason.TIMEOUT]
     if len(timed_out) < TIMEOUT_LIMIT:
         return
     from lanekit.schedule import format_duration

@@ -64,8 +64,3 @@ ABSENT = frozenset(
 """Codes meaning "not in this domain": no such service, or no such domain here (no GUI login)."""
 ABSENT_OR_GONE = ABSENT | {LaunchctlCode.NO_SUCH_PROCESS}
 """bootout also says 3 (No such process) for a label that is not loaded (errors-04, errors-06)."""
-
-EX_CONFIG = 78
-"""The exit status launchd records when it could not set a job up (a log or working directory
-it cannot open, a program it cannot exec): the job never ran. sysexits(3)'s EX_CONFIG; not a
-launchctl code, but the one exit status doctor reads as launchd's own."""

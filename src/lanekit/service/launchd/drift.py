@@ -20,6 +20,7 @@ from typing import Any
 
 from lanekit.service.launchd import ServiceInfo
 from lanekit.service.launchd.definition import Difference, differences
+from lanekit.service.launchd.model import PlistError, load_plist
 
 OLDER_DEFINITION = "launchd has an older definition loaded"
 """The reason given when the loaded job differs from the rendered plist (issue wording)."""
@@ -93,8 +94,8 @@ def lane_drift(
 def _plist_change(old: bytes, wanted: Mapping[str, Any]) -> tuple[str, bool]:
     """(which top-level keys differ, whether the meaning differs)."""
     try:
-        before = plistlib.loads(old)
-    except Exception:  # any parse failure means "unreadable"; plistlib raises several types
+        before = load_plist(old)
+    except PlistError:
         return "installed file is not a valid plist", True
     if not isinstance(before, dict):
         return "installed file is not a plist dictionary", True

@@ -6,7 +6,7 @@ is worked out from the plist and kept in the job's entry in domain.json, as plai
 A read of the domain (`lanekit status`, doctor, plan) then builds its ServiceInfo from that
 entry and the job's run state, without a plist parser or the spawning code (figure (i) in
 docs/benchmarks.md). An entry kept by an earlier version (no definition, or another
-DEFINITION_VERSION) is worked out from its plist on each read instead, as before.
+EMULATED_DEFINITION_VERSION) is worked out from its plist on each read instead, as before.
 """
 
 from __future__ import annotations
@@ -15,9 +15,7 @@ from collections.abc import Mapping
 from typing import TypedDict, cast
 
 from lanekit.service.launchd.model import ServiceInfo
-
-DEFINITION_VERSION = 1
-"""Bump when definition_of() words something differently: older entries are then ignored."""
+from lanekit.state.schemas import EMULATED_DEFINITION_VERSION
 
 
 class Definition(TypedDict):
@@ -83,7 +81,7 @@ def definition_of(plist: Mapping[str, object]) -> Definition:
     extra["spawn type"] = spawn_type(plist)
     workdir = plist.get("WorkingDirectory")
     return Definition(
-        version=DEFINITION_VERSION,
+        version=EMULATED_DEFINITION_VERSION,
         program=launch.executable or None,
         arguments=list(launch.argv),
         environment=environment,
@@ -105,7 +103,7 @@ def kept_definition(value: object) -> Definition | None:
     key (the entry is then worked out from its plist, as an older one is)."""
     if (
         isinstance(value, dict)
-        and value.get("version") == DEFINITION_VERSION
+        and value.get("version") == EMULATED_DEFINITION_VERSION
         and value.keys() == Definition.__required_keys__
     ):
         # Written by definition_of() through JSON (domain.json is ours: refused otherwise).

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from lanekit.schedule import CalendarEntry, ScheduleError, parse_table
 from lanekit.service.launchd.codes import LaunchctlCode
+from lanekit.service.launchd.model import PlistError, load_plist
 
 EMULATED_SESSION = "Aqua"
 """The emulated domain is gui/<uid>, a login session of type Aqua (launchctl(1))."""
@@ -46,8 +47,8 @@ def read_plist(path: Path) -> dict[str, object]:
     except OSError as exc:
         raise RefusalError(LaunchctlCode.IO_ERROR, f"{path}: {exc.strerror or exc}") from None
     try:
-        data = plistlib.loads(raw)
-    except Exception:  # plistlib raises a zoo of types (expat, ValueError, binascii...)
+        data = load_plist(raw)
+    except PlistError:
         data = None
     if not isinstance(data, dict):
         raise RefusalError(LaunchctlCode.IO_ERROR, f"{path}: Invalid property list")

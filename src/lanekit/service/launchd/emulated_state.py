@@ -3,8 +3,8 @@ disabled labels (lanekit.service.launchd.emulator reads and writes it under its 
 
 The layout is read by two more: `read_offset` below (the domain's clock, without the lock) and
 the watchdog's lean pass (lanekit.watch.fingerprint, builtin modules only, which keeps to
-STATE_SCHEMA and the `jobs` / `disabled` / `clock_offset` keys). Change them together, or bump
-STATE_SCHEMA.
+EMULATED_STATE_SCHEMA and the `jobs` / `disabled` / `clock_offset` keys). Change them together,
+or bump EMULATED_STATE_SCHEMA.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lanekit.service.launchd.emulated_info import Definition
+from lanekit.state.schemas import EMULATED_STATE_SCHEMA
 
 if TYPE_CHECKING:
     from lanekit.service.launchd.environ import JobExit, SpawnedJob
 
-STATE_SCHEMA = 1
 FAILED_REAP = "failed reap"
 """print's `last exit reason` for a pid that vanished without an exit record."""
 
@@ -110,7 +110,7 @@ class DomainState:
 
     def to_bytes(self) -> bytes:
         data: dict[str, object] = {
-            "schema": STATE_SCHEMA,
+            "schema": EMULATED_STATE_SCHEMA,
             # Every field is a plain value: a shallow dict is asdict's, without its deep copies
             # (this runs on every call into the domain, reads included).
             "jobs": {

@@ -82,7 +82,7 @@ from lanekit.service.launchd.emulated_plist import (
 from lanekit.service.launchd.emulated_state import DomainState, JobEntry
 from lanekit.service.launchd.model import LaunchctlError, ListEntry, ServiceInfo
 from lanekit.state.backend import BACKEND_VARIABLE
-from lanekit.state.clock import OFFSET_VARIABLE, format_offset
+from lanekit.state.clock import OFFSET_VARIABLE, Clock, format_offset
 from lanekit.state.snapshot_schema import DEFAULT_EXIT_TIMEOUT
 from lanekit.system.atomic import write_atomic
 from lanekit.system.owned import PRIVATE_FILE, make_private_dirs, read_regular
@@ -333,6 +333,10 @@ class EmulatedDomain:
         with self._transaction() as state:
             return state.offset
 
+    def clock(self) -> Clock:
+        """The domain's clock: what its jobs are told the time is."""
+        return Clock(self.offset())
+
     def set_clock(self, when: float) -> None:
         """Move the domain's clock to `when` (epoch seconds) if that is later than its time
         now; it never moves back. Time flows on from there at the real rate."""
@@ -481,7 +485,7 @@ class EmulatedDomain:
 
     def _spawn(self, job: JobEntry, now: float) -> int | None:
         from lanekit.service.launchd.environ import spawn
-        from lanekit.service.launchd.launch import EX_CONFIG, JobSetupError, launch_for
+        from lanekit.service.launchd.launch import JobSetupError, launch_for
 
         launch = _with_clock(launch_for(self._plist(job)), self._offset)
         status_file = self._exits / f"{uuid.uuid4().hex}.json"
@@ -491,7 +495,7 @@ class EmulatedDomain:
         except JobSetupError:
             job.runs += 1
             job.last_spawn_at = now
-            job.last_exit_code, job.last_signal, job.last_exit_reason = EX_CONFIG, None, None
+            job.last_exit_code, job.last_signal, job.last_exit_reason = os.EX_CONFIG, None, None
             return None
         job.runs += 1
         job.last_spawn_at = now

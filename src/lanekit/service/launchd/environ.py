@@ -33,19 +33,17 @@ from typing import NoReturn
 from lanekit.errors import EnvironmentUnusableError
 from lanekit.service.launchd.launch import (
     DEFAULT_LOG_UMASK,
-    EX_CONFIG,
     JobLaunch,
     JobSetupError,
     resolve_command,
 )
+from lanekit.state.schemas import SPAWN_STATUS_SCHEMA
 from lanekit.system.atomic import write_atomic
+from lanekit.system.fsops import read_all
 from lanekit.system.processes import close_fds_except, read_tail, signal_group
 from lanekit.system.procinfo import start_token
 
 STDERR_TAIL_BYTES = 8192
-STATUS_SCHEMA = 1
-
-_EX_SOFTWARE = 70  # a helper process failed internally (never a job's status)
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,7 +259,7 @@ def _exec_job(launch: JobLaunch, prep: _Prepared) -> NoReturn:
         argv = list(launch.argv) or [prep.path]
         os.execve(prep.path, argv, dict(launch.env))  # noqa: S606 - launchd's exec, by design
     finally:
-        os._exit(EX_CONFIG)
+        os._exit(os.EX_CONFIG)
 
 
 def spawn(launch: JobLaunch, *, status_file: Path | None) -> SpawnedJob:
@@ -279,10 +277,11 @@ def spawn(launch: JobLaunch, *, status_file: Path | None) -> SpawnedJob:
             try:
                 _detach_and_watch(launch, prep, report_w, status_file)
             finally:
-                os._exit(_EX_SOFTWARE)
+                # a helper process failed internally (never a job's status)
+                os._exit(os.EX_SOFTWARE)
         os.close(report_w)
         report_w = -1
-        report = _read_all(report_r)
+        report = read_all(report_r).decode(errors="replace")
         os.waitpid(helper, 0)
     finally:
         os.close(report_r)
@@ -297,13 +296,6 @@ def spawn(launch: JobLaunch, *, status_file: Path | None) -> SpawnedJob:
         )
     pid, token, watcher, watcher_token = parts
     return SpawnedJob(int(pid), token, int(watcher), watcher_token)
-
-
-def _read_all(fd: int) -> str:
-    chunks = []
-    while chunk := os.read(fd, 4096):
-        chunks.append(chunk)
-    return b"".join(chunks).decode(errors="replace")
 
 
 def _detach_and_watch(
@@ -357,7 +349,7 @@ def _watch(launch: JobLaunch, prep: _Prepared, report_w: int, status_file: Path 
         _exec_job(launch, prep)
     os.close(exec_w)
     token = process_token(job, zombie_ok=True) or "0"
-    _read_all(exec_r)
+    read_all(exec_r)  # EOF: the job exec()ed (close-on-exec) or died trying
     os.close(exec_r)
     os.write(report_w, f"{job} {token} {os.getpid()} {process_token(os.getpid()) or 0}".encode())
     os.close(report_w)
@@ -367,7 +359,7 @@ def _watch(launch: JobLaunch, prep: _Prepared, report_w: int, status_file: Path 
         signal_group(job, signal.SIGTERM)
     if status_file is not None:
         record = {
-            "schema": STATUS_SCHEMA,
+            "schema": SPAWN_STATUS_SCHEMA,
             "pid": job,
             "start_token": token,
             "wait_status": status,

@@ -20,8 +20,6 @@ from lanekit.system.processes import find_program
 
 DEFAULT_PATH = "/usr/bin:/bin:/usr/sbin:/sbin"
 """launchd's `default environment` PATH (every print capture)."""
-EX_CONFIG = 78
-"""What launchd reports when it could not set a job up (log path, working dir, program)."""
 DEFAULT_LOG_UMASK = 0o022
 """Log files are created 0666 & ~umask; launchd's own umask for agents is 022, giving 0644."""
 
@@ -29,7 +27,7 @@ DEFAULT_LOG_UMASK = 0o022
 class JobSetupError(EnvironmentUnusableError):
     """launchd could not set the job up, so it never ran; launchd records last exit 78."""
 
-    launchd_exit = EX_CONFIG
+    launchd_exit = os.EX_CONFIG
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,22 @@ from typing import Protocol
 from lanekit.errors import LaunchdError
 
 
+class PlistError(ValueError):
+    """Bytes that are not a property list; str() is plistlib's own reason."""
+
+
+def load_plist(data: bytes) -> object:
+    """The property list in `data` (XML or binary), or PlistError. plistlib raises a zoo of
+    types on bad input (ExpatError, ValueError, TypeError, binascii.Error, IndexError...):
+    this is the one place that catches them all. plistlib is imported here, on first use."""
+    import plistlib
+
+    try:
+        return plistlib.loads(data)
+    except Exception as exc:
+        raise PlistError(str(exc)) from None
+
+
 @dataclass(frozen=True, slots=True)
 class ListEntry:
     """One row of `launchctl list`: PID (None when not running), last exit status, label.

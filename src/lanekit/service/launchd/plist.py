@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any
-from xml.parsers.expat import ExpatError
 
 import jinja2
 
@@ -37,6 +36,7 @@ from lanekit.config import (
     select_lanes,
 )
 from lanekit.errors import ConfigError, EnvironmentUnusableError
+from lanekit.service.launchd.model import PlistError, load_plist
 from lanekit.state.paths import Paths
 from lanekit.system.atomic import write_atomic
 from lanekit.system.owned import PRIVATE_FILE
@@ -171,8 +171,8 @@ def render_lane(
             f'extend the shipped template as "{SHIPPED_PREFIX}/{LANE_TEMPLATE}"',
         ) from None
     try:
-        parsed = plistlib.loads(text.encode("utf-8"), fmt=plistlib.FMT_XML)
-    except (ExpatError, ValueError, TypeError, AttributeError, IndexError) as exc:
+        parsed = load_plist(text.encode("utf-8"))
+    except PlistError as exc:
         raise ConfigError(
             f"lane {lane.name}: template {source} does not render a valid plist ({exc})",
             _template_hint(templates),

@@ -1,0 +1,40 @@
+"""The version of every JSON document lanekit writes or keeps, in one place: a bump is one line
+here (tests/state/test_schemas.py pins that no other module defines one, and that docs/json.md
+states the same numbers). In state/ because every writer may import state/, which imports only
+system/ and errors. Constants only: the empty run reads its snapshot through this module.
+
+Bump a command's number by docs/json.md's versioning rules; a private file's when an older
+lanekit could misread the new shape (a newer one is refused, never guessed).
+"""
+
+# `lanekit CMD --json` documents (docs/json.md, each section's `schema` row).
+SCHEDULE_SCHEMA = 1
+VALIDATE_SCHEMA = 1
+APPLY_SCHEMA = 1
+STATUS_SCHEMA = 1
+DOCTOR_SCHEMA = 2
+"""History: 1 - findings with id, severity, subject, message, fix; the queue checks reported on
+every lane of the queue. 2 - findings carry `subject_kind` (lane, plist, queue) and `lanes`;
+queue checks report once, with the queue as subject."""
+CHECKS_SCHEMA = 1  # doctor --list-checks
+JOBS_SCHEMA = 1  # jobs and job
+TIMELINE_SCHEMA = 1
+SELFTEST_SCHEMA = 1
+VERBS_SCHEMA = 1  # retry, requeue, cancel, pause, resume, purge
+WATCH_SCHEMA = 1
+NOTICE_SCHEMA = 1  # what a watch channel's `command` reads on stdin, a `webhook` as its body
+
+# Files lanekit keeps.
+RECORD_SCHEMA = 1
+"""records/<id>.json's `schema_version`. History: 1 - first version (schema_version, job_id,
+state, attempts, queued_at, updated_at, lane, error)."""
+SNAPSHOT_SCHEMA = 1  # the applied lane snapshot
+MEMORY_SCHEMA = 1  # the watchdog's memory
+JOB_STATUS_SCHEMA = 1
+"""The job watcher's status file (`v`). History: 1 - first version (v, exit, stopped, timed_out,
+duration, stderr, limit); `cancelled` added later within 1 (absent: false)."""
+SPAWN_STATUS_SCHEMA = 1  # a job the emulated domain spawned (lanekit.service.launchd.environ)
+EMULATED_STATE_SCHEMA = 1  # the emulated domain's state file
+EMULATED_DEFINITION_VERSION = 1
+"""Bump when the emulated domain's definition_of() words something differently: older kept
+definitions are then ignored."""
