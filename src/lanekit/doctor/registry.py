@@ -170,7 +170,7 @@ class DoctorContext:
         self._services: dict[str, ServiceInfo | None] = {}
         self._launchd_error: LanekitError | None = None
         self._findings: dict[tuple[str, str], list[Finding]] = {}
-        self._events: dict[tuple[Path, bool], list[dict[str, str]]] = {}
+        self._events: dict[Path, list[dict[str, str]]] = {}
         """(check id, `kind:subject`) -> findings: a lane and a queue may share a name."""
 
     # launchd facts ------------------------------------------------------------------------
@@ -252,14 +252,17 @@ class DoctorContext:
         return open_queue(lane.queue.dir, durable=lane.queue.durable)
 
     def lane_events(self, lane: LaneSpec, *, rotated: bool = True) -> list[dict[str, str]]:
-        """The lane log's events (with its rotated files when `rotated`), parsed once per
-        context: several checks fold over the same log (lanekit.run.lanelog.read_events)."""
-        from lanekit.run.lanelog import read_events
+        """The lane log's events (with its rotated files when `rotated`), each file parsed
+        once per context: several checks fold over the same log, some with its rotated files
+        and some without (lanekit.run.lanelog.read_events), and parsing is most of a pass."""
+        from lanekit.run.lanelog import log_files, read_events
 
-        key = (lane.log_path, rotated)
-        if key not in self._events:
-            self._events[key] = list(read_events(lane.log_path, rotated=rotated))
-        return self._events[key]
+        events: list[dict[str, str]] = []
+        for name in log_files(lane.log_path, rotated=rotated):
+            if name not in self._events:
+                self._events[name] = list(read_events(name))
+            events += self._events[name]
+        return events
 
     def lanes(self) -> Sequence[LaneSpec]:
         """Every lane in lanes.toml (schedule collisions compare a lane with all the others)."""
