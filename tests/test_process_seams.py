@@ -1,8 +1,7 @@
 """Processes are started in the seams listed in ALLOWED only: launchd/launchctl.py (the
 launchctl tool), launchd/environ.py (a job the way launchd starts it), runner.py (the lane's job
 command), opener.py (opening a written page), launchd/probes.py (macOS's read-only diagnostic
-tools, for doctor), watch/notifier.py (the watchdog's notifiers) and watch/launchdlook.py (the
-watchdog's read-only launchctl calls in its lean pass).
+tools, for doctor) and watch/notifier.py (the watchdog's notifiers).
 
 Anything else that spawns is a seam leak: it escapes the fakes, the bare-environment rules and
 the signal handling that those modules own.
@@ -25,17 +24,13 @@ ALLOWED = {
     "watching.py",
     "launchd/probes.py",
     "watch/notifier.py",
-    "watch/launchdlook.py",
 }
 """watcher.py and watching.py: the run's watcher, which the runner forks once per run
 (watching.py) and which holds each claim's lock and starts its job (watcher.py): the runner's
 seam, split out because it outlives the runner; see lanekit.run.watcher. opener.py opens
 a written page (timeline --open); launchd/probes.py runs macOS's read-only diagnostic tools
 (sfltool) for doctor; watch/notifier.py runs the watchdog's `command` channel and osascript
-(argv, no shell, a timeout; lanekit.watch.channels is its only caller); watch/launchdlook.py
-runs `launchctl print` and `print-disabled` for the watchdog's lean pass (argv, no shell, the
-adapter's timeout), with os.posix_spawnp because importing launchd/launchctl.py or subprocess
-would cost that pass most of its budget (benchmark figure (j))."""
+(argv, no shell, a timeout; lanekit.watch.channels is its only caller)."""
 
 SPAWNING_MODULES = {"subprocess", "multiprocessing", "pty", "concurrent.futures.process"}
 OS_SPAWNERS = {"fork", "forkpty", "system", "popen", "posix_spawn", "posix_spawnp"}

@@ -36,7 +36,6 @@ from lanekit.doctor import (
     DoctorContext,
     Finding,
     SubjectKind,
-    Target,
     lane_target,
     queue_targets,
     registry,
@@ -49,7 +48,6 @@ from lanekit.state.paths import Paths
 from lanekit.system.quoting import cmdline
 from lanekit.watch import memory as memory_store
 from lanekit.watch.alerts import Alert, Notice, Remembered, alerts_from, diff
-from lanekit.watch.cache import Snapshot, forget, snapshot, write_cache
 from lanekit.watch.channels import OSASCRIPT, Channel, ChannelError, channels_for
 
 if TYPE_CHECKING:
@@ -311,61 +309,10 @@ def run_pass(
             lane.label, False, (), (), channels=names, skipped="another pass holds the lock"
         )
     try:
-        # Fingerprinted before anything is looked at (lanekit.watch.cache): a change made
-        # while this pass looks is a change to the next one.
-        shot = _snapshot(request, config, paths, env, launchd)
         log.event("start", pid=os.getpid())
-        result = dog.run(chosen, log)
-        _keep(request, shot, dog, result)
-        return result
+        return dog.run(chosen, log)
     finally:
         lock.release()
-
-
-def _snapshot(
-    request: WatchRequest,
-    config: Config,
-    paths: Paths,
-    env: Mapping[str, str],
-    launchd: Launchd,
-) -> Snapshot | None:
-    """What the pass cache needs from before the looking; None when no cache is kept (no
-    `--config` to find it by: the lean pass only runs `watch --config X`)."""
-    if request.config_path is None:
-        return None
-    try:
-        return snapshot(config, paths, env, launchd)
-    except (LanekitError, OSError):
-        return None
-
-
-def _keep(request: WatchRequest, shot: Snapshot | None, dog: _Watchdog, result: PassResult) -> None:
-    """Write the pass cache for the next pass to reuse, or remove a stale one: a pass with
-    notes (some checks did not run) or an undelivered notice is never reused."""
-    if request.config_path is None:
-        return
-    looked = dog.last
-    if shot is None or looked is None or looked.ctx is None:
-        forget(dog.paths, request.config_path)
-        return
-    if looked.notes or result.failed_deliveries:
-        forget(dog.paths, request.config_path)
-        return
-    write_cache(
-        request.config_path,
-        shot,
-        paths=dog.paths,
-        targets=looked.targets,
-        findings=looked.findings,
-        checks=ALERT_CHECKS,
-        ctx=looked.ctx,
-        watch=dog.watch,
-        lane=dog.lane,
-        memory=memory_store.load(dog.memory_file),
-        memory_file=dog.memory_file,
-        open_alerts=len(result.open),
-        channels=result.channels,
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -377,9 +324,6 @@ class _Looked:
     digest_day: str | None
     at: datetime
     notes: tuple[str, ...] = ()
-    targets: tuple[Target, ...] = ()
-    findings: tuple[Finding, ...] = ()
-    ctx: DoctorContext | None = None
 
 
 @dataclass(slots=True)
@@ -392,8 +336,6 @@ class _Watchdog:
     paths: Paths
     launchd: Launchd
     now: Callable[[], datetime]
-    last: _Looked | None = None
-    """What the last `look` saw (the pass cache records it)."""
 
     @property
     def memory_file(self) -> Path:
@@ -449,7 +391,7 @@ class _Watchdog:
         day's timeline page when `write_page` (not in a dry run, which writes nothing)."""
         from lanekit.watch.digest import digest_due, digest_notice, write_day_page
 
-        findings, notes, ctx, targets = self.findings()
+        findings, notes, ctx = self.findings()
         at = self.now()
         alerts, failed = _renew_failed(alerts_from(findings), self.config, ctx, memory.failed)
         result = diff(alerts, memory.alerts, now=at, repeat=self.watch.repeat)
@@ -467,7 +409,7 @@ class _Watchdog:
                     notes = (*notes, f"the digest's timeline page was not written: {reason}")
             notices.append(digest_notice(self.config, memory.history, at, self.watch, page))
             digest_day = f"{at:%Y-%m-%d}"
-        self.last = _Looked(
+        return _Looked(
             open=tuple(alerts),
             notices=tuple(notices),
             remembered=result.remembered,
@@ -475,13 +417,9 @@ class _Watchdog:
             digest_day=digest_day,
             at=at,
             notes=notes,
-            targets=tuple(targets),
-            findings=tuple(findings),
-            ctx=ctx,
         )
-        return self.last
 
-    def findings(self) -> tuple[list[Finding], tuple[str, ...], DoctorContext, list[Target]]:
+    def findings(self) -> tuple[list[Finding], tuple[str, ...], DoctorContext]:
         """Doctor's ALERT_CHECKS on every lane and queue of lanes.toml."""
         checks = registry()
         ctx = DoctorContext(
@@ -497,7 +435,7 @@ class _Watchdog:
         drained = [lane for lane in lanes if lane.name != WATCH_LANE]
         targets += queue_targets(drained, self.config)
         report = run_checks(targets, ctx, [checks[check_id] for check_id in ALERT_CHECKS])
-        return list(report.findings), report.notes, ctx, targets
+        return list(report.findings), report.notes, ctx
 
 
 def _deliver(

@@ -24,32 +24,11 @@ from lanekit.queue.records import JobState
 from lanekit.system.quoting import cmdline
 
 if TYPE_CHECKING:
-    from lanekit.queue import JobLocation, JobQueue
+    from lanekit.queue import JobLocation
     from lanekit.queue.records import Record
 
 BACKLOG_PERIODS = 2
 """A queued job older than this many schedule periods means the lane is not keeping up."""
-
-READS: dict[str, tuple[JobState, ...]] = {
-    "queue.stale-claim": (JobState.RUNNING,),
-    "queue.orphaned-job": (JobState.RUNNING,),
-    "queue.backlog": (JobState.QUEUED,),
-    "queue.failed-jobs": (JobState.FAILED,),
-    "queue.duplicate-success": (JobState.SUCCEEDED,),
-}
-"""Which of the queue's directories (JobQueue.holding) each queue check reads, for their
-incremental forms (the watchdog's pass cache, lanekit.watch.cache, keeps a result until one
-of them moves, and then applies these rules before looking again):
-
-- stale-claim, orphaned-job (claimed/) and backlog (queue/): a healthy result stands while
-  the directory holds no job file, however often it changed (a lane that ran its jobs);
-- failed-jobs (failed/): the result moves with the directory;
-- duplicate-success (done/ and its day buckets): a healthy result stands while every file
-  added to a bucket since is the `<id>.json` of a job logged `done` since, whose id was
-  neither logged `done` nor had a file in done/ before (success_ids keeps those ids), and no
-  bucket lost one (a skipped copy, a bucket added or removed: looked at again).
-
-The other checks of this module read no queue directory the watchdog alerts on."""
 
 
 def _age(seconds: float) -> str:
@@ -217,41 +196,6 @@ def backlog(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     )
 
 
-def backlog_expiry(target: Target, ctx: DoctorContext) -> float | None:
-    """queue.backlog's incremental form: until when (epoch seconds) a healthy result found now
-    stands while queue/ holds the same jobs (any change to queue/ is looked at again, READS):
-    the oldest queued job's birth plus BACKLOG_PERIODS schedule periods, and no later than
-    the next fire of a calendar drainer (its period is read from its next fires, which move
-    at each fire). inf when nothing is queued or nothing sets a pace; None when the check has
-    something to say (its ages move) or the queue cannot be counted."""
-    from lanekit.schedule import next_fires
-
-    lane = target.lane
-    forever = float("inf")
-    if lane is None or ctx.queue(lane).missing() is not None:
-        return forever
-    periods = [p for p in (schedule_period(other, ctx) for other in _drainers(target)) if p]
-    if not periods:
-        return forever
-    now = ctx.now()
-    try:
-        age = ctx.queue(lane).counts(now=now.timestamp()).oldest_queued_age
-    except LanekitError:
-        return None
-    if age is None:
-        return forever
-    pace = BACKLOG_PERIODS * min(periods)
-    if age > pace:
-        return None
-    until = now.timestamp() - age + pace
-    for other in _drainers(target):
-        if other.schedule.calendar:
-            fires = next_fires(other.schedule.calendar, now, 1)
-            if fires:
-                until = min(until, fires[0].timestamp())
-    return until
-
-
 @check(
     "queue.failed-jobs",
     summary="jobs are in failed/ (out of attempts) and wait for a person",
@@ -377,12 +321,6 @@ def _events(lane: LaneSpec, ctx: DoctorContext, name: str, **match: str) -> Coun
         if all(event.get(key) == value for key, value in match.items()):
             counts[event["job"]] += 1
     return counts
-
-
-def success_ids(queue: JobQueue) -> list[str]:
-    """The ids with a file in done/ (duplicate-success's incremental form starts from them,
-    with the ids the queue's lanes logged `done` for: READS)."""
-    return [] if queue.missing() is not None else list(queue.success_copies())
 
 
 def _done_files(lane: LaneSpec, ctx: DoctorContext) -> Counter[str]:
