@@ -486,3 +486,19 @@ def test_the_webhook_url_never_reaches_a_snapshot_and_an_edited_one_is_refused(
         world.watch()
     world.apply()
     assert world.watch() is not None
+
+
+def test_the_watchdog_names_no_check_of_its_own() -> None:
+    """Which checks alert, and what each counts, is the checks' knowledge (`@check(...,
+    alert=True, tally=...)`): no module of lanekit.watch spells a doctor check id."""
+    from lanekit.doctor import registry
+
+    ids = set(registry())
+    package = Path(__file__).resolve().parents[2] / "src" / "lanekit" / "watch"
+    named = {
+        (module.name, check_id)
+        for module in package.glob("*.py")
+        for check_id in ids
+        if f'"{check_id}"' in module.read_text(encoding="utf-8")
+    }
+    assert named == set()

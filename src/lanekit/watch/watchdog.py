@@ -5,10 +5,13 @@
    apply` installed from the watchdog's snapshot (applied_channels: never what lanes.toml says
    since) and the watchdog lane's lane lock (waiting for a pass that holds it:
    lanekit.watch.memory); log `start` to the watchdog's lane log.
-2. Look: doctor's own checks (ALERT_CHECKS, from its registry) on every lane and queue of
-   lanes.toml, with `[watch]`'s missed_after and stale_claim_after; their findings become
-   alerts (lanekit.watch.alerts). A queue with more jobs in failed/ than at the last pass gets
-   its failed-jobs alert again, naming how many are new.
+2. Look: doctor's alert checks (`@check(..., alert=True)`: which checks alert, and what each
+   reads, is the check's own knowledge) on every lane and queue of lanes.toml, with
+   `[watch]`'s missed_after and stale_claim_after, every pass from scratch (no cache: a pass
+   over 100 lanes costs well under 1% of a CPU at the default `every`, docs/benchmarks.md
+   (j)); their findings become alerts (lanekit.watch.alerts). An open alert whose check
+   keeps a tally that grew since the last pass (more jobs in failed/) is sent again, in the
+   check's words for what is new.
 3. Diff against the memory: new -> sent once, open -> again after `repeat`, gone -> one
    resolved notice. The daily digest is due once a day at `digest`.
 4. Deliver: notices a channel refused on an earlier pass first, then this pass's, each to every
@@ -35,12 +38,13 @@ from lanekit.config.watch import WATCH_LANE, WatchSpec, memory_path, webhook_dig
 from lanekit.doctor import (
     DoctorContext,
     Finding,
-    SubjectKind,
+    Target,
     lane_target,
     queue_targets,
     registry,
     run_checks,
 )
+from lanekit.doctor.registry import alert_checks
 from lanekit.errors import ExitCode, LanekitError, UsageError
 from lanekit.run.jobenv import lane_process_env
 from lanekit.service.launchd import Launchd
@@ -56,27 +60,6 @@ if TYPE_CHECKING:
 WATCH_SCHEMA = 1
 """Version of the `lanekit watch --json` document (docs/json.md)."""
 
-ALERT_CHECKS = (
-    "launchd.not-loaded",
-    "launchd.disabled",
-    "plist.drift",
-    "program.missing",
-    "path.command-missing",
-    "lane.cannot-start",
-    "launchd.exit-78",
-    "launchd.exit-126",
-    "launchd.exit-127",
-    "launchd.killed",
-    "launchd.crash-loop",
-    "lane.missed-run",
-    "queue.stale-claim",
-    "queue.orphaned-job",
-    "queue.backlog",
-    "queue.failed-jobs",
-    "queue.duplicate-success",
-)
-"""What a pass alerts on (issue 9 item 4): doctor's checks, by id, in doctor's vocabulary."""
-FAILED_CHECK = "queue.failed-jobs"
 PASS_WAIT = 60.0
 """Seconds a pass waits for another pass that holds the lock before it gives up."""
 
@@ -391,9 +374,9 @@ class _Watchdog:
         day's timeline page when `write_page` (not in a dry run, which writes nothing)."""
         from lanekit.watch.digest import digest_due, digest_notice, write_day_page
 
-        findings, notes, ctx = self.findings()
+        findings, notes, ctx, targets = self.findings()
         at = self.now()
-        alerts, failed = _renew_failed(alerts_from(findings), self.config, ctx, memory.failed)
+        alerts, failed = _renew_grown(alerts_from(findings), targets, ctx, memory.failed)
         result = diff(alerts, memory.alerts, now=at, repeat=self.watch.repeat)
         notices = list(result.notices)
         digest_day = memory.digest_day
@@ -419,9 +402,9 @@ class _Watchdog:
             notes=notes,
         )
 
-    def findings(self) -> tuple[list[Finding], tuple[str, ...], DoctorContext]:
-        """Doctor's ALERT_CHECKS on every lane and queue of lanes.toml."""
-        checks = registry()
+    def findings(self) -> tuple[list[Finding], tuple[str, ...], DoctorContext, list[Target]]:
+        """Doctor's alert checks (lanekit.doctor.registry.alert_checks) on every lane and queue
+        of lanes.toml, and the targets they examined."""
         ctx = DoctorContext(
             self.paths,
             config=self.config,
@@ -434,8 +417,8 @@ class _Watchdog:
         targets = [lane_target(lane, self.paths) for lane in lanes]
         drained = [lane for lane in lanes if lane.name != WATCH_LANE]
         targets += queue_targets(drained, self.config)
-        report = run_checks(targets, ctx, [checks[check_id] for check_id in ALERT_CHECKS])
-        return list(report.findings), report.notes, ctx
+        report = run_checks(targets, ctx, alert_checks())
+        return list(report.findings), report.notes, ctx, targets
 
 
 def _deliver(
@@ -466,42 +449,31 @@ def _deliver(
     return tuple(refused)
 
 
-def _renew_failed(
+def _renew_grown(
     alerts: Sequence[Alert],
-    config: Config,
+    targets: Sequence[Target],
     ctx: DoctorContext,
     before: Mapping[str, int],
 ) -> tuple[list[Alert], dict[str, int]]:
-    """A queue whose failed/ grew since the last pass: its failed-jobs alert is sent again,
-    once for the pass, naming how many jobs are new."""
+    """An open alert whose check keeps a tally (queue.failed-jobs: the jobs in failed/) that
+    grew since the last pass is sent again, once for the pass, in the check's words for what
+    is new; the tallies, by alert key, for the memory."""
+    checks = registry()
+    by_subject = {(target.kind, target.subject): target for target in targets}
     counts: dict[str, int] = {}
     renewed: list[Alert] = []
-    first_lane: dict[str, LaneSpec] = {}
-    for lane in config.lanes.values():
-        first_lane.setdefault(lane.queue.name, lane)
     for alert in alerts:
-        drainer = first_lane.get(alert.subject)
-        if alert.check != FAILED_CHECK or alert.kind is not SubjectKind.QUEUE or not drainer:
+        tally = checks[alert.check].tally
+        target = by_subject.get((alert.kind, alert.subject))
+        total = tally.count(target, ctx) if tally is not None and target is not None else None
+        if tally is None or target is None or total is None:
             renewed.append(alert)
             continue
-        try:
-            failed = ctx.queue(drainer).counts(now=ctx.now().timestamp()).failed
-        except LanekitError:
+        counts[alert.key] = total
+        grew = total - before.get(alert.key, 0)
+        if grew <= 0 or alert.key not in before:
             renewed.append(alert)
             continue
-        counts[alert.subject] = failed
-        grew = failed - before.get(alert.subject, 0)
-        if grew <= 0 or alert.subject not in before:
-            renewed.append(alert)
-            continue
-        shown = cmdline("lanekit", "jobs", alert.lanes[0], "--state", "failed")
-        renewed.append(
-            replace(
-                alert,
-                message=f"{grew} more job{'s' if grew != 1 else ''} failed in queue "
-                f"{alert.subject} since the last pass ({failed} in failed/ now).",
-                fix=f"{shown}  (each job's .error says why)",
-                renewed=True,
-            )
-        )
+        problem = tally.grew(target, grew, total)
+        renewed.append(replace(alert, message=problem.message, fix=problem.fix, renewed=True))
     return renewed, counts

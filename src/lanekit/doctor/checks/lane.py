@@ -131,6 +131,7 @@ def _changed_since(target: Target, when: datetime) -> bool:
     needs_lane=True,
     needs_plist=False,
     uses_launchd=True,
+    alert=True,
 )
 def missed_run(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """Every run writes `start` to the lane log; a fire with nothing after it is a silence
@@ -259,6 +260,7 @@ def explain_silence(
     summary="the lane's last run could not start its job command: the job went back, untouched",
     needs_lane=True,
     needs_plist=False,
+    alert=True,
 )
 def cannot_start(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """A command that cannot start is the lane's environment, not the job's fault, so the job

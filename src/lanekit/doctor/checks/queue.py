@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from lanekit.config import LaneSpec
 from lanekit.doctor import DoctorContext, Problem, Scope, Severity, Target, check
+from lanekit.doctor.registry import Tally
 from lanekit.errors import LanekitError
 from lanekit.queue import ClaimState, ClaimView
 from lanekit.queue.records import JobState
@@ -88,6 +89,7 @@ def _claims(lane: LaneSpec, ctx: DoctorContext) -> list[ClaimView]:
     needs_lane=True,
     needs_plist=False,
     scope=Scope.QUEUE,
+    alert=True,
 )
 def stale_claim(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """kill -9, a crash or a power cut leaves a job in claimed/; every run recovers it, but
@@ -137,6 +139,7 @@ def stale_claim(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     needs_lane=True,
     needs_plist=False,
     scope=Scope.QUEUE,
+    alert=True,
 )
 def orphaned_job(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """A job that outlives its runner keeps its claim (correctly: it may still finish the
@@ -167,6 +170,7 @@ def orphaned_job(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     needs_lane=True,
     needs_plist=False,
     scope=Scope.QUEUE,
+    alert=True,
 )
 def backlog(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """Jobs that wait longer than two runs should have taken mean the lane does not run, or
@@ -196,12 +200,36 @@ def backlog(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     )
 
 
+def _failed_count(target: Target, ctx: DoctorContext) -> int | None:
+    """queue.failed-jobs' tally: the jobs in failed/ (None: the queue cannot be counted)."""
+    lane = target.lane
+    if lane is None or ctx.queue(lane).missing() is not None:
+        return None
+    try:
+        return ctx.queue(lane).counts(now=ctx.now().timestamp()).failed
+    except LanekitError:
+        return None
+
+
+def _more_failed(target: Target, new: int, total: int) -> Problem:
+    """queue.failed-jobs again, for the jobs that failed since the watchdog's last pass."""
+    shown = cmdline("lanekit", "jobs", *target.lanes[:1], "--state", "failed")
+    return Problem(
+        Severity.WARNING,
+        f"{new} more job{'s' if new != 1 else ''} failed in queue {target.subject} since the "
+        f"last pass ({total} in failed/ now).",
+        f"{shown}  (each job's .error says why)",
+    )
+
+
 @check(
     "queue.failed-jobs",
     summary="jobs are in failed/ (out of attempts) and wait for a person",
     needs_lane=True,
     needs_plist=False,
     scope=Scope.QUEUE,
+    alert=True,
+    tally=Tally(_failed_count, _more_failed),
 )
 def failed_jobs(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """failed/ is where jobs go to be looked at; nothing retries them by itself."""
@@ -377,6 +405,7 @@ def _success_counts(
     needs_lane=True,
     needs_plist=False,
     scope=Scope.QUEUE,
+    alert=True,
 )
 def duplicate_success(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """The seed's four runs of one JSON: the failure lanekit exists to prevent. Any trace of
