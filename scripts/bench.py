@@ -18,8 +18,8 @@
 (g) `lanekit enqueue LANE --jsonl FILE` per job vs a loop of single `lanekit enqueue` calls;
 (h) `lanekit --version` vs `python -c "import typer"` (with `--help` and completion beside it);
 (i) `lanekit status` on 5 lanes vs `python -c "import typer"`;
-(j) one `lanekit watch` pass over 20 healthy lanes with 100,000 records and long lane logs vs
-    an empty `lanekit run` (a pass with nothing new since the last, and one after new runs).
+(j) one `lanekit watch` pass over 20 lanes vs `lanekit doctor` over the same lanes, and a pass
+    over 100 lanes in CPU as a share of one CPU at the default `every` (5 min).
 
 Timings only; nothing here is a test (tests never assert timings). Needs the `bench` extra
 (dirq, litequeue, persist-queue) for (b).
@@ -84,9 +84,12 @@ def sizes_for(*, quick: bool, repeat: int) -> dict[str, int]:
         "jsonl": 200 if quick else 1_000,
         "jsonl_runs": 3 if quick else 5,
         "cli_runs": 5 if quick else 20,
-        "watch_records": 10_000 if quick else 100_000,
-        "watch_log_lines": 2_000 if quick else 20_000,
+        "watch_records": 2_000 if quick else 20_000,
+        "watch_log_lines": 200 if quick else 2_000,
         "watch_runs": 3 if quick else 5,
+        "share_lanes": 20 if quick else 100,
+        "share_records": 2_000 if quick else 50_000,
+        "share_log_lines": 200 if quick else 2_000,
     }
 
 
@@ -142,7 +145,11 @@ def main(argv: list[str] | None = None) -> int:
             say("(j) watch pass")
             figures.append(
                 bench_watch(
-                    root, sizes["watch_records"], sizes["watch_log_lines"], sizes["watch_runs"]
+                    root,
+                    sizes["watch_records"],
+                    sizes["watch_log_lines"],
+                    sizes["watch_runs"],
+                    (sizes["share_lanes"], sizes["share_records"], sizes["share_log_lines"]),
                 )
             )
         info = machine_info(root)

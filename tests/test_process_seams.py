@@ -1,8 +1,7 @@
 """Processes are started in the seams listed in ALLOWED only: service/launchd/launchctl.py
 (the launchctl tool), service/launchd/environ.py (a job the way launchd starts it), run/runner.py
 (the lane's job command), system/opener.py (opening a written page), service/launchd/probes.py
-(macOS's read-only diagnostic tools, for doctor), watch/notifier.py (the watchdog's notifiers)
-and watch/launchdlook.py (the watchdog's read-only launchctl calls in its lean pass).
+(macOS's read-only diagnostic tools, for doctor) and watch/notifier.py (the watchdog's notifiers).
 
 Anything else that spawns is a seam leak: it escapes the fakes, the bare-environment rules and
 the signal handling that those modules own.
@@ -26,18 +25,13 @@ ALLOWED = {
     "run/watcher_link.py",
     "service/launchd/probes.py",
     "watch/notifier.py",
-    "watch/launchdlook.py",
 }
 """run/watcher.py and run/watcher_link.py: the run's watcher, which the runner forks once per
 run (watcher_link.py) and which holds each claim's lock and starts its job (watcher.py): the
-runner's
-seam, split out because it outlives the runner; see lanekit.run.watcher. opener.py opens
+runner's seam, split out because it outlives the runner; see lanekit.run.watcher. opener.py opens
 a written page (timeline --open); service/launchd/probes.py runs macOS's read-only diagnostic tools
 (sfltool) for doctor; watch/notifier.py runs the watchdog's `command` channel and osascript
-(argv, no shell, a timeout; lanekit.watch.channels is its only caller); watch/launchdlook.py
-runs `launchctl print` and `print-disabled` for the watchdog's lean pass (argv, no shell, the
-adapter's timeout), with os.posix_spawnp because importing launchd/launchctl.py or subprocess
-would cost that pass most of its budget (benchmark figure (j))."""
+(argv, no shell, a timeout; lanekit.watch.channels is its only caller)."""
 
 SPAWNING_MODULES = {"subprocess", "multiprocessing", "pty", "concurrent.futures.process"}
 OS_SPAWNERS = {"fork", "forkpty", "system", "popen", "posix_spawn", "posix_spawnp"}

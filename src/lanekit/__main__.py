@@ -2,10 +2,8 @@
 
 `lanekit run LANE` goes straight to lanekit.run.entry without importing typer, rich or jinja2
 (start-up on an empty queue is a benchmark figure); with --config/-c (a developer running a
-lane from lanes.toml), --help or --debug it takes the typer app like everything else.
-`lanekit watch --config X` (what launchd runs for the watchdog) goes to lanekit.watch.entry
-first, which finishes a pass whose inputs did not move without them either; any other watch
-(--dry-run, --json, --help, --debug) and any pass it cannot vouch for takes the typer app.
+lane from lanes.toml), --help or --debug it takes the typer app like everything else,
+`lanekit watch` included (a pass is doctor's checks plus the watchdog's memory: it needs them).
 """
 
 from __future__ import annotations
@@ -20,12 +18,6 @@ def main(argv: list[str] | None = None) -> None:
         from lanekit.run.entry import main as run_main
 
         sys.exit(run_main(args[1:]))
-    if args[:1] == ["watch"]:
-        from lanekit.watch.entry import main as watch_main
-
-        code = watch_main(args)
-        if code is not None:
-            sys.exit(code)
     from lanekit.cli import main as cli_main
 
     cli_main(args)

@@ -17,10 +17,7 @@ KNOWERS = {
     "service/launchd/__init__.py": "clock_for: the service manager's answer to 'now'",
     "config/model.py": "reserves the variable's name, so lanes.toml cannot set it",
 }
-GOING = {
-    "watch/entry.py": "the watchdog's lean pass, deleted with its incremental engine",
-    "watch/fingerprint.py": "the same",
-}
+GOING: dict[str, str] = {}
 
 
 def _emulated(relative: str) -> bool:

@@ -362,7 +362,7 @@ def _read_loops(source: str) -> list[int]:
 def test_read_all_is_the_only_read_to_end_loop() -> None:
     """No module but lanekit.system.fsops reads a descriptor to its end itself."""
     src = Path(__file__).resolve().parents[2] / "src" / "lanekit"
-    exempt = {"watch/fingerprint.py", "watch/launchdlook.py"}  # deleted with the lean watch pass
+    exempt: set[str] = set()
     offenders = {}
     for path in sorted(src.rglob("*.py")):
         relative = str(path.relative_to(src))

@@ -486,3 +486,40 @@ def test_the_webhook_url_never_reaches_a_snapshot_and_an_edited_one_is_refused(
         world.watch()
     world.apply()
     assert world.watch() is not None
+
+
+def test_the_watchdog_names_no_check_of_its_own() -> None:
+    """Which checks alert, and what each counts, is the checks' knowledge (`@check(...,
+    alert=True, tally=...)`): no module of lanekit.watch spells a doctor check id."""
+    from lanekit.doctor import registry
+
+    ids = set(registry())
+    package = Path(__file__).resolve().parents[2] / "src" / "lanekit" / "watch"
+    named = {
+        (module.name, check_id)
+        for module in package.glob("*.py")
+        for check_id in ids
+        if f'"{check_id}"' in module.read_text(encoding="utf-8")
+    }
+    assert named == set()
+
+
+def test_the_watchdog_lane_run_by_launchd_leaves_its_summary_and_its_heartbeat(
+    tmp_path: Path,
+) -> None:
+    """launchd starts the watchdog lane (`lanekit watch --config X`, no fast path: the full
+    pass): its summary line lands in its StandardOutPath, its lane log gets `start` and
+    `finish`, and the memory records when the pass completed (the dead man's switch)."""
+    from lanekit.config.watch import memory_path
+    from lanekit.run.lanelog import read_events
+    from lanekit.watch import memory as memory_store
+
+    world = WatchWorld.make(tmp_path)
+    world.apply()
+    lane = world.lane(WATCH_LANE)
+    world.domain.kickstart(lane.label)
+    assert world.domain.wait_idle(lane.label, 60)
+    assert lane.stdout_path.read_text(encoding="utf-8").endswith(" sent (command)\n")
+    events = [event["event"] for event in read_events(lane.log_path)]
+    assert events[-2:] == ["start", "finish"]
+    assert memory_store.load(memory_path(lane.queue.dir)).completed_at is not None

@@ -27,6 +27,17 @@ CheckFunc = Callable[[Target, "DoctorContext"], Iterable[Problem]]
 
 
 @dataclass(frozen=True, slots=True)
+class Tally:
+    """What an alert check counts (jobs in failed/), so the watchdog alerts again when the
+    count grows while the finding stays open, naming how many are new."""
+
+    count: Callable[[Target, DoctorContext], int | None]
+    """The count now; None when it cannot be told."""
+    grew: Callable[[Target, int, int], Problem]
+    """The problem worded for `new` more since the last pass, `total` now."""
+
+
+@dataclass(frozen=True, slots=True)
 class Check:
     """A registered check."""
 
@@ -45,6 +56,10 @@ class Check:
     """Queue checks run on queue subjects only; the others on lanes and plists only."""
     uses_launchd: bool = False
     """Asks launchd when it can be reached, and still answers (less precisely) when not."""
+    alert: bool = False
+    """The watchdog (`lanekit watch`) alerts on its findings: a problem that stops work."""
+    tally: Tally | None = None
+    """What it counts, for the watchdog to alert again when that grows (alert checks only)."""
 
     @property
     def asks_launchd(self) -> bool:
@@ -73,8 +88,12 @@ def check(
     needs_launchd: bool = False,
     uses_launchd: bool = False,
     scope: Scope = Scope.JOB,
+    alert: bool = False,
+    tally: Tally | None = None,
 ) -> Callable[[CheckFunc], CheckFunc]:
     """Register a check under a stable id; the id's prefix (`plist.`) is its group."""
+    if tally is not None and not alert:
+        raise ValueError(f"check {check_id!r}: a tally is for the watchdog's alert checks")
 
     def register(func: CheckFunc) -> CheckFunc:
         if check_id in _REGISTRY:
@@ -89,6 +108,8 @@ def check(
             needs_launchd=needs_launchd,
             uses_launchd=uses_launchd,
             scope=scope,
+            alert=alert,
+            tally=tally,
         )
         return func
 
@@ -116,6 +137,11 @@ def select_checks(ids: Sequence[str]) -> list[Check]:
         if checks[check_id] not in chosen:
             chosen.append(checks[check_id])
     return [c for c in checks.values() if c in chosen]
+
+
+def alert_checks() -> list[Check]:
+    """The checks the watchdog alerts on (`@check(..., alert=True)`), in run order."""
+    return [chk for chk in registry().values() if chk.alert]
 
 
 def list_checks() -> list[Check]:
@@ -170,8 +196,8 @@ class DoctorContext:
         self._services: dict[str, ServiceInfo | None] = {}
         self._launchd_error: LanekitError | None = None
         self._findings: dict[tuple[str, str], list[Finding]] = {}
-        self._events: dict[tuple[Path, bool], list[dict[str, str]]] = {}
         """(check id, `kind:subject`) -> findings: a lane and a queue may share a name."""
+        self._events: dict[Path, list[dict[str, str]]] = {}
 
     # launchd facts ------------------------------------------------------------------------
 
@@ -252,14 +278,17 @@ class DoctorContext:
         return open_queue(lane.queue.dir, durable=lane.queue.durable)
 
     def lane_events(self, lane: LaneSpec, *, rotated: bool = True) -> list[dict[str, str]]:
-        """The lane log's events (with its rotated files when `rotated`), parsed once per
-        context: several checks fold over the same log (lanekit.run.lanelog.read_events)."""
-        from lanekit.run.lanelog import read_events
+        """The lane log's events (with its rotated files when `rotated`), each file parsed
+        once per context: several checks fold over the same log, some with its rotated files
+        and some without (lanekit.run.lanelog.read_events), and parsing is most of a pass."""
+        from lanekit.run.lanelog import log_files, read_events
 
-        key = (lane.log_path, rotated)
-        if key not in self._events:
-            self._events[key] = list(read_events(lane.log_path, rotated=rotated))
-        return self._events[key]
+        events: list[dict[str, str]] = []
+        for name in log_files(lane.log_path, rotated=rotated):
+            if name not in self._events:
+                self._events[name] = list(read_events(name))
+            events += self._events[name]
+        return events
 
     def lanes(self) -> Sequence[LaneSpec]:
         """Every lane in lanes.toml (schedule collisions compare a lane with all the others)."""

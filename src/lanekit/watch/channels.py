@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import urllib.error
-import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -115,6 +113,11 @@ class WebhookChannel:
 
     def send(self, notice: Notice) -> None:
         """POST the notice; ChannelError on an HTTP error status, a timeout or no answer."""
+        # Imported here: urllib.request brings http, ssl and email (~25 ms), which a pass
+        # pays only when a webhook has something to send.
+        import urllib.error
+        import urllib.request
+
         shown = redact_url(self.url)
         url, headers = _with_basic_auth(self.url)
         # The scheme is http or https: lanekit.config.watch refuses any other in lanes.toml.

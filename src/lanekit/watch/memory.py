@@ -60,7 +60,9 @@ class Memory:
     alerts: Mapping[str, Remembered] = field(default_factory=dict)
     outbox: tuple[Pending, ...] = ()
     failed: Mapping[str, int] = field(default_factory=dict)
-    """Jobs in failed/ per queue at the last pass: more now is a new failed-jobs alert."""
+    """Each open alert's tally at the last pass, by alert key (lanekit.doctor.registry.Tally:
+    jobs in failed/ for queue.failed-jobs): more now sends the alert again. Kept under the
+    `failed` key of the file, which the only tallied check gave its name."""
     completed_at: float | None = None
     """Epoch seconds at which the last pass completed (the dead man's switch reads it)."""
     digest_day: str | None = None

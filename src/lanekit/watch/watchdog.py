@@ -5,10 +5,13 @@
    apply` installed from the watchdog's snapshot (applied_channels: never what lanes.toml says
    since) and the watchdog lane's lane lock (waiting for a pass that holds it:
    lanekit.watch.memory); log `start` to the watchdog's lane log.
-2. Look: doctor's own checks (ALERT_CHECKS, from its registry) on every lane and queue of
-   lanes.toml, with `[watch]`'s missed_after and stale_claim_after; their findings become
-   alerts (lanekit.watch.alerts). A queue with more jobs in failed/ than at the last pass gets
-   its failed-jobs alert again, naming how many are new.
+2. Look: doctor's alert checks (`@check(..., alert=True)`: which checks alert, and what each
+   reads, is the check's own knowledge) on every lane and queue of lanes.toml, with
+   `[watch]`'s missed_after and stale_claim_after, every pass from scratch (no cache: a pass
+   over 100 lanes costs well under 1% of a CPU at the default `every`, docs/benchmarks.md
+   (j)); their findings become alerts (lanekit.watch.alerts). An open alert whose check
+   keeps a tally that grew since the last pass (more jobs in failed/) is sent again, in the
+   check's words for what is new.
 3. Diff against the memory: new -> sent once, open -> again after `repeat`, gone -> one
    resolved notice. The daily digest is due once a day at `digest`.
 4. Deliver: notices a channel refused on an earlier pass first, then this pass's, each to every
@@ -35,13 +38,13 @@ from lanekit.config.watch import WATCH_LANE, WatchSpec, memory_path, webhook_dig
 from lanekit.doctor import (
     DoctorContext,
     Finding,
-    SubjectKind,
     Target,
     lane_target,
     queue_targets,
     registry,
     run_checks,
 )
+from lanekit.doctor.registry import alert_checks
 from lanekit.errors import ExitCode, LanekitError, UsageError
 from lanekit.run.jobenv import lane_process_env
 from lanekit.run.lanelog import EventName, Reason
@@ -51,34 +54,12 @@ from lanekit.state.schemas import WATCH_SCHEMA
 from lanekit.system.quoting import cmdline
 from lanekit.watch import memory as memory_store
 from lanekit.watch.alerts import Alert, Notice, Remembered, alerts_from, diff
-from lanekit.watch.cache import Snapshot, forget, snapshot, write_cache
 from lanekit.watch.channels import OSASCRIPT, Channel, ChannelError, channels_for
 
 if TYPE_CHECKING:
     from lanekit.run.lanelog import LaneLog
 
 
-ALERT_CHECKS = (
-    "launchd.not-loaded",
-    "launchd.disabled",
-    "plist.drift",
-    "program.missing",
-    "path.command-missing",
-    "lane.cannot-start",
-    "launchd.exit-78",
-    "launchd.exit-126",
-    "launchd.exit-127",
-    "launchd.killed",
-    "launchd.crash-loop",
-    "lane.missed-run",
-    "queue.stale-claim",
-    "queue.orphaned-job",
-    "queue.backlog",
-    "queue.failed-jobs",
-    "queue.duplicate-success",
-)
-"""What a pass alerts on (issue 9 item 4): doctor's checks, by id, in doctor's vocabulary."""
-FAILED_CHECK = "queue.failed-jobs"
 PASS_WAIT = 60.0
 """Seconds a pass waits for another pass that holds the lock before it gives up."""
 
@@ -311,61 +292,10 @@ def run_pass(
             lane.label, False, (), (), channels=names, skipped="another pass holds the lock"
         )
     try:
-        # Fingerprinted before anything is looked at (lanekit.watch.cache): a change made
-        # while this pass looks is a change to the next one.
-        shot = _snapshot(request, config, paths, env, launchd)
         log.event(EventName.START, pid=os.getpid())
-        result = dog.run(chosen, log)
-        _keep(request, shot, dog, result)
-        return result
+        return dog.run(chosen, log)
     finally:
         lock.release()
-
-
-def _snapshot(
-    request: WatchRequest,
-    config: Config,
-    paths: Paths,
-    env: Mapping[str, str],
-    launchd: Launchd,
-) -> Snapshot | None:
-    """What the pass cache needs from before the looking; None when no cache is kept (no
-    `--config` to find it by: the lean pass only runs `watch --config X`)."""
-    if request.config_path is None:
-        return None
-    try:
-        return snapshot(config, paths, env, launchd)
-    except (LanekitError, OSError):
-        return None
-
-
-def _keep(request: WatchRequest, shot: Snapshot | None, dog: _Watchdog, result: PassResult) -> None:
-    """Write the pass cache for the next pass to reuse, or remove a stale one: a pass with
-    notes (some checks did not run) or an undelivered notice is never reused."""
-    if request.config_path is None:
-        return
-    looked = dog.last
-    if shot is None or looked is None or looked.ctx is None:
-        forget(dog.paths, request.config_path)
-        return
-    if looked.notes or result.failed_deliveries:
-        forget(dog.paths, request.config_path)
-        return
-    write_cache(
-        request.config_path,
-        shot,
-        paths=dog.paths,
-        targets=looked.targets,
-        findings=looked.findings,
-        checks=ALERT_CHECKS,
-        ctx=looked.ctx,
-        watch=dog.watch,
-        lane=dog.lane,
-        memory=memory_store.load(dog.memory_file),
-        memory_file=dog.memory_file,
-        open_alerts=len(result.open),
-        channels=result.channels,
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -377,9 +307,6 @@ class _Looked:
     digest_day: str | None
     at: datetime
     notes: tuple[str, ...] = ()
-    targets: tuple[Target, ...] = ()
-    findings: tuple[Finding, ...] = ()
-    ctx: DoctorContext | None = None
 
 
 @dataclass(slots=True)
@@ -392,8 +319,6 @@ class _Watchdog:
     paths: Paths
     launchd: Launchd
     now: Callable[[], datetime]
-    last: _Looked | None = None
-    """What the last `look` saw (the pass cache records it)."""
 
     @property
     def memory_file(self) -> Path:
@@ -451,7 +376,7 @@ class _Watchdog:
 
         findings, notes, ctx, targets = self.findings()
         at = self.now()
-        alerts, failed = _renew_failed(alerts_from(findings), self.config, ctx, memory.failed)
+        alerts, failed = _renew_grown(alerts_from(findings), targets, ctx, memory.failed)
         result = diff(alerts, memory.alerts, now=at, repeat=self.watch.repeat)
         notices = list(result.notices)
         digest_day = memory.digest_day
@@ -467,7 +392,7 @@ class _Watchdog:
                     notes = (*notes, f"the digest's timeline page was not written: {reason}")
             notices.append(digest_notice(self.config, memory.history, at, self.watch, page))
             digest_day = f"{at:%Y-%m-%d}"
-        self.last = _Looked(
+        return _Looked(
             open=tuple(alerts),
             notices=tuple(notices),
             remembered=result.remembered,
@@ -475,15 +400,11 @@ class _Watchdog:
             digest_day=digest_day,
             at=at,
             notes=notes,
-            targets=tuple(targets),
-            findings=tuple(findings),
-            ctx=ctx,
         )
-        return self.last
 
     def findings(self) -> tuple[list[Finding], tuple[str, ...], DoctorContext, list[Target]]:
-        """Doctor's ALERT_CHECKS on every lane and queue of lanes.toml."""
-        checks = registry()
+        """Doctor's alert checks (lanekit.doctor.registry.alert_checks) on every lane and queue
+        of lanes.toml, and the targets they examined."""
         ctx = DoctorContext(
             self.paths,
             config=self.config,
@@ -496,7 +417,7 @@ class _Watchdog:
         targets = [lane_target(lane, self.paths) for lane in lanes]
         drained = [lane for lane in lanes if lane.name != WATCH_LANE]
         targets += queue_targets(drained, self.config)
-        report = run_checks(targets, ctx, [checks[check_id] for check_id in ALERT_CHECKS])
+        report = run_checks(targets, ctx, alert_checks())
         return list(report.findings), report.notes, ctx, targets
 
 
@@ -528,42 +449,31 @@ def _deliver(
     return tuple(refused)
 
 
-def _renew_failed(
+def _renew_grown(
     alerts: Sequence[Alert],
-    config: Config,
+    targets: Sequence[Target],
     ctx: DoctorContext,
     before: Mapping[str, int],
 ) -> tuple[list[Alert], dict[str, int]]:
-    """A queue whose failed/ grew since the last pass: its failed-jobs alert is sent again,
-    once for the pass, naming how many jobs are new."""
+    """An open alert whose check keeps a tally (queue.failed-jobs: the jobs in failed/) that
+    grew since the last pass is sent again, once for the pass, in the check's words for what
+    is new; the tallies, by alert key, for the memory."""
+    checks = registry()
+    by_subject = {(target.kind, target.subject): target for target in targets}
     counts: dict[str, int] = {}
     renewed: list[Alert] = []
-    first_lane: dict[str, LaneSpec] = {}
-    for lane in config.lanes.values():
-        first_lane.setdefault(lane.queue.name, lane)
     for alert in alerts:
-        drainer = first_lane.get(alert.subject)
-        if alert.check != FAILED_CHECK or alert.kind is not SubjectKind.QUEUE or not drainer:
+        tally = checks[alert.check].tally
+        target = by_subject.get((alert.kind, alert.subject))
+        total = tally.count(target, ctx) if tally is not None and target is not None else None
+        if tally is None or target is None or total is None:
             renewed.append(alert)
             continue
-        try:
-            failed = ctx.queue(drainer).counts(now=ctx.now().timestamp()).failed
-        except LanekitError:
+        counts[alert.key] = total
+        grew = total - before.get(alert.key, 0)
+        if grew <= 0 or alert.key not in before:
             renewed.append(alert)
             continue
-        counts[alert.subject] = failed
-        grew = failed - before.get(alert.subject, 0)
-        if grew <= 0 or alert.subject not in before:
-            renewed.append(alert)
-            continue
-        shown = cmdline("lanekit", "jobs", alert.lanes[0], "--state", "failed")
-        renewed.append(
-            replace(
-                alert,
-                message=f"{grew} more job{'s' if grew != 1 else ''} failed in queue "
-                f"{alert.subject} since the last pass ({failed} in failed/ now).",
-                fix=f"{shown}  (each job's .error says why)",
-                renewed=True,
-            )
-        )
+        problem = tally.grew(target, grew, total)
+        renewed.append(replace(alert, message=problem.message, fix=problem.fix, renewed=True))
     return renewed, counts

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from lanekit.doctor import DoctorContext, Problem, Severity, Target, check
 from lanekit.doctor.checks.launchd import LOOP_STATES
@@ -132,6 +132,7 @@ def _changed_since(target: Target, when: datetime) -> bool:
     needs_lane=True,
     needs_plist=False,
     uses_launchd=True,
+    alert=True,
 )
 def missed_run(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """Every run writes `start` to the lane log; a fire with nothing after it is a silence
@@ -171,79 +172,6 @@ def missed_run(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     severity = Severity.WARNING if cause in quiet else Severity.ERROR
     text, fix = explain_silence(cause, facts, target, ctx, asleep=asleep)
     yield Problem(severity, f"{head}: {cause.value}: {text}.", fix)
-
-
-def missed_run_expiry(target: Target, ctx: DoctorContext) -> float | None:
-    """lane.missed-run's incremental form: until when (epoch seconds) a healthy result found
-    now stands, whatever else the lane logs meanwhile; None when it only holds for now (the
-    check has something to say, or nothing bounds it).
-
-    The result is healthy while the latest fire the lane should have run by lies before the
-    install or at/before the latest run evidence; later evidence only moves that on, so the
-    bound holds until the first fire after both plus the grace (1 s early, never late). Its
-    other inputs (the plist's mtime, the pause marker, launchd's facts) are fingerprinted by
-    the caller (lanekit.watch.cache)."""
-    from lanekit.run.lanelog import read_between
-    from lanekit.schedule import next_fires
-    from lanekit.timeline.events import RUN_KINDS, classify, parse_ts
-
-    lane = target.lane
-    forever = float("inf")
-    if lane is None or not target.installed or target.plist_path is None:
-        return forever
-    if is_paused(ctx.paths, lane.label):
-        return forever
-    grace = ctx.missed_after or MISSED_RUN_GRACE
-    fire = expected_fire(target, ctx.now(), grace)
-    if fire is None:
-        return forever
-    try:
-        reference = target.plist_path.stat().st_mtime
-    except OSError:
-        return None
-    if reference <= fire.timestamp():
-        seen = [
-            parse_ts(event.get("ts", ""))
-            for event in read_between(lane.log_path, fire.timestamp(), _NOT_BEFORE_END)
-            if classify(event.get("event", ""), event) in RUN_KINDS
-        ]
-        stamps = [moment.timestamp() for moment in seen if moment is not None]
-        if not stamps:
-            return None  # the check reports a missed run: look again on every pass
-        reference = max(stamps)
-    if lane.schedule.calendar:
-        after = next_fires(lane.schedule.calendar, datetime.fromtimestamp(reference), 1)
-        if not after:
-            return forever
-        return after[0].timestamp() + grace.total_seconds() - 1
-    if lane.schedule.interval is not None:
-        return reference + lane.schedule.interval + grace.total_seconds() - 1
-    return forever
-
-
-RENEW_FIRES = 48
-"""Upcoming fires of a calendar lane listed by missed_run_renewal."""
-
-
-def missed_run_renewal(target: Target, ctx: DoctorContext) -> dict[str, Any] | None:
-    """How later run evidence moves a healthy lane.missed-run result's expiry on, without the
-    check (lanekit.watch.logfold.renewed applies it): evidence at E holds the result until
-    E + interval + grace - 1 s for an interval lane, and until the first fire after E plus the
-    grace - 1 s for a calendar lane (its next RENEW_FIRES fires after now are listed, valid
-    for evidence from now on). None for a lane without a schedule."""
-    from lanekit.schedule import next_fires
-
-    lane = target.lane
-    if lane is None:
-        return None
-    grace = (ctx.missed_after or MISSED_RUN_GRACE).total_seconds()
-    now = ctx.now()
-    if lane.schedule.calendar:
-        fires = next_fires(lane.schedule.calendar, now, RENEW_FIRES)
-        return {"grace": grace, "from": now.timestamp(), "fires": [f.timestamp() for f in fires]}
-    if lane.schedule.interval is not None:
-        return {"grace": grace, "interval": float(lane.schedule.interval)}
-    return None
 
 
 def silence_facts(target: Target, ctx: DoctorContext, since: datetime) -> MissedRunFacts:
@@ -333,6 +261,7 @@ def explain_silence(
     summary="the lane's last run could not start its job command: the job went back, untouched",
     needs_lane=True,
     needs_plist=False,
+    alert=True,
 )
 def cannot_start(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """A command that cannot start is the lane's environment, not the job's fault, so the job

@@ -72,6 +72,7 @@ def _stderr_hint(target: Target) -> str:
     "launchd.not-loaded",
     summary="launchd does not have the job loaded, so it never fires",
     needs_launchd=True,
+    alert=True,
 )
 def not_loaded(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """An installed plist is loaded at login, or by bootstrap; until then nothing runs."""
@@ -97,6 +98,7 @@ def not_loaded(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     "launchd.disabled",
     summary="launchd has the job disabled (it cannot be loaded until enabled); or paused",
     needs_launchd=True,
+    alert=True,
 )
 def disabled(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """The disabled override lives in launchd's own database, not in the plist, and survives
@@ -142,6 +144,7 @@ def disabled(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     "launchd.exit-78",
     summary="last exit 78: launchd could not set the job up and the program never ran",
     needs_launchd=True,
+    alert=True,
 )
 def exit_78(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """Modern launchd reports 78 (EX_CONFIG) when it cannot open a log path, chdir, or exec;
@@ -164,6 +167,7 @@ def exit_78(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     "launchd.exit-126",
     summary="last exit 126: a command was found but could not be executed",
     needs_launchd=True,
+    alert=True,
 )
 def exit_126(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """A shell's "permission denied" / bad interpreter status."""
@@ -182,6 +186,7 @@ def exit_126(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     "launchd.exit-127",
     summary="last exit 127: a command was not found (usually the job's PATH)",
     needs_launchd=True,
+    alert=True,
 )
 def exit_127(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """A shell's "command not found": the tool is on your PATH, not on the job's."""
@@ -200,6 +205,7 @@ def exit_127(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     "launchd.killed",
     summary="the last run was killed by a signal (bootout past ExitTimeOut, kill -9, a crash)",
     needs_launchd=True,
+    alert=True,
 )
 def killed(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """A negative status in `launchctl list` is minus the signal that ended the run."""
@@ -235,6 +241,7 @@ def killed(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     "launchd.crash-loop",
     summary="the job keeps failing and launchd keeps respawning it, throttled",
     needs_launchd=True,
+    alert=True,
 )
 def crash_loop(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """A kept-alive or fast-repeating job that fails at once is respawned every

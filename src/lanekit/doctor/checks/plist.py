@@ -109,6 +109,7 @@ def _user_name(uid: int) -> str:
     "what `lanekit apply` would install",
     needs_lane=True,
     uses_launchd=True,
+    alert=True,
 )
 def drift(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """lanes.toml changed (or someone edited or replaced the plist) and `apply` has not run

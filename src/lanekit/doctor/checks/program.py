@@ -68,6 +68,7 @@ def _edit_where(target: Target) -> str:
 @check(
     "program.missing",
     summary="the program launchd execs (Program / ProgramArguments[0]) does not exist",
+    alert=True,
 )
 def program_missing(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """A missing program: launchd logs one line nobody reads and the job never runs."""
@@ -172,6 +173,7 @@ def bad_interpreter(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
 @check(
     "path.command-missing",
     summary="a command the job runs is not found on the job's own PATH (not your shell's)",
+    alert=True,
 )
 def command_missing(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """The classic silent failure: `jq` is in /usr/local/bin, the shell finds it, launchd's

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from lanekit.config import LaneSpec
 from lanekit.doctor import DoctorContext, Problem, Scope, Severity, Target, check
+from lanekit.doctor.registry import Tally
 from lanekit.errors import LanekitError
 from lanekit.queue import ClaimState, ClaimView
 from lanekit.queue.records import JobState
@@ -25,32 +26,11 @@ from lanekit.run.lanelog import EventName, Reason
 from lanekit.system.quoting import cmdline
 
 if TYPE_CHECKING:
-    from lanekit.queue import JobLocation, JobQueue
+    from lanekit.queue import JobLocation
     from lanekit.queue.records import Record
 
 BACKLOG_PERIODS = 2
 """A queued job older than this many schedule periods means the lane is not keeping up."""
-
-READS: dict[str, tuple[JobState, ...]] = {
-    "queue.stale-claim": (JobState.RUNNING,),
-    "queue.orphaned-job": (JobState.RUNNING,),
-    "queue.backlog": (JobState.QUEUED,),
-    "queue.failed-jobs": (JobState.FAILED,),
-    "queue.duplicate-success": (JobState.SUCCEEDED,),
-}
-"""Which of the queue's directories (JobQueue.holding) each queue check reads, for their
-incremental forms (the watchdog's pass cache, lanekit.watch.cache, keeps a result until one
-of them moves, and then applies these rules before looking again):
-
-- stale-claim, orphaned-job (claimed/) and backlog (queue/): a healthy result stands while
-  the directory holds no job file, however often it changed (a lane that ran its jobs);
-- failed-jobs (failed/): the result moves with the directory;
-- duplicate-success (done/ and its day buckets): a healthy result stands while every file
-  added to a bucket since is the `<id>.json` of a job logged `done` since, whose id was
-  neither logged `done` nor had a file in done/ before (success_ids keeps those ids), and no
-  bucket lost one (a skipped copy, a bucket added or removed: looked at again).
-
-The other checks of this module read no queue directory the watchdog alerts on."""
 
 
 def _age(seconds: float) -> str:
@@ -110,6 +90,7 @@ def _claims(lane: LaneSpec, ctx: DoctorContext) -> list[ClaimView]:
     needs_lane=True,
     needs_plist=False,
     scope=Scope.QUEUE,
+    alert=True,
 )
 def stale_claim(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """kill -9, a crash or a power cut leaves a job in claimed/; every run recovers it, but
@@ -159,6 +140,7 @@ def stale_claim(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     needs_lane=True,
     needs_plist=False,
     scope=Scope.QUEUE,
+    alert=True,
 )
 def orphaned_job(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """A job that outlives its runner keeps its claim (correctly: it may still finish the
@@ -189,6 +171,7 @@ def orphaned_job(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     needs_lane=True,
     needs_plist=False,
     scope=Scope.QUEUE,
+    alert=True,
 )
 def backlog(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """Jobs that wait longer than two runs should have taken mean the lane does not run, or
@@ -218,39 +201,26 @@ def backlog(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     )
 
 
-def backlog_expiry(target: Target, ctx: DoctorContext) -> float | None:
-    """queue.backlog's incremental form: until when (epoch seconds) a healthy result found now
-    stands while queue/ holds the same jobs (any change to queue/ is looked at again, READS):
-    the oldest queued job's birth plus BACKLOG_PERIODS schedule periods, and no later than
-    the next fire of a calendar drainer (its period is read from its next fires, which move
-    at each fire). inf when nothing is queued or nothing sets a pace; None when the check has
-    something to say (its ages move) or the queue cannot be counted."""
-    from lanekit.schedule import next_fires
-
+def _failed_count(target: Target, ctx: DoctorContext) -> int | None:
+    """queue.failed-jobs' tally: the jobs in failed/ (None: the queue cannot be counted)."""
     lane = target.lane
-    forever = float("inf")
     if lane is None or ctx.queue(lane).missing() is not None:
-        return forever
-    periods = [p for p in (schedule_period(other, ctx) for other in _drainers(target)) if p]
-    if not periods:
-        return forever
-    now = ctx.now()
+        return None
     try:
-        age = ctx.queue(lane).counts(now=now.timestamp()).oldest_queued_age
+        return ctx.queue(lane).counts(now=ctx.now().timestamp()).failed
     except LanekitError:
         return None
-    if age is None:
-        return forever
-    pace = BACKLOG_PERIODS * min(periods)
-    if age > pace:
-        return None
-    until = now.timestamp() - age + pace
-    for other in _drainers(target):
-        if other.schedule.calendar:
-            fires = next_fires(other.schedule.calendar, now, 1)
-            if fires:
-                until = min(until, fires[0].timestamp())
-    return until
+
+
+def _more_failed(target: Target, new: int, total: int) -> Problem:
+    """queue.failed-jobs again, for the jobs that failed since the watchdog's last pass."""
+    shown = cmdline("lanekit", "jobs", *target.lanes[:1], "--state", "failed")
+    return Problem(
+        Severity.WARNING,
+        f"{new} more job{'s' if new != 1 else ''} failed in queue {target.subject} since the "
+        f"last pass ({total} in failed/ now).",
+        f"{shown}  (each job's .error says why)",
+    )
 
 
 @check(
@@ -259,6 +229,8 @@ def backlog_expiry(target: Target, ctx: DoctorContext) -> float | None:
     needs_lane=True,
     needs_plist=False,
     scope=Scope.QUEUE,
+    alert=True,
+    tally=Tally(_failed_count, _more_failed),
 )
 def failed_jobs(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """failed/ is where jobs go to be looked at; nothing retries them by itself."""
@@ -380,12 +352,6 @@ def _events(lane: LaneSpec, ctx: DoctorContext, name: str, **match: str) -> Coun
     return counts
 
 
-def success_ids(queue: JobQueue) -> list[str]:
-    """The ids with a file in done/ (duplicate-success's incremental form starts from them,
-    with the ids the queue's lanes logged `done` for: READS)."""
-    return [] if queue.missing() is not None else list(queue.success_copies())
-
-
 def _done_files(lane: LaneSpec, ctx: DoctorContext) -> Counter[str]:
     """Per id, the finished copies its queue keeps (done/ is bucketed by day, so one id can sit
     in two buckets)."""
@@ -440,6 +406,7 @@ def _success_counts(
     needs_lane=True,
     needs_plist=False,
     scope=Scope.QUEUE,
+    alert=True,
 )
 def duplicate_success(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """The seed's four runs of one JSON: the failure lanekit exists to prevent. Any trace of
