@@ -266,3 +266,84 @@ def test_no_import_cycle_in_the_queue_package() -> None:
         name for name in graph if name != "lanekit.queue" and reaches(name, name, set())
     )
     assert cycles == []
+
+
+ARCHITECTURE = SRC.parents[1] / "docs" / "architecture.md"
+
+
+def _layers() -> list[set[str]]:
+    """docs/architecture.md's layers table, top row first: each row's packages."""
+    rows = []
+    for line in ARCHITECTURE.read_text(encoding="utf-8").splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if line.startswith("|") and len(cells) >= 2 and cells[0].isdigit():
+            rows.append({name.strip("`/ ") for name in cells[1].split(",")})
+    return rows
+
+
+def _package_graph() -> dict[str, set[str]]:
+    """package -> the packages its modules import (a root module counts as its own package),
+    every import statement counted, lazy and typing-only ones too."""
+    graph: dict[str, set[str]] = {}
+    for module, targets in _import_graph().items():
+        source = module.split(".")[1] if "." in module else "lanekit"
+        found = graph.setdefault(source, set())
+        found.update(t.split(".")[1] if "." in t else "lanekit" for t in targets)
+        found.discard(source)
+    return graph
+
+
+def test_packages_import_only_the_rows_below_them() -> None:
+    """The package graph is the layers table of docs/architecture.md: a package imports only
+    packages on lower rows (a row's packages do not import each other), and every package
+    and root module of src/lanekit has a row."""
+    layers = _layers()
+    row_of = {name: index for index, row in enumerate(layers) for name in row}
+    graph = _package_graph()
+    assert sorted(set(graph) - set(row_of)) == []
+    upward = sorted(
+        f"{source} -> {target}"
+        for source, targets in graph.items()
+        for target in targets
+        if target in row_of and row_of[target] <= row_of[source]
+    )
+    assert upward == []
+
+
+def test_the_layers_table_is_read() -> None:
+    """The table parses into rows, top (cli) to bottom (errors), so an empty check means
+    something; a made-up upward import is caught by the same comparison."""
+    layers = _layers()
+    assert len(layers) > 8
+    assert "cli" in layers[0]
+    assert "errors" in layers[-1]
+    row_of = {name: index for index, row in enumerate(layers) for name in row}
+    assert row_of["system"] > row_of["queue"]
+
+
+def _module_map() -> dict[str, set[str]]:
+    """docs/architecture.md's module map: directory (relative to src/lanekit) -> modules."""
+    found: dict[str, set[str]] = {}
+    current = None
+    for line in ARCHITECTURE.read_text(encoding="utf-8").splitlines():
+        if line.startswith("### `"):
+            current = line.split("`")[1].rstrip("/")
+            found[current] = set()
+        elif current is not None and line.startswith("- `"):
+            found[current].add(line.split("`")[1])
+        elif line.startswith("## ") and current is not None:
+            current = None
+    return found
+
+
+def test_the_module_map_matches_the_tree() -> None:
+    """Every directory of src/lanekit and every module in it is in the module map, and the
+    map names nothing that is not there: a newcomer can trust it."""
+    tree: dict[str, set[str]] = {}
+    for path in SRC.rglob("*.py"):
+        directory = str(path.parent.relative_to(SRC.parent))
+        if path.stem != "__init__" or path.parent == SRC:
+            tree.setdefault(directory, set()).add(path.stem)
+        else:
+            tree.setdefault(directory, set())
+    assert _module_map() == tree
