@@ -13,13 +13,13 @@ HANG = 60
 
 def test_a_fifo_at_the_domain_state_is_unreadable_not_waited_on(tmp_path: Path) -> None:
     """A FIFO planted at the emulated domain's domain.json is not waited on by the lean
-    pass's reader nor by the domain clock's (lanekit.service.launchd.emulated_state.read_offset):
+    pass's reader nor by the domain clock's (lanekit.service.emulated.state.read_offset):
     the state is unreadable (None) and the offset 0 (issue 30 item 8). Run in a child, so
     that a reader that waits fails the test instead of hanging it."""
     os.mkfifo(tmp_path / "domain.json")
     code = (
         "import sys\n"
-        "from lanekit.service.launchd.emulated_state import read_offset\n"
+        "from lanekit.service.emulated.state import read_offset\n"
         "from lanekit.watch.fingerprint import emulated_state\n"
         "print(emulated_state(sys.argv[1]), read_offset(sys.argv[1]))\n"
     )

@@ -1,0 +1,206 @@
+"""launchd as a `ServiceManager` (lanekit.service.manager): the seam's facts from launchd's own
+verbs, spoken through the inner `Launchd` protocol (launchctl, or a test's fake).
+
+An observation is one `list()`, one `print_disabled()` and one `print()` per loaded lane asked
+about: launchd has no call that prints several jobs, and only `print` tells runs, the signal
+and the loaded definition. The emulated domain answers the same in one read of its state
+(lanekit.service.emulated.manager).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping, Set
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from lanekit.service.exits import describe_exit
+from lanekit.service.launchd.codes import NOT_LOADED
+from lanekit.service.launchd.model import (
+    FAILED_REAP,
+    LaunchctlError,
+    Launchd,
+    ListEntry,
+    ServiceInfo,
+)
+from lanekit.service.manager import Artifacts, LaneObservation, ManagerKind, Observation
+
+if TYPE_CHECKING:
+    from lanekit.config import LaneSpec
+
+POLL_SECONDS = 0.05
+
+Facts = tuple[list[ListEntry], Mapping[str, bool], dict[str, ServiceInfo]]
+"""What one observation reads: the list rows, the disabled overrides, `print` of the loaded
+labels asked about."""
+
+
+class LaunchdManager:
+    """The `ServiceManager` over one launchd domain (`launchd`, the inner seam)."""
+
+    kind = ManagerKind.LAUNCHD
+
+    def __init__(self, launchd: Launchd, install_dir: Path) -> None:
+        self.launchd = launchd
+        """The inner seam: launchd's own verbs (launchd-only doctor checks read it)."""
+        self._install_dir = Path(install_dir)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.launchd!r}, {str(self._install_dir)!r})"
+
+    @property
+    def domain(self) -> str:
+        """The domain target, e.g. `gui/501`."""
+        return self.launchd.domain
+
+    @property
+    def domain_reason(self) -> str:
+        """Why lanes live in this domain, in words."""
+        return self.launchd.domain_reason
+
+    @property
+    def install_dir(self) -> Path:
+        """The LaunchAgents directory."""
+        return self._install_dir
+
+    def artifact_path(self, label: str) -> Path:
+        """`<LaunchAgents>/<label>.plist`."""
+        return self._install_dir / f"{label}.plist"
+
+    def render(
+        self, lane: LaneSpec, *, interpreter: str, snapshot: Path, templates: Path | None = None
+    ) -> Artifacts:
+        """The lane's plist (jinja2, imported only when rendering)."""
+        from lanekit.service.launchd.plist import render_lane
+
+        data = render_lane(lane, interpreter=interpreter, snapshot=snapshot, templates=templates)
+        return Artifacts(self._install_dir, {f"{lane.label}.plist": data})
+
+    def installed(self) -> dict[str, Path]:
+        """label -> plist for every *.plist in the LaunchAgents directory (named for its
+        label, as lanekit writes them)."""
+        if not self._install_dir.is_dir():
+            return {}
+        return {path.stem: path for path in sorted(self._install_dir.glob("*.plist"))}
+
+    def observe(
+        self, labels: Iterable[str], wanted: Mapping[str, bytes] | None = None
+    ) -> Observation:
+        """Every lane of `labels`, from one read of the domain (`_facts`)."""
+        asked = frozenset(labels)
+        entries, overrides, infos = self._facts(asked)
+        listed = {entry.label: entry for entry in entries}
+        disabled = frozenset(label for label, off in overrides.items() if off)
+        lanes = {
+            label: _lane(
+                label,
+                listed.get(label),
+                infos.get(label),
+                label in disabled,
+                (wanted or {}).get(label),
+            )
+            for label in asked
+        }
+        return Observation(lanes, frozenset(listed), disabled)
+
+    def _facts(self, labels: Set[str]) -> Facts:
+        entries = self.launchd.list()
+        overrides = self.launchd.print_disabled()
+        infos: dict[str, ServiceInfo] = {}
+        for entry in entries:
+            if entry.label not in labels:
+                continue
+            try:
+                infos[entry.label] = self.launchd.print(entry.label)
+            except LaunchctlError as exc:
+                # Booted out between list() and print(): judged on list()'s row alone.
+                if exc.code not in NOT_LOADED:
+                    raise
+        return entries, overrides, infos
+
+    def load(self, artifact: Path) -> None:
+        """`launchctl bootstrap DOMAIN PLIST`."""
+        self.launchd.bootstrap(artifact)
+
+    def unload(self, label: str, *, grace: float = 0.0) -> bool:
+        """bootout (not loaded counts as done), then poll list() up to `grace` seconds."""
+        try:
+            self.launchd.bootout(label)
+        except LaunchctlError as exc:
+            if exc.code not in NOT_LOADED:
+                raise
+        deadline = time.monotonic() + grace
+        while True:
+            if all(entry.label != label for entry in self.launchd.list()):
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(POLL_SECONDS)
+
+    def kick(self, label: str, *, kill: bool = False) -> int | None:
+        """`launchctl kickstart [-k] -p`."""
+        return self.launchd.kickstart(label, kill=kill)
+
+    def disable(self, label: str) -> None:
+        """`launchctl disable`."""
+        self.launchd.disable(label)
+
+    def enable(self, label: str) -> None:
+        """`launchctl enable`."""
+        self.launchd.enable(label)
+
+    def describe_exit(
+        self, exit_code: int | None, sig: int | None = None, *, lanekit_runner: bool = True
+    ) -> str:
+        """lanekit.service.exits' wording (launchd's 78, the shell's 126/127, signals)."""
+        return describe_exit(exit_code, sig, lanekit_runner=lanekit_runner)
+
+
+def _lane(
+    label: str,
+    entry: ListEntry | None,
+    info: ServiceInfo | None,
+    disabled: bool,
+    wanted: bytes | None,
+) -> LaneObservation:
+    """One lane's facts: `print`'s when it answered (it knows the signal and the runs), else
+    the list row's (its status is an exit code or minus the signal)."""
+    if entry is None:
+        return LaneObservation(label, disabled=disabled)
+    exit_code: int | None = None
+    sig: int | None = None
+    if info is not None and (info.last_signal is not None or info.last_exit_code is not None):
+        exit_code, sig = info.last_exit_code, info.last_signal
+    elif entry.last_exit is not None and entry.last_exit < 0:
+        sig = -entry.last_exit
+    else:
+        exit_code = entry.last_exit
+    return LaneObservation(
+        label,
+        loaded=True,
+        disabled=disabled,
+        pid=entry.pid,
+        exit_code=exit_code,
+        signal=sig,
+        runs=info.runs if info is not None else None,
+        lost=info is not None and info.last_exit_reason == FAILED_REAP,
+        definition=info,
+        stale=_stale(wanted, info),
+    )
+
+
+def _stale(wanted: bytes | None, info: ServiceInfo | None) -> tuple[str, ...]:
+    """How the loaded definition differs from the plist `wanted` (launchd/definition.py)."""
+    if wanted is None or info is None:
+        return ()
+    import plistlib
+
+    from lanekit.service.launchd.definition import differences
+
+    try:
+        plist = plistlib.loads(wanted)
+    except Exception:  # plistlib raises several unrelated types; an unreadable file is not ours
+        return ()
+    if not isinstance(plist, dict):
+        return ()
+    return tuple(str(difference) for difference in differences(plist, info))
