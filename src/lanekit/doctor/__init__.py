@@ -91,6 +91,7 @@ def run_checks(
     chosen = list(registry().values()) if checks is None else list(checks)
     order = {c.id: i for i, c in enumerate(registry().values())}
     findings: list[Finding] = []
+    ctx.expect(t.label for t in targets if t.label is not None)  # one observation for all
     for target in targets:
         found: list[Finding] = []
         for chk in chosen:

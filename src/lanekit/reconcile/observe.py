@@ -145,10 +145,13 @@ def scan_installed(paths: Paths, wanted: Set[str]) -> dict[str, Installed]:
     return found
 
 
-def installed_lane(paths: Paths, label: str) -> Installed | None:
+def installed_lane(
+    paths: Paths, label: str, parsed: Mapping[str, object] | None = None
+) -> Installed | None:
     """What is installed for one label at its own plist path, read as `scan_installed` reads
     it (None when neither plist nor snapshot exists). Raises UnsafeStateError for a file
-    that is not regular or, for the snapshot, not ours; OSError when one cannot be read."""
+    that is not regular or, for the snapshot, not ours; OSError when one cannot be read.
+    `parsed`: the plist as the caller already parsed it (doctor's target), not parsed again."""
     read = read_regular(paths.plist_for(label), "plist", follow=True)
     snapshot, snapshot_mode = _read_snapshot(paths.snapshot_for(label))
     if read is None:
@@ -160,7 +163,7 @@ def installed_lane(paths: Paths, label: str) -> Installed | None:
         label,
         data,
         snapshot,
-        lane=identify(data, fallback=label)[1],
+        lane=identify(data, fallback=label)[1] if parsed is None else lane_marker(parsed),
         plist_mode=stat.S_IMODE(info.st_mode),
         snapshot_mode=snapshot_mode,
     )
@@ -185,12 +188,14 @@ def identify(data: bytes, *, fallback: str) -> tuple[str, str | None]:
     if not isinstance(parsed, dict):
         return fallback, None
     label = parsed.get("Label")
-    env = parsed.get("EnvironmentVariables")
+    return label if isinstance(label, str) and label else fallback, lane_marker(parsed)
+
+
+def lane_marker(plist: Mapping[str, object]) -> str | None:
+    """The lane a plist says lanekit installed it for (its marker), None for anyone else's."""
+    env = plist.get("EnvironmentVariables")
     lane = env.get(MARKER) if isinstance(env, dict) else None
-    return (
-        label if isinstance(label, str) and label else fallback,
-        lane if isinstance(lane, str) else None,
-    )
+    return lane if isinstance(lane, str) else None
 
 
 def read_plist_file(path: Path) -> bytes | None:

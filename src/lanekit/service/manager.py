@@ -34,6 +34,8 @@ class ManagerKind(StrEnum):
 
 
 EVERY_MANAGER = frozenset(ManagerKind)
+LAUNCHD_ONLY = frozenset({ManagerKind.LAUNCHD})
+"""For doctor checks about the real launchd's world (sessions, Background Items, logins)."""
 
 
 class Ending(StrEnum):

@@ -128,7 +128,7 @@ def drift(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
         templates=ctx.config.templates if ctx.config is not None else None,
     )
     try:
-        have = installed_lane(ctx.paths, lane.label)
+        have = installed_lane(ctx.paths, lane.label, target.plist)
     except (OSError, LanekitError):
         return  # unreadable or not ours: plist.permissions and the state checks say so
     loaded = ctx.service(lane.label) if ctx.launchd_available else None
