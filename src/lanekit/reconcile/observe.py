@@ -1,7 +1,7 @@
 """What `plan` is fed: the lanes as lanes.toml wants them, and what is installed and loaded.
 
-Reads the LaunchAgents directory, the run snapshots, one `list()`, `print_disabled()`, one
-`print()` per loaded lane and the lane locks; refuses state someone else could have written.
+Reads the LaunchAgents directory, the run snapshots, ONE observation of the service manager
+(lanekit.service.manager) and the lane locks; refuses state someone else could have written.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from lanekit.config.provenance import MARKER
 from lanekit.errors import LanekitError
 from lanekit.reconcile.plan import Desired, Installed
 from lanekit.run import lanelock
-from lanekit.service.launchd import Launchd, ListEntry, ServiceInfo
+from lanekit.service.launchd import ListEntry, ServiceInfo
+from lanekit.service.manager import ServiceManager
 from lanekit.state.paths import Paths
 from lanekit.state.snapshot import RunSpec
 from lanekit.system.owned import (
@@ -31,7 +32,7 @@ from lanekit.system.owned import (
 
 @dataclass(frozen=True, slots=True)
 class Observed:
-    """The facts `plan` needs: one list(), one print_disabled(), one print() per loaded lane."""
+    """The facts `plan` needs, from one observation of the service manager."""
 
     installed: Mapping[str, Installed]
     loaded: Mapping[str, ListEntry]
@@ -56,43 +57,40 @@ def desired_lane(
 
 
 def observe(
-    paths: Paths, launchd: Launchd, desired: Sequence[Desired], specs: Mapping[str, RunSpec]
+    paths: Paths,
+    manager: ServiceManager,
+    desired: Sequence[Desired],
+    specs: Mapping[str, RunSpec],
 ) -> Observed:
-    """Read the LaunchAgents dir, snapshots, ONE list(), print_disabled() and the lane locks.
-    Refuses (UnsafeStateError) state someone else could have written (check_state)."""
+    """Read the LaunchAgents dir, snapshots, ONE observation of the manager and the lane
+    locks. Refuses (UnsafeStateError) state someone else could have written (check_state)."""
     check_state(paths)
     wanted = {d.label for d in desired}
     installed = scan_installed(paths, wanted)
-    loaded = {entry.label: entry for entry in launchd.list()}
-    disabled = frozenset(k for k, v in launchd.print_disabled().items() if v)
+    labels = wanted | {k for k, v in installed.items() if v.lane is not None}
+    seen = manager.observe(labels)
+    loaded = {
+        label: ListEntry(lane.pid, lane.last_exit, label)
+        for label, lane in seen.lanes.items()
+        if lane.loaded
+    }
     running: dict[str, int | None] = {}
-    for label in wanted | {k for k, v in installed.items() if v.lane is not None}:
-        entry = loaded.get(label)
-        if entry is not None and entry.pid is not None:
-            running[label] = entry.pid
+    for label in labels:
+        pid = seen[label].pid
+        if pid is not None:
+            running[label] = pid
             continue
         # The installed snapshot names the lock a current run holds; the desired one the lock
         # the next run will take (they differ when the queue dir changed).
         candidates = (installed_spec(paths, label), specs.get(label))
         if any(lock_held(spec) for spec in candidates if spec is not None):
             running[label] = None
-    return Observed(
-        installed, loaded, running, disabled, loaded_definitions(launchd, wanted, loaded)
-    )
-
-
-def loaded_definitions(
-    launchd: Launchd, labels: Set[str], loaded: Mapping[str, ListEntry]
-) -> dict[str, ServiceInfo]:
-    """`print()` of each loaded label among `labels`; one that left meanwhile is skipped (the
-    plan then judges it on its files alone)."""
-    found: dict[str, ServiceInfo] = {}
-    for label in sorted(labels & loaded.keys()):
-        try:
-            found[label] = launchd.print(label)
-        except LanekitError:
-            continue
-    return found
+    definitions = {
+        label: lane.definition
+        for label, lane in seen.lanes.items()
+        if label in wanted and lane.definition is not None
+    }
+    return Observed(installed, loaded, running, seen.disabled, definitions)
 
 
 def check_state(paths: Paths) -> None:

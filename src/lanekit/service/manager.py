@@ -184,13 +184,19 @@ class ServiceManager(Protocol):
         main artifact bytes) fills each loaded lane's `stale`."""
         ...
 
+    def loaded(self) -> dict[str, int | None]:
+        """label -> pid (None when idle) of every loaded lane: the cheapest look, for polling
+        while a lane stops or starts (`observe` is the whole picture)."""
+        ...
+
     def load(self, artifact: Path) -> None:
         """Load a lane from its installed artifact."""
         ...
 
     def unload(self, label: str, *, grace: float = 0.0) -> bool:
-        """Unload (a running process is stopped: SIGTERM, SIGKILL after its exit timeout);
-        waits up to `grace` seconds for the label to be gone, and says whether it is."""
+        """Unload (a running process is stopped: SIGTERM, SIGKILL after its exit timeout) and
+        wait up to `grace` seconds for the label to be gone; True once it is known gone (at
+        once when it was not loaded), False while it is still on its way out."""
         ...
 
     def kick(self, label: str, *, kill: bool = False) -> int | None:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lanekit.service.exits import describe_exit
-from lanekit.service.launchd.codes import NOT_LOADED
+from lanekit.service.launchd.codes import NOT_LOADED, LaunchctlCode
 from lanekit.service.launchd.model import (
     FAILED_REAP,
     LaunchctlError,
@@ -118,24 +118,32 @@ class LaunchdManager:
                     raise
         return entries, overrides, infos
 
+    def loaded(self) -> dict[str, int | None]:
+        """One `list()`."""
+        return {entry.label: entry.pid for entry in self.launchd.list()}
+
     def load(self, artifact: Path) -> None:
         """`launchctl bootstrap DOMAIN PLIST`."""
         self.launchd.bootstrap(artifact)
 
     def unload(self, label: str, *, grace: float = 0.0) -> bool:
-        """bootout (not loaded counts as done), then poll list() up to `grace` seconds."""
+        """bootout (asynchronous in launchd), then poll list() up to `grace` seconds. Not
+        loaded (3/113) is gone; already stopping (36) is on its way out."""
         try:
             self.launchd.bootout(label)
         except LaunchctlError as exc:
-            if exc.code not in NOT_LOADED:
-                raise
-        deadline = time.monotonic() + grace
-        while True:
-            if all(entry.label != label for entry in self.launchd.list()):
+            if exc.code in NOT_LOADED:
                 return True
+            if exc.code != LaunchctlCode.STILL_STOPPING:
+                raise
+        if grace <= 0:
+            return False
+        deadline = time.monotonic() + grace
+        while label in self.loaded():
             if time.monotonic() >= deadline:
                 return False
             time.sleep(POLL_SECONDS)
+        return True
 
     def kick(self, label: str, *, kill: bool = False) -> int | None:
         """`launchctl kickstart [-k] -p`."""
