@@ -26,7 +26,7 @@ def cli_world(root: Path, lanes: int, name: str = "cli") -> tuple[Path, dict[str
     for n in range(lanes):
         text += (
             f'\n[lanes.l{n}]\nqueue = "q"\ncommand = ["/bin/true", "{{job}}"]\n'
-            f'schedule = "{n % 60} 3 * * *"\n'
+            f'schedule = "{n % 60} {3 + n // 60} * * *"\n'
         )
     config = where / "lanes.toml"
     config.write_text(text, encoding="utf-8")

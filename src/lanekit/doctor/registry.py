@@ -226,7 +226,7 @@ class DoctorContext:
         label asked about later than the first observation is observed again with it."""
         from lanekit.service.manager import Observation
 
-        if label is not None:
+        if label is not None and label not in self._expected:
             self.expect([label])
         if self._observation is None:
             self._observation = Observation({})
@@ -316,8 +316,9 @@ class DoctorContext:
         if key not in self._findings:
             chk = registry()[check_id]
             found: list[Finding] = []
-            if target.label is not None:
-                self.expect([target.label])
+            label = target.label
+            if label is not None and label not in self._expected:
+                self.expect([label])
             kind = self.manager_kind
             runs_here = kind is None or kind in chk.managers
             if (

@@ -47,13 +47,15 @@ def desired_lane(
 ) -> Desired:
     """Render a lane's plist and snapshot bytes exactly as apply would write them."""
     from lanekit.service.launchd.plist import (
-        render_lane,  # jinja2: only when rendering, not for status
+        rendered_lane,  # jinja2: only when rendering, not for status
     )
 
     snapshot_path = paths.snapshot_for(lane.label)
-    plist = render_lane(lane, interpreter=interpreter, snapshot=snapshot_path, templates=templates)
+    plist, job = rendered_lane(
+        lane, interpreter=interpreter, snapshot=snapshot_path, templates=templates
+    )
     snapshot = run_spec(lane).to_json().encode("utf-8")
-    return Desired(lane=lane.name, label=lane.label, plist=plist, snapshot=snapshot)
+    return Desired(lane=lane.name, label=lane.label, plist=plist, snapshot=snapshot, job=job)
 
 
 def observe(

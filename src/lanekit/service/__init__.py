@@ -25,15 +25,21 @@ def open_manager(paths: Paths, env: Mapping[str, str] | None = None) -> ServiceM
     return manager_of(open_launchd(paths, env), paths.launch_agents)
 
 
-def manager_of(backend: Launchd | ServiceManager, install_dir: Path) -> ServiceManager:
+def manager_of(
+    backend: Launchd | ServiceManager, install_dir: Path | None = None
+) -> ServiceManager:
     """`backend` as a manager: a manager as it is; launchd's verbs (launchctl, the emulated
     domain, a test's fake) wrapped in the manager that speaks them, installing into
-    `install_dir`. Callers that were handed launchd's inner seam (the watchdog, tests) pass
-    through here."""
+    `install_dir` (by default this environment's LaunchAgents: lanekit.state.paths). Callers
+    that were handed launchd's inner seam (the watchdog, tests) pass through here."""
     from lanekit.service.launchd.manager import LaunchdManager
 
     if isinstance(backend, LaunchdManager) or not hasattr(backend, "print_disabled"):
         return backend
+    if install_dir is None:
+        from lanekit.state.paths import Paths
+
+        install_dir = Paths.from_env().launch_agents
     # An EmulatedDomain exists only once its module is imported: no import to ask.
     emulated = sys.modules.get("lanekit.service.emulated.emulator")
     if emulated is not None and isinstance(backend, emulated.EmulatedDomain):
