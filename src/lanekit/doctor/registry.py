@@ -189,9 +189,9 @@ class DoctorContext:
         """Views of the observation they were made from (checks ask for them per target)."""
         self._collisions: list[Collision] | None = None
         self._launchd_error: LanekitError | None = None
-        self._findings: dict[tuple[str, str], list[Finding]] = {}
+        self._findings: dict[tuple[str, SubjectKind, str], list[Finding]] = {}
         self._events: dict[tuple[Path, bool], list[dict[str, str]]] = {}
-        """(check id, `kind:subject`) -> findings: a lane and a queue may share a name."""
+        """(check id, kind, subject) -> findings: a lane and a queue may share a name."""
 
     # the service manager's facts -----------------------------------------------------------
 
@@ -312,7 +312,7 @@ class DoctorContext:
 
     def findings(self, check_id: str, target: Target) -> list[Finding]:
         """The findings of one check on one target (computed once, shared)."""
-        key = (check_id, f"{target.kind}:{target.subject}")
+        key = (check_id, target.kind, target.subject)
         if key not in self._findings:
             chk = registry()[check_id]
             found: list[Finding] = []
