@@ -55,6 +55,22 @@ from lanekit.state.snapshot_schema import (
 class DocumentReader(ConfigReader):
     """Walks the parsed TOML document, building specs and collecting every error."""
 
+    def real(self, path: Path) -> Path:
+        """Where `path` really is (`..` and symlinks resolved as far as the path exists),
+        each directory resolved once per read: lanes' logs share their queue's logs/, and a
+        realpath per log walked the same directories for every lane."""
+        reals: dict[Path, Path] = self.__dict__.setdefault("_reals", {})
+        found = reals.get(path)
+        if found is None:
+            parent = path.parent
+            # os.path.islink answers False on any error, as realpath's own walk does.
+            if parent == path or path.name in {".", ".."} or os.path.islink(path):  # noqa: PTH114
+                found = Path(os.path.realpath(path))
+            else:
+                found = self.real(parent) / path.name
+            reals[path] = found
+        return found
+
     def config(self, path: Path, document: dict[str, Any]) -> Config:
         self.known_keys(document, (), TOP_KEYS, "top-level tables")
         defaults = self.table(document, ("defaults",))
@@ -173,7 +189,7 @@ class DocumentReader(ConfigReader):
         (macOS volumes usually do)."""
         seen = _PathIndex[QueueSpec]()
         for queue in queues.values():
-            real = _real(queue.dir)
+            real = self.real(queue.dir)
             found = seen.clash(real)
             if found is None:
                 seen.add(real, queue)
@@ -411,7 +427,7 @@ class DocumentReader(ConfigReader):
         for lane in lanes.values():
             mine: dict[str, tuple[LaneSpec, str, Path]] = {}
             for key, path in _log_fields(lane):
-                real = _folded(_real(path))
+                real = _folded(self.real(path))
                 clash = seen.get(real)
                 if clash is None:
                     mine.setdefault(real, (lane, key, path))
@@ -444,10 +460,10 @@ class DocumentReader(ConfigReader):
         owned = _PathIndex[tuple[QueueSpec, str]]()
         for queue in every.values():
             for name in MOVED_THROUGH:
-                owned.add(_real(queue.dir / name), (queue, name))
+                owned.add(self.real(queue.dir / name), (queue, name))
         for lane in lanes.values():
             for key, path in _log_fields(lane):
-                found = owned.at_or_above(_real(path))
+                found = owned.at_or_above(self.real(path))
                 if found is None:
                     continue
                 queue, name = found
@@ -481,11 +497,6 @@ class DocumentReader(ConfigReader):
                     f"{quoted(other.label)} only in case (macOS file names ignore case)",
                     hint,
                 )
-
-
-def _real(path: Path) -> Path:
-    """Where `path` really is: `..` and symlinks resolved as far as the path exists."""
-    return Path(os.path.realpath(path))
 
 
 def _same_path(a: Path, b: Path) -> bool:
