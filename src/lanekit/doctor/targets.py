@@ -17,20 +17,32 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from lanekit.config import Config, LaneSpec
+    from lanekit.service.manager import JobDefinition
     from lanekit.state.paths import Paths
 
 
 def read_plist(path: Path) -> tuple[dict[str, Any] | None, str | None]:
     """Parse a plist file: (job, None), or (None, why it is not a usable launchd job)."""
+    job, error, _ = _read(path)
+    return job, error
+
+
+def _read(path: Path) -> tuple[dict[str, Any] | None, str | None, bytes]:
+    """`read_plist`, and the bytes read."""
     try:
         read = read_regular(path, "plist", follow=True)
     except LanekitError as exc:  # a FIFO or device named *.plist: never read (it would block)
-        return None, exc.message.removeprefix(f"{path}: plist ")
+        return None, exc.message.removeprefix(f"{path}: plist "), b""
     except OSError as exc:
-        return None, f"cannot be read ({exc.strerror})"
+        return None, f"cannot be read ({exc.strerror})", b""
     if read is None:
-        return None, "cannot be read (No such file or directory)"
+        return None, "cannot be read (No such file or directory)", b""
     data = read[0]
+    job, error = _job(data)
+    return job, error, data
+
+
+def _job(data: bytes) -> tuple[dict[str, Any] | None, str | None]:
     try:
         job = plistlib.loads(data)
     except Exception as exc:  # plistlib raises expat, ValueError, binascii and more
@@ -72,7 +84,7 @@ def lane_target(lane: LaneSpec, paths: Paths) -> Target:
 
     path = paths.plist_for(lane.label)
     if path.exists():
-        job, error = read_plist(path)
+        job, error, data = _read(path)
         return Target(
             subject=lane.name,
             plist_path=path,
@@ -80,9 +92,24 @@ def lane_target(lane: LaneSpec, paths: Paths) -> Target:
             plist_error=error,
             installed=True,
             lane=lane,
+            definition=_definition(job, data),
         )
     model = lane_plist(lane, interpreter=sys.executable, snapshot=paths.snapshot_for(lane.label))
-    return Target(subject=lane.name, plist_path=path, plist=model, installed=False, lane=lane)
+    return Target(
+        subject=lane.name,
+        plist_path=path,
+        plist=model,
+        installed=False,
+        lane=lane,
+        definition=_definition(model, plistlib.dumps(model)),
+    )
+
+
+def _definition(job: Mapping[str, Any] | None, data: bytes) -> JobDefinition | None:
+    """The job in neutral terms, as launchd reads the plist (lanekit.service.launchd)."""
+    from lanekit.service.launchd.manager import plist_definition
+
+    return None if job is None else plist_definition(job, data.decode("utf-8", "replace"))
 
 
 def plist_target(path: Path, config: Config | None) -> Target:
@@ -90,7 +117,7 @@ def plist_target(path: Path, config: Config | None) -> Target:
     and names a lane of the loaded lanes.toml with the same label."""
     if not path.exists():
         raise UsageError(f"{path}: no such plist", "give the path of a .plist file")
-    job, error = read_plist(path)
+    job, error, data = _read(path)
     lane = None
     if job is not None and config is not None:
         env = job.get("EnvironmentVariables")
@@ -107,6 +134,7 @@ def plist_target(path: Path, config: Config | None) -> Target:
         installed=True,
         lane=lane,
         kind=SubjectKind.LANE if lane is not None else SubjectKind.PLIST,
+        definition=_definition(job, data),
     )
 
 

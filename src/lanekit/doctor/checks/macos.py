@@ -41,14 +41,14 @@ FULL_DISK_ACCESS = "System Settings > Privacy & Security > Full Disk Access"
 def _paths(target: Target) -> list[tuple[str, Path]]:
     """(what, path) of every place the job reads or writes that doctor can name."""
     found: list[tuple[str, Path]] = []
-    job = target.plist
     lane = target.lane
     if lane is not None:
         found.append(("the queue", lane.queue.dir))
         found.append(("the lane log", lane.log_path))
-    if job is not None:
-        found.extend((key, path) for key, path in jobfacts.log_files(job))
-        workdir = jobfacts.workdir(job)
+    defined = target.definition
+    if defined is not None:
+        found.extend(jobfacts.defined_logs(defined))
+        workdir = defined.cwd
         if workdir and (lane is None or Path(workdir) != lane.queue.dir):
             found.append(("WorkingDirectory", Path(workdir)))
     if lane is not None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping, Set
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lanekit.service.exits import describe_exit
 from lanekit.service.launchd.codes import NOT_LOADED, LaunchctlCode
@@ -23,7 +23,13 @@ from lanekit.service.launchd.model import (
     ListEntry,
     ServiceInfo,
 )
-from lanekit.service.manager import Artifacts, LaneObservation, ManagerKind, Observation
+from lanekit.service.manager import (
+    Artifacts,
+    JobDefinition,
+    LaneObservation,
+    ManagerKind,
+    Observation,
+)
 
 if TYPE_CHECKING:
     from lanekit.config import LaneSpec
@@ -82,6 +88,23 @@ class LaunchdManager:
         if not self._install_dir.is_dir():
             return {}
         return {path.stem: path for path in sorted(self._install_dir.glob("*.plist"))}
+
+    def define(self, artifact: bytes) -> JobDefinition:
+        """The plist's job as launchd reads it (`plist_definition`)."""
+        import plistlib
+
+        try:
+            job = plistlib.loads(artifact)
+        except Exception as exc:  # plistlib raises expat, ValueError, binascii and more
+            raise ValueError(f"is not a valid property list ({exc})") from None
+        if not isinstance(job, dict):
+            raise ValueError(f"holds a {type(job).__name__}, not a dictionary")
+        defined = plist_definition(job, artifact.decode("utf-8", "replace"))
+        if not defined.label:
+            raise ValueError("has no Label string")
+        if defined.program is None:
+            raise ValueError("has neither Program nor ProgramArguments")
+        return defined
 
     def observe(
         self, labels: Iterable[str], wanted: Mapping[str, bytes] | None = None
@@ -162,6 +185,62 @@ class LaunchdManager:
     ) -> str:
         """lanekit.service.exits' wording (launchd's 78, the shell's 126/127, signals)."""
         return describe_exit(exit_code, sig, lanekit_runner=lanekit_runner)
+
+
+def plist_definition(job: Mapping[str, Any], text: str = "") -> JobDefinition:
+    """How launchd reads a plist's job: ProgramArguments (or [Program]); Program, else
+    argv[0], is what it executes; only string variables count; a relative log path starts at
+    WorkingDirectory. Values launchd would ignore (wrong types) are left out."""
+    args = job.get("ProgramArguments")
+    program = job.get("Program")
+    if isinstance(args, list) and all(isinstance(a, str) for a in args):
+        argv = tuple(args)
+    else:
+        argv = (program,) if isinstance(program, str) else ()
+    if not (isinstance(program, str) and program):
+        program = argv[0] if argv else None
+    env = job.get("EnvironmentVariables")
+    variables = (
+        {k: v for k, v in env.items() if isinstance(k, str) and isinstance(v, str)}
+        if isinstance(env, dict)
+        else {}
+    )
+    calendar = job.get("StartCalendarInterval")
+    tables = calendar if isinstance(calendar, list) else [calendar] if calendar else []
+    label = job.get("Label")
+    return JobDefinition(
+        label=label if isinstance(label, str) else "",
+        argv=argv,
+        program=program,
+        env=variables,
+        cwd=_text(job.get("WorkingDirectory")),
+        stdout=_text(job.get("StandardOutPath")),
+        stderr=_text(job.get("StandardErrorPath")),
+        calendar=tuple(
+            {k: v for k, v in t.items() if isinstance(v, int)}
+            for t in tables
+            if isinstance(t, dict)
+        ),
+        interval=_count(job.get("StartInterval")),
+        exit_timeout=_count(job.get("ExitTimeOut"), zero=True),
+        throttle=_count(job.get("ThrottleInterval"), zero=True),
+        text=text,
+    )
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _count(value: object, *, zero: bool = False) -> int | None:
+    """A plist integer launchd acts on (above 0, or 0 too), else None."""
+    if (
+        isinstance(value, int)
+        and not isinstance(value, bool)
+        and (value > 0 or (zero and value == 0))
+    ):
+        return value
+    return None
 
 
 def _lane(
