@@ -12,6 +12,7 @@ tests/queue/test_contract.py is the queue's contract suite.)
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -116,8 +117,6 @@ def _config(paths: Paths, *, gen: int = 1, lanes: tuple[str, ...] = LANES[:2]) -
 
 def _wanted(manager: ServiceManager, config: Config, paths: Paths) -> dict[str, bytes]:
     """label -> the artifact `apply` would install, as the manager renders it."""
-    import sys
-
     return {
         lane.label: manager.render(
             lane, interpreter=sys.executable, snapshot=paths.snapshot_for(lane.label)
@@ -144,8 +143,13 @@ def test_apply_twice_changes_nothing(subject: Subject, paths: Paths) -> None:
         assert not seen[label].running
         assert seen[label].ended is Ending.NEVER
         assert not seen[label].needs_reload, seen[label].stale
-        assert manager.artifact_path(label).exists()
+        defined = manager.define(manager.artifact_path(label).read_bytes())
+        assert defined.label == label
+        assert defined.program == sys.executable
+        assert defined.calendar
     assert set(labels) <= manager.installed().keys()
+    with pytest.raises(ValueError, match="not a valid"):
+        manager.define(b"not an artifact")
 
 
 def test_a_changed_lane_needs_reload_until_applied(subject: Subject, paths: Paths) -> None:

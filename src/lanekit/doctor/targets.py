@@ -43,26 +43,12 @@ def _read(path: Path) -> tuple[dict[str, Any] | None, str | None, bytes]:
 
 
 def _job(data: bytes) -> tuple[dict[str, Any] | None, str | None]:
+    from lanekit.service.launchd.manager import read_job
+
     try:
-        job = plistlib.loads(data)
-    except Exception as exc:  # plistlib raises expat, ValueError, binascii and more
-        return None, f"is not a valid property list ({exc})"
-    if not isinstance(job, dict):
-        return None, f"holds a {type(job).__name__}, not a dictionary"
-    label = job.get("Label")
-    if not isinstance(label, str) or not label:
-        return None, "has no Label string"
-    args = job.get("ProgramArguments")
-    program = job.get("Program")
-    if program is not None and not isinstance(program, str):
-        return None, "has a Program that is not a string"
-    if args is not None and (
-        not isinstance(args, list) or not args or not all(isinstance(a, str) for a in args)
-    ):
-        return None, "has a ProgramArguments that is not a non-empty array of strings"
-    if program is None and args is None:
-        return None, "has neither Program nor ProgramArguments"
-    return job, None
+        return read_job(data), None
+    except ValueError as exc:
+        return None, str(exc)
 
 
 def lane_interpreter(installed: Mapping[str, Any] | None) -> str:

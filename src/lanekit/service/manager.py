@@ -123,10 +123,6 @@ class Observation:
             return found
         return LaneObservation(label, loaded=label in self.loaded, disabled=label in self.disabled)
 
-    def running(self) -> dict[str, int]:
-        """label -> pid of every lane asked about that is running."""
-        return {label: seen.pid for label, seen in self.lanes.items() if seen.pid is not None}
-
 
 @dataclass(frozen=True, slots=True)
 class JobDefinition:
@@ -161,10 +157,6 @@ class Artifacts:
 
     install_dir: Path
     files: Mapping[str, bytes] = field(default_factory=dict)
-
-    def paths(self) -> dict[Path, bytes]:
-        """Where each file installs, and its bytes."""
-        return {self.install_dir / name: data for name, data in self.files.items()}
 
 
 class ServiceManager(Protocol):

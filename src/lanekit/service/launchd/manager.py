@@ -90,21 +90,9 @@ class LaunchdManager:
         return {path.stem: path for path in sorted(self._install_dir.glob("*.plist"))}
 
     def define(self, artifact: bytes) -> JobDefinition:
-        """The plist's job as launchd reads it (`plist_definition`)."""
-        import plistlib
-
-        try:
-            job = plistlib.loads(artifact)
-        except Exception as exc:  # plistlib raises expat, ValueError, binascii and more
-            raise ValueError(f"is not a valid property list ({exc})") from None
-        if not isinstance(job, dict):
-            raise ValueError(f"holds a {type(job).__name__}, not a dictionary")
-        defined = plist_definition(job, artifact.decode("utf-8", "replace"))
-        if not defined.label:
-            raise ValueError("has no Label string")
-        if defined.program is None:
-            raise ValueError("has neither Program nor ProgramArguments")
-        return defined
+        """The plist's job as launchd reads it; ValueError (why) when launchd would not load
+        it as a job (`read_job`)."""
+        return plist_definition(read_job(artifact), artifact.decode("utf-8", "replace"))
 
     def observe(
         self, labels: Iterable[str], wanted: Mapping[str, bytes] | None = None
@@ -185,6 +173,32 @@ class LaunchdManager:
     ) -> str:
         """lanekit.service.exits' wording (launchd's 78, the shell's 126/127, signals)."""
         return describe_exit(exit_code, sig, lanekit_runner=lanekit_runner)
+
+
+def read_job(data: bytes) -> dict[str, Any]:
+    """A plist's job dictionary; ValueError saying why it is not a job launchd would load."""
+    import plistlib
+
+    try:
+        job = plistlib.loads(data)
+    except Exception as exc:  # plistlib raises expat, ValueError, binascii and more
+        raise ValueError(f"is not a valid property list ({exc})") from None
+    if not isinstance(job, dict):
+        raise ValueError(f"holds a {type(job).__name__}, not a dictionary")
+    label = job.get("Label")
+    if not isinstance(label, str) or not label:
+        raise ValueError("has no Label string")
+    args = job.get("ProgramArguments")
+    program = job.get("Program")
+    if program is not None and not isinstance(program, str):
+        raise ValueError("has a Program that is not a string")
+    if args is not None and (
+        not isinstance(args, list) or not args or not all(isinstance(a, str) for a in args)
+    ):
+        raise ValueError("has a ProgramArguments that is not a non-empty array of strings")
+    if program is None and args is None:
+        raise ValueError("has neither Program nor ProgramArguments")
+    return job
 
 
 def plist_definition(job: Mapping[str, Any], text: str = "") -> JobDefinition:
