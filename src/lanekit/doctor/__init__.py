@@ -55,6 +55,7 @@ from lanekit.errors import LanekitError
 if TYPE_CHECKING:
     from lanekit.config import Config
     from lanekit.service.launchd import Launchd
+    from lanekit.service.manager import ServiceManager
     from lanekit.state.paths import Paths
 
 __all__ = [
@@ -124,7 +125,7 @@ def diagnose(
     paths: Paths,
     *,
     env: Mapping[str, str] | None = None,
-    launchd: Launchd | None = None,
+    launchd: Launchd | ServiceManager | None = None,
     now: Callable[[], datetime] | None = None,
     uid: int | None = None,
 ) -> DoctorReport:
@@ -139,7 +140,7 @@ def diagnose(
     """
     from lanekit.config.projects import find_configs
     from lanekit.errors import ConfigError
-    from lanekit.service.launchd import open_launchd
+    from lanekit.service import open_manager
 
     env = os.environ if env is None else env
     if now is None:
@@ -157,7 +158,7 @@ def diagnose(
     note = None
     if launchd is None and any(c.asks_launchd for c in checks):
         try:
-            launchd = open_launchd(paths, env)
+            launchd = open_manager(paths, env)
         except LanekitError as exc:
             note = skipped_note(exc)
     groups = _targets_by_config(request, paths, configs)
