@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from lanekit.config import LaneSpec
-    from lanekit.service.manager import JobDefinition
+    from lanekit.service.artifacts import JobDefinition
 
 DOCTOR_SCHEMA = 2
 """Version of the `lanekit doctor --json` document (docs/json.md).

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from lanekit.config import Config, LaneSpec
-    from lanekit.service.manager import JobDefinition
+    from lanekit.service.artifacts import JobDefinition
     from lanekit.state.paths import Paths
 
 

@@ -9,13 +9,14 @@ implement it today: launchd through `launchctl` (lanekit.service.launchd.manager
 emulated domain (lanekit.service.emulated.manager); `lanekit.service.open_manager` picks one.
 The contract every implementation passes is tests/service/test_service_contract.py.
 
-Builtin and typing imports only at the top: `lanekit status` imports this on every call.
+Builtin and typing imports only at the top: `lanekit status` imports this on every call (what
+a lane installs and the job it defines, which status never asks, are lanekit.service.artifacts).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol
 
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from lanekit.config import LaneSpec
+    from lanekit.service.artifacts import Artifacts, JobDefinition
     from lanekit.service.launchd.model import ServiceInfo
 
 
@@ -122,41 +124,6 @@ class Observation:
         if found is not None:
             return found
         return LaneObservation(label, loaded=label in self.loaded, disabled=label in self.disabled)
-
-
-@dataclass(frozen=True, slots=True)
-class JobDefinition:
-    """A lane's job as its manager will run it, in no manager's words (doctor's `Target`
-    carries it beside the manager's own artifact, the plist)."""
-
-    label: str
-    argv: tuple[str, ...] = ()
-    program: str | None = None
-    """What is executed: argv[0], unless the manager names the program apart."""
-    env: Mapping[str, str] = field(default_factory=dict)
-    """The variables the definition sets (not those the manager adds)."""
-    cwd: str | None = None
-    """The working directory it sets; None: the manager's default."""
-    stdout: str | None = None
-    stderr: str | None = None
-    calendar: tuple[Mapping[str, int], ...] = ()
-    """Calendar fires, one mapping of Minute/Hour/Day/Weekday/Month per entry."""
-    interval: int | None = None
-    """Seconds between timer fires."""
-    exit_timeout: int | None = None
-    """Seconds from SIGTERM to SIGKILL when stopped; None: the manager's default."""
-    throttle: int | None = None
-    """Least seconds between two starts; None: the manager's default."""
-    text: str = ""
-    """The artifact as written."""
-
-
-@dataclass(frozen=True, slots=True)
-class Artifacts:
-    """What a lane installs: file name -> bytes, into `install_dir`."""
-
-    install_dir: Path
-    files: Mapping[str, bytes] = field(default_factory=dict)
 
 
 class ServiceManager(Protocol):

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from lanekit.doctor import Target
+from lanekit.service.artifacts import JobDefinition
 from lanekit.service.launchd.manager import plist_definition
-from lanekit.service.manager import JobDefinition
 
 LAUNCHD_PATH = "/usr/bin:/bin:/usr/sbin:/sbin"
 """The PATH launchd gives a job whose plist sets none (launchd-semantics.md section 3)."""

@@ -23,16 +23,11 @@ from lanekit.service.launchd.model import (
     ListEntry,
     ServiceInfo,
 )
-from lanekit.service.manager import (
-    Artifacts,
-    JobDefinition,
-    LaneObservation,
-    ManagerKind,
-    Observation,
-)
+from lanekit.service.manager import LaneObservation, ManagerKind, Observation
 
 if TYPE_CHECKING:
     from lanekit.config import LaneSpec
+    from lanekit.service.artifacts import Artifacts, JobDefinition
 
 POLL_SECONDS = 0.05
 
@@ -77,6 +72,7 @@ class LaunchdManager:
         self, lane: LaneSpec, *, interpreter: str, snapshot: Path, templates: Path | None = None
     ) -> Artifacts:
         """The lane's plist (jinja2, imported only when rendering)."""
+        from lanekit.service.artifacts import Artifacts
         from lanekit.service.launchd.plist import render_lane
 
         data = render_lane(lane, interpreter=interpreter, snapshot=snapshot, templates=templates)
@@ -205,6 +201,8 @@ def plist_definition(job: Mapping[str, Any], text: str = "") -> JobDefinition:
     """How launchd reads a plist's job: ProgramArguments (or [Program]); Program, else
     argv[0], is what it executes; only string variables count; a relative log path starts at
     WorkingDirectory. Values launchd would ignore (wrong types) are left out."""
+    from lanekit.service.artifacts import JobDefinition
+
     args = job.get("ProgramArguments")
     program = job.get("Program")
     if isinstance(args, list) and all(isinstance(a, str) for a in args):
