@@ -23,8 +23,8 @@ if TYPE_CHECKING:
     from lanekit.config import Config, LaneSpec
     from lanekit.queue import JobQueue
     from lanekit.schedule import Collision
-    from lanekit.service.launchd import Launchd, ListEntry, ServiceInfo
-    from lanekit.service.manager import Observation, ServiceManager
+    from lanekit.service.launchd import Launchd
+    from lanekit.service.manager import LaneObservation, Observation, ServiceManager
     from lanekit.state.paths import Paths
 
 CheckFunc = Callable[[Target, "DoctorContext"], Iterable[Problem]]
@@ -184,9 +184,6 @@ class DoctorContext:
         self.notes: list[str] = []
         self._expected: set[str] = set()
         self._observation: Observation | None = None
-        self._listing: tuple[Observation, dict[str, ListEntry]] | None = None
-        self._disabled: tuple[Observation, dict[str, bool]] | None = None
-        """Views of the observation they were made from (checks ask for them per target)."""
         self._collisions: list[Collision] | None = None
         self._launchd_error: LanekitError | None = None
         self._findings: dict[tuple[str, SubjectKind, str], list[Finding]] = {}
@@ -238,34 +235,10 @@ class DoctorContext:
                     self._unavailable(exc)
         return self._observation
 
-    def listing(self) -> Mapping[str, ListEntry]:
-        """label -> `launchctl list` row of every loaded label checks ask about (`expect`)."""
-        from lanekit.service.launchd.model import ListEntry
-
-        seen = self.observation()
-        if self._listing is None or self._listing[0] is not seen:
-            rows = {
-                label: ListEntry(lane.pid, lane.last_exit, label)
-                for label, lane in seen.lanes.items()
-                if lane.loaded
-            }
-            self._listing = (seen, rows)
-        return self._listing[1]
-
-    def disabled(self) -> Mapping[str, bool]:
-        """label -> True when launchd has the job disabled."""
-        seen = self.observation()
-        if self._disabled is None or self._disabled[0] is not seen:
-            self._disabled = (seen, dict.fromkeys(seen.disabled, True))
-        return self._disabled[1]
-
-    def service(self, label: str) -> ServiceInfo | None:
-        """`launchctl print` of a loaded job; None when it is not loaded."""
-        return self.observation(label)[label].definition
-
-    def last_exit(self, label: str) -> int | None:
-        """The job's last exit status, launchctl-list style: an exit code, or -signal."""
-        return self.observation(label)[label].last_exit
+    def seen(self, label: str) -> LaneObservation:
+        """What the manager says of one job (loaded, disabled, pid, last exit, definition),
+        from the shared observation."""
+        return self.observation(label)[label]
 
     def collisions(self) -> Sequence[Collision]:
         """Pairs of lanes of one queue that fire in the same minute (found once, for every

@@ -393,8 +393,8 @@ def stuck_run(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     label = target.label
     if lane is None or label is None:
         return
-    entry = ctx.listing().get(label)
-    if entry is None or entry.pid is None:
+    entry = ctx.seen(label)
+    if entry.pid is None:
         return
     started = _started_at(entry.pid)
     if started is None:

@@ -138,11 +138,7 @@ class EmulatedDomain:
 
     def list(self) -> list[ListEntry]:
         """Every loaded job: pid while running, last exit code or minus the signal."""
-        with self._transaction() as state:
-            return [
-                ListEntry(job.pid, job.list_status, label)
-                for label, job in sorted(state.jobs.items())
-            ]
+        return self.read_all(frozenset())[0]
 
     def print(self, label: str) -> ServiceInfo:
         """What `launchctl print gui/<uid>/<label>` would say; 113 when not loaded."""
@@ -268,8 +264,7 @@ class EmulatedDomain:
 
     def print_disabled(self) -> dict[str, bool]:
         """Every override: label -> True when disabled."""
-        with self._transaction() as state:
-            return dict(state.disabled)
+        return self.read_all(frozenset())[1]
 
     def read_all(
         self, labels: Set[str]
