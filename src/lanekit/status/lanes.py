@@ -147,18 +147,20 @@ def status_of(
         for lane in selected
     ]
     return [
-        _watchdog_overdue(row, lane, paths, now) for row, lane in zip(rows, selected, strict=True)
+        _watchdog_overdue(row, lane, manager, now) for row, lane in zip(rows, selected, strict=True)
     ]
 
 
-def _watchdog_overdue(row: LaneStatus, lane: LaneSpec, paths: Paths, now: datetime) -> LaneStatus:
+def _watchdog_overdue(
+    row: LaneStatus, lane: LaneSpec, manager: ServiceManager, now: datetime
+) -> LaneStatus:
     """The row with its dead man's switch line, when `lane` is an overdue watchdog."""
     if not is_watchdog(lane):
         return row
     from lanekit.watch.deadman import watchdog_silence
 
     try:
-        installed_at = paths.plist_for(lane.label).stat().st_mtime
+        installed_at = manager.artifact_path(lane.label).stat().st_mtime
     except OSError:
         return row
     silence = watchdog_silence(lane, now, installed_at)
