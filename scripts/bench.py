@@ -19,7 +19,8 @@
 (h) `lanekit --version` vs `python -c "import typer"` (with `--help` and completion beside it);
 (i) `lanekit status` on 5 lanes vs `python -c "import typer"`;
 (j) one `lanekit watch` pass over 20 lanes vs `lanekit doctor` over the same lanes, and a pass
-    over 100 lanes in CPU as a share of one CPU at the default `every` (5 min).
+    over 100 lanes in CPU as a share of one CPU at the default `every` (5 min);
+(k) `lanekit status` and `lanekit doctor` at 100 lanes vs at 1 lane.
 
 Timings only; nothing here is a test (tests never assert timings). Needs the `bench` extra
 (dirq, litequeue, persist-queue) for (b).
@@ -38,6 +39,7 @@ from benchkit.cycle import bench_cycle
 from benchkit.drain import bench_drain, worker_main
 from benchkit.interactive import bench_cli_startup, bench_enqueue
 from benchkit.report import DOCS, GROUPS, machine_info, render, write_docs
+from benchkit.scale import bench_scale
 from benchkit.startup import bench_backlog, bench_paging, bench_startup
 from benchkit.timeline import bench_timeline
 from benchkit.watchpass import bench_watch
@@ -49,7 +51,7 @@ def parse_options(args_list: list[str]) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="small sizes: a smoke run")
     parser.add_argument("--write-docs", action="store_true", help="rewrite docs/benchmarks.md")
     parser.add_argument("--dir", type=Path, default=None, help="work dir (default: temp dir)")
-    parser.add_argument("--only", default="abcdefghij", help="which figures, e.g. --only ce")
+    parser.add_argument("--only", default="abcdefghijk", help="which figures, e.g. --only ce")
     parser.add_argument("--workers", type=int, default=8, help="processes for (b)")
     parser.add_argument(
         "--repeat",
@@ -90,7 +92,63 @@ def sizes_for(*, quick: bool, repeat: int) -> dict[str, int]:
         "share_lanes": 20 if quick else 100,
         "share_records": 2_000 if quick else 50_000,
         "share_log_lines": 200 if quick else 2_000,
+        "scale_lanes": 100,
+        "scale_runs": 3 if quick else 7,
     }
+
+
+def measure(
+    root: Path, args: argparse.Namespace, sizes: dict[str, int]
+) -> tuple[list[Figure], list[str]]:
+    """The figures `--only` asks for, in order, and (b)'s table."""
+    repeat = args.repeat
+    figures: list[Figure] = []
+    table: list[str] = []
+    if "a" in args.only:
+        say("(a) claim+complete vs floor")
+        figures.append(bench_cycle(root, sizes["cycle"], sizes["rounds"]))
+    if "b" in args.only:
+        say("(b) draining")
+        fig, table = bench_drain(root, sizes["drain"], sizes["e2e"], args.workers, repeat)
+        figures.append(fig)
+    if "c" in args.only:
+        say("(c) start-up")
+        figures.append(bench_startup(root, sizes["startup"]))
+    if "d" in args.only:
+        say("(d) backlog")
+        figures.append(bench_backlog(root, 100, sizes["backlog"], sizes["backlog_runs"]))
+    if "e" in args.only:
+        say("(e) paging")
+        figures.append(bench_paging(root, sizes["paging"], sizes["paging_runs"]))
+    if "f" in args.only:
+        say("(f) timeline day")
+        figures.append(
+            bench_timeline(
+                root, sizes["timeline_days"], sizes["timeline_per_day"], sizes["timeline_runs"]
+            )
+        )
+    if "g" in args.only:
+        say("(g) enqueue --jsonl")
+        figures.append(bench_enqueue(root, sizes["singles"], sizes["jsonl"], sizes["jsonl_runs"]))
+    if "h" in args.only or "i" in args.only:
+        say("(h, i) CLI start-up")
+        version, status = bench_cli_startup(root, sizes["cli_runs"])
+        figures += [fig for fig in (version, status) if fig.key in args.only]
+    if "j" in args.only:
+        say("(j) watch pass")
+        figures.append(
+            bench_watch(
+                root,
+                sizes["watch_records"],
+                sizes["watch_log_lines"],
+                sizes["watch_runs"],
+                (sizes["share_lanes"], sizes["share_records"], sizes["share_log_lines"]),
+            )
+        )
+    if "k" in args.only:
+        say("(k) status and doctor at scale")
+        figures.append(bench_scale(root, sizes["scale_lanes"], sizes["scale_runs"]))
+    return figures, table
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -101,57 +159,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_options(args_list)
     sizes = sizes_for(quick=args.quick, repeat=args.repeat)
     quick = args.quick
-    repeat = args.repeat
     command = " ".join(["scripts/bench.py", *args_list])
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="lanekit-bench-") as tmp:
         root = args.dir if args.dir is not None else Path(tmp)
         root.mkdir(parents=True, exist_ok=True)
-        figures: list[Figure] = []
-        table: list[str] = []
-        if "a" in args.only:
-            say("(a) claim+complete vs floor")
-            figures.append(bench_cycle(root, sizes["cycle"], sizes["rounds"]))
-        if "b" in args.only:
-            say("(b) draining")
-            fig, table = bench_drain(root, sizes["drain"], sizes["e2e"], args.workers, repeat)
-            figures.append(fig)
-        if "c" in args.only:
-            say("(c) start-up")
-            figures.append(bench_startup(root, sizes["startup"]))
-        if "d" in args.only:
-            say("(d) backlog")
-            figures.append(bench_backlog(root, 100, sizes["backlog"], sizes["backlog_runs"]))
-        if "e" in args.only:
-            say("(e) paging")
-            figures.append(bench_paging(root, sizes["paging"], sizes["paging_runs"]))
-        if "f" in args.only:
-            say("(f) timeline day")
-            figures.append(
-                bench_timeline(
-                    root, sizes["timeline_days"], sizes["timeline_per_day"], sizes["timeline_runs"]
-                )
-            )
-        if "g" in args.only:
-            say("(g) enqueue --jsonl")
-            figures.append(
-                bench_enqueue(root, sizes["singles"], sizes["jsonl"], sizes["jsonl_runs"])
-            )
-        if "h" in args.only or "i" in args.only:
-            say("(h, i) CLI start-up")
-            version, status = bench_cli_startup(root, sizes["cli_runs"])
-            figures += [fig for fig in (version, status) if fig.key in args.only]
-        if "j" in args.only:
-            say("(j) watch pass")
-            figures.append(
-                bench_watch(
-                    root,
-                    sizes["watch_records"],
-                    sizes["watch_log_lines"],
-                    sizes["watch_runs"],
-                    (sizes["share_lanes"], sizes["share_records"], sizes["share_log_lines"]),
-                )
-            )
+        figures, table = measure(root, args, sizes)
         info = machine_info(root)
         load_after = os.getloadavg()  # before the trees are deleted (not measured)
         empty_trash(root)

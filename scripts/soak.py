@@ -5,7 +5,7 @@
     scripts/soak.py --days 30
 
 Five lanes drain two queues on their schedules; a producer enqueues jobs every emulated hour.
-Emulated time moves through `lanekit.service.launchd.emuclock.advance`, which fires only what
+Emulated time moves through `lanekit.service.emulated.clock.advance`, which fires only what
 launchd
 would fire (every calendar minute and StartInterval boundary that has a lane, with real
 processes), so a month costs minutes of wall time, not a month. Every job's command appends

@@ -30,7 +30,7 @@ from lanekit.doctor import (
 )
 from lanekit.errors import ExitCode, UsageError
 from lanekit.reconcile import apply
-from lanekit.service.launchd.emulator import EmulatedDomain
+from lanekit.service.emulated.emulator import EmulatedDomain
 from lanekit.state.paths import Paths
 
 REPO = Path(__file__).resolve().parent.parent

@@ -915,7 +915,7 @@ def test_plist_replaced_without_reload_is_reloaded(paths: Paths) -> None:
     runs Nice 10, so plan and apply say "launchd has an older definition loaded" and reload;
     afterwards launchd runs Nice 11 and a second apply has nothing to do."""
     from lanekit.reconcile import desired_lane
-    from lanekit.service.launchd.emulator import EmulatedDomain
+    from lanekit.service.emulated.emulator import EmulatedDomain
 
     domain = EmulatedDomain(paths.emulator, launch_agents=paths.launch_agents)
     apply(_nice_config(paths, 10), paths, domain)

@@ -27,8 +27,8 @@ from lanekit.config import Config, load_config
 from lanekit.queue import Queue
 from lanekit.reconcile import ActionKind, Outcome, Result, apply
 from lanekit.run.lanelog import read_events
+from lanekit.service.emulated.emulator import EmulatedDomain
 from lanekit.service.launchd import LaunchctlError
-from lanekit.service.launchd.emulator import EmulatedDomain
 from lanekit.state.paths import Paths
 
 LANES = ("red", "green", "blue")

@@ -10,10 +10,10 @@ from pathlib import Path
 from benchkit.common import LANEKIT, PY, REPO, Figure, fresh, median, run_cmd
 
 
-def cli_world(root: Path, lanes: int) -> tuple[Path, dict[str, str]]:
+def cli_world(root: Path, lanes: int, name: str = "cli") -> tuple[Path, dict[str, str]]:
     """A lanes.toml with `lanes` lanes on one queue, applied in an emulated domain under
-    `root`: (its path, the environment that points lanekit there)."""
-    where = fresh(root, "cli")
+    `root / name`: (its path, the environment that points lanekit there)."""
+    where = fresh(root, name)
     env = {
         **os.environ,
         "LANEKIT_STATE_DIR": str(where / "state"),
@@ -26,7 +26,7 @@ def cli_world(root: Path, lanes: int) -> tuple[Path, dict[str, str]]:
     for n in range(lanes):
         text += (
             f'\n[lanes.l{n}]\nqueue = "q"\ncommand = ["/bin/true", "{{job}}"]\n'
-            f'schedule = "{n} 3 * * *"\n'
+            f'schedule = "{n % 60} {3 + n // 60} * * *"\n'
         )
     config = where / "lanes.toml"
     config.write_text(text, encoding="utf-8")

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from lanekit.cli import app
 from lanekit.queue import Queue
 from lanekit.run.lanelog import read_events
-from lanekit.service.launchd.emulator import EmulatedDomain
+from lanekit.service.emulated.emulator import EmulatedDomain
 from lanekit.state.paths import Paths
 
 ROOT = Path(__file__).resolve().parents[2]

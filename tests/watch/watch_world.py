@@ -14,7 +14,7 @@ from typing import Any
 
 from lanekit.config import Config, LaneSpec, load_config
 from lanekit.reconcile import ApplyResult, apply
-from lanekit.service.launchd.emulator import EmulatedDomain
+from lanekit.service.emulated.emulator import EmulatedDomain
 from lanekit.state.paths import Paths
 from lanekit.watch.watchdog import PassResult, WatchRequest, run_pass
 

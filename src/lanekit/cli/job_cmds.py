@@ -153,12 +153,12 @@ def pause(
     progress finishes its current job."""
     from lanekit.cli.render import verbs as show
     from lanekit.reconcile.pause import pause as pause_lanes
-    from lanekit.service.launchd import open_launchd
+    from lanekit.service import open_manager
     from lanekit.state.paths import Paths
 
     paths = Paths.from_env()
     result = pause_lanes(
-        _lanes(config, lanes, project), paths, open_launchd(paths), dry_run=dry_run
+        _lanes(config, lanes, project), paths, open_manager(paths), dry_run=dry_run
     )
     show.paused(result, verb="pause", dry_run=dry_run, as_json=as_json)
 
@@ -174,12 +174,12 @@ def resume(
     not have it, and let runs claim jobs again."""
     from lanekit.cli.render import verbs as show
     from lanekit.reconcile.pause import resume as resume_lanes
-    from lanekit.service.launchd import open_launchd
+    from lanekit.service import open_manager
     from lanekit.state.paths import Paths
 
     paths = Paths.from_env()
     result = resume_lanes(
-        _lanes(config, lanes, project), paths, open_launchd(paths), dry_run=dry_run
+        _lanes(config, lanes, project), paths, open_manager(paths), dry_run=dry_run
     )
     show.paused(result, verb="resume", dry_run=dry_run, as_json=as_json)
 

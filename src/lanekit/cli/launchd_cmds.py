@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -132,7 +131,7 @@ def remove(
     another project installed is never removed from this one without --adopt."""
     from lanekit.cli.render import launchd as show
     from lanekit.reconcile import remove as reconcile_remove
-    from lanekit.service.launchd import open_launchd
+    from lanekit.service import open_manager
     from lanekit.state.paths import Paths
 
     _check_wait_force(wait, force)
@@ -149,7 +148,7 @@ def remove(
         result = reconcile_remove(
             loaded,
             paths,
-            open_launchd(paths),
+            open_manager(paths),
             lane,
             wait=wait,
             force=force,
@@ -170,12 +169,13 @@ def kick(
     seconds), 5 when launchd could not start it (e.g. exit 78: the program never ran)."""
     from lanekit.cli.render import launchd as show
     from lanekit.reconcile import kick as reconcile_kick
-    from lanekit.service.launchd import open_launchd
-    from lanekit.state.paths import Paths, backend_name
+    from lanekit.service import open_manager
+    from lanekit.state.paths import Paths
 
     paths = Paths.from_env()
-    result = reconcile_kick(_config(config, paths), paths, open_launchd(paths), lane)
-    show.kicked(result, emulated=backend_name(os.environ, sys.platform) == "emulated")
+    manager = open_manager(paths)
+    result = reconcile_kick(_config(config, paths), paths, manager, lane)
+    show.kicked(result, emulated=manager.kind == "emulated")
     raise typer.Exit(int(result.exit_code))
 
 
@@ -191,21 +191,21 @@ def status(
     lanes.toml here: every installed project's lanes, with the project shown."""
     from lanekit.cli.render import status as show
     from lanekit.config.projects import find_configs, lanes_named
-    from lanekit.service.launchd import clock_for, open_launchd
-    from lanekit.state.paths import Paths, backend_name
+    from lanekit.service import open_manager
+    from lanekit.service.launchd import clock_for
+    from lanekit.state.paths import Paths
     from lanekit.status.lanes import status_of
 
     paths = Paths.from_env()
     configs, anywhere = find_configs(config, paths, os.environ, project=project)
-    launchd = open_launchd(paths)
-    emulated = backend_name(os.environ, sys.platform) == "emulated"
+    manager = open_manager(paths)
     now = clock_for(paths).now()
-    rows = status_of(lanes_named(configs, [lane] if lane else []), paths, launchd, now=now)
+    rows = status_of(lanes_named(configs, [lane] if lane else []), paths, manager, now=now)
     show.status(
         rows,
-        domain=launchd.domain,
-        reason=launchd.domain_reason,
+        domain=manager.domain,
+        reason=manager.domain_reason,
         as_json=as_json,
-        emulated=emulated,
+        emulated=manager.kind == "emulated",
         show_project=anywhere,
     )

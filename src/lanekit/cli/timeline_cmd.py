@@ -73,7 +73,8 @@ def timeline_cmd(
     if open_page and html is None:
         raise UsageError("--open needs --html FILE", "e.g. lanekit timeline --html day.html --open")
     from lanekit.cli.render import timeline as view
-    from lanekit.service.launchd import clock_for, open_launchd
+    from lanekit.service import open_manager
+    from lanekit.service.launchd import clock_for
     from lanekit.state.paths import Paths
     from lanekit.timeline.build import TimelineRequest, parse_day, timeline
 
@@ -86,7 +87,7 @@ def timeline_cmd(
         job=job,
         config_path=config,
     )
-    result = timeline(request, paths, open_launchd(paths), now=now)
+    result = timeline(request, paths, open_manager(paths), now=now)
     if html is not None:
         from lanekit.timeline.html import save
 

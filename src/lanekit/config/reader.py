@@ -7,7 +7,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from lanekit.config.lanes import watchdog_lane
 from lanekit.config.model import (
@@ -54,6 +54,22 @@ from lanekit.state.snapshot_schema import (
 
 class DocumentReader(ConfigReader):
     """Walks the parsed TOML document, building specs and collecting every error."""
+
+    def real(self, path: Path) -> Path:
+        """Where `path` really is (`..` and symlinks resolved as far as the path exists),
+        each directory resolved once per read: lanes' logs share their queue's logs/, and a
+        realpath per log walked the same directories for every lane."""
+        reals: dict[Path, Path] = self.__dict__.setdefault("_reals", {})
+        found = reals.get(path)
+        if found is None:
+            parent = path.parent
+            # os.path.islink answers False on any error, as realpath's own walk does.
+            if parent == path or path.name in {".", ".."} or os.path.islink(path):  # noqa: PTH114
+                found = Path(os.path.realpath(path))
+            else:
+                found = self.real(parent) / path.name
+            reals[path] = found
+        return found
 
     def config(self, path: Path, document: dict[str, Any]) -> Config:
         self.known_keys(document, (), TOP_KEYS, "top-level tables")
@@ -171,37 +187,31 @@ class DocumentReader(ConfigReader):
         """Two queues in one directory, or one inside another, would mix their jobs: compared
         by real path (`z/../q` and a symlinked alias are the same directory) and ignoring case
         (macOS volumes usually do)."""
-        seen: list[tuple[QueueSpec, Path]] = []
+        seen = _PathIndex[QueueSpec]()
         for queue in queues.values():
-            real = _real(queue.dir)
-            for other, other_real in seen:
-                where = ("queues", queue.name, "dir")
-                theirs = f"the dir of queue {quoted(other.name)}"
-                if _same_path(real, other_real):
-                    alias = "" if queue.dir == other.dir else f" ({other.dir}), as real path {real}"
-                    self.fail(
-                        where,
-                        f"{queue.dir} is already {theirs}{alias}",
-                        "several lanes may drain one queue: point their `queue` at the same name",
-                    )
-                    break
-                nesting = (
-                    "is inside"
-                    if _inside(real, other_real)
-                    else "contains"
-                    if _inside(other_real, real)
-                    else None
+            real = self.real(queue.dir)
+            found = seen.clash(real)
+            if found is None:
+                seen.add(real, queue)
+                continue
+            other, other_real = found
+            where = ("queues", queue.name, "dir")
+            theirs = f"the dir of queue {quoted(other.name)}"
+            if _same_path(real, other_real):
+                alias = "" if queue.dir == other.dir else f" ({other.dir}), as real path {real}"
+                self.fail(
+                    where,
+                    f"{queue.dir} is already {theirs}{alias}",
+                    "several lanes may drain one queue: point their `queue` at the same name",
                 )
-                if nesting is not None:
-                    self.fail(
-                        where,
-                        f"{queue.dir} {nesting} {theirs} ({other.dir}): one queue's directories "
-                        "would hold the other's jobs",
-                        "give each queue a directory of its own, outside every other queue's",
-                    )
-                    break
-            else:
-                seen.append((queue, real))
+                continue
+            nesting = "is inside" if _inside(real, other_real) else "contains"
+            self.fail(
+                where,
+                f"{queue.dir} {nesting} {theirs} ({other.dir}): one queue's directories "
+                "would hold the other's jobs",
+                "give each queue a directory of its own, outside every other queue's",
+            )
 
     def lane(
         self,
@@ -412,16 +422,17 @@ class DocumentReader(ConfigReader):
         would read another lane's events): lane `x`'s default stdout log `logs/x.out.log` is
         lane `x.out`'s default event log. Compared like queue dirs, by real path and ignoring
         case; within one lane, stdout and stderr may share a file (launchd allows it)."""
-        seen: list[tuple[LaneSpec, str, Path, Path]] = []
+        # Keyed by folded real path: one look-up per log, not a scan of every earlier one.
+        seen: dict[str, tuple[LaneSpec, str, Path]] = {}
         for lane in lanes.values():
-            mine: list[tuple[LaneSpec, str, Path, Path]] = []
+            mine: dict[str, tuple[LaneSpec, str, Path]] = {}
             for key, path in _log_fields(lane):
-                real = _real(path)
-                clash = next((c for c in seen if _same_path(real, c[3])), None)
+                real = _folded(self.real(path))
+                clash = seen.get(real)
                 if clash is None:
-                    mine.append((lane, key, path, real))
+                    mine.setdefault(real, (lane, key, path))
                     continue
-                other, other_key, other_path, _ = clash
+                other, other_key, other_path = clash
                 alias = "" if other_path == path else f" at {other_path}"
                 self.fail(
                     ("lanes", lane.name, key),
@@ -432,7 +443,8 @@ class DocumentReader(ConfigReader):
                     f"give each lane its own log files: set {key} of lane {lane.name} or "
                     f"{other_key} of lane {other.name} to a path of its own",
                 )
-            seen.extend(mine)
+            for real, first in mine.items():
+                seen.setdefault(real, first)
 
     def logs_outside_queues(
         self, lanes: Mapping[str, LaneSpec], queues: Mapping[str, QueueSpec]
@@ -445,20 +457,16 @@ class DocumentReader(ConfigReader):
 
         every = {queue.dir: queue for queue in queues.values()}
         every.update({lane.queue.dir: lane.queue for lane in lanes.values()})
-        owned = [
-            (queue, name, _real(queue.dir / name))
-            for queue in every.values()
-            for name in MOVED_THROUGH
-        ]
+        owned = _PathIndex[tuple[QueueSpec, str]]()
+        for queue in every.values():
+            for name in MOVED_THROUGH:
+                owned.add(self.real(queue.dir / name), (queue, name))
         for lane in lanes.values():
             for key, path in _log_fields(lane):
-                real = _real(path)
-                found = next(
-                    (o for o in owned if _same_path(real, o[2]) or _inside(real, o[2])), None
-                )
+                found = owned.at_or_above(self.real(path))
                 if found is None:
                     continue
-                queue, name, _ = found
+                queue, name = found
                 default = lane.queue.dir / "logs" / f"{lane.name}{dict(_LOG_KEYS)[key]}"
                 self.fail(
                     ("lanes", lane.name, key),
@@ -491,11 +499,6 @@ class DocumentReader(ConfigReader):
                 )
 
 
-def _real(path: Path) -> Path:
-    """Where `path` really is: `..` and symlinks resolved as far as the path exists."""
-    return Path(os.path.realpath(path))
-
-
 def _same_path(a: Path, b: Path) -> bool:
     # Case-insensitive, as for labels: macOS volumes usually ignore case.
     return str(a).casefold() == str(b).casefold()
@@ -504,6 +507,48 @@ def _same_path(a: Path, b: Path) -> bool:
 def _inside(inner: Path, outer: Path) -> bool:
     folded = Path(str(outer).casefold())
     return folded in Path(str(inner).casefold()).parents
+
+
+T = TypeVar("T")
+
+
+def _folded(path: Path) -> str:
+    return str(path).casefold()
+
+
+class _PathIndex(Generic[T]):
+    """Real paths compared as `_same_path` and `_inside` compare them, each look-up costing
+    the depth of a path, not the number of paths held: lanes.toml is read by every command,
+    and a scan per path made `status` and `doctor` grow with the square of the lane count."""
+
+    def __init__(self) -> None:
+        self._at: dict[str, tuple[int, T, Path]] = {}
+        self._below: dict[str, tuple[int, T, Path]] = {}
+        """Every ancestor of a held path -> the first held path under it."""
+
+    def add(self, real: Path, value: T) -> None:
+        order = len(self._at)
+        entry = (order, value, real)
+        self._at.setdefault(_folded(real), entry)
+        for parent in Path(_folded(real)).parents:
+            self._below.setdefault(str(parent), entry)
+
+    def at_or_above(self, real: Path) -> T | None:
+        """The first value added among those held at `real` or at one of its ancestors."""
+        folded = Path(_folded(real))
+        hits = [self._at[str(p)] for p in (folded, *folded.parents) if str(p) in self._at]
+        return min(hits, key=lambda hit: hit[0])[1] if hits else None
+
+    def clash(self, real: Path) -> tuple[T, Path] | None:
+        """The first held path that is `real`, holds it or lies inside it."""
+        folded = Path(_folded(real))
+        hits = [self._at[str(p)] for p in (folded, *folded.parents) if str(p) in self._at]
+        if str(folded) in self._below:
+            hits.append(self._below[str(folded)])
+        if not hits:
+            return None
+        _, value, held = min(hits, key=lambda hit: hit[0])
+        return value, held
 
 
 _LOG_KEYS = (("stdout_log", ".out.log"), ("stderr_log", ".err.log"), ("log", ".log"))

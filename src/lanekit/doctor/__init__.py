@@ -55,6 +55,7 @@ from lanekit.state.schemas import DOCTOR_SCHEMA
 if TYPE_CHECKING:
     from lanekit.config import Config
     from lanekit.service.launchd import Launchd
+    from lanekit.service.manager import ServiceManager
     from lanekit.state.paths import Paths
 
 __all__ = [
@@ -91,6 +92,7 @@ def run_checks(
     chosen = list(registry().values()) if checks is None else list(checks)
     order = {c.id: i for i, c in enumerate(registry().values())}
     findings: list[Finding] = []
+    ctx.expect(t.label for t in targets if t.label is not None)  # one observation for all
     for target in targets:
         found: list[Finding] = []
         for chk in chosen:
@@ -123,7 +125,7 @@ def diagnose(
     paths: Paths,
     *,
     env: Mapping[str, str] | None = None,
-    launchd: Launchd | None = None,
+    launchd: Launchd | ServiceManager | None = None,
     now: Callable[[], datetime] | None = None,
     uid: int | None = None,
 ) -> DoctorReport:
@@ -138,7 +140,7 @@ def diagnose(
     """
     from lanekit.config.projects import find_configs
     from lanekit.errors import ConfigError
-    from lanekit.service.launchd import open_launchd
+    from lanekit.service import open_manager
 
     env = os.environ if env is None else env
     if now is None:
@@ -156,7 +158,7 @@ def diagnose(
     note = None
     if launchd is None and any(c.asks_launchd for c in checks):
         try:
-            launchd = open_launchd(paths, env)
+            launchd = open_manager(paths, env)
         except LanekitError as exc:
             note = skipped_note(exc)
     groups = _targets_by_config(request, paths, configs)

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from lanekit.config import LaneSpec
+    from lanekit.service.artifacts import JobDefinition
 
 
 class SubjectKind(StrEnum):
@@ -113,6 +114,16 @@ class Target:
     kind: SubjectKind = SubjectKind.LANE
     drained_by: tuple[LaneSpec, ...] = ()
     """For a queue: every lane (of those examined) that drains it, in lanes.toml order."""
+    definition: JobDefinition | None = None
+    """The job in no manager's words (argv, env, cwd, logs, schedule, timeouts, raw text),
+    beside `plist`, launchd's own form of it; None when there is no usable job. Read from
+    `plist` when not given (then without the raw text)."""
+
+    def __post_init__(self) -> None:
+        if self.definition is None and self.plist is not None:
+            from lanekit.service.launchd.manager import plist_definition
+
+            object.__setattr__(self, "definition", plist_definition(self.plist))
 
     @property
     def lanes(self) -> tuple[str, ...]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -14,13 +15,16 @@ from typing import TYPE_CHECKING
 
 from lanekit.doctor.model import Finding, Problem, Scope, SubjectKind, Target
 from lanekit.errors import LanekitError, UsageError
+from lanekit.service.manager import EVERY_MANAGER, ManagerKind
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from lanekit.config import Config, LaneSpec
     from lanekit.queue import JobQueue
-    from lanekit.service.launchd import Launchd, ListEntry, ServiceInfo
+    from lanekit.schedule import Collision
+    from lanekit.service.launchd import Launchd
+    from lanekit.service.manager import LaneObservation, Observation, ServiceManager
     from lanekit.state.paths import Paths
 
 CheckFunc = Callable[[Target, "DoctorContext"], Iterable[Problem]]
@@ -60,6 +64,9 @@ class Check:
     """The watchdog (`lanekit watch`) alerts on its findings: a problem that stops work."""
     tally: Tally | None = None
     """What it counts, for the watchdog to alert again when that grows (alert checks only)."""
+    managers: frozenset[ManagerKind] = EVERY_MANAGER
+    """The service managers whose lanes the check applies to (launchd's sessions, Background
+    Items and login rules are not the emulated domain's)."""
 
     @property
     def asks_launchd(self) -> bool:
@@ -90,6 +97,7 @@ def check(
     scope: Scope = Scope.JOB,
     alert: bool = False,
     tally: Tally | None = None,
+    managers: frozenset[ManagerKind] = EVERY_MANAGER,
 ) -> Callable[[CheckFunc], CheckFunc]:
     """Register a check under a stable id; the id's prefix (`plist.`) is its group."""
     if tally is not None and not alert:
@@ -110,6 +118,7 @@ def check(
             scope=scope,
             alert=alert,
             tally=tally,
+            managers=managers,
         )
         return func
 
@@ -118,7 +127,8 @@ def check(
 
 def registry() -> Mapping[str, Check]:
     """Every check, in the order they run (cheap file checks first, launchd and queue last)."""
-    import lanekit.doctor.checks  # noqa: F401  (importing the package registers its checks)
+    if "lanekit.doctor.checks" not in sys.modules:  # asked per check and target: no import
+        import lanekit.doctor.checks  # noqa: F401  (importing the package registers its checks)
 
     return _REGISTRY
 
@@ -168,7 +178,7 @@ class DoctorContext:
         paths: Paths,
         *,
         config: Config | None = None,
-        launchd: Launchd | None = None,
+        launchd: Launchd | ServiceManager | None = None,
         now: Callable[[], datetime] = datetime.now,
         uid: int | None = None,
         gids: Iterable[int] | None = None,
@@ -184,29 +194,49 @@ class DoctorContext:
         self.missed_after = missed_after
         self.stale_claim_after = stale_claim_after
         self.config = config
-        self.launchd = launchd
+        self.manager: ServiceManager | None = None
+        """The service manager (launchd's, or the emulated domain's), None without one."""
+        if launchd is not None:
+            from lanekit.service import manager_of
+
+            self.manager = manager_of(launchd, paths.launch_agents)
+        self.launchd: Launchd | None = getattr(self.manager, "launchd", None)
+        """launchd's own verbs, under a launchd-based manager (launchd-only checks ask them)."""
         self.now = now
         self.uid = os.geteuid() if uid is None else uid
         if gids is None:
             gids = [*os.getgroups(), os.getegid()] if uid is None else ()
         self.gids = frozenset(gids)
         self.notes: list[str] = []
-        self._listing: dict[str, ListEntry] | None = None
-        self._disabled: dict[str, bool] | None = None
-        self._services: dict[str, ServiceInfo | None] = {}
+        self._expected: set[str] = set()
+        self._observation: Observation | None = None
+        self._collisions: list[Collision] | None = None
         self._launchd_error: LanekitError | None = None
-        self._findings: dict[tuple[str, str], list[Finding]] = {}
-        """(check id, `kind:subject`) -> findings: a lane and a queue may share a name."""
+        self._findings: dict[tuple[str, SubjectKind, str], list[Finding]] = {}
+        """(check id, kind, subject) -> findings: a lane and a queue may share a name."""
         self._events: dict[Path, list[dict[str, str]]] = {}
 
-    # launchd facts ------------------------------------------------------------------------
+    # the service manager's facts -----------------------------------------------------------
+
+    @property
+    def manager_kind(self) -> ManagerKind | None:
+        """Which manager runs the lanes (checks declare which ones they apply to)."""
+        return self.manager.kind if self.manager is not None else None
+
+    def expect(self, labels: Iterable[str]) -> None:
+        """The labels the checks will ask about: observed together, in one call (one more
+        observation when a label comes after the first)."""
+        new = set(labels) - self._expected
+        if new:
+            self._expected |= new
+            self._observation = None
 
     @property
     def launchd_available(self) -> bool:
-        """True when launchd can be asked (it answered, or has not been asked yet)."""
-        if self.launchd is None:
+        """True when the manager can be asked (it answered, or has not been asked yet)."""
+        if self.manager is None:
             return False
-        self.listing()
+        self.observation()
         return self._launchd_error is None
 
     def _unavailable(self, exc: LanekitError) -> None:
@@ -214,57 +244,43 @@ class DoctorContext:
             self._launchd_error = exc
             self.notes.append(skipped_note(exc))
 
-    def listing(self) -> Mapping[str, ListEntry]:
-        """label -> `launchctl list` row for every loaded job (one call for all targets)."""
-        if self._listing is None:
-            self._listing = {}
-            if self.launchd is not None:
+    def observation(self, label: str | None = None) -> Observation:
+        """ONE observation of every expected label (and `label`), shared by every check; a
+        label asked about later than the first observation is observed again with it."""
+        from lanekit.service.manager import Observation
+
+        if label is not None and label not in self._expected:
+            self.expect([label])
+        if self._observation is None:
+            self._observation = Observation({})
+            manager = self.manager
+            if manager is not None and self._launchd_error is None:
                 try:
-                    self._listing = {entry.label: entry for entry in self.launchd.list()}
+                    self._observation = manager.observe(self._expected)
                 except LanekitError as exc:
                     self._unavailable(exc)
-        return self._listing
+        return self._observation
 
-    def disabled(self) -> Mapping[str, bool]:
-        """label -> True when launchd has the job disabled."""
-        if self._disabled is None:
-            self._disabled = {}
-            if self.launchd is not None and self.launchd_available:
-                try:
-                    self._disabled = dict(self.launchd.print_disabled())
-                except LanekitError as exc:
-                    self._unavailable(exc)
-        return self._disabled
+    def seen(self, label: str) -> LaneObservation:
+        """What the manager says of one job (loaded, disabled, pid, last exit, definition),
+        from the shared observation."""
+        return self.observation(label)[label]
 
-    def service(self, label: str) -> ServiceInfo | None:
-        """`launchctl print` of a loaded job; None when it is not loaded."""
-        if label not in self._services:
-            info = None
-            if self.launchd is not None and label in self.listing():
-                try:
-                    info = self.launchd.print(label)
-                except LanekitError:
-                    info = None  # unloaded between list and print: treat as not loaded
-            self._services[label] = info
-        return self._services[label]
+    def collisions(self) -> Sequence[Collision]:
+        """Pairs of lanes of one queue that fire in the same minute (found once, for every
+        lane: a search per lane grew with the cube of the lane count)."""
+        if self._collisions is None:
+            from lanekit.schedule import find_collisions
 
-    def last_exit(self, label: str) -> int | None:
-        """The job's last exit status, launchctl-list style: an exit code, or -signal."""
-        info = self.service(label)
-        if info is not None:
-            if info.last_signal:
-                return -info.last_signal
-            if info.last_exit_code is not None:
-                return info.last_exit_code
-        entry = self.listing().get(label)
-        return entry.last_exit if entry is not None else None
+            self._collisions = find_collisions(self.lanes(), after=self.now())
+        return self._collisions
 
     @property
     def domain(self) -> str:
         """The launchd domain target for fix commands (`gui/501`)."""
-        if self.launchd is not None:
+        if self.manager is not None:
             try:
-                return self.launchd.domain
+                return self.manager.domain
             except LanekitError:
                 pass
         return f"gui/{os.getuid()}"
@@ -298,11 +314,20 @@ class DoctorContext:
 
     def findings(self, check_id: str, target: Target) -> list[Finding]:
         """The findings of one check on one target (computed once, shared)."""
-        key = (check_id, f"{target.kind}:{target.subject}")
+        key = (check_id, target.kind, target.subject)
         if key not in self._findings:
             chk = registry()[check_id]
             found: list[Finding] = []
-            if chk.applies_to(target) and (not chk.needs_launchd or self.launchd_available):
+            label = target.label
+            if label is not None and label not in self._expected:
+                self.expect([label])
+            kind = self.manager_kind
+            runs_here = kind is None or kind in chk.managers
+            if (
+                runs_here
+                and chk.applies_to(target)
+                and (not chk.needs_launchd or self.launchd_available)
+            ):
                 for problem in chk.func(target, self):
                     found.append(
                         Finding(

@@ -3,6 +3,7 @@ any plist file (a lanekit lane only when it carries lanekit's marker), and each 
 
 from __future__ import annotations
 
+import plistlib
 import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -10,47 +11,44 @@ from typing import TYPE_CHECKING, Any
 from lanekit.config.provenance import MARKER
 from lanekit.doctor.model import SubjectKind, Target
 from lanekit.errors import LanekitError, UsageError
-from lanekit.service.launchd.model import PlistError, load_plist
 from lanekit.system.owned import read_regular
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from lanekit.config import Config, LaneSpec
+    from lanekit.service.artifacts import JobDefinition
     from lanekit.state.paths import Paths
 
 
 def read_plist(path: Path) -> tuple[dict[str, Any] | None, str | None]:
     """Parse a plist file: (job, None), or (None, why it is not a usable launchd job)."""
+    job, error, _ = _read(path)
+    return job, error
+
+
+def _read(path: Path) -> tuple[dict[str, Any] | None, str | None, bytes]:
+    """`read_plist`, and the bytes read."""
     try:
         read = read_regular(path, "plist", follow=True)
     except LanekitError as exc:  # a FIFO or device named *.plist: never read (it would block)
-        return None, exc.message.removeprefix(f"{path}: plist ")
+        return None, exc.message.removeprefix(f"{path}: plist "), b""
     except OSError as exc:
-        return None, f"cannot be read ({exc.strerror})"
+        return None, f"cannot be read ({exc.strerror})", b""
     if read is None:
-        return None, "cannot be read (No such file or directory)"
+        return None, "cannot be read (No such file or directory)", b""
     data = read[0]
+    job, error = _job(data)
+    return job, error, data
+
+
+def _job(data: bytes) -> tuple[dict[str, Any] | None, str | None]:
+    from lanekit.service.launchd.manager import read_job
+
     try:
-        job = load_plist(data)
-    except PlistError as exc:
-        return None, f"is not a valid property list ({exc})"
-    if not isinstance(job, dict):
-        return None, f"holds a {type(job).__name__}, not a dictionary"
-    label = job.get("Label")
-    if not isinstance(label, str) or not label:
-        return None, "has no Label string"
-    args = job.get("ProgramArguments")
-    program = job.get("Program")
-    if program is not None and not isinstance(program, str):
-        return None, "has a Program that is not a string"
-    if args is not None and (
-        not isinstance(args, list) or not args or not all(isinstance(a, str) for a in args)
-    ):
-        return None, "has a ProgramArguments that is not a non-empty array of strings"
-    if program is None and args is None:
-        return None, "has neither Program nor ProgramArguments"
-    return job, None
+        return read_job(data), None
+    except ValueError as exc:
+        return None, str(exc)
 
 
 def lane_interpreter(installed: Mapping[str, Any] | None) -> str:
@@ -72,7 +70,7 @@ def lane_target(lane: LaneSpec, paths: Paths) -> Target:
 
     path = paths.plist_for(lane.label)
     if path.exists():
-        job, error = read_plist(path)
+        job, error, data = _read(path)
         return Target(
             subject=lane.name,
             plist_path=path,
@@ -80,9 +78,24 @@ def lane_target(lane: LaneSpec, paths: Paths) -> Target:
             plist_error=error,
             installed=True,
             lane=lane,
+            definition=_definition(job, data),
         )
     model = lane_plist(lane, interpreter=sys.executable, snapshot=paths.snapshot_for(lane.label))
-    return Target(subject=lane.name, plist_path=path, plist=model, installed=False, lane=lane)
+    return Target(
+        subject=lane.name,
+        plist_path=path,
+        plist=model,
+        installed=False,
+        lane=lane,
+        definition=_definition(model, plistlib.dumps(model)),
+    )
+
+
+def _definition(job: Mapping[str, Any] | None, data: bytes) -> JobDefinition | None:
+    """The job in neutral terms, as launchd reads the plist (lanekit.service.launchd)."""
+    from lanekit.service.launchd.manager import plist_definition
+
+    return None if job is None else plist_definition(job, data.decode("utf-8", "replace"))
 
 
 def plist_target(path: Path, config: Config | None) -> Target:
@@ -90,7 +103,7 @@ def plist_target(path: Path, config: Config | None) -> Target:
     and names a lane of the loaded lanes.toml with the same label."""
     if not path.exists():
         raise UsageError(f"{path}: no such plist", "give the path of a .plist file")
-    job, error = read_plist(path)
+    job, error, data = _read(path)
     lane = None
     if job is not None and config is not None:
         env = job.get("EnvironmentVariables")
@@ -107,6 +120,7 @@ def plist_target(path: Path, config: Config | None) -> Target:
         installed=True,
         lane=lane,
         kind=SubjectKind.LANE if lane is not None else SubjectKind.PLIST,
+        definition=_definition(job, data),
     )
 
 

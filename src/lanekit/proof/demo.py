@@ -32,8 +32,8 @@ from lanekit.queue.records import JobState
 from lanekit.reconcile import ApplyResult, Outcome, Result, apply, remove
 from lanekit.run.lanelog import EventName
 from lanekit.schedule import CalendarEntry, next_fires
+from lanekit.service.emulated.emulator import EmulatedDomain
 from lanekit.service.launchd import Launchd, clock_for, open_launchd
-from lanekit.service.launchd.emulator import EmulatedDomain
 from lanekit.state.paths import Paths, backend_name
 from lanekit.timeline.build import TimelineRequest, TimelineResult, timeline_of
 

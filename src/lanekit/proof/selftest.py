@@ -32,7 +32,8 @@ from lanekit.errors import ExitCode, LanekitError
 from lanekit.queue import Queue
 from lanekit.queue.records import JobState
 from lanekit.reconcile import Result, apply, remove
-from lanekit.service.launchd import Launchd, open_launchd
+from lanekit.service import open_manager
+from lanekit.service.manager import ServiceManager
 from lanekit.state.paths import Paths, backend_name
 from lanekit.state.schemas import SELFTEST_SCHEMA
 from lanekit.system import fsops
@@ -199,7 +200,7 @@ def run_selftest(
     spaths = _paths(root, backend, paths)
     (root / "job.py").write_text(JOB_SCRIPT, encoding="utf-8")
     (root / "lanes.toml").write_text(_lanes_toml(root, prefix), encoding="utf-8")
-    launchd = open_launchd(spaths, env)
+    launchd = open_manager(spaths, env)
     config = load_config(root / "lanes.toml", spaths)
     lane = config.lanes["selftest"]
     queue = Queue(lane.queue.dir)
@@ -232,7 +233,13 @@ def _fields(report: SelftestReport) -> dict[str, Any]:
 
 
 def _steps(
-    run: _Run, config: Config, paths: Paths, launchd: Launchd, queue: Queue, *, timeout: float
+    run: _Run,
+    config: Config,
+    paths: Paths,
+    launchd: ServiceManager,
+    queue: Queue,
+    *,
+    timeout: float,
 ) -> None:
     _Steps(config, paths, launchd, queue, timeout).run(run)
 
@@ -242,7 +249,7 @@ class _Steps:
     or raises _StepFailedError."""
 
     def __init__(
-        self, config: Config, paths: Paths, launchd: Launchd, queue: Queue, timeout: float
+        self, config: Config, paths: Paths, launchd: ServiceManager, queue: Queue, timeout: float
     ) -> None:
         self.config = config
         self.paths = paths
@@ -272,8 +279,10 @@ class _Steps:
         return f"bootstrap {self.launchd.domain} {self.paths.plist_for(self.label)}"
 
     def print_job(self) -> str:
-        info = self.launchd.print(self.label)
-        return f"state {info.state or '?'}, loaded in {info.domain or self.launchd.domain}"
+        info = self.launchd.observe([self.label])[self.label].definition
+        state = info.state if info is not None else None
+        domain = info.domain if info is not None else None
+        return f"state {state or '?'}, loaded in {domain or self.launchd.domain}"
 
     def enqueue(self) -> str:
         job_id = self.queue.enqueue({"seconds": 0})
@@ -281,7 +290,7 @@ class _Steps:
 
     def kick(self) -> str:
         started = time.monotonic()
-        pid = self.launchd.kickstart(self.label)
+        pid = self.launchd.kick(self.label)
         if not self._wait_done(1):
             raise _StepFailedError(f"the job did not finish within {self.timeout:g} s (pid {pid})")
         return f"pid {pid}; job done in {time.monotonic() - started:.1f} s"
@@ -292,7 +301,7 @@ class _Steps:
             raise _StepFailedError("the first run did not exit")
         self.queue.enqueue({"seconds": 0})
         started = time.monotonic()
-        pid = self.launchd.kickstart(self.label)
+        pid = self.launchd.kick(self.label)
         if not self._wait_done(2):
             raise _StepFailedError(f"the second run did not finish within {self.timeout:g} s")
         waited = time.monotonic() - started
@@ -304,12 +313,10 @@ class _Steps:
         if not _wait(self._idle, timeout, lambda: None):
             raise _StepFailedError("the previous run did not exit")
         job_id = self.queue.enqueue({"seconds": LONG_JOB_SECONDS})
-        launchd.kickstart(label)
-        if not _wait(lambda: self.queue.counts().claimed >= 1, timeout, launchd.list):
+        launchd.kick(label)
+        if not _wait(lambda: self.queue.counts().claimed >= 1, timeout, launchd.loaded):
             raise _StepFailedError("the long job was never claimed")
-        launchd.bootout(label)
-        gone = _wait(lambda: all(e.label != label for e in launchd.list()), timeout, lambda: None)
-        if not gone:
+        if not launchd.unload(label, grace=timeout):
             raise _StepFailedError(f"{label} was still loaded {timeout:g} s after bootout")
         location = self.queue.locate(job_id)
         back = location is not None and location.state is JobState.QUEUED
@@ -322,16 +329,18 @@ class _Steps:
         return "SIGTERM reached the run; the job is back in queue/, nothing lost"
 
     def _idle(self) -> bool:
-        return all(e.pid is None for e in self.launchd.list() if e.label == self.label)
+        return self.launchd.loaded().get(self.label) is None
 
     def _wait_done(self, count: int) -> bool:
-        return _wait(lambda: self.queue.counts().done >= count, self.timeout, self.launchd.list)
+        return _wait(lambda: self.queue.counts().done >= count, self.timeout, self.launchd.loaded)
 
 
-def _clean_up(root: Path, paths: Paths, launchd: Launchd, config: Config, *, keep: bool) -> str:
-    # bootout first, whatever the listing says: a temporary lane must never outlive the test.
+def _clean_up(
+    root: Path, paths: Paths, launchd: ServiceManager, config: Config, *, keep: bool
+) -> str:
+    # Unloaded first, whatever the listing says: a temporary lane must never outlive the test.
     for undo in (
-        lambda: launchd.bootout(config.lanes["selftest"].label),
+        lambda: launchd.unload(config.lanes["selftest"].label),
         lambda: remove(config, paths, launchd, "selftest", force=True),
     ):
         # Already booted out (by the last step, or by the first undo): nothing to undo.

@@ -18,8 +18,10 @@ from lanekit.reconcile.observe import desired_lane, installed_spec, observe
 from lanekit.reconcile.plan import Action, ActionKind, Desired, Installed, plan
 from lanekit.reconcile.preflight import preflight, untrusted_dirs
 from lanekit.reconcile.stopper import Progress, Stopper, Timing, exit_timeout
+from lanekit.service import manager_of
 from lanekit.service.launchd import Launchd, clock_for
 from lanekit.service.launchd.domain import domain_notes
+from lanekit.service.manager import ServiceManager
 from lanekit.state.paths import Paths
 from lanekit.state.schemas import APPLY_SCHEMA
 from lanekit.state.snapshot import RunSpec
@@ -114,7 +116,7 @@ class ApplyResult:
 def apply(
     config: Config,
     paths: Paths,
-    launchd: Launchd,
+    launchd: Launchd | ServiceManager,
     *,
     lanes: Sequence[str] | None = None,
     wait: float | None = None,
@@ -147,7 +149,7 @@ def apply(
         _apply,
         config,
         paths,
-        launchd,
+        manager_of(launchd, paths.launch_agents),
         lanes=lanes,
         wait=wait,
         force=force,
@@ -167,7 +169,7 @@ def apply(
 def _apply(
     config: Config,
     paths: Paths,
-    launchd: Launchd,
+    manager: ServiceManager,
     *,
     lanes: Sequence[str] | None,
     wait: float | None,
@@ -194,7 +196,7 @@ def _apply(
         for lane in selected
     ]
     specs = {lane.label: run_spec(lane) for lane in selected}
-    seen = observe(paths, launchd, desired, specs)
+    seen = observe(paths, manager, desired, specs)
     if not adopt:
         refuse_takeover(
             config.path,
@@ -224,7 +226,7 @@ def _apply(
         else _cannot_start(actions, lane_by_label, want_by_label, paths)
     )
     health = inspect_interpreter(interpreter)
-    notes = (*domain_notes(launchd.domain), *interpreter_notes(health))
+    notes = (*domain_notes(manager.domain), *interpreter_notes(health))
     if dry_run:
         return ApplyResult(
             tuple(refused.get(a.label) or _planned(a) for a in actions),
@@ -236,7 +238,7 @@ def _apply(
         install_rescue(paths.state, health)
 
     deadline = None if wait is None else timing.clock() + max(wait, 0.0)
-    stopper = Stopper(launchd, timing, deadline=deadline, force=force, progress=progress)
+    stopper = Stopper(manager, timing, deadline=deadline, force=force, progress=progress)
     stopper.lanes.update({lane.label: lane.name for lane in selected})
     outcomes: dict[int, Outcome] = {}
     # Lanes that must wait for a run go last, so --wait never holds up the idle ones.
@@ -355,7 +357,7 @@ def _carry_out(
         if action.write_snapshot:
             write_atomic(paths.snapshot_for(label), want.snapshot)
         if action.enable:
-            stopper.launchd.enable(label)
+            stopper.manager.enable(label)
             notes.append("it was disabled in launchd (not by `lanekit pause`): enabled it")
         if action.bootstrap:
             stopper.bootstrap(label, paths.plist_for(label), exit_timeout(specs))

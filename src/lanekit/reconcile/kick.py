@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from lanekit.config import Config, select_lanes
-from lanekit.errors import ExitCode, LanekitError, LaunchdError, NotStartedError
+from lanekit.errors import ExitCode, LaunchdError, NotStartedError
 from lanekit.reconcile.observe import check_state
 from lanekit.reconcile.starts import (
     StartOutcome,
@@ -16,9 +16,10 @@ from lanekit.reconcile.starts import (
     postponed_for,
     throttle_of,
 )
-from lanekit.service.exits import describe_exit
-from lanekit.service.launchd import LaunchctlError, Launchd, ServiceInfo
+from lanekit.service import manager_of
+from lanekit.service.launchd import LaunchctlError, Launchd
 from lanekit.service.launchd.codes import NOT_LOADED
+from lanekit.service.manager import ServiceManager
 from lanekit.state.paths import Paths
 from lanekit.system.owned import (
     check_private,
@@ -49,7 +50,7 @@ class KickResult:
 def kick(
     config: Config,
     paths: Paths,
-    launchd: Launchd,
+    launchd: Launchd | ServiceManager,
     name: str,
     *,
     clock: Callable[[], float] = time.time,
@@ -71,41 +72,42 @@ def kick(
             f"lane {name!r} is paused (`lanekit pause`): not started",
             cmdline("lanekit", "resume", name),
         )
-    entry = next((e for e in launchd.list() if e.label == lane.label), None)
-    if entry is None:
+    manager = manager_of(launchd, paths.launch_agents)
+    seen = manager.observe([lane.label])[lane.label]
+    if not seen.loaded:
         raise LaunchdError(
-            f"lane {name!r} is not loaded ({launchd.domain}/{lane.label})",
+            f"lane {name!r} is not loaded ({manager.domain}/{lane.label})",
             "run `lanekit apply` to install and load it",
         )
-    if entry.pid is not None:
+    if seen.pid is not None:
         return KickResult(
-            name, lane.label, entry.pid, already_running=True, outcome=StartOutcome.ALREADY_RUNNING
+            name, lane.label, seen.pid, already_running=True, outcome=StartOutcome.ALREADY_RUNNING
         )
-    before = _service(launchd, lane.label)
+    before = seen.definition
     asked = clock()
     try:
-        pid = launchd.kickstart(lane.label)
+        pid = manager.kick(lane.label)
     except LaunchctlError as exc:
         if exc.code in NOT_LOADED:
             raise LaunchdError(
-                f"lane {name!r} is not loaded ({launchd.domain}/{lane.label})",
+                f"lane {name!r} is not loaded ({manager.domain}/{lane.label})",
                 "run `lanekit apply` to install and load it",
             ) from None
         raise
-    after = _service(launchd, lane.label)
+    after = manager.observe([lane.label])[lane.label].definition
     outcome = classify_start(pid, before, after)
     if outcome is StartOutcome.NOT_STARTED:
         code = after.last_exit_code if after is not None else None
         # "exit 78 (EX_CONFIG: ...)": the words of every other exit status lanekit shows.
         why = (
-            describe_exit(code, lanekit_runner=False).replace("exit code", "exit", 1)
+            manager.describe_exit(code, lanekit_runner=False).replace("exit code", "exit", 1)
             if code is not None
             else "it gave no reason"
         )
         raise NotStartedError(
             f"lane {name!r}: launchd could not start it: {why}; the program never ran",
             f"`lanekit doctor {name}` names the cause (a missing log or working directory, a bad"
-            f" interpreter); `launchctl print {launchd.domain}/{lane.label}` shows launchd's view",
+            f" interpreter); `launchctl print {manager.domain}/{lane.label}` shows launchd's view",
         )
     if outcome is StartOutcome.POSTPONED:
         throttle = throttle_of(after)
@@ -120,10 +122,3 @@ def kick(
             starts_in=postponed_for(throttle, started, clock()),
         )
     return KickResult(name, lane.label, pid, already_running=False, outcome=outcome)
-
-
-def _service(launchd: Launchd, label: str) -> ServiceInfo | None:
-    try:
-        return launchd.print(label)
-    except LanekitError:
-        return None

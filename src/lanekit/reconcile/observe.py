@@ -1,7 +1,7 @@
 """What `plan` is fed: the lanes as lanes.toml wants them, and what is installed and loaded.
 
-Reads the LaunchAgents directory, the run snapshots, one `list()`, `print_disabled()`, one
-`print()` per loaded lane and the lane locks; refuses state someone else could have written.
+Reads the LaunchAgents directory, the run snapshots, ONE observation of the service manager
+(lanekit.service.manager) and the lane locks; refuses state someone else could have written.
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ from lanekit.config.provenance import MARKER
 from lanekit.errors import LanekitError
 from lanekit.reconcile.plan import Desired, Installed
 from lanekit.run import lanelock
-from lanekit.service.launchd import Launchd, ListEntry, ServiceInfo
+from lanekit.service.launchd import ListEntry, ServiceInfo
 from lanekit.service.launchd.model import PlistError, load_plist
+from lanekit.service.manager import ServiceManager
 from lanekit.state.paths import Paths
 from lanekit.state.snapshot import RunSpec
 from lanekit.system.owned import (
@@ -31,7 +32,7 @@ from lanekit.system.owned import (
 
 @dataclass(frozen=True, slots=True)
 class Observed:
-    """The facts `plan` needs: one list(), one print_disabled(), one print() per loaded lane."""
+    """The facts `plan` needs, from one observation of the service manager."""
 
     installed: Mapping[str, Installed]
     loaded: Mapping[str, ListEntry]
@@ -46,53 +47,52 @@ def desired_lane(
 ) -> Desired:
     """Render a lane's plist and snapshot bytes exactly as apply would write them."""
     from lanekit.service.launchd.plist import (
-        render_lane,  # jinja2: only when rendering, not for status
+        rendered_lane,  # jinja2: only when rendering, not for status
     )
 
     snapshot_path = paths.snapshot_for(lane.label)
-    plist = render_lane(lane, interpreter=interpreter, snapshot=snapshot_path, templates=templates)
+    plist, job = rendered_lane(
+        lane, interpreter=interpreter, snapshot=snapshot_path, templates=templates
+    )
     snapshot = run_spec(lane).to_json().encode("utf-8")
-    return Desired(lane=lane.name, label=lane.label, plist=plist, snapshot=snapshot)
+    return Desired(lane=lane.name, label=lane.label, plist=plist, snapshot=snapshot, job=job)
 
 
 def observe(
-    paths: Paths, launchd: Launchd, desired: Sequence[Desired], specs: Mapping[str, RunSpec]
+    paths: Paths,
+    manager: ServiceManager,
+    desired: Sequence[Desired],
+    specs: Mapping[str, RunSpec],
 ) -> Observed:
-    """Read the LaunchAgents dir, snapshots, ONE list(), print_disabled() and the lane locks.
-    Refuses (UnsafeStateError) state someone else could have written (check_state)."""
+    """Read the LaunchAgents dir, snapshots, ONE observation of the manager and the lane
+    locks. Refuses (UnsafeStateError) state someone else could have written (check_state)."""
     check_state(paths)
     wanted = {d.label for d in desired}
     installed = scan_installed(paths, wanted)
-    loaded = {entry.label: entry for entry in launchd.list()}
-    disabled = frozenset(k for k, v in launchd.print_disabled().items() if v)
+    labels = wanted | {k for k, v in installed.items() if v.lane is not None}
+    seen = manager.observe(labels)
+    loaded = {
+        label: ListEntry(lane.pid, lane.last_exit, label)
+        for label, lane in seen.lanes.items()
+        if lane.loaded
+    }
     running: dict[str, int | None] = {}
-    for label in wanted | {k for k, v in installed.items() if v.lane is not None}:
-        entry = loaded.get(label)
-        if entry is not None and entry.pid is not None:
-            running[label] = entry.pid
+    for label in labels:
+        pid = seen[label].pid
+        if pid is not None:
+            running[label] = pid
             continue
         # The installed snapshot names the lock a current run holds; the desired one the lock
         # the next run will take (they differ when the queue dir changed).
         candidates = (installed_spec(paths, label), specs.get(label))
         if any(lock_held(spec) for spec in candidates if spec is not None):
             running[label] = None
-    return Observed(
-        installed, loaded, running, disabled, loaded_definitions(launchd, wanted, loaded)
-    )
-
-
-def loaded_definitions(
-    launchd: Launchd, labels: Set[str], loaded: Mapping[str, ListEntry]
-) -> dict[str, ServiceInfo]:
-    """`print()` of each loaded label among `labels`; one that left meanwhile is skipped (the
-    plan then judges it on its files alone)."""
-    found: dict[str, ServiceInfo] = {}
-    for label in sorted(labels & loaded.keys()):
-        try:
-            found[label] = launchd.print(label)
-        except LanekitError:
-            continue
-    return found
+    definitions = {
+        label: lane.definition
+        for label, lane in seen.lanes.items()
+        if label in wanted and lane.definition is not None
+    }
+    return Observed(installed, loaded, running, seen.disabled, definitions)
 
 
 def check_state(paths: Paths) -> None:
@@ -145,10 +145,13 @@ def scan_installed(paths: Paths, wanted: Set[str]) -> dict[str, Installed]:
     return found
 
 
-def installed_lane(paths: Paths, label: str) -> Installed | None:
+def installed_lane(
+    paths: Paths, label: str, parsed: Mapping[str, object] | None = None
+) -> Installed | None:
     """What is installed for one label at its own plist path, read as `scan_installed` reads
     it (None when neither plist nor snapshot exists). Raises UnsafeStateError for a file
-    that is not regular or, for the snapshot, not ours; OSError when one cannot be read."""
+    that is not regular or, for the snapshot, not ours; OSError when one cannot be read.
+    `parsed`: the plist as the caller already parsed it (doctor's target), not parsed again."""
     read = read_regular(paths.plist_for(label), "plist", follow=True)
     snapshot, snapshot_mode = _read_snapshot(paths.snapshot_for(label))
     if read is None:
@@ -160,7 +163,7 @@ def installed_lane(paths: Paths, label: str) -> Installed | None:
         label,
         data,
         snapshot,
-        lane=identify(data, fallback=label)[1],
+        lane=identify(data, fallback=label)[1] if parsed is None else lane_marker(parsed),
         plist_mode=stat.S_IMODE(info.st_mode),
         snapshot_mode=snapshot_mode,
     )
@@ -185,12 +188,14 @@ def identify(data: bytes, *, fallback: str) -> tuple[str, str | None]:
     if not isinstance(parsed, dict):
         return fallback, None
     label = parsed.get("Label")
-    env = parsed.get("EnvironmentVariables")
+    return label if isinstance(label, str) and label else fallback, lane_marker(parsed)
+
+
+def lane_marker(plist: Mapping[str, object]) -> str | None:
+    """The lane a plist says lanekit installed it for (its marker), None for anyone else's."""
+    env = plist.get("EnvironmentVariables")
     lane = env.get(MARKER) if isinstance(env, dict) else None
-    return (
-        label if isinstance(label, str) and label else fallback,
-        lane if isinstance(lane, str) else None,
-    )
+    return lane if isinstance(lane, str) else None
 
 
 def read_plist_file(path: Path) -> bytes | None:

@@ -25,7 +25,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from lanekit.config import LaneSpec
+from lanekit.service import manager_of
 from lanekit.service.launchd import Launchd, clock_for
+from lanekit.service.manager import ServiceManager
 from lanekit.state.paths import Paths
 from lanekit.system.atomic import write_atomic
 from lanekit.system.quoting import cmdline
@@ -64,7 +66,7 @@ def paused_labels(paths: Paths, labels: Iterable[str]) -> frozenset[str]:
 def pause(
     lanes: Sequence[LaneSpec],
     paths: Paths,
-    launchd: Launchd,
+    launchd: Launchd | ServiceManager,
     *,
     dry_run: bool = False,
     now: float | None = None,
@@ -74,8 +76,8 @@ def pause(
     from lanekit.queue.records import iso_utc  # here: `lanekit status` asks only paused_labels
 
     stamp = iso_utc(clock_for(paths).time() if now is None else now)
-    disabled = _disabled(launchd)
-    loaded = {entry.label for entry in launchd.list()}
+    manager = manager_of(launchd, paths.launch_agents)
+    seen = manager.observe(lane.label for lane in lanes)
     results = []
     for lane in lanes:
         steps = []
@@ -86,40 +88,39 @@ def pause(
                 marker.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
                 text = f"paused at {stamp} by `{cmdline('lanekit', 'pause', lane.name)}`\n"
                 write_atomic(marker, text.encode("utf-8"))
-        if lane.label not in disabled:
+        if not seen[lane.label].disabled:
             steps.append("disable in launchd")
             if not dry_run:
-                launchd.disable(lane.label)
-        results.append(
-            PauseResult(lane.name, lane.label, True, tuple(steps), lane.label in loaded, dry_run)
-        )
+                manager.disable(lane.label)
+        loaded = seen[lane.label].loaded
+        results.append(PauseResult(lane.name, lane.label, True, tuple(steps), loaded, dry_run))
     return results
 
 
 def resume(
     lanes: Sequence[LaneSpec],
     paths: Paths,
-    launchd: Launchd,
+    launchd: Launchd | ServiceManager,
     *,
     dry_run: bool = False,
 ) -> list[PauseResult]:
     """Resume `lanes`: enable the label, load the installed plist if launchd does not
     have it, then remove the marker (runs claim again from then on). Idempotent."""
-    disabled = _disabled(launchd)
-    loaded = {entry.label for entry in launchd.list()}
+    manager = manager_of(launchd, paths.launch_agents)
+    seen = manager.observe(lane.label for lane in lanes)
     results = []
     for lane in lanes:
         steps = []
-        if lane.label in disabled:
+        if seen[lane.label].disabled:
             steps.append("enable in launchd")
             if not dry_run:
-                launchd.enable(lane.label)
+                manager.enable(lane.label)
         plist = paths.plist_for(lane.label)
-        is_loaded = lane.label in loaded
+        was_loaded = is_loaded = seen[lane.label].loaded
         if not is_loaded and plist.exists():
             steps.append("bootstrap")
             if not dry_run:
-                launchd.bootstrap(plist)
+                manager.load(plist)
             is_loaded = True
         marker = paths.pause_marker_for(lane.label)
         if marker.exists():
@@ -132,12 +133,8 @@ def resume(
                 lane.label,
                 False,
                 tuple(steps),
-                lane.label in loaded if dry_run else is_loaded,
+                was_loaded if dry_run else is_loaded,
                 dry_run,
             )
         )
     return results
-
-
-def _disabled(launchd: Launchd) -> frozenset[str]:
-    return frozenset(label for label, off in launchd.print_disabled().items() if off)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from typing import Any
 
 from lanekit.service.launchd import ServiceInfo
 from lanekit.service.launchd.drift import Drift, lane_drift
@@ -42,6 +43,8 @@ class Desired:
     label: str
     plist: bytes
     snapshot: bytes
+    job: Mapping[str, Any] | None = field(default=None, compare=False)
+    """`plist` parsed, when the renderer had it (else it is parsed when compared)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +168,7 @@ def plan_lane(
     plist = have.plist if have else None
     drift = lane_drift(
         want_plist=want.plist,
+        wanted=want.job,
         want_snapshot=want.snapshot,
         have_plist=plist,
         have_snapshot=have.snapshot if have else None,

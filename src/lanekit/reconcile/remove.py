@@ -11,7 +11,9 @@ from lanekit.errors import LaunchdError, UsageError
 from lanekit.reconcile.applylock import OnWait, apply_lock
 from lanekit.reconcile.observe import identify, installed_spec, read_plist_file, scan_installed
 from lanekit.reconcile.stopper import Progress, Stopper, Timing
+from lanekit.service import manager_of
 from lanekit.service.launchd import Launchd
+from lanekit.service.manager import ServiceManager
 from lanekit.state.paths import Paths
 from lanekit.state.snapshot import RunSpec
 from lanekit.system.owned import read_regular
@@ -35,7 +37,7 @@ class RemoveResult:
 def remove(
     config: Config | None,
     paths: Paths,
-    launchd: Launchd,
+    launchd: Launchd | ServiceManager,
     name: str,
     *,
     wait: float | None = None,
@@ -55,7 +57,7 @@ def remove(
         return _remove(
             config,
             paths,
-            launchd,
+            manager_of(launchd, paths.launch_agents),
             name,
             wait=wait,
             force=force,
@@ -68,7 +70,7 @@ def remove(
 def _remove(
     config: Config | None,
     paths: Paths,
-    launchd: Launchd,
+    manager: ServiceManager,
     name: str,
     *,
     wait: float | None,
@@ -83,14 +85,14 @@ def _remove(
     if data is not None and identify(data, fallback=label)[1] is None:
         raise UsageError(
             f"{plist}: not installed by lanekit (no {MARKER} in EnvironmentVariables); not removed",
-            f"if you mean it: {cmdline('launchctl', 'bootout', f'{launchd.domain}/{label}')}"
+            f"if you mean it: {cmdline('launchctl', 'bootout', f'{manager.domain}/{label}')}"
             f" && {cmdline('rm', plist)}",
         )
     snapshot = paths.snapshot_for(label)
     if config is not None and not adopt:
         installed = read_regular(snapshot, "lane snapshot")
         refuse_removal(config.path, lane, label, None if installed is None else installed[0])
-    entries = {e.label: e for e in launchd.list()}
+    entries = manager.loaded()
     if data is None and label not in entries and not snapshot.exists():
         raise UsageError(
             f"lane {name!r} is not installed ({label})", "`lanekit status` lists the lanes"
@@ -100,8 +102,8 @@ def _remove(
     stopped_pid = None
     if label in entries:
         deadline = None if wait is None else timing.clock() + max(wait, 0.0)
-        stopper = Stopper(launchd, timing, deadline=deadline, force=force, progress=progress)
-        pid = entries[label].pid
+        stopper = Stopper(manager, timing, deadline=deadline, force=force, progress=progress)
+        pid = entries[label]
         stop = stopper.stop(label, specs, running=pid is not None, pid=pid, lane=lane)
         if not stop.stopped:
             who = f"pid {stop.pid}" if stop.pid is not None else "lane lock held"

@@ -14,8 +14,9 @@ from pathlib import Path
 from lanekit.errors import LaunchdError
 from lanekit.reconcile.observe import lock_path
 from lanekit.run import lanelock
-from lanekit.service.launchd import LaunchctlError, Launchd
-from lanekit.service.launchd.codes import NOT_LOADED, STILL_LOADED, LaunchctlCode
+from lanekit.service.launchd import LaunchctlError
+from lanekit.service.launchd.codes import STILL_LOADED
+from lanekit.service.manager import ServiceManager
 from lanekit.state.snapshot import RunSpec
 from lanekit.state.snapshot_schema import DEFAULT_EXIT_TIMEOUT
 from lanekit.system.quoting import cmdline
@@ -72,14 +73,14 @@ class Stopper:
 
     def __init__(
         self,
-        launchd: Launchd,
+        manager: ServiceManager,
         timing: Timing,
         *,
         deadline: float | None,
         force: bool,
         progress: Progress | None = None,
     ) -> None:
-        self.launchd = launchd
+        self.manager = manager
         self.timing = timing
         self.deadline = deadline
         self.force = force
@@ -143,18 +144,15 @@ class Stopper:
     def bootstrap(self, label: str, plist: Path, exit_timeout: float) -> None:
         """Load the plist; on 5/37 (previous instance still draining) drain and retry once."""
         try:
-            self.launchd.bootstrap(plist)
+            self.manager.load(plist)
         except LaunchctlError as exc:
             if exc.code not in STILL_LOADED:
                 raise
             self._drain(label, exit_timeout)
-            self.launchd.bootstrap(plist)
+            self.manager.load(plist)
 
     def _pid(self, label: str) -> int | None:
-        for entry in self.launchd.list():
-            if entry.label == label:
-                return entry.pid
-        return None
+        return self.manager.loaded().get(label)
 
     def _settle(self, label: str, started: float) -> int | None:
         """With the lock held: wait (briefly) for a just-launched run to give up and exit."""
@@ -167,28 +165,22 @@ class Stopper:
             self.timing.sleep(self.timing.poll)
 
     def _bootout(self, label: str, exit_timeout: float) -> None:
-        try:
-            self.launchd.bootout(label)
-        except LaunchctlError as exc:
-            if exc.code in NOT_LOADED:
-                return
-            if exc.code != LaunchctlCode.STILL_STOPPING:  # on its way out already: wait below
-                raise
-        self._drain(label, exit_timeout)
+        if not self.manager.unload(label):  # on its way out: waited for by this loop's clock
+            self._drain(label, exit_timeout)
 
     def _drain(self, label: str, exit_timeout: float) -> None:
         """Poll list() until `label` is gone, bounded by its ExitTimeOut plus a margin."""
         started = self.timing.clock()
         limit = started + exit_timeout + DRAIN_MARGIN
         while True:
-            entry = next((e for e in self.launchd.list() if e.label == label), None)
-            if entry is None:
+            loaded = self.manager.loaded()
+            if label not in loaded:
                 return
             if self.timing.clock() >= limit:
                 raise LaunchdError(
                     f"{label}: still loaded {exit_timeout + DRAIN_MARGIN:.0f} s after bootout",
-                    f"check `{cmdline('launchctl', 'print', f'{self.launchd.domain}/{label}')}`,"
+                    f"check `{cmdline('launchctl', 'print', f'{self.manager.domain}/{label}')}`,"
                     " then rerun `lanekit apply`",
                 )
-            self._report(label, entry.pid, started, "for launchd to let it go (bootout)")
+            self._report(label, loaded[label], started, "for launchd to let it go (bootout)")
             self.timing.sleep(self.timing.poll)

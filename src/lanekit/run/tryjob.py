@@ -3,8 +3,8 @@
 A child of the terminal inherits its privacy (TCC) grants and its session; a launchd job gets
 neither, which is exactly what `try` must show. So the job's plist is copied under a temporary
 label (`<label>.try-<random>`, no schedule, no RunAtLoad, the same LimitLoadToSessionType),
-bootstrapped into the user's domain, kickstarted, watched through `print` until its run ends,
-then booted out and its plist deleted, whatever happened. `--here` keeps the in-process mode.
+loaded into the user's service manager, started, observed until its run ends, then unloaded
+and its plist deleted, whatever happened. `--here` keeps the in-process mode.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 
 from lanekit.errors import LanekitError
 from lanekit.run.jobenv import TRY_INFIX
-from lanekit.service.launchd import Launchd, ServiceInfo
+from lanekit.service.manager import Ending, LaneObservation, ServiceManager
 from lanekit.system.atomic import write_atomic
 
 POLL_SECONDS = 0.2
@@ -62,9 +62,8 @@ def try_label(label: str) -> str:
     return f"{label}{TRY_INFIX}{secrets.token_hex(4)}"
 
 
-def _finished(info: ServiceInfo) -> bool:
-    ended = info.last_exit_code is not None or info.last_signal is not None
-    return bool(info.runs) and ended and info.state != "running"
+def _finished(seen: LaneObservation) -> bool:
+    return bool(seen.runs) and seen.ended is not Ending.NEVER and not seen.running
 
 
 def _size(path: str | None) -> int:
@@ -89,7 +88,7 @@ def _tail(path: str | None, offset: int) -> str:
 
 def run_one_shot(
     job: Mapping[str, Any],
-    launchd: Launchd,
+    manager: ServiceManager,
     directory: Path,
     *,
     timeout: float | None = None,
@@ -106,13 +105,13 @@ def run_one_shot(
     offset = _size(stderr_path)
     started = clock()
     timed_out = False
-    info: ServiceInfo | None = None
+    seen: LaneObservation | None = None
     try:
-        launchd.bootstrap(path)
-        launchd.kickstart(label)
+        manager.load(path)
+        manager.kick(label)
         while True:
-            info = launchd.print(label)
-            if _finished(info):
+            seen = manager.observe([label])[label]
+            if _finished(seen):
                 break
             if timeout is not None and clock() - started >= timeout:
                 timed_out = True
@@ -121,13 +120,13 @@ def run_one_shot(
     finally:
         # bootout sends SIGTERM to a run still going (--timeout); a finished one just unloads.
         with contextlib.suppress(LanekitError):
-            launchd.bootout(label)
+            manager.unload(label)
         path.unlink(missing_ok=True)
     return OneShot(
         label=label,
-        domain=launchd.domain,
-        exit_code=None if info is None or timed_out else info.last_exit_code,
-        signal=None if info is None or timed_out else info.last_signal,
+        domain=manager.domain,
+        exit_code=None if seen is None or timed_out else seen.exit_code,
+        signal=None if seen is None or timed_out else seen.signal,
         duration=clock() - started,
         timed_out=timed_out,
         stderr_tail=_tail(stderr_path, offset),

@@ -247,9 +247,9 @@ def _as_launchd_job(
 ) -> TryResult:
     """A launchd job has neither the terminal's privacy grants nor its session: run it as one."""
     from lanekit.run.tryjob import run_one_shot
-    from lanekit.service.launchd import open_launchd
+    from lanekit.service import open_manager
 
-    shot = run_one_shot(plist, open_launchd(paths, env), paths.state / "try", timeout=timeout)
+    shot = run_one_shot(plist, open_manager(paths, env), paths.state / "try", timeout=timeout)
     return replace(
         base,
         ran=True,

@@ -2,7 +2,7 @@
 
 On the real launchd (the launchctl backend) it is the real time, always. On the emulated domain
 it is the emulated domain's time: the real time plus the offset `lanekit emulator tick`
-(lanekit.service.launchd.emuclock) has moved the domain on by. A tick to 10:40 tomorrow makes the
+(lanekit.service.emulated.clock) has moved the domain on by. A tick to 10:40 tomorrow makes the
 runners' log lines and job records, status, doctor, the timeline and the watchdog all say 10:40
 tomorrow, and from there time flows at its real rate (a run that takes 2 s takes 2 emulated
 seconds), so nothing ever waits for emulated hours to pass.

@@ -1,24 +1,27 @@
 """`lanekit status`: what each lane is doing, computed from launchd's facts and the queue.
 
 The state is a closed vocabulary computed by a pure function (`lane_state`) so it can be tested
-as a table; everything that asks launchd or the disk lives in `status()`, which makes ONE
-`list()` call for all lanes and one `print()` per loaded lane.
+as a table; everything that asks the service manager or the disk lives in `status()`, which
+makes ONE observation of the manager for all lanes (lanekit.service.manager).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lanekit.config import Config, LaneSpec, is_watchdog, select_lanes
 from lanekit.errors import LanekitError
-from lanekit.service.exits import describe_exit
-from lanekit.service.launchd import LaunchctlError, Launchd, ListEntry
-from lanekit.service.launchd.codes import NOT_LOADED
+from lanekit.service import manager_of
 from lanekit.state.paths import Paths
+
+if TYPE_CHECKING:
+    from lanekit.service.launchd import Launchd
+    from lanekit.service.manager import LaneObservation, ServiceManager
 
 
 class LaneState(StrEnum):
@@ -108,7 +111,7 @@ class LaneStatus:
 def status(
     config: Config,
     paths: Paths,
-    launchd: Launchd,
+    launchd: Launchd | ServiceManager,
     lanes: Sequence[str] | None = None,
     *,
     now: datetime | None = None,
@@ -120,7 +123,7 @@ def status(
 def status_of(
     selected: Sequence[LaneSpec],
     paths: Paths,
-    launchd: Launchd,
+    launchd: Launchd | ServiceManager,
     *,
     now: datetime | None = None,
 ) -> list[LaneStatus]:
@@ -128,8 +131,8 @@ def status_of(
     from lanekit.reconcile.pause import paused_labels
 
     now = datetime.now() if now is None else now
-    listed = {entry.label: entry for entry in launchd.list()}
-    disabled = _disabled_labels(launchd)
+    manager = manager_of(launchd, paths.launch_agents)
+    seen = manager.observe(lane.label for lane in selected)
     paused = paused_labels(paths, [lane.label for lane in selected])
     queues: dict[Path, QueueSummary] = {}
     for lane in selected:  # lanes sharing a queue share one count of it
@@ -137,27 +140,27 @@ def status_of(
             queues[lane.queue.dir] = _queue_summary(lane)
     rows = [
         replace(
-            _lane_status(
-                lane, listed.get(lane.label), disabled, launchd, now, queue=queues[lane.queue.dir]
-            ),
+            _lane_status(lane, seen[lane.label], manager, now, queue=queues[lane.queue.dir]),
             paused=lane.label in paused,
             project=lane.project,
         )
         for lane in selected
     ]
     return [
-        _watchdog_overdue(row, lane, paths, now) for row, lane in zip(rows, selected, strict=True)
+        _watchdog_overdue(row, lane, manager, now) for row, lane in zip(rows, selected, strict=True)
     ]
 
 
-def _watchdog_overdue(row: LaneStatus, lane: LaneSpec, paths: Paths, now: datetime) -> LaneStatus:
+def _watchdog_overdue(
+    row: LaneStatus, lane: LaneSpec, manager: ServiceManager, now: datetime
+) -> LaneStatus:
     """The row with its dead man's switch line, when `lane` is an overdue watchdog."""
     if not is_watchdog(lane):
         return row
     from lanekit.watch.deadman import watchdog_silence
 
     try:
-        installed_at = paths.plist_for(lane.label).stat().st_mtime
+        installed_at = manager.artifact_path(lane.label).stat().st_mtime
     except OSError:
         return row
     silence = watchdog_silence(lane, now, installed_at)
@@ -172,58 +175,37 @@ def _watchdog_overdue(row: LaneStatus, lane: LaneSpec, paths: Paths, now: dateti
     return replace(row, watchdog=f"{silence.sentence()}: {why}; `lanekit doctor watch` explains")
 
 
-def _disabled_labels(launchd: Launchd) -> frozenset[str]:
-    return frozenset(label for label, off in launchd.print_disabled().items() if off)
-
-
 def _lane_status(
     lane: LaneSpec,
-    entry: ListEntry | None,
-    disabled: Iterable[str],
-    launchd: Launchd,
+    seen: LaneObservation,
+    manager: ServiceManager,
     now: datetime,
     *,
     queue: QueueSummary,
 ) -> LaneStatus:
     from lanekit.schedule import describe_schedule, schedule_next_fires
 
-    runs: int | None = None
-    pid = entry.pid if entry else None
-    last_exit = entry.last_exit if entry else None
-    if entry is not None:
-        try:
-            info = launchd.print(lane.label)
-        except LaunchctlError as exc:
-            # The job may have been booted out between list() and print(): keep list()'s facts.
-            if exc.code not in NOT_LOADED:
-                raise
-        else:
-            runs = info.runs
-            if info.last_signal is not None:
-                last_exit = -info.last_signal
-            elif info.last_exit_code is not None:
-                last_exit = info.last_exit_code
     facts = LaneFacts(
-        loaded=entry is not None,
-        disabled=lane.label in disabled,
-        pid=pid,
-        last_exit=last_exit,
+        loaded=seen.loaded,
+        disabled=seen.disabled,
+        pid=seen.pid,
+        last_exit=seen.last_exit,
         has_schedule=not lane.schedule.is_empty,
     )
-    knowable = entry is not None and lane.schedule.interval is None
+    knowable = seen.loaded and lane.schedule.interval is None
     fires = schedule_next_fires(lane.schedule, now, 1) if knowable else []
     return LaneStatus(
         lane=lane.name,
         label=lane.label,
         state=lane_state(facts),
-        pid=pid,
-        last_exit=last_exit,
-        last_exit_text=describe_exit(last_exit),
-        runs=runs,
+        pid=seen.pid,
+        last_exit=seen.last_exit,
+        last_exit_text=manager.describe_exit(seen.last_exit),
+        runs=seen.runs,
         schedule=describe_schedule(lane.schedule),
         next_fire=fires[0] if fires else None,
         queue=queue,
-        interval=lane.schedule.interval if entry is not None else None,
+        interval=lane.schedule.interval if seen.loaded else None,
     )
 
 

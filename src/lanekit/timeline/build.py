@@ -19,7 +19,9 @@ from lanekit.jobs.history import JobView, find_job
 from lanekit.queue import open_queue
 from lanekit.run.lanelog import read_between, read_events
 from lanekit.schedule import Schedule, next_fires
-from lanekit.service.launchd import Launchd, ListEntry
+from lanekit.service import manager_of
+from lanekit.service.launchd import Launchd
+from lanekit.service.manager import Observation, ServiceManager
 from lanekit.state.paths import Paths
 from lanekit.timeline.events import Event, parse_ts, to_event
 from lanekit.timeline.model import (
@@ -134,11 +136,14 @@ def _known_since(lane: LaneSpec) -> datetime | None:
     return None if first is None else parse_ts(first.get("ts", ""))
 
 
-def _listed(launchd: Launchd) -> tuple[Mapping[str, ListEntry], tuple[str, ...]]:
+def _observed(
+    launchd: Launchd | ServiceManager, labels: Sequence[str]
+) -> tuple[Observation, tuple[str, ...]]:
     try:
-        return {entry.label: entry for entry in launchd.list()}, ()
+        return manager_of(launchd).observe(labels), ()
     except LanekitError as exc:
-        return {}, (f"launchd could not be asked ({exc.message}): running lanes not known",)
+        note = f"launchd could not be asked ({exc.message}): running lanes not known"
+        return Observation({}), (note,)
 
 
 def _job_life(job_id: str, lanes: Sequence[LaneSpec], events: Sequence[Event]) -> JobLife:
@@ -164,7 +169,7 @@ def _job_start(job_id: str, lanes: Sequence[LaneSpec]) -> date | None:
 def timeline(
     request: TimelineRequest,
     paths: Paths,
-    launchd: Launchd,
+    launchd: Launchd | ServiceManager,
     env: Mapping[str, str] | None = None,
     *,
     now: datetime | None = None,
@@ -183,7 +188,11 @@ def timeline(
 
 
 def timeline_of(
-    config: Config, request: TimelineRequest, launchd: Launchd, *, now: datetime | None = None
+    config: Config,
+    request: TimelineRequest,
+    launchd: Launchd | ServiceManager,
+    *,
+    now: datetime | None = None,
 ) -> TimelineResult:
     """As `timeline`, for a loaded config."""
     lanes = select_lanes(config, request.lanes)
@@ -200,12 +209,12 @@ def timeline_of(
     else:
         window = day_window(request.day or now.date(), now)
     read_from, read_to = window.start - LOOKBEHIND, window.end + LOOKAHEAD
-    listed, notes = _listed(launchd)
+    seen, notes = _observed(launchd, [lane.label for lane in lanes])
     events: list[Event] = []
     infos: list[LaneInfo] = []
     for lane in lanes:
         events.extend(_lane_events(lane, read_from, read_to))
-        entry = listed.get(lane.label)
+        lane_seen = seen[lane.label]
         infos.append(
             LaneInfo(
                 name=lane.name,
@@ -214,8 +223,8 @@ def timeline_of(
                 throttle=DEFAULT_THROTTLE
                 if lane.throttle_interval is None
                 else lane.throttle_interval,
-                running_now=entry is not None and entry.pid is not None,
-                last_exit=None if entry is None else entry.last_exit,
+                running_now=lane_seen.running,
+                last_exit=lane_seen.last_exit if lane_seen.loaded else None,
                 known_since=_known_since(lane),
             )
         )

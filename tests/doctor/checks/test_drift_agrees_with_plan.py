@@ -14,7 +14,7 @@ from doctor_world import HEALTHY, World
 
 from lanekit.doctor import Finding, Severity
 from lanekit.reconcile import Action, ActionKind, apply
-from lanekit.service.launchd.emulator import EmulatedDomain
+from lanekit.service.emulated.emulator import EmulatedDomain
 from lanekit.service.launchd.plist import render_lane
 
 Change = Callable[[World], None]

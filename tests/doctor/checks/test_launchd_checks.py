@@ -16,7 +16,7 @@ from doctor_world import HEALTHY, World, job_plist, tool
 
 from lanekit.doctor import Severity
 from lanekit.queue import Queue
-from lanekit.service.launchd.emulator import EmulatedDomain
+from lanekit.service.emulated.emulator import EmulatedDomain
 
 
 @pytest.fixture

@@ -124,7 +124,7 @@ def test_drift_skips_foreign_plists(tmp_path: Path) -> None:
 def test_drift_of_the_loaded_definition(tmp_path: Path) -> None:
     """The Nice 11 plist put in place while launchd has the Nice 10 job loaded: doctor says
     launchd has an older definition loaded (as plan does), with `lanekit apply` to reload."""
-    from lanekit.service.launchd.emulator import EmulatedDomain
+    from lanekit.service.emulated.emulator import EmulatedDomain
 
     world = World.make(tmp_path, HEALTHY + "nice = 10\n")
     path = world.install()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from lanekit.cli.render import line, warning
-from lanekit.service.launchd.emuclock import TickReport
+from lanekit.service.emulated.clock import TickReport
 
 
 def ticked(report: TickReport) -> None:

@@ -36,16 +36,16 @@ def _missing_dir(path: Path) -> tuple[Path, Path] | None:
 def logs_dir_missing(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """launchd does not reliably create the log's directory; when it cannot open the file it
     fails the spawn with 78 and nothing is ever written anywhere."""
-    if target.plist is None:
+    if target.definition is None:
         return
     reported: set[Path] = set()
-    for key, path in jobfacts.log_files(target.plist):
+    for key, path in jobfacts.defined_logs(target.definition):
         missing = _missing_dir(path)
         if missing is None or missing[0] in reported:
             continue  # one finding per directory (stdout and stderr usually share one)
         parent, blocker = missing
         reported.add(parent)
-        written = str(target.plist.get(key, ""))
+        written = str((target.plist or {}).get(key, ""))
         if jobfacts.unexpanded(written):
             real = jobfacts.expand(written, ctx.paths.home)
             yield Problem(
@@ -77,9 +77,9 @@ def logs_dir_missing(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
 def logs_unwritable(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """A read-only directory, a log file owned by someone else, or a directory where the file
     should be: launchd fails the spawn with 78."""
-    if target.plist is None:
+    if target.definition is None:
         return
-    for key, path in jobfacts.log_files(target.plist):
+    for key, path in jobfacts.defined_logs(target.definition):
         if _missing_dir(path) is not None:
             continue  # logs.dir-missing says it
         try:
@@ -184,9 +184,9 @@ def workdir_default_root(target: Target, ctx: DoctorContext) -> Iterator[Problem
 )
 def logs_large(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """Output files grow forever under launchd; the lane log itself is rotated by the runner."""
-    if target.plist is None:
+    if target.definition is None:
         return
-    for key, path in jobfacts.log_files(target.plist):
+    for key, path in jobfacts.defined_logs(target.definition):
         try:
             size = path.stat().st_size
         except OSError:

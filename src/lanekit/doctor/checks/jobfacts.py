@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from lanekit.doctor import Target
+from lanekit.service.artifacts import JobDefinition
+from lanekit.service.launchd.manager import plist_definition
 
 LAUNCHD_PATH = "/usr/bin:/bin:/usr/sbin:/sbin"
 """The PATH launchd gives a job whose plist sets none (launchd-semantics.md section 3)."""
@@ -73,28 +75,17 @@ _UNEXPANDED = re.compile(r"(?:^|[:=\s])~|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?")
 
 def program(job: Mapping[str, Any]) -> str | None:
     """What launchd execs: Program, else ProgramArguments[0]."""
-    value = job.get("Program")
-    if isinstance(value, str) and value:
-        return value
-    args = arguments(job)
-    return args[0] if args else None
+    return plist_definition(job).program
 
 
 def arguments(job: Mapping[str, Any]) -> list[str]:
     """ProgramArguments (argv), or [Program] when only Program is set."""
-    args = job.get("ProgramArguments")
-    if isinstance(args, list) and all(isinstance(a, str) for a in args):
-        return list(args)
-    value = job.get("Program")
-    return [value] if isinstance(value, str) else []
+    return list(plist_definition(job).argv)
 
 
 def environment(job: Mapping[str, Any]) -> dict[str, str]:
     """EnvironmentVariables with string values only (launchd ignores the others)."""
-    env = job.get("EnvironmentVariables")
-    if not isinstance(env, dict):
-        return {}
-    return {k: v for k, v in env.items() if isinstance(k, str) and isinstance(v, str)}
+    return dict(plist_definition(job).env)
 
 
 def job_path(job: Mapping[str, Any]) -> str:
@@ -104,8 +95,7 @@ def job_path(job: Mapping[str, Any]) -> str:
 
 def workdir(job: Mapping[str, Any]) -> str | None:
     """WorkingDirectory when set."""
-    value = job.get("WorkingDirectory")
-    return value if isinstance(value, str) and value else None
+    return plist_definition(job).cwd
 
 
 def cwd(job: Mapping[str, Any]) -> str:
@@ -121,12 +111,19 @@ def absolute(value: str, job: Mapping[str, Any]) -> Path:
 
 def log_files(job: Mapping[str, Any]) -> list[tuple[str, Path]]:
     """(key, path) of the files launchd opens for the job's stdout and stderr."""
-    out: list[tuple[str, Path]] = []
-    for key in LOG_KEYS:
-        value = job.get(key)
-        if isinstance(value, str) and value:
-            out.append((key, absolute(value, job)))
-    return out
+    return defined_logs(plist_definition(job))
+
+
+def defined_logs(defined: JobDefinition) -> list[tuple[str, Path]]:
+    """(key, path) of the job's stdout and stderr files, relative ones from its cwd; named by
+    launchd's keys, the words of the plist a finding points at."""
+    start = Path(defined.cwd or "/")
+    return [
+        (key, path if path.is_absolute() else start / path)
+        for key, value in zip(LOG_KEYS, (defined.stdout, defined.stderr), strict=True)
+        if value is not None
+        for path in (Path(value),)
+    ]
 
 
 def resolve(name: str, job: Mapping[str, Any]) -> str | None:

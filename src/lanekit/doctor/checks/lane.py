@@ -182,12 +182,12 @@ def silence_facts(target: Target, ctx: DoctorContext, since: datetime) -> Missed
     label = lane.label
     facts = MissedRunFacts(loaded=None, output_since_fire=_changed_since(target, since))
     if ctx.launchd_available:
-        info = ctx.service(label)
+        seen = ctx.seen(label)
         facts = MissedRunFacts(
-            loaded=label in ctx.listing(),
-            disabled=ctx.disabled().get(label, False),
-            last_exit=ctx.last_exit(label),
-            state=info.state if info is not None else None,
+            loaded=seen.loaded,
+            disabled=seen.disabled,
+            last_exit=seen.last_exit,
+            state=seen.definition.state if seen.definition is not None else None,
             output_since_fire=facts.output_since_fire,
         )
     return facts

@@ -38,7 +38,7 @@ def _label(target: Target) -> str:
 
 
 def _loaded(target: Target, ctx: DoctorContext) -> bool:
-    return target.label is not None and target.label in ctx.listing()
+    return target.label is not None and ctx.seen(target.label).loaded
 
 
 def _causes(target: Target, ctx: DoctorContext, ids: Sequence[str]) -> list[Finding]:
@@ -77,7 +77,7 @@ def _stderr_hint(target: Target) -> str:
 def not_loaded(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """An installed plist is loaded at login, or by bootstrap; until then nothing runs."""
     label = target.label
-    if label is None or _loaded(target, ctx) or ctx.disabled().get(label, False):
+    if label is None or _loaded(target, ctx) or ctx.seen(label).disabled:
         return
     if target.lane is not None:
         state = "is not installed" if not target.installed else "is installed but not loaded"
@@ -104,7 +104,7 @@ def disabled(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """The disabled override lives in launchd's own database, not in the plist, and survives
     reboots; bootstrap then fails with 119 (or a bare 5)."""
     label = target.label
-    if label is None or not ctx.disabled().get(label, False):
+    if label is None or not ctx.seen(label).disabled:
         return
     if target.lane is not None and is_paused(ctx.paths, label):
         yield Problem(
@@ -149,7 +149,7 @@ def disabled(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
 def exit_78(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """Modern launchd reports 78 (EX_CONFIG) when it cannot open a log path, chdir, or exec;
     the program never ran, so its own logs are empty. lanekit's runner never exits 78."""
-    if not _loaded(target, ctx) or ctx.last_exit(_label(target)) != os.EX_CONFIG:
+    if not _loaded(target, ctx) or ctx.seen(_label(target)).last_exit != os.EX_CONFIG:
         return
     yield _explained(
         target,
@@ -171,7 +171,7 @@ def exit_78(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
 )
 def exit_126(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """A shell's "permission denied" / bad interpreter status."""
-    if not _loaded(target, ctx) or ctx.last_exit(_label(target)) != 126:
+    if not _loaded(target, ctx) or ctx.seen(_label(target)).last_exit != 126:
         return
     yield _explained(
         target,
@@ -190,7 +190,7 @@ def exit_126(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
 )
 def exit_127(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """A shell's "command not found": the tool is on your PATH, not on the job's."""
-    if not _loaded(target, ctx) or ctx.last_exit(_label(target)) != 127:
+    if not _loaded(target, ctx) or ctx.seen(_label(target)).last_exit != 127:
         return
     yield _explained(
         target,
@@ -211,7 +211,7 @@ def killed(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """A negative status in `launchctl list` is minus the signal that ended the run."""
     if not _loaded(target, ctx):
         return
-    status = ctx.last_exit(_label(target))
+    status = ctx.seen(_label(target)).last_exit
     if status is None or status >= 0:
         return
     number = -status
@@ -249,8 +249,8 @@ def crash_loop(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     if not _loaded(target, ctx):
         return
     label = _label(target)
-    info = ctx.service(label)
-    status = ctx.last_exit(label)
+    info = ctx.seen(label).definition
+    status = ctx.seen(label).last_exit
     if info is None or info.runs is None or info.runs < CRASH_LOOP_RUNS or status in (None, 0):
         return
     job = target.plist or {}

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from lanekit.doctor import DoctorContext, Problem, Severity, Target, check
 from lanekit.doctor.checks import jobfacts
+from lanekit.service.manager import LAUNCHD_ONLY
 from lanekit.system import volumes
 from lanekit.system.quoting import shell_quote
 
@@ -40,14 +41,14 @@ FULL_DISK_ACCESS = "System Settings > Privacy & Security > Full Disk Access"
 def _paths(target: Target) -> list[tuple[str, Path]]:
     """(what, path) of every place the job reads or writes that doctor can name."""
     found: list[tuple[str, Path]] = []
-    job = target.plist
     lane = target.lane
     if lane is not None:
         found.append(("the queue", lane.queue.dir))
         found.append(("the lane log", lane.log_path))
-    if job is not None:
-        found.extend((key, path) for key, path in jobfacts.log_files(job))
-        workdir = jobfacts.workdir(job)
+    defined = target.definition
+    if defined is not None:
+        found.extend(jobfacts.defined_logs(defined))
+        workdir = defined.cwd
         if workdir and (lane is None or Path(workdir) != lane.queue.dir):
             found.append(("WorkingDirectory", Path(workdir)))
     if lane is not None:
@@ -100,10 +101,20 @@ def tcc_protected_path(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
         )
 
 
-def _volume(path: Path) -> tuple[str, volumes.VolumeFacts] | None:
+_VOLUMES: weakref.WeakKeyDictionary[
+    DoctorContext, dict[Path, tuple[str, volumes.VolumeFacts] | None]
+] = weakref.WeakKeyDictionary()
+"""Each doctor run's volume facts by directory: lanes share their queue's and logs' volumes,
+and asking each time (a read of the mount table on Linux) grew with the lane count."""
+
+
+def _volume(path: Path, ctx: DoctorContext) -> tuple[str, volumes.VolumeFacts] | None:
     existing = jobfacts.nearest_existing(path)
-    facts = volumes.volume_facts(str(existing))
-    return None if facts is None else (_real(existing), facts)
+    known = _VOLUMES.setdefault(ctx, {})
+    if existing not in known:
+        facts = volumes.volume_facts(str(existing))
+        known[existing] = None if facts is None else (_real(existing), facts)
+    return known[existing]
 
 
 @check(
@@ -114,7 +125,7 @@ def volume_external(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """launchd agents cannot open StandardOutPath under /Volumes (exit 78); a removable volume
     may be absent at login; `noowners` voids the ownership checks lanekit relies on."""
     for what, path in _paths(target):
-        found = _volume(path)
+        found = _volume(path, ctx)
         if found is None:
             continue
         real, facts = found
@@ -153,7 +164,7 @@ def volume_no_rename_excl(target: Target, ctx: DoctorContext) -> Iterator[Proble
     lane = target.lane
     if lane is None:
         return
-    found = _volume(lane.queue.dir)
+    found = _volume(lane.queue.dir, ctx)
     if found is None or found[1].fstype.lower() not in volumes.NO_RENAME_EXCL_FSTYPES:
         return
     yield Problem(
@@ -220,6 +231,7 @@ def _sessions(target: Target) -> list[str]:
     "launchd.no-gui-session",
     summary="a lane that loads only in a GUI session, where nobody is logged in at the screen",
     needs_launchd=True,
+    managers=LAUNCHD_ONLY,
 )
 def no_gui_session(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """gui/<uid> exists only while the user is logged in at the screen: over SSH, on a headless
@@ -261,6 +273,7 @@ def no_gui_session(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     "launchd.background-item-off",
     summary="the lane is switched off in Login Items & Extensions (Allow in the Background)",
     needs_launchd=True,
+    managers=LAUNCHD_ONLY,
 )
 def background_item_off(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """macOS 13+ lists every LaunchAgent under "Allow in the Background"; switched off there,
@@ -309,6 +322,7 @@ _LOGIN_REPORTED: weakref.WeakSet[DoctorContext] = weakref.WeakSet()
     summary="lanes in user/<uid> stop at a reboot until someone logs in (FileVault, no "
     "automatic login)",
     needs_launchd=True,
+    managers=LAUNCHD_ONLY,
 )
 def no_login_after_reboot(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """launchd loads a user's agents only once that user logs in; on a headless Mac or one used
@@ -379,8 +393,8 @@ def stuck_run(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     label = target.label
     if lane is None or label is None:
         return
-    entry = ctx.listing().get(label)
-    if entry is None or entry.pid is None:
+    entry = ctx.seen(label)
+    if entry.pid is None:
         return
     started = _started_at(entry.pid)
     if started is None:

@@ -129,10 +129,10 @@ def drift(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
         templates=ctx.config.templates if ctx.config is not None else None,
     )
     try:
-        have = installed_lane(ctx.paths, lane.label)
+        have = installed_lane(ctx.paths, lane.label, target.plist)
     except (OSError, LanekitError):
         return  # unreadable or not ours: plist.permissions and the state checks say so
-    loaded = ctx.service(lane.label) if ctx.launchd_available else None
+    loaded = ctx.seen(lane.label).definition if ctx.launchd_available else None
     action = plan_lane(
         want, have, loaded={lane.label} if loaded is not None else set(), definition=loaded
     )

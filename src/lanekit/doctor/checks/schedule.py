@@ -138,12 +138,10 @@ def out_of_range(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
 def collision(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """Seed 001: five lanes woke at once on one queue. lanekit's claims keep that safe, but the
     lanes compete for the same jobs while the rest of the minute stays idle."""
-    from lanekit.schedule import find_collisions
-
     lane = target.lane
     if lane is None:
         return
-    for found in find_collisions(ctx.lanes(), after=ctx.now()):
+    for found in ctx.collisions():
         if lane.name not in found.lanes:
             continue
         other = found.lanes[1] if found.lanes[0] == lane.name else found.lanes[0]

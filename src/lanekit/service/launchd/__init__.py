@@ -26,7 +26,7 @@ def open_launchd(paths: Paths, env: Mapping[str, str] | None = None) -> Launchd:
         from lanekit.service.launchd.launchctl import LaunchctlDomain
 
         return LaunchctlDomain.from_env(env)
-    from lanekit.service.launchd.emulator import EmulatedDomain
+    from lanekit.service.emulated.emulator import EmulatedDomain
 
     return EmulatedDomain(paths.emulator, launch_agents=paths.launch_agents)
 
@@ -41,7 +41,7 @@ def clock_for(
     platform = sys.platform if platform is None else platform
     if backend_name(env, platform) != "emulated":
         return REAL
-    from lanekit.service.launchd.emulated_state import read_offset
+    from lanekit.service.emulated.state import read_offset
 
     offset = max(read_offset(paths.emulator), job_offset(env, platform))
     return REAL if offset == 0 else Clock(offset)

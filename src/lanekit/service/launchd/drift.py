@@ -66,9 +66,12 @@ def lane_drift(
     have_plist: bytes | None,
     have_snapshot: bytes | None,
     loaded: ServiceInfo | None,
+    wanted: Mapping[str, Any] | None = None,
 ) -> Drift:
-    """Compare what `apply` would write with what is installed and what launchd has loaded."""
-    wanted = plistlib.loads(want_plist)
+    """Compare what `apply` would write with what is installed and what launchd has loaded
+    (`wanted`: `want_plist` parsed, when the caller has it)."""
+    if wanted is None:
+        wanted = plistlib.loads(want_plist)
     plist_change = ""
     meaning = False
     if have_plist is None:

@@ -86,6 +86,10 @@ class ServiceInfo:
     """Every other top-level `key = value` line as printed (asid, nice, immediate reason...)."""
 
 
+FAILED_REAP = "failed reap"
+"""print's `last exit reason` for a job whose process vanished without an exit status."""
+
+
 class LaunchctlError(LaunchdError):
     """A launchctl failure with its numeric code, what it means and how to fix it."""
 

@@ -140,6 +140,14 @@ def render_lane(
 
     ConfigError when the template is broken or renders something other than the model.
     """
+    return rendered_lane(lane, interpreter=interpreter, snapshot=snapshot, templates=templates)[0]
+
+
+def rendered_lane(
+    lane: LaneSpec, *, interpreter: str, snapshot: Path, templates: Path | None = None
+) -> tuple[bytes, dict[str, Any]]:
+    """`render_lane`'s bytes and the job they hold (parsed once, here: comparing a lane
+    with what launchd loaded needs both, for every lane doctor examines)."""
     model = lane_plist(lane, interpreter=interpreter, snapshot=snapshot)
     template = _template(templates, LANE_TEMPLATE)
     source = template.filename or LANE_TEMPLATE
@@ -192,7 +200,7 @@ def render_lane(
                 f"lane {lane.name}: template {source} renders {key} differently from the lane spec",
                 _template_hint(templates),
             )
-    return plistlib.dumps(parsed)
+    return plistlib.dumps(parsed), parsed
 
 
 def write_plist(path: Path, data: bytes, *, mtime: float | None = None) -> bool:

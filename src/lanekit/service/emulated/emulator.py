@@ -28,7 +28,7 @@ sources leave room:
   a run: launchd counts the spawn attempt.
 - Nothing fires on a clock by itself (there is no daemon): `tick(now)` fires calendar
   (StartCalendarInterval) and interval (StartInterval) jobs due at `now`, each at most once per
-  minute (`lanekit emulator tick`, launchd/emuclock.py, drives it through a span); a job
+  minute (`lanekit emulator tick`, service/emulated/clock.py, drives it through a span); a job
   running at its firing misses it. The minute in which a job is loaded never fires for it
   (launchd arms the timer for the next match, and does not replay a firing from before the
   load).
@@ -41,10 +41,10 @@ sources leave room:
 Starting, stopping and reaping jobs (lanekit.service.launchd.environ, .definition) and reading
 plists
 (plistlib) are imported by the methods that do them, and `print` reads the definition kept at
-bootstrap (lanekit.service.launchd.emulated_info): a read of an idle domain, which is what `lanekit
+bootstrap (lanekit.service.emulated.info): a read of an idle domain, which is what `lanekit
 status` makes, loads none of them (docs/benchmarks.md, figure (i)). The state file's layout is
-lanekit.service.launchd.emulated_state's; the refusals bootstrap makes and the calendar as launchd
-reads it are lanekit.service.launchd.emulated_plist's.
+lanekit.service.emulated.state's; the refusals bootstrap makes and the calendar as launchd
+reads it are lanekit.service.emulated.plist's.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ import os
 import signal
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Set
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -64,8 +64,7 @@ from typing import TYPE_CHECKING
 
 from lanekit.errors import LaunchdError
 from lanekit.schedule import CalendarEntry, fires_at
-from lanekit.service.launchd.codes import LaunchctlCode
-from lanekit.service.launchd.emulated_info import (
+from lanekit.service.emulated.info import (
     definition_of,
     exit_timeout,
     kept_definition,
@@ -73,13 +72,14 @@ from lanekit.service.launchd.emulated_info import (
     service_info,
     throttle,
 )
-from lanekit.service.launchd.emulated_plist import (
+from lanekit.service.emulated.plist import (
     EMULATED_SESSION,
     RefusalError,
     calendar_entries,
     read_plist,
 )
-from lanekit.service.launchd.emulated_state import DomainState, JobEntry
+from lanekit.service.emulated.state import DomainState, JobEntry
+from lanekit.service.launchd.codes import LaunchctlCode
 from lanekit.service.launchd.model import LaunchctlError, ListEntry, ServiceInfo
 from lanekit.state.backend import BACKEND_VARIABLE
 from lanekit.state.clock import OFFSET_VARIABLE, Clock, format_offset
@@ -138,11 +138,7 @@ class EmulatedDomain:
 
     def list(self) -> list[ListEntry]:
         """Every loaded job: pid while running, last exit code or minus the signal."""
-        with self._transaction() as state:
-            return [
-                ListEntry(job.pid, job.list_status, label)
-                for label, job in sorted(state.jobs.items())
-            ]
+        return self.read_all(frozenset())[0]
 
     def print(self, label: str) -> ServiceInfo:
         """What `launchctl print gui/<uid>/<label>` would say; 113 when not loaded."""
@@ -268,8 +264,20 @@ class EmulatedDomain:
 
     def print_disabled(self) -> dict[str, bool]:
         """Every override: label -> True when disabled."""
+        return self.read_all(frozenset())[1]
+
+    def read_all(
+        self, labels: Set[str]
+    ) -> tuple[builtins.list[ListEntry], dict[str, bool], dict[str, ServiceInfo]]:
+        """`list()`, `print_disabled()` and `print()` of each loaded label of `labels`, from
+        ONE read of the state (a read per call decoded domain.json once per lane)."""
         with self._transaction() as state:
-            return dict(state.disabled)
+            entries = [
+                ListEntry(job.pid, job.list_status, label)
+                for label, job in sorted(state.jobs.items())
+            ]
+            infos = {label: self._info(job) for label, job in state.jobs.items() if label in labels}
+            return entries, dict(state.disabled), infos
 
     # -- emulator extras -------------------------------------------------------------------
 

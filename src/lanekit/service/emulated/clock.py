@@ -26,7 +26,7 @@ from pathlib import Path
 
 from lanekit.errors import UsageError
 from lanekit.schedule import next_fires
-from lanekit.service.launchd.emulator import EmulatedDomain, Timer
+from lanekit.service.emulated.emulator import EmulatedDomain, Timer
 
 MAX_FIRES = 500
 """More fires than this in one awake span is refused: each one starts real processes."""

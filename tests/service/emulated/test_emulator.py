@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from lanekit.schedule import CalendarEntry
+from lanekit.service.emulated.emulator import EmulatedDomain
+from lanekit.service.emulated.plist import calendar_entries
 from lanekit.service.launchd import LaunchctlError, ListEntry
-from lanekit.service.launchd.emulated_plist import calendar_entries
-from lanekit.service.launchd.emulator import EmulatedDomain
 from lanekit.service.launchd.environ import process_token
 from lanekit.service.launchd.launch import DEFAULT_PATH
 

@@ -13,8 +13,8 @@ from lanekit.cli import app
 from lanekit.config import Config, load_config
 from lanekit.errors import UsageError
 from lanekit.reconcile import apply
-from lanekit.service.launchd.emuclock import advance, parse_until
-from lanekit.service.launchd.emulator import EmulatedDomain
+from lanekit.service.emulated.clock import advance, parse_until
+from lanekit.service.emulated.emulator import EmulatedDomain
 from lanekit.state.paths import Paths
 
 

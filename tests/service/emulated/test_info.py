@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from lanekit.service.launchd.emulated_info import definition_of, kept_definition
-from lanekit.service.launchd.emulator import EmulatedDomain
+from lanekit.service.emulated.emulator import EmulatedDomain
+from lanekit.service.emulated.info import definition_of, kept_definition
 from lanekit.state.schemas import EMULATED_DEFINITION_VERSION
 
 PLISTS: dict[str, dict[str, object]] = {
@@ -106,7 +106,7 @@ def test_reading_an_idle_domain_loads_no_plist_parser_or_spawning_code(tmp_path:
     script = (
         "import sys\n"
         "from pathlib import Path\n"
-        "from lanekit.service.launchd.emulator import EmulatedDomain\n"
+        "from lanekit.service.emulated.emulator import EmulatedDomain\n"
         f"d = EmulatedDomain(Path({str(tmp_path / 'state')!r}), "
         f"launch_agents=Path({str(tmp_path / 'agents')!r}))\n"
         "assert d.print('t.job').arguments\n"
@@ -117,7 +117,7 @@ def test_reading_an_idle_domain_loads_no_plist_parser_or_spawning_code(tmp_path:
         [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
     )
     modules = set(done.stdout.split())
-    assert "lanekit.service.launchd.emulator" in modules
+    assert "lanekit.service.emulated.emulator" in modules
     assert {
         "plistlib",
         "lanekit.service.launchd.environ",

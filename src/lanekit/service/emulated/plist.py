@@ -1,6 +1,6 @@
 """Reading a plist the way launchd does when it loads one: the refusals bootstrap makes (with
 launchctl's words for each) and StartCalendarInterval as launchd reads it, for the emulated
-domain (lanekit.service.launchd.emulator)."""
+domain (lanekit.service.emulated.emulator)."""
 
 from __future__ import annotations
 

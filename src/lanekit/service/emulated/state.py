@@ -1,5 +1,5 @@
 """The emulated launchd domain's state file, `domain.json`: one entry per loaded job and the
-disabled labels (lanekit.service.launchd.emulator reads and writes it under its lock).
+disabled labels (lanekit.service.emulated.emulator reads and writes it under its lock).
 
 The layout is read by two more: `read_offset` below (the domain's clock, without the lock) and
 the watchdog's lean pass (lanekit.watch.fingerprint, builtin modules only, which keeps to
@@ -14,14 +14,12 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lanekit.service.launchd.emulated_info import Definition
+from lanekit.service.emulated.info import Definition
+from lanekit.service.launchd.model import FAILED_REAP
 from lanekit.state.schemas import EMULATED_STATE_SCHEMA
 
 if TYPE_CHECKING:
     from lanekit.service.launchd.environ import JobExit, SpawnedJob
-
-FAILED_REAP = "failed reap"
-"""print's `last exit reason` for a pid that vanished without an exit record."""
 
 
 @dataclass(slots=True)
@@ -56,7 +54,7 @@ class JobEntry:
     """The StartInterval timer counts from here (load time, then the last firing)."""
     definition: Definition | None = None
     """What `print` says of the plist, worked out at bootstrap
-    (lanekit.service.launchd.emulated_info)."""
+    (lanekit.service.emulated.info)."""
 
     @property
     def running(self) -> bool:

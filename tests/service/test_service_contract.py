@@ -1,0 +1,247 @@
+"""The ServiceManager contract: what every service manager lanekit drives must do, run over each
+implementation (lanekit.service.manager).
+
+Each implementation is one entry of SUBJECTS: a function that builds the manager under test
+in a `Paths` tree, says how many domain-wide reads it has made (an observation of N lanes must
+make as many as one of a single lane), and makes a lane run as its manager would start it. The
+next manager (systemd) joins by adding its entry; every test below then runs on it too.
+
+(The file is not named test_contract.py: pytest imports test modules by base name, and
+tests/queue/test_contract.py is the queue's contract suite.)
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import pytest
+
+from fakes import FakeLaunchd
+from lanekit.config import Config, load_config
+from lanekit.queue import open_queue
+from lanekit.reconcile import ActionKind, Result, apply, remove
+from lanekit.reconcile.pause import is_paused, pause
+from lanekit.service import manager_of, open_manager
+from lanekit.service.emulated.emulator import EmulatedDomain
+from lanekit.service.emulated.manager import EmulatedManager
+from lanekit.service.launchd.launchctl import LaunchctlDomain
+from lanekit.service.launchd.manager import LaunchdManager
+from lanekit.service.manager import Ending, ManagerKind, ServiceManager
+from lanekit.state.paths import Paths
+
+LANES = ("alpha", "beta", "gamma", "delta", "epsilon")
+
+
+@dataclass
+class Subject:
+    """One implementation under test."""
+
+    manager: ServiceManager
+    reads: Callable[[], int]
+    """How many domain-wide reads the backend has answered so far."""
+    run: Callable[[Config, str], int]
+    """Start lane NAME of the config so that it keeps running; its pid."""
+
+
+def _launchd(paths: Paths) -> Subject:
+    """launchd's manager over the in-memory launchd (tests/fakes.py): launchctl's verbs, codes
+    and words, without a Mac."""
+    fake = FakeLaunchd()
+
+    def reads() -> int:
+        return sum(1 for call in fake.calls if call.op in {"list", "print-disabled"})
+
+    def run(config: Config, name: str) -> int:
+        return fake.start(config.lanes[name].label)
+
+    return Subject(LaunchdManager(fake, paths.launch_agents), reads, run)
+
+
+def _emulated(paths: Paths) -> Subject:
+    """The emulated domain: real processes, its state file read under its lock."""
+    domain = EmulatedDomain(paths.emulator, launch_agents=paths.launch_agents)
+    count = [0]
+    read_state = domain._read_state_bytes
+
+    def counted() -> bytes:
+        count[0] += 1
+        return read_state()
+
+    domain._read_state_bytes = counted  # type: ignore[method-assign]
+
+    def run(config: Config, name: str) -> int:
+        lane = config.lanes[name]
+        open_queue(lane.queue.dir, durable=False).enqueue({"sleep": True})
+        pid = domain.kickstart(lane.label)
+        assert pid is not None
+        return pid
+
+    return Subject(EmulatedManager(domain, paths.launch_agents), lambda: count[0], run)
+
+
+SUBJECTS: dict[str, Callable[[Paths], Subject]] = {
+    ManagerKind.LAUNCHD: _launchd,
+    ManagerKind.EMULATED: _emulated,
+}
+"""Every implementation the contract runs over: add the next one here."""
+
+
+@pytest.fixture(params=sorted(SUBJECTS))
+def subject(request: pytest.FixtureRequest, paths: Paths) -> Iterator[Subject]:
+    """Each implementation in turn; whatever a test left loaded is unloaded (and stopped)."""
+    made = SUBJECTS[request.param](paths)
+    assert made.manager.kind == request.param
+    yield made
+    for label in made.manager.loaded():
+        made.manager.unload(label, grace=15.0)
+
+
+def _config(paths: Paths, *, gen: int = 1, lanes: tuple[str, ...] = LANES[:2]) -> Config:
+    """lanes.toml with `lanes` on one queue; GEN changes every lane's definition. A job runs
+    `sleep 30`, so a lane given a job keeps running."""
+    text = '[defaults]\nlabel_prefix = "com.example.contract"\n'
+    text += f'[queues.q]\ndir = "{paths.home / "q"}"\n'
+    for name in lanes:
+        text += (
+            f'[lanes.{name}]\nqueue = "q"\n'
+            'command = ["/bin/sh", "-c", "sleep 30", "job", "{job}"]\n'
+            f'schedule = "0 3 * * *"\nenv = {{ GEN = "{gen}" }}\n'
+        )
+    path = paths.cwd / "lanes.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return load_config(path, paths)
+
+
+def _wanted(manager: ServiceManager, config: Config, paths: Paths) -> dict[str, bytes]:
+    """label -> the artifact `apply` would install, as the manager renders it."""
+    return {
+        lane.label: manager.render(
+            lane, interpreter=sys.executable, snapshot=paths.snapshot_for(lane.label)
+        ).files[f"{lane.label}.plist"]
+        for lane in config.lanes.values()
+    }
+
+
+def test_apply_twice_changes_nothing(subject: Subject, paths: Paths) -> None:
+    """The first apply installs and loads every lane; the second changes nothing and says so,
+    and the manager then has every lane loaded with a definition as new as its artifact."""
+    config = _config(paths)
+    manager = subject.manager
+    first = apply(config, paths, manager)
+    assert {o.action.kind for o in first.outcomes} == {ActionKind.CREATE}
+    assert {o.result for o in first.outcomes} == {Result.DONE}
+    second = apply(config, paths, manager)
+    assert second.nothing_to_do
+    assert {o.action.kind for o in second.outcomes} == {ActionKind.UNCHANGED}
+    labels = [lane.label for lane in config.lanes.values()]
+    seen = manager.observe(labels, _wanted(manager, config, paths))
+    for label in labels:
+        assert seen[label].loaded
+        assert not seen[label].running
+        assert seen[label].ended is Ending.NEVER
+        assert not seen[label].needs_reload, seen[label].stale
+        defined = manager.define(manager.artifact_path(label).read_bytes())
+        assert defined.label == label
+        assert defined.program == sys.executable
+        assert defined.calendar
+    assert set(labels) <= manager.installed().keys()
+    with pytest.raises(ValueError, match="not a valid"):
+        manager.define(b"not an artifact")
+
+
+def test_a_changed_lane_needs_reload_until_applied(subject: Subject, paths: Paths) -> None:
+    """An artifact newer than what the manager loaded is seen as needing a reload; apply
+    reloads it and the observation agrees."""
+    manager = subject.manager
+    apply(_config(paths), paths, manager)
+    changed = _config(paths, gen=2)
+    label = changed.lanes["alpha"].label
+    assert manager.observe([label], _wanted(manager, changed, paths))[label].needs_reload
+    assert {o.result for o in apply(changed, paths, manager).outcomes} == {Result.DONE}
+    assert not manager.observe([label], _wanted(manager, changed, paths))[label].needs_reload
+
+
+def test_a_running_lane_is_not_stopped_without_force(subject: Subject, paths: Paths) -> None:
+    """A change to a running lane is skipped (its run keeps going, nothing is reloaded) until
+    apply is forced; then the run is stopped and the new definition loaded."""
+    manager = subject.manager
+    apply(_config(paths), paths, manager)
+    config = _config(paths)
+    pid = subject.run(config, "alpha")
+    label = config.lanes["alpha"].label
+    changed = _config(paths, gen=2)
+    kept = {o.action.lane: o for o in apply(changed, paths, manager).outcomes}
+    assert kept["alpha"].result is Result.SKIPPED
+    assert kept["beta"].result is Result.DONE
+    assert manager.observe([label])[label].pid == pid
+    forced = {o.action.lane: o for o in apply(changed, paths, manager, force=True).outcomes}
+    assert forced["alpha"].result is Result.DONE
+    after = manager.observe([label], _wanted(manager, changed, paths))[label]
+    assert after.loaded
+    assert after.pid != pid
+    assert not after.needs_reload
+
+
+def test_pause_survives_apply(subject: Subject, paths: Paths) -> None:
+    """A paused lane stays disabled (and marked) through apply, which loads nothing for it."""
+    manager = subject.manager
+    config = _config(paths)
+    apply(config, paths, manager)
+    lane = config.lanes["alpha"]
+    pause([lane], paths, manager)
+    assert manager.observe([lane.label])[lane.label].disabled
+    apply(config, paths, manager)
+    apply(_config(paths, gen=2), paths, manager)
+    assert manager.observe([lane.label])[lane.label].disabled
+    assert is_paused(paths, lane.label)
+
+
+def test_remove_cleans_up(subject: Subject, paths: Paths) -> None:
+    """remove unloads the lane and deletes its artifact and snapshot; the others stay."""
+    manager = subject.manager
+    config = _config(paths)
+    apply(config, paths, manager)
+    gone, kept = config.lanes["alpha"].label, config.lanes["beta"].label
+    result = remove(config, paths, manager, "alpha")
+    assert result.booted_out
+    seen = manager.observe([gone, kept])
+    assert not seen[gone].loaded
+    assert seen[kept].loaded
+    assert gone not in manager.loaded()
+    assert not manager.artifact_path(gone).exists()
+    assert not paths.snapshot_for(gone).exists()
+    assert gone not in manager.installed()
+
+
+def test_observing_n_lanes_is_one_observation(subject: Subject, paths: Paths) -> None:
+    """Observing five lanes reads the domain as often as observing one: one observation for
+    all lanes, never one per lane."""
+    manager = subject.manager
+    config = _config(paths, lanes=LANES)
+    apply(config, paths, manager)
+    labels = [lane.label for lane in config.lanes.values()]
+    before = subject.reads()
+    one = manager.observe(labels[:1])
+    for_one = subject.reads() - before
+    before = subject.reads()
+    many = manager.observe(labels)
+    assert subject.reads() - before == for_one
+    assert for_one >= 1
+    assert one[labels[0]] == many[labels[0]]
+    assert all(many[label].loaded for label in labels)
+
+
+def test_the_factory_picks_and_wraps_managers(paths: Paths) -> None:
+    """open_manager gives the emulated domain's manager under LANEKIT_LAUNCHD=emulated;
+    manager_of wraps launchctl's verbs in launchd's manager and leaves a manager as it is."""
+    chosen = open_manager(paths, {"LANEKIT_LAUNCHD": "emulated"})
+    assert chosen.kind is ManagerKind.EMULATED
+    assert chosen.install_dir == paths.launch_agents
+    real = manager_of(LaunchctlDomain("gui/501"), paths.launch_agents)
+    assert real.kind is ManagerKind.LAUNCHD
+    assert real.domain == "gui/501"
+    assert real.artifact_path("x.y") == paths.launch_agents / "x.y.plist"
+    assert manager_of(real, paths.state) is real
