@@ -234,6 +234,25 @@ def test_observing_n_lanes_is_one_observation(subject: Subject, paths: Paths) ->
     assert all(many[label].loaded for label in labels)
 
 
+def test_observing_one_lane_agrees_with_the_whole_picture(subject: Subject, paths: Paths) -> None:
+    """observe_lane (what `try` polls) says what observe says of a lane's run: loaded, pid,
+    exit; a label the manager never loaded is not loaded (no error)."""
+    manager = subject.manager
+    config = _config(paths)
+    apply(config, paths, manager)
+    label = next(iter(config.lanes.values())).label
+    whole = manager.observe([label])[label]
+    one = manager.observe_lane(label)
+    assert (one.loaded, one.pid, one.exit_code, one.signal) == (
+        whole.loaded,
+        whole.pid,
+        whole.exit_code,
+        whole.signal,
+    )
+    assert one.loaded
+    assert not manager.observe_lane("test.never.loaded").loaded
+
+
 def test_the_factory_picks_and_wraps_managers(paths: Paths) -> None:
     """open_manager gives the emulated domain's manager under LANEKIT_LAUNCHD=emulated;
     manager_of wraps launchctl's verbs in launchd's manager and leaves a manager as it is."""

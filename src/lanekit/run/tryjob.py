@@ -110,9 +110,9 @@ def run_one_shot(
         manager.load(path)
         manager.kick(label)
         while True:
-            seen = manager.observe([label])[label]
-            if _finished(seen):
-                break
+            seen = manager.observe_lane(label)
+            if _finished(seen) or not seen.loaded:
+                break  # not loaded: booted out by someone else, nothing left to wait for
             if timeout is not None and clock() - started >= timeout:
                 timed_out = True
                 break

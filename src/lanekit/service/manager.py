@@ -175,6 +175,12 @@ class ServiceManager(Protocol):
         main artifact bytes) fills each loaded lane's `stale`."""
         ...
 
+    def observe_lane(self, label: str) -> LaneObservation:
+        """One lane in the manager's cheapest look, for a caller polling the one job it
+        started (`try`): launchd answers with one `print`. `disabled` and `stale` are not
+        asked (False, empty); `observe` is the whole picture."""
+        ...
+
     def loaded(self) -> dict[str, int | None]:
         """label -> pid (None when idle) of every loaded lane: the cheapest look, for polling
         while a lane stops or starts (`observe` is the whole picture)."""

@@ -127,6 +127,16 @@ class LaunchdManager:
                     raise
         return entries, overrides, infos
 
+    def observe_lane(self, label: str) -> LaneObservation:
+        """One `print` of the label; not loaded (3/113) is an unloaded lane."""
+        try:
+            info = self.launchd.print(label)
+        except LaunchctlError as exc:
+            if exc.code in NOT_LOADED:
+                return LaneObservation(label)
+            raise
+        return _lane(label, ListEntry(info.pid, None, label), info, False, None)
+
     def loaded(self) -> dict[str, int | None]:
         """One `list()`."""
         return {entry.label: entry.pid for entry in self.launchd.list()}
@@ -292,13 +302,11 @@ def _stale(wanted: bytes | None, info: ServiceInfo | None) -> tuple[str, ...]:
     """How the loaded definition differs from the plist `wanted` (launchd/definition.py)."""
     if wanted is None or info is None:
         return ()
-    import plistlib
-
     from lanekit.service.launchd.definition import differences
 
     try:
-        plist = plistlib.loads(wanted)
-    except Exception:  # plistlib raises several unrelated types; an unreadable file is not ours
+        plist = load_plist(wanted)
+    except PlistError:  # an unreadable file is not ours to compare
         return ()
     if not isinstance(plist, dict):
         return ()
