@@ -660,7 +660,7 @@ def test_a_process_given_the_claim_lock_fd_keeps_the_claim_locked(queue: Queue) 
         pass_fds=(claim.lock_fd,),
     )
     try:
-        claim.lock.release()  # as when the runner is SIGKILLed: its descriptors close
+        claim.handle.release()  # as when the runner is SIGKILLed: its descriptors close
         assert claim.lock_fd == -1
         assert locked(claim.path)
         assert queue.recover(stale_after=0, max_attempts=3) == []

@@ -49,7 +49,7 @@ class QueueMachine(RuleBasedStateMachine):
     def teardown(self) -> None:
         """Close the claims still held, then remove the queue."""
         for claim in self.held.values():
-            claim.lock.release()
+            claim.handle.release()
         shutil.rmtree(self.root, ignore_errors=True)
 
     def _queued(self) -> list[str]:

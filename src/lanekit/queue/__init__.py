@@ -84,6 +84,7 @@ if TYPE_CHECKING:
     from lanekit.queue.records import JobState, Record
     from lanekit.queue.safety import location_error
     from lanekit.queue.state import DEFAULT_BACKOFF_BASE, DEFAULT_BACKOFF_MAX
+    from lanekit.run.watcher import Outcome
 
 _LAZY = {
     "lanekit.queue.claim": ("_FIRST_WINDOW", "Claimer"),
@@ -291,11 +292,29 @@ class Queue(QueueState):
         return settle.settle(self, claim, verdict)
 
     def watch_files(self, claim: Claim) -> tuple[str, str]:
-        """claimed/.<claim name>.status and tmp/: the watcher writes the job's exit status next
-        to the claim (lanekit.run.watcher), which recover() settles by."""
+        """claimed/.<claim name>.status and tmp/: the watcher process writes the job's exit
+        status next to the claim (lanekit.run.watcher), which recover() settles by."""
         from lanekit.run import watcher
 
         return watcher.status_path(claim.file), self.tmp_dir
+
+    def record_outcome(self, claim: Claim, outcome: Outcome) -> None:
+        """Write the job's exit status next to the claim, as its watcher does."""
+        from lanekit.system import fsops
+
+        status, tmp_dir = self.watch_files(claim)
+        tmp = f"{tmp_dir}/.status.{fsops.tmp_suffix()}"
+        fsops.replace_file(status, outcome.to_bytes(), tmp=tmp, durable=False)
+
+    def renew(self, claim: Claim) -> bool:
+        """True: a directory claim lasts as long as its flock, no lease to renew."""
+        return claim.held
+
+    def cancel_requested(self, claim: Claim) -> bool:
+        """Whether `lanekit cancel --stop` left its request beside the claim."""
+        from lanekit.run import watcher
+
+        return os.path.lexists(watcher.cancel_path(claim.file))
 
     def succeeded(self, job_id: str) -> bool:
         """The re-execution guard: the record says succeeded, or the purge index lists it."""

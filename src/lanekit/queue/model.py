@@ -9,6 +9,7 @@ import os
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
+from typing import Protocol
 
 from lanekit.errors import QueueError, UsageError
 from lanekit.queue.observed import RecoverReason
@@ -79,42 +80,66 @@ class ClaimLock:
             os.close(fd)
 
 
+class ClaimHandle(Protocol):
+    """A backend's own side of a claim (ClaimLock for the directory queue)."""
+
+    @property
+    def held(self) -> bool:
+        """False once the claim was settled."""
+        ...
+
+    @property
+    def fd(self) -> int:
+        """A descriptor the job's process inherits to keep the claim live however the runner
+        dies (the directory queue's flocked claimed file); -1 when the backend needs none."""
+        ...
+
+    def release(self) -> None:
+        """The claim is settled (idempotent)."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class Claim:
-    """A job this process owns: claimed/<id>.<owner>.json, flocked until settled."""
+    """A job this process owns until it is settled, whatever backend keeps it."""
 
     job_id: str
     file: str
-    """The claimed file, as the queue renames it (`path` is the same as a Path)."""
+    """The job as a file, the `{job}` of the lane's command (`path` is the same as a Path):
+    the directory queue's claimed file, a materialized payload for another backend."""
     attempt: int
-    """1 on the first run, counting every start (a crash mid-run counts too)."""
+    """1 on the first run, counting every start (a crash mid-run counts too): the fencing
+    token, as no two claims of one job share it."""
     owner: str
     record: Record
-    """The attempt's `running` state, as its `running` line in the job's record says it (the
-    line counts the attempt, lanekit.queue.mark); the settle writes the outcome from it."""
-    lock: ClaimLock = field(repr=False, compare=False)
+    """The attempt's `running` state, as the backend recorded it at claim; the settle writes
+    the outcome from it."""
+    handle: ClaimHandle = field(repr=False, compare=False)
+    """The backend's own (opaque to everyone else)."""
+    lease_until: float | None = None
+    """When the claim lapses unless renewed (epoch seconds); None: it lasts as long as its
+    owner does (the directory and memory queues), and renew() answers True."""
 
     @property
     def path(self) -> Path:
-        """The claimed file; the job's command gets this path. Made when asked: a claim settled
+        """The job file; the job's command gets this path. Made when asked: a claim settled
         without it (a library's loop) never parses one."""
         return Path(self.file)
 
     @property
     def held(self) -> bool:
-        """True until complete/fail/release settled the claim."""
-        return self.lock.held
+        """True until the claim was settled."""
+        return self.handle.held
 
     @property
     def lock_fd(self) -> int:
-        """The descriptor holding the claim's flock (-1 once settled); not inheritable.
+        """The descriptor to give the job's process (-1: none, or settled); not inheritable.
 
-        Give it to the job's process (`subprocess.Popen(..., pass_fds=(claim.lock_fd,))` makes
-        it inheritable in the child only) and the claim stays locked for as long as the job
-        runs, even if this process is SIGKILLed: recover() takes only claims whose lock nobody
-        holds. A process that keeps it after the claim was settled (a daemon the job started)
-        keeps the job file locked; claim() then passes over that file instead of waiting."""
-        return self.lock.fd
+        Given to the job's process (`subprocess.Popen(..., pass_fds=(claim.lock_fd,))` makes
+        it inheritable in the child only), the directory queue's claim stays locked for as long
+        as the job runs, even if this process is SIGKILLed: recover() takes only claims whose
+        lock nobody holds."""
+        return self.handle.fd
 
 
 class DropReason(StrEnum):

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from lanekit.queue.model import Claim, Dropped, Moved, Purged, Recovered, Settled, Verdict
     from lanekit.queue.observed import ClaimView, JobLocation
     from lanekit.queue.records import JobState, Record
+    from lanekit.run.watcher import Outcome
 
 
 class JobClaimer(Protocol):
@@ -90,9 +91,23 @@ class JobQueue(Protocol):
         """Give back the claims whose owner is gone; safe from many processes at once."""
         ...
 
+    def record_outcome(self, claim: Claim, outcome: Outcome) -> None:
+        """Keep how the claim's job ended (its watcher saw it), so that recover() settles a
+        job that finished after its runner died by that, never running it again."""
+        ...
+
     def watch_files(self, claim: Claim) -> tuple[str, str]:
-        """(status file, temp dir) for the claim's watcher: where it records the job's exit
-        status so that recover() settles a job that finished after its runner died."""
+        """(status file, temp dir) for the claim's watcher process: where it writes the job's
+        exit status (what record_outcome keeps) when the runner may not live to pass it on."""
+        ...
+
+    def renew(self, claim: Claim) -> bool:
+        """Extend the claim's lease; False when the claim is no longer this owner's (it
+        lapsed, or was settled). A backend without leases answers True while it is held."""
+        ...
+
+    def cancel_requested(self, claim: Claim) -> bool:
+        """Whether `request_cancel` asked for the claim's job to stop."""
         ...
 
     def succeeded(self, job_id: str) -> bool:

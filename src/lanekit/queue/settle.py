@@ -15,7 +15,13 @@ from lanekit.errors import QueueError
 from lanekit.queue.fileio import io_errors, listdir, queue_error, rename_into
 from lanekit.queue.layout import delayed_name, delayed_until, error_name, queued_name
 from lanekit.queue.mark import drop as drop_mark
-from lanekit.queue.model import RecordNotWrittenError, Settled, VerdictKind, error_file_text
+from lanekit.queue.model import (
+    ClaimLock,
+    RecordNotWrittenError,
+    Settled,
+    VerdictKind,
+    error_file_text,
+)
 from lanekit.queue.records import JobState, Record, iso_utc
 from lanekit.system import fsops
 
@@ -70,7 +76,7 @@ def complete(q: QueueState, claim: Claim) -> Path:
             iso_utc(now),
             running.lane,
         )
-        unwritten = record_outcome(q, record, claim.lock.record)
+        unwritten = record_outcome(q, record, lock_of(claim).record)
         if unwritten is None:
             drop_mark(q, job_id)  # kept otherwise: the guard then asks done/ (queue.mark)
         day = q.done_bucket(now)
@@ -82,7 +88,7 @@ def complete(q: QueueState, claim: Claim) -> Path:
     except OSError as exc:
         raise queue_error(exc, "complete the job") from exc
     finally:
-        claim.lock.release()
+        lock_of(claim).release()
 
 
 def fail(q: QueueState, claim: Claim, error: str) -> Path:
@@ -95,7 +101,7 @@ def fail(q: QueueState, claim: Claim, error: str) -> Path:
         with io_errors("fail the job"):
             return Path(fail_claimed(q, claim, error or "failed without a message"))
     finally:
-        claim.lock.release()
+        lock_of(claim).release()
 
 
 def release(
@@ -115,7 +121,7 @@ def release(
         with io_errors("release the job"):
             return Path(release_claim(q, claim, max_attempts, error, count_attempt, delay))
     finally:
-        claim.lock.release()
+        lock_of(claim).release()
 
 
 def release_claim(  # noqa: PLR0917 - release()'s own values, in its order
@@ -138,7 +144,7 @@ def release_claim(  # noqa: PLR0917 - release()'s own values, in its order
         lane=claim.record.lane,
         error=error or None,
     )
-    q.store.settle(record, claim.lock.record)
+    q.store.settle(record, lock_of(claim).record)
     drop_mark(q, claim.job_id)
     if wait > 0:
         not_before = int(now + wait + 0.999)
@@ -179,9 +185,21 @@ def promote_due_at(q: QueueState, now: float) -> list[str]:
     return promoted
 
 
+def lock_of(claim: Claim) -> ClaimLock:
+    """The claim's flock and open record (this backend's handle); QueueError for a claim
+    another backend handed out."""
+    handle = claim.handle
+    if not isinstance(handle, ClaimLock):
+        raise QueueError(
+            f"{claim.path}: claim of job {claim.job_id} is not a directory queue's",
+            "settle a claim through the queue that handed it out",
+        )
+    return handle
+
+
 def require_held(claim: Claim) -> None:
     """QueueError for a claim that was already settled (each is settled once)."""
-    if claim.lock.fd < 0:
+    if lock_of(claim).fd < 0:
         raise QueueError(
             f"{claim.path}: claim of job {claim.job_id} was already settled",
             "settle each claim once (complete, fail or release)",
@@ -245,7 +263,7 @@ def fail_claimed(q: QueueState, claim: Claim, error: str) -> str:
         record.carry_over(claim.record),
         lambda: to_failed(q, claim.file, claim.job_id, error),
         mark=True,
-        held=claim.lock.record,
+        held=lock_of(claim).record,
     )
 
 
