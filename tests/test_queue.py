@@ -26,26 +26,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lanekit import queue as queue_module
 from lanekit.errors import ExitCode, QueueError, UsageError
-from lanekit.queue import (
-    SUBDIRS,
-    Claim,
-    Dropped,
-    DropReason,
-    JobExistsError,
-    Owner,
-    Queue,
-    RecordNotWrittenError,
-    RecoverReason,
-    new_job_id,
-    own_owner,
-    split_owned_name,
-    validate_job_id,
-)
-from lanekit.queue import enqueue as enqueue_module
+from lanekit.queue.directory import claim as queue_module
+from lanekit.queue.directory import enqueue as enqueue_module
+from lanekit.queue.directory.backend import Queue
+from lanekit.queue.directory.layout import SUBDIRS
+from lanekit.queue.directory.state import QueueState
+from lanekit.queue.ids import Owner, new_job_id, own_owner, split_owned_name, validate_job_id
+from lanekit.queue.model import Claim, Dropped, DropReason, JobExistsError, RecordNotWrittenError
+from lanekit.queue.observed import RecoverReason
 from lanekit.queue.records import JobState, Record
-from lanekit.queue.state import QueueState
 from lanekit.system import fsops, procinfo
 from lanekit.system.fsops import NoReplaceRename
 
@@ -300,7 +290,7 @@ def test_enqueue_of_an_id_differing_only_in_case_is_refused_as_such(queue: Queue
     """On a case-insensitive volume (default APFS) `job1` opens `Job1`'s record: enqueue says
     the ids differ only in case (exit 2), never "remove or repair the record file". The
     volume's answer is planted as the file it would return."""
-    from lanekit.queue.recordstore import IdCaseCollisionError
+    from lanekit.queue.directory.recordstore import IdCaseCollisionError
 
     queue.enqueue({}, job_id="Job1")
     queue.complete(drain(queue)[0])
@@ -1514,7 +1504,7 @@ def test_oldest_is_nsmallest_whatever_the_order(names: list[str], count: int, or
     directory's order is the filesystem's: ext4 hash order, or sorted, or anything)."""
     import heapq
 
-    from lanekit.queue.claim import oldest
+    from lanekit.queue.directory.claim import oldest
 
     if order == "sorted":
         names = sorted(names)
@@ -1531,6 +1521,6 @@ def test_oldest_of_a_big_generated_listing_is_nsmallest() -> None:
     rng = random.Random(7)
     names = [f"{rng.randrange(10**19):020d}-{n:07d}-{n:08x}.json" for n in range(100_000)]
     rng.shuffle(names)
-    from lanekit.queue.claim import oldest
+    from lanekit.queue.directory.claim import oldest
 
     assert oldest(names, 1024) == heapq.nsmallest(1024, names)

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from benchkit.common import LANE, LANEKIT, PY, REPO, Figure, fresh, lane_spec, median, run_cmd
-from lanekit.queue import Queue
+from lanekit.queue.directory.backend import Queue
 from lanekit.run.lanelog import format_line, format_ts
 from lanekit.service.launchd.plist import ENTRYPOINT_CODE, INTERPRETER_FLAGS
 

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from lanekit.errors import UsageError
 from lanekit.jobs.history import adjust_item_count, find_job, page_jobs, paginate
-from lanekit.queue import Queue, new_job_id, own_owner
+from lanekit.queue.directory.backend import Queue
+from lanekit.queue.ids import new_job_id, own_owner
 from lanekit.queue.records import JobState, Record
 
 

@@ -12,10 +12,11 @@ import pytest
 from typer.testing import CliRunner
 
 from lanekit.cli import app
-from lanekit.queue import Dropped, DropReason, JobExistsError, Queue
+from lanekit.queue.directory.backend import Queue
+from lanekit.queue.model import Dropped, DropReason, JobExistsError
 from lanekit.run.entry import empty_run
 from lanekit.run.lanelog import read_events
-from lanekit.run.peek import purge_stamp, utc_day
+from lanekit.run.purgeday import purge_stamp, utc_day
 from lanekit.run.runner import run_lane
 from lanekit.state.snapshot import RunSpec
 

@@ -9,7 +9,9 @@ import pytest
 
 from lanekit.jobs import verbs as jobverbs
 from lanekit.jobs.history import JobView
-from lanekit.queue import JobLocation, JobQueue, Moved
+from lanekit.queue.model import Moved
+from lanekit.queue.observed import JobLocation
+from lanekit.queue.protocol import JobQueue
 from lanekit.queue.records import JobState
 from lanekit.run import watcher
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from lanekit.queue import Dropped, DropReason, Queue
+from lanekit.queue.directory.backend import Queue
+from lanekit.queue.model import Dropped, DropReason
 from lanekit.queue.records import JobState
 
 OLD = 1_000_000_000
@@ -88,7 +89,7 @@ def test_a_file_over_max_job_bytes_goes_to_failed_unread(
 ) -> None:
     """A file dropped in queue/ larger than the queue's max_job_bytes goes to failed/ by its
     fstat size, never read (issue 30 item 12); one at the limit runs."""
-    from lanekit.queue.fileio import read_all as real_read_all
+    from lanekit.queue.directory.fileio import read_all as real_read_all
 
     queue = make_queue(tmp_path, max_job_bytes=64)
     big = b'{"pad": "' + b"x" * 100 + b'"}'
@@ -102,7 +103,7 @@ def test_a_file_over_max_job_bytes_goes_to_failed_unread(
         reads.append(size)
         return real_read_all(fd, size)
 
-    monkeypatch.setattr("lanekit.queue.claim.read_all", read_all)
+    monkeypatch.setattr("lanekit.queue.directory.claim.read_all", read_all)
     claimed, dropped = claim_all(queue)
     assert claimed == ["bb-fits"]
     assert [(d.job_id, d.reason) for d in dropped] == [("aa-big", DropReason.TOO_LARGE)]

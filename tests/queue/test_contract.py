@@ -18,8 +18,12 @@ import pytest
 
 from crashes import Say, in_dying_process
 from lanekit.errors import QueueError, UsageError
-from lanekit.queue import Claim, ClaimState, JobExistsError, JobQueue, Queue, Verdict, open_queue
+from lanekit.queue import open_queue
+from lanekit.queue.directory.backend import Queue
 from lanekit.queue.memory import MemoryQueue
+from lanekit.queue.model import Claim, JobExistsError, Verdict
+from lanekit.queue.observed import ClaimState
+from lanekit.queue.protocol import JobQueue
 from lanekit.queue.records import JobState
 from lanekit.run.watcher import Outcome
 

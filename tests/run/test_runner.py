@@ -18,9 +18,10 @@ import psutil
 import pytest
 
 from lanekit.errors import EnvironmentUnusableError, ExitCode, QueueError, UsageError
-from lanekit.queue import Queue, RecordNotWrittenError
+from lanekit.queue.directory.backend import Queue
+from lanekit.queue.directory.recordstore import RecordStore
+from lanekit.queue.model import RecordNotWrittenError
 from lanekit.queue.records import JobState, Record, iso_utc
-from lanekit.queue.recordstore import RecordStore
 from lanekit.run import which_snapshot as runsnapshot
 from lanekit.run.lanelock import LaneLock, lane_busy, lane_lock_path
 from lanekit.run.lanelog import parse_line, read_events

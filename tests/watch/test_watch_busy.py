@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from test_watch_entry import Cheap
 
-from lanekit.queue import Queue
+from lanekit.queue.directory.backend import Queue
 
 THROTTLE = 11
 """Seconds past the hourly lane's ThrottleInterval (launchd's default, 10)."""

@@ -21,7 +21,7 @@ from test_watchdog import _stranded_claim as kill_mid_job
 from watch_world import WATCHED, WatchWorld
 
 from lanekit.config.watch import WATCH_LANE, memory_path
-from lanekit.queue import Queue
+from lanekit.queue.directory.backend import Queue
 from lanekit.run.lanelog import LaneLog
 from lanekit.state.paths import Paths
 from lanekit.watch import entry

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from lanekit.config import Config, LaneSpec
-    from lanekit.queue import JobQueue
+    from lanekit.queue.protocol import JobQueue
     from lanekit.service.launchd import Launchd, ListEntry, ServiceInfo
     from lanekit.state.paths import Paths
 

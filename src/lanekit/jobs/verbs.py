@@ -21,7 +21,10 @@ from pathlib import Path
 
 from lanekit.config import LaneSpec
 from lanekit.errors import LanekitError, StopPendingError, UsageError
-from lanekit.queue import ClaimState, JobQueue, Moved, open_queue
+from lanekit.queue import open_queue
+from lanekit.queue.model import Moved
+from lanekit.queue.observed import ClaimState
+from lanekit.queue.protocol import JobQueue
 from lanekit.queue.records import JobState
 
 STOP_MARGIN = 5.0

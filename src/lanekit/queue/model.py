@@ -5,7 +5,6 @@ its descriptors, nothing else)."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -27,7 +26,6 @@ def error_file_text(reason: str) -> str:
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from lanekit.queue.records import Record
-    from lanekit.queue.recordstore import OpenRecord
 
 
 class JobExistsError(UsageError):
@@ -47,37 +45,6 @@ class RecordNotWrittenError(QueueError):
         super().__init__(message, hint)
         self.state = state
         self.moved_to = moved_to
-
-
-class ClaimLock:
-    """The open claimed file whose flock marks the owner as alive (released once, idempotently),
-    and the job's record, open since the claim read it (`record`: its settle appends through
-    it, RecordStore.settle; None once closed, or when the claim has none open).
-
-    The flock belongs to the open file description, not to the process or the name: every
-    process that inherits the descriptor holds it too, and renames do not affect it. The
-    record's descriptor is close-on-exec and never given to the job.
-    """
-
-    __slots__ = ("fd", "record")
-
-    def __init__(self, fd: int, record: OpenRecord | None = None) -> None:
-        self.fd = fd
-        self.record = record
-
-    @property
-    def held(self) -> bool:
-        """False once the claim was settled."""
-        return self.fd >= 0
-
-    def release(self) -> None:
-        """Close the record, then the file (dropping the flock); later calls do nothing."""
-        record, self.record = self.record, None
-        if record is not None:
-            record.close()
-        fd, self.fd = self.fd, -1
-        if fd >= 0:
-            os.close(fd)
 
 
 class ClaimHandle(Protocol):

@@ -13,7 +13,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from lanekit.queue.counted import ClaimInfo
+    from lanekit.queue.counts import ClaimInfo
     from lanekit.queue.records import JobState
 
 

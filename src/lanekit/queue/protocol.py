@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from lanekit.jobs.history import JobView, Page
-    from lanekit.queue.counted import QueueCounts
+    from lanekit.queue.counts import QueueCounts
     from lanekit.queue.model import Claim, Dropped, Moved, Purged, Recovered, Settled, Verdict
     from lanekit.queue.observed import ClaimView, JobLocation
     from lanekit.queue.records import JobState, Record

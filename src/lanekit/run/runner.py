@@ -39,12 +39,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lanekit.errors import EnvironmentUnusableError, ExitCode, LanekitError, UsageError
+from lanekit.queue import nothing_queued
 from lanekit.run import watcher, watcher_link
 from lanekit.run.args import USAGE, split_args
 from lanekit.run.jobenv import job_env, lane_process_env
 from lanekit.run.lanelock import LaneLock, lane_lock_path
 from lanekit.run.lanelog import LaneLog, log_finish, log_warner, rotate_if_needed
-from lanekit.run.peek import nothing_queued, purge_due, purge_stamp, utc_day
+from lanekit.run.purgeday import purge_due, purge_stamp, utc_day
 from lanekit.run.stop import StopHandler, grace_seconds
 from lanekit.run.which_snapshot import load_spec, resolve_snapshot
 from lanekit.state.clock import epoch
@@ -56,7 +57,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
     from typing import TypeAlias
 
-    from lanekit.queue import Claim, Dropped, JobQueue
+    from lanekit.queue.model import Claim, Dropped
+    from lanekit.queue.protocol import JobQueue
     from lanekit.run.stop import Job
     from lanekit.run.watcher import Outcome
 
@@ -225,9 +227,9 @@ def run_lane(
 def open_queue(spec: RunSpec) -> JobQueue:
     """The lane's queue. Imported here, not at the top: a run that finds nothing queued never
     loads the queue machinery (start-up on an empty queue is a benchmark figure)."""
-    from lanekit.queue import Queue
+    from lanekit import queue
 
-    return Queue(spec.queue_dir, durable=spec.durable, max_job_bytes=spec.max_job_bytes)
+    return queue.open_queue(spec.queue_dir, durable=spec.durable, max_job_bytes=spec.max_job_bytes)
 
 
 _COPIES_POLL = 0.5
@@ -385,7 +387,7 @@ class _LaneRun:
     def _give_back(self, queue: JobQueue, claim: Claim, error: str = "") -> None:
         """Back to queue/ at once, spending no attempt: the job did not fail. `error` goes
         into the job's record, so `lanekit job` says why it is queued again."""
-        from lanekit.queue import Verdict
+        from lanekit.queue.model import Verdict
 
         queue.settle(claim, Verdict.stopped(error))
         self.requeued += 1
@@ -403,7 +405,7 @@ class _LaneRun:
         with reason `cancelled`, whatever it exited with; else by its exit code: 0 -> done/;
         stopped by a signal -> back to queue/ unspent; any other failure -> retry with backoff
         or failed/. The watcher's `outcome` words the failure (timeout, stderr tail)."""
-        from lanekit.queue import RecordNotWrittenError, Verdict
+        from lanekit.queue.model import RecordNotWrittenError, Verdict
         from lanekit.queue.records import JobState
 
         log = self.log

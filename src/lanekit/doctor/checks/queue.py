@@ -19,12 +19,13 @@ from typing import TYPE_CHECKING
 from lanekit.config import LaneSpec
 from lanekit.doctor import DoctorContext, Problem, Scope, Severity, Target, check
 from lanekit.errors import LanekitError
-from lanekit.queue import ClaimState, ClaimView
+from lanekit.queue.observed import ClaimState, ClaimView
 from lanekit.queue.records import JobState
 from lanekit.system.quoting import cmdline
 
 if TYPE_CHECKING:
-    from lanekit.queue import JobLocation, JobQueue
+    from lanekit.queue.observed import JobLocation
+    from lanekit.queue.protocol import JobQueue
     from lanekit.queue.records import Record
 
 BACKLOG_PERIODS = 2

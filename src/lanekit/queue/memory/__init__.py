@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from lanekit.jobs.history import JobView, Page
-    from lanekit.queue.counted import QueueCounts
+    from lanekit.queue.counts import QueueCounts
     from lanekit.queue.model import Dropped
     from lanekit.run.watcher import Outcome
 
@@ -156,8 +156,8 @@ class MemoryQueue:
 
     def enqueue(self, payload: Mapping[str, Any] | bytes | str, job_id: str | None = None) -> str:
         """Add a job; JobExistsError for an id already here or already succeeded."""
-        from lanekit.queue.enqueue import payload_bytes
-        from lanekit.queue.layout import new_job_id, validate_job_id
+        from lanekit.queue.ids import new_job_id, validate_job_id
+        from lanekit.queue.payload import payload_bytes
 
         self.check()
         data = payload_bytes(payload, self._max_job_bytes)
@@ -254,7 +254,7 @@ class MemoryQueue:
         self, job: _Job, kind: VerdictKind, error: str, max_attempts: int, now: float
     ) -> tuple[Record, float | None]:
         """The record (and not-before time) a claim ends with: the directory's rules."""
-        from lanekit.queue.settle import gave_up
+        from lanekit.queue.policy import gave_up
 
         running, stamp = job.record, iso_utc(now)
         attempts = running.attempts
@@ -396,7 +396,7 @@ class MemoryQueue:
 
     def counts(self, now: float | None = None) -> QueueCounts:
         """How many jobs are in each state, and the oldest queued job and claim."""
-        from lanekit.queue.counted import QueueCounts
+        from lanekit.queue.counts import QueueCounts
 
         now = self.clock() if now is None else now
         tally: Counter[str] = Counter()
@@ -426,7 +426,7 @@ class MemoryQueue:
 
     def claims(self, now: float | None = None) -> list[ClaimView]:
         """Every claim, oldest first: LIVE while its owner is, STRANDED once it is gone."""
-        from lanekit.queue.counted import ClaimInfo
+        from lanekit.queue.counts import ClaimInfo
 
         now = self.clock() if now is None else now
         views = []
@@ -454,7 +454,7 @@ class MemoryQueue:
     def job(self, job_id: str) -> JobView | None:
         """Everything known about one job, or None when there is no trace of it."""
         from lanekit.jobs.history import JobView
-        from lanekit.queue.layout import validate_job_id
+        from lanekit.queue.ids import validate_job_id
 
         validate_job_id(job_id)
         job = self._jobs.get(job_id)

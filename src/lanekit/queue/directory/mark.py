@@ -27,23 +27,15 @@ import fcntl
 import os
 from dataclasses import dataclass
 
-from lanekit.queue.fileio import listdir
-from lanekit.queue.layout import (
-    Mark,
-    claimed_name,
-    has_id,
-    id_time,
-    mark_id,
-    mark_name,
-    own_owner,
-    split_owned_name,
-)
-from lanekit.queue.observe import done_file
+from lanekit.queue.directory.fileio import listdir
+from lanekit.queue.directory.layout import Mark, claimed_name, has_id, mark_id, mark_name
+from lanekit.queue.directory.observe import done_file
+from lanekit.queue.ids import id_time, own_owner, split_owned_name
 from lanekit.queue.records import JobState, Record, RecordError, iso_utc
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from lanekit.queue.state import QueueState
+    from lanekit.queue.directory.state import QueueState
 
 _SETTLED = frozenset({JobState.SUCCEEDED, JobState.FAILED})
 _TRIES = 4

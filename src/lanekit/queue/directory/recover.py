@@ -18,37 +18,32 @@ import os
 import time
 from pathlib import Path
 
-from lanekit.queue.fileio import io_errors, listdir
-from lanekit.queue.layout import (
-    TMP_PREFIXES,
-    delayed_name,
-    is_job_name,
-    queued_name,
-    split_owned_name,
-)
-from lanekit.queue.liveness import local_owner_gone
-from lanekit.queue.mark import attempt_record, held_elsewhere
-from lanekit.queue.mark import release as release_mark
-from lanekit.queue.mark import sweep as sweep_marks
-from lanekit.queue.model import Recovered
-from lanekit.queue.observed import RecoverReason
-from lanekit.queue.records import JobState, Record, RecordError, iso_utc
-from lanekit.queue.safety import check
-from lanekit.queue.settle import (
+from lanekit.queue.directory.fileio import io_errors, listdir
+from lanekit.queue.directory.layout import TMP_PREFIXES, delayed_name, queued_name
+from lanekit.queue.directory.liveness import local_owner_gone
+from lanekit.queue.directory.mark import attempt_record, held_elsewhere
+from lanekit.queue.directory.mark import release as release_mark
+from lanekit.queue.directory.mark import sweep as sweep_marks
+from lanekit.queue.directory.safety import check
+from lanekit.queue.directory.settle import (
     duplicate_to_failed,
-    gave_up,
     not_recorded,
     record_outcome,
     to_done,
     to_failed,
 )
+from lanekit.queue.ids import is_job_name, split_owned_name
+from lanekit.queue.model import Recovered
+from lanekit.queue.observed import RecoverReason
+from lanekit.queue.policy import gave_up
+from lanekit.queue.records import JobState, Record, RecordError, iso_utc
 from lanekit.run import watcher
 from lanekit.system import fsops, procinfo
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from lanekit.queue.layout import Owner
-    from lanekit.queue.state import QueueState
+    from lanekit.queue.directory.state import QueueState
+    from lanekit.queue.ids import Owner
 
 _TMP_MAX_AGE = 3600.0
 """Our own temp files in tmp/ older than this were left by a killed process."""

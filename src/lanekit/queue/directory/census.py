@@ -13,14 +13,14 @@ import heapq
 import os
 from pathlib import Path
 
-from lanekit.queue.counted import ClaimInfo, QueueCounts
-from lanekit.queue.fileio import job_names
-from lanekit.queue.layout import id_time, split_owned_name
+from lanekit.queue.counts import ClaimInfo, QueueCounts
+from lanekit.queue.directory.fileio import job_names
+from lanekit.queue.ids import id_time, split_owned_name
 from lanekit.system import procinfo
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from lanekit.queue.state import QueueState
+    from lanekit.queue.directory.state import QueueState
 
 
 def counts(q: QueueState, now: float | None = None) -> QueueCounts:
@@ -94,7 +94,7 @@ def list_claims(
         job_id, owner = (name[:-5], None) if parsed is None else parsed
         alive = None
         if check_owners and owner is not None and owner.host == here:
-            from lanekit.queue.liveness import owner_alive  # here: counting does not ask
+            from lanekit.queue.directory.liveness import owner_alive  # here: counting does not ask
 
             alive = owner_alive(path, owner)
         result.append(

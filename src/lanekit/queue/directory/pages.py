@@ -18,24 +18,18 @@ import os
 from collections.abc import Sequence
 
 from lanekit.jobs.history import JobView, Page, Unreadable, adjust_item_count, paginate
-from lanekit.queue.layout import (
-    delayed_until,
-    is_job_name,
-    new_job_id,
-    owned_id,
-    stem_id,
-    validate_job_id,
-)
-from lanekit.queue.mark import claim_record
+from lanekit.queue.directory.layout import delayed_until, stem_id
+from lanekit.queue.directory.mark import claim_record
+from lanekit.queue.directory.observe import error_text, locate
+from lanekit.queue.ids import is_job_name, new_job_id, owned_id, validate_job_id
 from lanekit.queue.model import error_file_text
-from lanekit.queue.observe import error_text, locate
 from lanekit.queue.records import JobState, Record, RecordError, iso_utc
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from lanekit.queue.state import QueueState
+    from lanekit.queue.directory.state import QueueState
 
 
 _WIDTH = len(new_job_id(now_ns=0)) + len(".json") + 1

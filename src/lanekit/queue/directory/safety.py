@@ -12,14 +12,14 @@ import os
 import stat
 
 from lanekit.errors import QueueError
-from lanekit.queue.layout import MOVED_THROUGH, SUBDIRS
+from lanekit.queue.directory.layout import MOVED_THROUGH, SUBDIRS
 from lanekit.system import fsops, volumes
 from lanekit.system.owned import make_private_dirs
 from lanekit.system.quoting import cmdline
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from lanekit.queue.state import QueueState
+    from lanekit.queue.directory.state import QueueState
 
 _NO_EXCL_ERRNOS = frozenset({errno.ENOTSUP, errno.EOPNOTSUPP, errno.EPERM})
 """What a no-replace rename fails with where the volume has neither RENAME_EXCL nor links."""

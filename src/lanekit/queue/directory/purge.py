@@ -9,15 +9,16 @@ import contextlib
 import os
 import time
 
-from lanekit.queue.fileio import io_errors, job_names
-from lanekit.queue.layout import error_name, owned_id
+from lanekit.queue.directory.fileio import io_errors, job_names
+from lanekit.queue.directory.layout import error_name
+from lanekit.queue.directory.safety import check
+from lanekit.queue.ids import owned_id
 from lanekit.queue.model import Purged
 from lanekit.queue.records import JobState, RecordError
-from lanekit.queue.safety import check
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from lanekit.queue.state import QueueState
+    from lanekit.queue.directory.state import QueueState
 
 
 def purge(

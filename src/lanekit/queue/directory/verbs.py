@@ -11,18 +11,19 @@ import os
 from pathlib import Path
 
 from lanekit.errors import UsageError
-from lanekit.queue.fileio import io_errors, job_names
-from lanekit.queue.layout import error_name, has_id, validate_job_id
+from lanekit.queue.directory.fileio import io_errors, job_names
+from lanekit.queue.directory.layout import error_name, has_id
+from lanekit.queue.directory.observe import locate
+from lanekit.queue.directory.safety import check
+from lanekit.queue.directory.settle import to_failed, write_failed_record
+from lanekit.queue.ids import validate_job_id
 from lanekit.queue.model import CANCELLED, JobExistsError, Moved
-from lanekit.queue.observe import locate
 from lanekit.queue.records import JobState, Record, RecordError, iso_utc
-from lanekit.queue.safety import check
-from lanekit.queue.settle import to_failed, write_failed_record
 from lanekit.system import fsops
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from lanekit.queue.state import QueueState
+    from lanekit.queue.directory.state import QueueState
 
 _VERB_HINT = "`lanekit job` shows where the job is now"
 

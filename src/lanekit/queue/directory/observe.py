@@ -11,17 +11,11 @@ from collections import Counter
 from pathlib import Path
 
 from lanekit.errors import LanekitError
-from lanekit.queue.counting import list_claims
-from lanekit.queue.fileio import job_names, listdir, read_all
-from lanekit.queue.layout import (
-    error_name,
-    has_id,
-    owned_id,
-    split_owned_name,
-    stem_id,
-    validate_job_id,
-)
-from lanekit.queue.liveness import claim_locked, classify_claim
+from lanekit.queue.directory.census import list_claims
+from lanekit.queue.directory.fileio import job_names, listdir, read_all
+from lanekit.queue.directory.layout import error_name, has_id, stem_id
+from lanekit.queue.directory.liveness import claim_locked, classify_claim
+from lanekit.queue.ids import owned_id, split_owned_name, validate_job_id
 from lanekit.queue.observed import ClaimState, ClaimView, JobLocation
 from lanekit.queue.records import JobState, RecordError
 from lanekit.run import watcher
@@ -29,8 +23,8 @@ from lanekit.system import fsops, procinfo
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from lanekit.queue.directory.state import QueueState
     from lanekit.queue.records import Record
-    from lanekit.queue.state import QueueState
 
 
 def listing(

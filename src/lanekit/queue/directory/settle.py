@@ -12,16 +12,12 @@ import os
 from pathlib import Path
 
 from lanekit.errors import QueueError
-from lanekit.queue.fileio import io_errors, listdir, queue_error, rename_into
-from lanekit.queue.layout import delayed_name, delayed_until, error_name, queued_name
-from lanekit.queue.mark import drop as drop_mark
-from lanekit.queue.model import (
-    ClaimLock,
-    RecordNotWrittenError,
-    Settled,
-    VerdictKind,
-    error_file_text,
-)
+from lanekit.queue.directory.fileio import io_errors, listdir, queue_error, rename_into
+from lanekit.queue.directory.layout import delayed_name, delayed_until, error_name, queued_name
+from lanekit.queue.directory.mark import drop as drop_mark
+from lanekit.queue.directory.state import ClaimLock
+from lanekit.queue.model import RecordNotWrittenError, Settled, VerdictKind, error_file_text
+from lanekit.queue.policy import gave_up
 from lanekit.queue.records import JobState, Record, iso_utc
 from lanekit.system import fsops
 
@@ -29,9 +25,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from lanekit.queue.directory.recordstore import OpenRecord
+    from lanekit.queue.directory.state import QueueState
     from lanekit.queue.model import Claim, Verdict
-    from lanekit.queue.recordstore import OpenRecord
-    from lanekit.queue.state import QueueState
 
 
 def settle(q: QueueState, claim: Claim, verdict: Verdict) -> Settled:
@@ -327,10 +323,3 @@ def duplicate_to_failed(q: QueueState, src: str, job_id: str, taken: str) -> str
     return to_failed(
         q, src, job_id, f"duplicate: another copy of job {job_id} is already at {taken}"
     )
-
-
-def gave_up(error: str, attempts: int) -> str:
-    """The reason of a job out of attempts: its last failure, said so on the first line (the
-    lines after it are the job's stderr tail)."""
-    head, newline, tail = error.partition("\n")
-    return f"{head}; gave up after {attempts} attempts{newline}{tail}"

@@ -17,33 +17,33 @@ import os
 from pathlib import Path
 
 from lanekit.errors import QueueError
-from lanekit.queue.enqueue import payload_problem
-from lanekit.queue.fileio import job_names, listdir, read_all, rename_into
-from lanekit.queue.layout import (
+from lanekit.queue.directory.fileio import job_names, listdir, read_all, rename_into
+from lanekit.queue.directory.layout import claimed_name, has_id
+from lanekit.queue.directory.mark import clear_stale, held_elsewhere, mark_path
+from lanekit.queue.directory.mark import release as release_mark
+from lanekit.queue.directory.mark import take as take_mark
+from lanekit.queue.directory.observe import done_file
+from lanekit.queue.directory.settle import promote_due, to_failed, write_failed_record
+from lanekit.queue.directory.state import ClaimLock
+from lanekit.queue.ids import (
     MAX_ID_LENGTH,
-    claimed_name,
-    has_id,
     id_problem,
     id_time,
     is_job_name,
     own_owner,
     owner_tail_problem,
 )
-from lanekit.queue.mark import clear_stale, held_elsewhere, mark_path
-from lanekit.queue.mark import release as release_mark
-from lanekit.queue.mark import take as take_mark
-from lanekit.queue.model import Claim, ClaimLock, Dropped, DropReason
-from lanekit.queue.observe import done_file
+from lanekit.queue.model import Claim, Dropped, DropReason
+from lanekit.queue.payload import payload_problem
 from lanekit.queue.records import JobState, Record, RecordError, iso_utc
-from lanekit.queue.settle import promote_due, to_failed, write_failed_record
 from lanekit.system import fsops
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from lanekit.queue.mark import Held
-    from lanekit.queue.state import QueueState
+    from lanekit.queue.directory.mark import Held
+    from lanekit.queue.directory.state import QueueState
 
 
 _MISS_LIMIT = 4
