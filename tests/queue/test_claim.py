@@ -1,5 +1,5 @@
-"""Claiming (lanekit.queue.claim): files in queue/ that must never run or be touched, a hard
-link to a file elsewhere and a file over the queue's max_job_bytes, go to failed/ with their
+"""Claiming (lanekit.queue.directory.claim): files in queue/ that must never run or be touched, a
+hard link to a file elsewhere and a file over the queue's max_job_bytes, go to failed/ with their
 reason; the brief extra names of a producer's `ln && rm` and lanekit's own mark do not."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The running mark (lanekit.queue.mark): a hard link to the claim's file, the two-copies
+"""The running mark (lanekit.queue.directory.mark): a hard link to the claim's file, the two-copies
 guard, with the attempt in the claim's `running` line appended to the record (no file created
 at claim), and what becomes of marks and claims a crash, a failed record write or an earlier
 version (symlink marks, `running` records) left behind."""

@@ -1,4 +1,5 @@
-"""Settling a claim (lanekit.queue.settle): the outcome's line goes through the record the claim
+"""Settling a claim (lanekit.queue.directory.settle): the outcome's line goes through the record
+the claim
 keeps open since its `running` line, while the record's name still is that file, and a claim
 holds no descriptor once settled or dropped."""
 

@@ -129,7 +129,8 @@ class DropReason(StrEnum):
     """A hard link to a file elsewhere (more names than lanekit's own): claiming it would
     date, and running it could change, a file lanekit did not create."""
     TOO_LARGE = "too-large"
-    """Larger than the queue's `max_job_bytes`: refused unread (see lanekit.queue.state)."""
+    """Larger than the queue's `max_job_bytes`: refused unread (see
+    lanekit.queue.directory.state)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,6 @@
 """What observing a directory queue returns: what each claim amounts to, where a job is, and
 why a claim may be taken from its owner (counts and claims with their owners are
-lanekit.queue.counted's). Split from lanekit.queue.model so that observing creates only these
+lanekit.queue.counts's). Split from lanekit.queue.model so that observing creates only these
 few classes, and from counting so that `lanekit status` (benchmark (i)) creates none of them.
 Frozen dataclasses and closed vocabularies, no I/O."""
 

@@ -9,8 +9,8 @@ Layout under the queue directory, all on one local filesystem:
     delayed/  <id>.<not-before epoch>.json, retries waiting out their backoff
     done/     <YYYY-MM-DD>/<id>.json (UTC day buckets, so no directory grows without bound)
     failed/   <id>.json plus <id>.error (why)
-    records/  <id>.json status records and the re-execution guard (lanekit.queue.recordstore)
-    logs/     lane logs (written by the runner)
+    records/  <id>.json status records and the re-execution guard
+    (lanekit.queue.directory.recordstore) logs/     lane logs (written by the runner)
 
 Every move is a no-replace rename (lanekit.system.fsops): a collision is an error, never an
 overwrite.

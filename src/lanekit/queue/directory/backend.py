@@ -57,7 +57,7 @@ class Queue(QueueState):
         safety.check(self)
 
     def enqueue(self, payload: Mapping[str, Any] | bytes | str, job_id: str | None = None) -> str:
-        """Add a job; returns its id (see lanekit.queue.enqueue.enqueue)."""
+        """Add a job; returns its id (see lanekit.queue.directory.enqueue.enqueue)."""
         from lanekit.queue.directory import enqueue
 
         return enqueue.enqueue(self, payload, job_id)
@@ -153,7 +153,7 @@ class Queue(QueueState):
         dry_run: bool = False,
         now: float | None = None,
     ) -> list[Recovered]:
-        """Give back claims whose owner is gone (see lanekit.queue.recover.recover)."""
+        """Give back claims whose owner is gone (see lanekit.queue.directory.recover.recover)."""
         from lanekit.queue.directory import recover
 
         return recover.recover(
@@ -175,7 +175,7 @@ class Queue(QueueState):
         return counting.list_claims(self, now, check_owners=check_owners)
 
     def claims(self, now: float | None = None) -> list[ClaimView]:
-        """Every claim, oldest first, classified (lanekit.queue.liveness)."""
+        """Every claim, oldest first, classified (lanekit.queue.directory.liveness)."""
         from lanekit.queue.directory import observe
 
         return observe.claims(self, now)

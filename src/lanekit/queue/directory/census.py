@@ -1,12 +1,12 @@
 """Counting a directory queue: how many jobs each directory holds, how long the longest
 waiting one has waited, and every claim with its owner and age (`lanekit status`, doctor;
-the values are lanekit.queue.counted's). From directory listings alone, and a stat where an
+the values are lanekit.queue.counts's). From directory listings alone, and a stat where an
 age needs one, so it stays cheap at 100k jobs; no record is read and no claim classified, so
-counting imports neither lanekit.queue.records nor lanekit.queue.observe's classes (benchmark
-(i))."""
+counting imports neither lanekit.queue.records nor lanekit.queue.directory.observe's classes
+(benchmark (i))."""
 
 # ruff: noqa: PTH116
-# (str paths and os.* on purpose: the claim path, see lanekit.queue)
+# (str paths and os.* on purpose: the claim path, see lanekit.queue.directory)
 from __future__ import annotations
 
 import heapq

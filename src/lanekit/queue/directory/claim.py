@@ -1,7 +1,7 @@
 """Claiming: one no-replace rename from queue/ to claimed/<id>.<owner>.json, then the flock,
 the re-execution guard, the running mark (claimed/.<id>.running, a hard link of the claimed
-file, lanekit.queue.mark) and the attempt's `running` line appended to the record: a claim
-creates no file (design.md section 3; why a mark and not the name, lanekit.queue.layout).
+file, lanekit.queue.directory.mark) and the attempt's `running` line appended to the record: a claim
+creates no file (design.md section 3; why a mark and not the name, lanekit.queue.directory.layout).
 
 The claim path uses `os` with `str` paths and imports nothing heavy: it runs once per job.
 """
@@ -398,7 +398,8 @@ class Claimer:
             record = Record(job_id, JobState.RUNNING, attempts, queued_at, stamp, lane)
             # The attempt starts with this line (the mark only says the id is taken): one
             # write into the record's block, on the descriptor it was read through, no file
-            # created. Cut short before it, the attempt never started (lanekit.queue.mark).
+            # created. Cut short before it, the attempt never started
+            # (lanekit.queue.directory.mark).
             try:
                 queue.store.mark_running(held, record)
             except OSError:

@@ -2,7 +2,7 @@
 its `queued` record created where the id has none (design.md section 3)."""
 
 # ruff: noqa: PTH108
-# (str paths and os.* on purpose: the claim path, see lanekit.queue)
+# (str paths and os.* on purpose: the claim path, see lanekit.queue.directory)
 from __future__ import annotations
 
 import contextlib

@@ -1,9 +1,9 @@
 """Looking at a queue without changing it: where a job is, the listing history pages through,
 each claim classified by its runner's liveness, and the records that contradict where their
-job is (counts, ages and the claims' owners are lanekit.queue.counting). Built from directory
-listings (and a stat where an age needs one), so it stays cheap at 100k jobs."""
+job is (counts, ages and the claims' owners are lanekit.queue.directory.census). Built from
+directory listings (and a stat where an age needs one), so it stays cheap at 100k jobs."""
 
-# (str paths and os.* on purpose: the claim path, see lanekit.queue)
+# (str paths and os.* on purpose: the claim path, see lanekit.queue.directory)
 from __future__ import annotations
 
 import os

@@ -2,7 +2,7 @@
 records, while the re-execution guard outlives them (records/.guard/)."""
 
 # ruff: noqa: PTH106, PTH108, PTH116
-# (str paths and os.* on purpose: the claim path, see lanekit.queue)
+# (str paths and os.* on purpose: the claim path, see lanekit.queue.directory)
 from __future__ import annotations
 
 import contextlib

@@ -8,7 +8,7 @@ again without spending an attempt: a crash of lanekit's is not the job's failure
 """
 
 # ruff: noqa: PTH108, PTH116
-# (str paths and os.* on purpose: the claim path, see lanekit.queue)
+# (str paths and os.* on purpose: the claim path, see lanekit.queue.directory)
 from __future__ import annotations
 
 import contextlib
@@ -212,7 +212,7 @@ def give_back(
         unreadable = exc.message
     else:
         # The attempt is counted by the claim's `running` line (or, for a claim by an earlier
-        # version, its symlink mark or `running` record): lanekit.queue.mark.
+        # version, its symlink mark or `running` record): lanekit.queue.directory.mark.
         prev = attempt_record(q, job_id, owner_text or None, prev, now)
     attempts = 0 if prev is None else prev.attempts
     # A settled record means the owner died between recording the outcome and moving the

@@ -3,7 +3,7 @@ group-writable directories, symlinks, mounts inside, network and sync-engine fol
 volumes that cannot rename without replacing (design.md section 3)."""
 
 # ruff: noqa: PTH108, PTH110, PTH115, PTH116, PTH120
-# (str paths and os.* on purpose: the claim path, see lanekit.queue)
+# (str paths and os.* on purpose: the claim path, see lanekit.queue.directory)
 from __future__ import annotations
 
 import contextlib
@@ -198,11 +198,11 @@ def probe_renames(q: QueueState) -> None:
 
 def probe_link(path: str) -> None:
     """Hard-link the probe at `path` and remove the link again; QueueError if the volume has
-    no hard links (the running mark, lanekit.queue.mark), naming the cause rather than
+    no hard links (the running mark, lanekit.queue.directory.mark), naming the cause rather than
     leaving every claim to fail."""
     link = f"{path}.link"
     try:
-        os.link(path, link)  # link(2), as the mark is made (lanekit.queue.mark.take)
+        os.link(path, link)  # link(2), as the mark is made (lanekit.queue.directory.mark.take)
     except OSError as exc:
         raise QueueError(
             f"{os.path.dirname(path)}: this volume has no hard links ({exc.strerror}), and "

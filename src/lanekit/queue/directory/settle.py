@@ -1,10 +1,10 @@
 """Settling a claim: complete, fail, release (and due retries back from delayed/). The record
 goes first (its line appended after the claim's `running` line), then the claim's running mark
-is removed (lanekit.queue.mark), then the move out of claimed/ by a no-replace rename (see
+is removed (lanekit.queue.directory.mark), then the move out of claimed/ by a no-replace rename (see
 settle_record_first)."""
 
 # ruff: noqa: PTH119
-# (str paths and os.* on purpose: the claim path, see lanekit.queue)
+# (str paths and os.* on purpose: the claim path, see lanekit.queue.directory)
 from __future__ import annotations
 
 import contextlib
@@ -281,8 +281,8 @@ def settle_record_first(
     missing record is then a RecordNotWrittenError (a QueueError: the run exits 69), naming
     the record that was not updated and where the job went.
     `mark`: the claim is this process's and has a running mark, removed between the two once
-    the record is written (kept when it is not: lanekit.queue.mark); `held`, its open record
-    (record_outcome).
+    the record is written (kept when it is not: lanekit.queue.directory.mark); `held`, its open
+    record (record_outcome).
     (complete() does the same steps inline: it is on every job's path.)
     """
     unwritten = record_outcome(q, record, held)

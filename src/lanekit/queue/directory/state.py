@@ -2,11 +2,11 @@
 store, durability, the retry backoff, and today's done/ bucket.
 
 The modules of this package (claim, settle, recover, enqueue, observe, verbs, purge) are
-functions of a QueueState; lanekit.queue.Queue is the façade that holds one.
+functions of a QueueState; lanekit.queue.directory.backend.Queue is the JobQueue that holds one.
 """
 
 # ruff: noqa: PTH100, PTH102
-# (str paths and os.* on purpose: the claim path, see lanekit.queue)
+# (str paths and os.* on purpose: the claim path, see lanekit.queue.directory)
 from __future__ import annotations
 
 import contextlib
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 class QueueState:
     """One queue directory's paths (as Path for callers, as str for the claim path), its
-    record store and its policies. See lanekit.queue.Queue for the arguments."""
+    record store and its policies. See lanekit.queue.directory.backend.Queue for the arguments."""
 
     def __init__(
         self,
@@ -44,7 +44,7 @@ class QueueState:
         self.clock = clock
         """Epoch seconds for ids, records, claim ages, retries and retention: this process's
         clock by default (lanekit.state.clock: the emulated domain's time in a job it started).
-        Only tmp/'s clean-up goes by the real time (lanekit.queue.recover.recover)."""
+        Only tmp/'s clean-up goes by the real time (lanekit.queue.directory.recover.recover)."""
         self.durable = durable
         self.max_job_bytes = max_job_bytes
         """The largest job file: enqueue refuses a larger payload, a claim sends a larger file
@@ -79,7 +79,8 @@ class QueueState:
 
     @functools.cached_property
     def store(self) -> RecordStore:
-        """The queue's records/ (lanekit.queue.recordstore), made on first use: counting a queue
+        """The queue's records/ (lanekit.queue.directory.recordstore), made on first use: counting
+        a queue
         (`lanekit status`, benchmark (i)) reads no record, so it does not import them. Cached
         in the instance, so the claim path pays the lookup of a plain attribute."""
         from lanekit.queue.directory.recordstore import RecordStore

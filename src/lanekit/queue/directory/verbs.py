@@ -3,7 +3,7 @@ and cancel (queue/ or delayed/ -> failed/). Each is one no-replace rename, so it
 with claimers; a running job is never touched."""
 
 # ruff: noqa: PTH108
-# (str paths and os.* on purpose: the claim path, see lanekit.queue)
+# (str paths and os.* on purpose: the claim path, see lanekit.queue.directory)
 from __future__ import annotations
 
 import contextlib
