@@ -94,12 +94,9 @@ class JobQueue(Protocol):
 
     def record_outcome(self, claim: Claim, outcome: Outcome) -> None:
         """Keep how the claim's job ended (its watcher saw it), so that recover() settles a
-        job that finished after its runner died by that, never running it again."""
-        ...
-
-    def watch_files(self, claim: Claim) -> tuple[str, str]:
-        """(status file, temp dir) for the claim's watcher process: where it writes the job's
-        exit status (what record_outcome keeps) when the runner may not live to pass it on."""
+        job that finished after its runner died by that, never running it again. A watcher
+        process writes the same outcome beside the job file (lanekit.run.watcher.status_path
+        of `Claim.file`): recover() reads it there too."""
         ...
 
     def renew(self, claim: Claim) -> bool:
@@ -108,7 +105,8 @@ class JobQueue(Protocol):
         ...
 
     def cancel_requested(self, claim: Claim) -> bool:
-        """Whether `request_cancel` asked for the claim's job to stop."""
+        """Whether `request_cancel` asked for the claim's job to stop (it leaves the request
+        beside the job file, lanekit.run.watcher.cancel_path, where the watcher looks)."""
         ...
 
     def succeeded(self, job_id: str) -> bool:

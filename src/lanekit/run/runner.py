@@ -516,7 +516,10 @@ class _LaneRun:
         """Run one claimed job and settle it, whatever happens (the `finally` below)."""
         spec, log, stop = self.spec, self.log, self.stop
         log.event("claimed", job=claim.job_id, attempt=claim.attempt)
-        status, tmp_dir = queue.watch_files(claim)
+        # The watcher records the job's end beside the job file (whatever backend made it),
+        # where the queue's recover() finds it if this runner dies first.
+        status = watcher.status_path(claim.file)
+        tmp_dir = os.path.dirname(status)  # noqa: PTH120 - a str path on the claim path
         try:
             if stop.stopping():
                 # The stop arrived while this job was being claimed: do not start it.
@@ -529,7 +532,8 @@ class _LaneRun:
                     job: Job = self.launcher(
                         job_argv(spec.command, claim.path),
                         _claim_env(self.env, spec, claim),
-                        (claim.lock_fd,),
+                        # The descriptor that keeps the claim live, where the backend has one.
+                        (claim.lock_fd,) if claim.lock_fd >= 0 else (),
                     )
                 else:
                     # A status left by an earlier attempt under this very claim name (same

@@ -110,20 +110,15 @@ class Queue(QueueState):
 
         return settle.settle(self, claim, verdict)
 
-    def watch_files(self, claim: Claim) -> tuple[str, str]:
-        """claimed/.<claim name>.status and tmp/: the watcher process writes the job's exit
-        status next to the claim (lanekit.run.watcher), which recover() settles by."""
-        from lanekit.run import watcher
-
-        return watcher.status_path(claim.file), self.tmp_dir
-
     def record_outcome(self, claim: Claim, outcome: Outcome) -> None:
         """Write the job's exit status next to the claim, as its watcher does."""
+        from lanekit.run import watcher
         from lanekit.system import fsops
 
-        status, tmp_dir = self.watch_files(claim)
-        tmp = f"{tmp_dir}/.status.{fsops.tmp_suffix()}"
-        fsops.replace_file(status, outcome.to_bytes(), tmp=tmp, durable=False)
+        tmp = f"{self.tmp_dir}/.status.{fsops.tmp_suffix()}"
+        fsops.replace_file(
+            watcher.status_path(claim.file), outcome.to_bytes(), tmp=tmp, durable=False
+        )
 
     def renew(self, claim: Claim) -> bool:
         """True: a directory claim lasts as long as its flock, no lease to renew."""

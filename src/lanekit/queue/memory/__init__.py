@@ -83,7 +83,6 @@ class _Job:
     file: str | None = None
     outcome: Outcome | None = None
     """What the claim's watcher recorded (record_outcome): recover() settles by it."""
-    cancel: bool = False
     finished_at: float = 0.0
 
 
@@ -217,7 +216,7 @@ class MemoryQueue:
             Path(file).write_bytes(job.payload)
             handle = _Handle()
             job.record, job.not_before, job.owner, job.claimed_at = running, None, owner, now
-            job.handle, job.file, job.outcome, job.cancel = handle, file, None, False
+            job.handle, job.file, job.outcome = handle, file, None
         return Claim(job_id, file, running.attempts, owner, running, handle)
 
     def _held(self, claim: Claim) -> _Job:
@@ -236,7 +235,10 @@ class MemoryQueue:
             job.handle.release()
         if job.file is not None:
             Path(job.file).unlink(missing_ok=True)
-            Path(f"{job.file[:-5]}.status").unlink(missing_ok=True)
+            from lanekit.run import watcher
+
+            for beside in (watcher.status_path, watcher.cancel_path, watcher.started_path):
+                Path(beside(job.file)).unlink(missing_ok=True)
         job.record, job.not_before, job.owner, job.handle, job.file = (
             record,
             not_before,
@@ -244,7 +246,7 @@ class MemoryQueue:
             None,
             None,
         )
-        job.outcome, job.cancel = None, False
+        job.outcome = None
         if record.state is JobState.SUCCEEDED:
             self._guard.add(job_id)
         if record.state in {JobState.SUCCEEDED, JobState.FAILED}:
@@ -289,19 +291,13 @@ class MemoryQueue:
             self._finish(claim.job_id, job, record, not_before)
         return Settled(claim.job_id, record.state, self._place(claim.job_id), not_before)
 
-    def watch_files(self, claim: Claim) -> tuple[str, str]:
-        """(status file, temp dir) in the scratch directory, for a watcher process: recover()
-        reads the status there when record_outcome() was not called."""
-        assert self._scratch is not None  # a claim was handed out: check() made it
-        return f"{claim.file[:-5]}.status", str(self._scratch)
-
     def _outcome(self, job: _Job) -> Outcome | None:
         """What the claim's watcher recorded, in memory or in its status file."""
         if job.outcome is not None or job.file is None:
             return job.outcome
         from lanekit.run import watcher
 
-        return watcher.read_outcome(f"{job.file[:-5]}.status")
+        return watcher.read_outcome(watcher.status_path(job.file))
 
     def holding(self, state: JobState) -> str:
         """`memory:NAME/<state>`, for messages."""
@@ -322,20 +318,24 @@ class MemoryQueue:
         return job is not None and job.handle is claim.handle and claim.held
 
     def request_cancel(self, job_id: str, *, dry_run: bool = False) -> Moved:
-        """Ask a running job's watcher to stop it (it then fails as cancelled)."""
+        """Ask a running job's watcher to stop it: the request beside its job file, where the
+        watcher looks (lanekit.run.watcher.cancel_path); it then fails as cancelled."""
+        from lanekit.run import watcher
+
         with self._lock:
             job = self._jobs.get(job_id)
-            if job is None or job.record.state is not JobState.RUNNING:
+            if job is None or job.file is None:
                 raise self._not_there(job_id, "running", "only a running job can be stopped")
             if not dry_run:
-                job.cancel = True
-        place = self._place(job_id)
-        return Moved(job_id, place, place, JobState.FAILED)
+                Path(watcher.cancel_path(job.file)).write_text(f"{CANCELLED}\n", encoding="utf-8")
+            source = self._place(job_id)
+        return Moved(job_id, source, self._place(job_id, JobState.FAILED), JobState.FAILED)
 
     def cancel_requested(self, claim: Claim) -> bool:
         """Whether `lanekit cancel --stop` asked for the claim's job to stop."""
-        job = self._jobs.get(claim.job_id)
-        return job is not None and job.handle is claim.handle and job.cancel
+        from lanekit.run import watcher
+
+        return self.renew(claim) and Path(watcher.cancel_path(claim.file)).exists()
 
     def recover(
         self,
@@ -573,9 +573,13 @@ class MemoryQueue:
         return Purged(tuple(done), tuple(failed), (), dry_run)
 
     def _place(self, job_id: str, state: JobState | None = None) -> Path:
-        """What stands for the job in results: `memory:NAME/<state>/<id>`."""
-        if state is None:
-            state = self._jobs[job_id].record.state
+        """What stands for the job in results: a running job's file, `memory:NAME/<state>/<id>`
+        otherwise."""
+        job = self._jobs.get(job_id)
+        if state is None and job is not None:
+            if job.file is not None:
+                return Path(job.file)
+            state = job.record.state
         return Path(f"{self.where}/{state}/{job_id}")
 
     def _not_there(self, job_id: str, where: str, why: str) -> UsageError:
