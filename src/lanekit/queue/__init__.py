@@ -62,10 +62,18 @@ def open_queue(
     return Queue(Path(location), durable=durable, clock=clock, max_job_bytes=limit)
 
 
+def directory_of(location: str | PathLike[str]) -> str | None:
+    """The directory a queue at `location` keeps on this machine (its logs/ holds the lane
+    logs and lane locks by default), or None for a queue kept elsewhere (memory, a server):
+    its lanes then keep their locks beside their logs (lanekit.run.lanelock)."""
+    text = str(location)
+    return None if text.startswith(MEMORY) else text
+
+
 def location_problem(location: str | PathLike[str]) -> QueueError | None:
     """Why a queue cannot live at `location` (a directory on a network or sync-engine
     volume), or None; asks nothing of the disk beyond reading it (`validate`, `apply`)."""
-    if str(location).startswith(MEMORY):
+    if directory_of(location) is None:
         return None
     from lanekit.queue.directory.safety import location_error
 
@@ -75,7 +83,7 @@ def location_problem(location: str | PathLike[str]) -> QueueError | None:
 def job_places(location: str | PathLike[str]) -> list[Path]:
     """Where a queue at `location` keeps its jobs and records on this machine (none for a
     queue kept elsewhere): a lane's log must not be inside one (lanes.toml validation)."""
-    if str(location).startswith(MEMORY):
+    if directory_of(location) is None:
         return []
     from pathlib import Path
 
@@ -88,20 +96,21 @@ def nothing_queued(location: str | PathLike[str]) -> bool:
     """True when the queue holds nothing to run, retry or recover, from a peek that loads
     no queue machinery (the empty run's fast path, lanekit.run.entry). Any doubt says False:
     the full run asks the queue itself (always, for a backend that cannot peek so cheaply)."""
-    text = str(location)
-    if text.startswith(MEMORY):
+    directory = directory_of(location)
+    if directory is None:
         return False
     from lanekit.queue.directory.peek import nothing_queued as peek
 
-    return peek(text)
+    return peek(directory)
 
 
 def purgeable(location: str | PathLike[str], now: float, keep_done: float) -> bool:
     """True when the queue may hold finished jobs past `keep_done`, or failed ones: the daily
-    purge is worth loading the queue for (a peek, as for nothing_queued)."""
-    text = str(location)
-    if text.startswith(MEMORY):
-        return True
+    purge is worth loading the queue for (a peek, as for nothing_queued). A queue with no
+    directory here is not purged by the lanes' daily claim (its stamp lives in logs/)."""
+    directory = directory_of(location)
+    if directory is None:
+        return False
     from lanekit.queue.directory.peek import purgeable as peek
 
-    return peek(text, now, keep_done)
+    return peek(directory, now, keep_done)

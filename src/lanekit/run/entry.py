@@ -91,7 +91,7 @@ def empty_run(argv: Sequence[str], *, clock: Callable[[], float] = time.monotoni
         warn(exc)
     log = LaneLog(log_path, lane, on_error=warn)
     try:
-        fd = try_lock(lock_file(queue_dir, lane))
+        fd = try_lock(lock_file(queue_dir, lane, log_path))
     except OSError:
         return None  # the full run names the directory that is missing or unusable (69)
     if fd is None:

@@ -195,7 +195,7 @@ def run_lane(
     except OSError as exc:
         log_failed(exc)
     log = LaneLog(spec.log_path, spec.lane, clock=log_clock, on_error=log_failed)
-    lock = LaneLock(lane_lock_path(spec.queue_dir, spec.lane))
+    lock = LaneLock(lane_lock_path(spec.queue_dir, spec.lane, spec.log_path))
     try:
         acquired = lock.acquire()
     except OSError:
