@@ -106,6 +106,7 @@ class MemoryQueue:
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
         self._scratch = scratch
+        self._made_scratch = False
         self._jobs: dict[str, _Job] = {}
         self._guard: set[str] = set()
         """Ids that succeeded, kept after a purge (the re-execution guard)."""
@@ -135,7 +136,16 @@ class MemoryQueue:
             import tempfile
 
             self._scratch = Path(tempfile.mkdtemp(prefix="lanekit-memory-"))
+            self._made_scratch = True
         self._created = True
+
+    def close(self) -> None:
+        """Remove the scratch directory ensure() made (a test's teardown)."""
+        if self._made_scratch and self._scratch is not None:
+            import shutil
+
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch, self._made_scratch, self._created = None, False, False
 
     def check(self) -> None:
         """QueueError for a queue not created yet."""
@@ -613,5 +623,7 @@ def named(name: str, **options: Any) -> MemoryQueue:
 
 
 def forget(name: str) -> None:
-    """Drop the named queue (a test's teardown)."""
-    _NAMED.pop(name, None)
+    """Drop the named queue and its scratch files (a test's teardown)."""
+    queue = _NAMED.pop(name, None)
+    if queue is not None:
+        queue.close()
