@@ -127,6 +127,17 @@ def test_the_directory_queue_is_a_job_queue(tmp_path: Path) -> None:
     assert str(tmp_path / "q") in queue.where
 
 
+def test_the_factory_picks_the_backend_from_the_location(memory_queue: str) -> None:
+    """`memory:NAME` is the process's one memory queue of that name (every caller shares it);
+    anything else is a queue directory."""
+    queue = open_queue(memory_queue)
+    assert isinstance(queue, MemoryQueue)
+    assert open_queue(memory_queue) is queue
+    assert queue.where == memory_queue
+    job_id = queue.enqueue({})
+    assert open_queue(memory_queue).locate(job_id) is not None
+
+
 def test_a_claim_hands_the_job_to_its_command_as_a_file(backend: JobQueue) -> None:
     """The claim carries the id, attempt 1, and a file holding the payload ({job})."""
     job_id = backend.enqueue({"file": "a.txt"})

@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from lanekit.errors import QueueError, UsageError
+from lanekit.queue import MEMORY
 from lanekit.queue.model import (
     CANCELLED,
     Claim,
@@ -33,6 +34,7 @@ from lanekit.queue.model import (
     error_file_text,
 )
 from lanekit.queue.observed import ClaimState, ClaimView, JobLocation, RecoverReason
+from lanekit.queue.policy import DEFAULT_BACKOFF_BASE, DEFAULT_BACKOFF_MAX, backoff, gave_up
 from lanekit.queue.records import JobState, Record, iso_utc
 from lanekit.state.clock import epoch
 from lanekit.state.snapshot_schema import DEFAULT_MAX_JOB_BYTES
@@ -46,9 +48,6 @@ if TYPE_CHECKING:
     from lanekit.queue.counts import QueueCounts
     from lanekit.queue.model import Dropped
     from lanekit.run.watcher import Outcome
-
-SCHEME = "memory:"
-"""How a queue's location names this backend (`memory:NAME`)."""
 
 
 class _Handle:
@@ -96,8 +95,8 @@ class MemoryQueue:
         *,
         clock: Callable[[], float] = epoch,
         max_job_bytes: int = DEFAULT_MAX_JOB_BYTES,
-        backoff_base: float = 30.0,
-        backoff_max: float = 3600.0,
+        backoff_base: float = DEFAULT_BACKOFF_BASE,
+        backoff_max: float = DEFAULT_BACKOFF_MAX,
         scratch: Path | None = None,
     ) -> None:
         self.name = name
@@ -119,7 +118,7 @@ class MemoryQueue:
     @property
     def where(self) -> str:
         """`memory:NAME`."""
-        return SCHEME + self.name
+        return MEMORY + self.name
 
     @property
     def max_job_bytes(self) -> int:
@@ -156,12 +155,6 @@ class MemoryQueue:
     def owner_gone(self, owner: str) -> None:
         """Its owner's process is gone: its claims are no longer live (a test's crash)."""
         self._gone.add(owner)
-
-    def backoff(self, attempt: int) -> float:
-        """Seconds a retry waits after failing attempt number `attempt` (as the directory's)."""
-        if self.backoff_base <= 0:
-            return 0.0
-        return float(min(self.backoff_base * 2 ** max(attempt - 1, 0), self.backoff_max))
 
     def enqueue(self, payload: Mapping[str, Any] | bytes | str, job_id: str | None = None) -> str:
         """Add a job; JobExistsError for an id already here or already succeeded."""
@@ -249,14 +242,8 @@ class MemoryQueue:
 
             for beside in (watcher.status_path, watcher.cancel_path, watcher.started_path):
                 Path(beside(job.file)).unlink(missing_ok=True)
-        job.record, job.not_before, job.owner, job.handle, job.file = (
-            record,
-            not_before,
-            None,
-            None,
-            None,
-        )
-        job.outcome = None
+        job.record, job.not_before = record, not_before
+        job.owner = job.handle = job.file = job.outcome = None
         if record.state is JobState.SUCCEEDED:
             self._guard.add(job_id)
         if record.state in {JobState.SUCCEEDED, JobState.FAILED}:
@@ -266,8 +253,6 @@ class MemoryQueue:
         self, job: _Job, kind: VerdictKind, error: str, max_attempts: int, now: float
     ) -> tuple[Record, float | None]:
         """The record (and not-before time) a claim ends with: the directory's rules."""
-        from lanekit.queue.policy import gave_up
-
         running, stamp = job.record, iso_utc(now)
         attempts = running.attempts
         if kind is VerdictKind.SUCCEEDED:
@@ -279,7 +264,7 @@ class MemoryQueue:
             gave = gave_up(error or "released", attempts)
             return replace(running, state=JobState.FAILED, updated_at=stamp, error=gave), None
         spent = kind is VerdictKind.FAILED
-        wait = self.backoff(attempts) if spent else 0.0
+        wait = backoff(self.backoff_base, self.backoff_max, attempts) if spent else 0.0
         queued = replace(
             running,
             state=JobState.QUEUED,
@@ -333,9 +318,9 @@ class MemoryQueue:
         from lanekit.run import watcher
 
         with self._lock:
-            job = self._jobs.get(job_id)
-            if job is None or job.file is None:
-                raise self._not_there(job_id, "running", "only a running job can be stopped")
+            job = self._waiting(job_id, JobState.RUNNING)
+            if job.file is None:  # mypy: a running job has its file
+                raise QueueError(f"{self.where}: job {job_id} has no file", "a bug: report it")
             if not dry_run:
                 Path(watcher.cancel_path(job.file)).write_text(f"{CANCELLED}\n", encoding="utf-8")
             source = self._place(job_id)
@@ -382,22 +367,13 @@ class MemoryQueue:
                 record, not_before = self._ending(job, kind, error, max_attempts, now)
                 if not dry_run:
                     self._finish(job_id, job, record, not_before)
+                if outcome is None or kind is VerdictKind.STOPPED:
+                    attempts = max(attempts - 1, 0)  # cut short, not ended by the job
+                place = self._place(job_id, record.state)
                 exit_status = None if outcome is None else outcome.exit
-                if outcome is not None and kind is not VerdictKind.STOPPED:
-                    attempts = record.attempts
-                else:
-                    attempts = max(attempts - 1, 0)
-                recovered.append(
-                    Recovered(
-                        job_id,
-                        RecoverReason.OWNER_DEAD,
-                        self._place(job_id, record.state),
-                        record.state,
-                        owner,
-                        attempts,
-                        exit_status,
-                    )
-                )
+                why = RecoverReason.OWNER_DEAD
+                item = Recovered(job_id, why, place, record.state, owner, attempts, exit_status)
+                recovered.append(item)
         return recovered
 
     def succeeded(self, job_id: str) -> bool:
@@ -409,29 +385,18 @@ class MemoryQueue:
         from lanekit.queue.counts import QueueCounts
 
         now = self.clock() if now is None else now
-        tally: Counter[str] = Counter()
-        oldest_queued: float | None = None
-        oldest_claim: float | None = None
-        for job in self._jobs.values():
-            state = job.record.state
-            if state is JobState.QUEUED and job.not_before is not None:
-                tally["delayed"] += 1
-                continue
-            tally[state] += 1
-            if state is JobState.QUEUED:
-                age = now - job.enqueued_at
-                oldest_queued = age if oldest_queued is None else max(oldest_queued, age)
-            elif state is JobState.RUNNING:
-                age = now - job.claimed_at
-                oldest_claim = age if oldest_claim is None else max(oldest_claim, age)
+        jobs = self._jobs.values()
+        tally = Counter(tally_of(job) for job in jobs)
+        queued = [job.enqueued_at for job in jobs if tally_of(job) is JobState.QUEUED]
+        claims = [job.claimed_at for job in jobs if job.file is not None]
         return QueueCounts(
             queued=tally[JobState.QUEUED],
             delayed=tally["delayed"],
             claimed=tally[JobState.RUNNING],
             done=tally[JobState.SUCCEEDED],
             failed=tally[JobState.FAILED],
-            oldest_queued_age=oldest_queued,
-            oldest_claim_age=oldest_claim,
+            oldest_queued_age=now - min(queued) if queued else None,
+            oldest_claim_age=now - min(claims) if claims else None,
         )
 
     def claims(self, now: float | None = None) -> list[ClaimView]:
@@ -505,32 +470,41 @@ class MemoryQueue:
         ]
         return [job_id for _, job_id in sorted(failed)]
 
-    def _waiting(self, job_id: str, state: JobState) -> _Job | None:
+    def _waiting(self, job_id: str, state: JobState, delayed: bool | None = None) -> _Job:
+        """The job, when it is in `state` (and, with `delayed`, waiting out a backoff or
+        not); UsageError naming where it is otherwise. A running one is never waiting."""
         job = self._jobs.get(job_id)
-        return job if job is not None and job.record.state is state else None
+        if job is not None and state is not JobState.RUNNING is job.record.state:
+            raise UsageError(
+                f"job {job_id} is running ({self._place(job_id)}): not moved",
+                "stop it with `lanekit cancel --stop`, or wait for it to finish",
+            )
+        if (
+            job is None
+            or job.record.state is not state
+            or (delayed is not None and delayed is (job.not_before is None))
+        ):
+            now = "not in the queue" if job is None else str(job.record.state)
+            where = "delayed" if delayed else str(state)
+            raise UsageError(f"job {job_id} is not {where} ({now})", f"only a {where} job")
+        return job
 
     def retry(self, job_id: str, *, dry_run: bool = False, now: float | None = None) -> Moved:
         """A failed job back into the queue with all its attempts again."""
-        now = self.clock() if now is None else now
+        stamp = iso_utc(self.clock() if now is None else now)
         with self._lock:
             job = self._waiting(job_id, JobState.FAILED)
-            if job is None:
-                raise self._not_there(job_id, "failed", "only a failed job can be retried")
             source = self._place(job_id)
             if not dry_run:
                 job.record = replace(
-                    job.record, state=JobState.QUEUED, attempts=0, updated_at=iso_utc(now)
+                    job.record, state=JobState.QUEUED, attempts=0, updated_at=stamp
                 )
         return Moved(job_id, source, self._place(job_id, JobState.QUEUED), JobState.QUEUED)
 
     def requeue(self, job_id: str, *, dry_run: bool = False) -> Moved:
         """A retry waiting out its backoff: queued now."""
         with self._lock:
-            job = self._waiting(job_id, JobState.QUEUED)
-            if job is None or job.not_before is None:
-                raise self._not_there(
-                    job_id, "delayed", "only a job awaiting a retry can be requeued"
-                )
+            job = self._waiting(job_id, JobState.QUEUED, delayed=True)
             source = self._place(job_id)
             if not dry_run:
                 job.not_before = None
@@ -538,23 +512,13 @@ class MemoryQueue:
 
     def cancel(self, job_id: str, *, dry_run: bool = False, now: float | None = None) -> Moved:
         """A queued or waiting job to failed, reason `cancelled`; never a running one."""
-        now = self.clock() if now is None else now
+        stamp = iso_utc(self.clock() if now is None else now)
         with self._lock:
-            job = self._jobs.get(job_id)
-            if job is not None and job.record.state is JobState.RUNNING:
-                raise UsageError(
-                    f"job {job_id} is running ({self._place(job_id)}): not cancelled",
-                    "stop it with `lanekit cancel --stop`, or wait for it to finish",
-                )
             job = self._waiting(job_id, JobState.QUEUED)
-            if job is None:
-                raise self._not_there(
-                    job_id, "queued", "only a queued or delayed job can be cancelled"
-                )
             source = self._place(job_id)
             if not dry_run:
                 failed = replace(
-                    job.record, state=JobState.FAILED, updated_at=iso_utc(now), error=CANCELLED
+                    job.record, state=JobState.FAILED, updated_at=stamp, error=CANCELLED
                 )
                 self._finish(job_id, job, failed, None)
         return Moved(job_id, source, self._place(job_id, JobState.FAILED), JobState.FAILED)
@@ -592,10 +556,11 @@ class MemoryQueue:
             state = job.record.state
         return Path(f"{self.where}/{state}/{job_id}")
 
-    def _not_there(self, job_id: str, where: str, why: str) -> UsageError:
-        job = self._jobs.get(job_id)
-        now = "not in the queue" if job is None else f"{job.record.state}"
-        return UsageError(f"job {job_id} is not {where} ({now})", why)
+
+def tally_of(job: _Job) -> str:
+    """Where counts() counts a job: its state, or `delayed` for a retry waiting out its
+    backoff (as the directory queue's delayed/)."""
+    return "delayed" if job.not_before is not None else job.record.state
 
 
 class MemoryClaimer:
