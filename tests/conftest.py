@@ -41,11 +41,10 @@ def memory_queue(request: pytest.FixtureRequest) -> Iterator[str]:
     lanekit.queue.open_queue opens for every caller in this process), forgotten after."""
     from lanekit.queue import memory, open_queue
 
-    name = f"{request.node.name}-{os.urandom(4).hex()}"
-    location = f"memory:{name}"
+    location = f"memory:{request.node.name}-{os.urandom(4).hex()}"
     open_queue(location).ensure()
     yield location
-    memory.forget(name)
+    memory.forget(location)
 
 
 @pytest.fixture

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
     from lanekit.errors import QueueError
     from lanekit.queue.protocol import JobQueue
+    from lanekit.queue.records import JobState
 
 MEMORY = "memory:"
 """The scheme of an in-memory queue's location (`memory:NAME`)."""
@@ -54,7 +55,7 @@ def open_queue(
     if text.startswith(MEMORY):
         from lanekit.queue import memory
 
-        return memory.named(text[len(MEMORY) :], clock=clock, max_job_bytes=limit)
+        return memory.named(text, clock=clock, max_job_bytes=limit)
     from pathlib import Path
 
     from lanekit.queue.directory.backend import Queue
@@ -80,16 +81,41 @@ def location_problem(location: str | PathLike[str]) -> QueueError | None:
     return location_error(location)
 
 
+def places(location: str | PathLike[str]) -> list[Path]:
+    """The directories a queue at `location` keeps on this machine, its own first, for the
+    checks of volume, ownership and mode (lanekit.doctor); none for a queue kept elsewhere."""
+    directory = directory_of(location)
+    if directory is None:
+        return []
+    from pathlib import Path
+
+    from lanekit.queue.directory.layout import SUBDIRS
+
+    return [Path(directory), *(Path(directory, name) for name in SUBDIRS)]
+
+
 def job_places(location: str | PathLike[str]) -> list[Path]:
-    """Where a queue at `location` keeps its jobs and records on this machine (none for a
-    queue kept elsewhere): a lane's log must not be inside one (lanes.toml validation)."""
-    if directory_of(location) is None:
+    """Of those, where it keeps jobs and records (not the lanes' logs/): a lane's log must
+    not be inside one (lanes.toml validation)."""
+    directory = directory_of(location)
+    if directory is None:
         return []
     from pathlib import Path
 
     from lanekit.queue.directory.layout import MOVED_THROUGH
 
-    return [Path(location, name) for name in MOVED_THROUGH]
+    return [Path(directory, name) for name in MOVED_THROUGH]
+
+
+def holding(location: str | PathLike[str], state: JobState) -> str:
+    """Where a queue at `location` keeps the jobs in `state`, for messages (a directory of
+    it: queue/ for queued, though delayed/ holds some too; `memory:NAME/<state>`)."""
+    directory = directory_of(location)
+    if directory is None:
+        return f"{location}/{state}"
+    from lanekit.queue.directory.layout import STATE_DIRS
+
+    return f"{directory}/{STATE_DIRS[state]}"
 
 
 def nothing_queued(location: str | PathLike[str]) -> bool:

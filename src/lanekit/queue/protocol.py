@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from collections import Counter
     from collections.abc import Callable, Mapping
-    from pathlib import Path
     from typing import Any
 
     from lanekit.jobs.history import JobView, Page
@@ -139,15 +138,6 @@ class JobQueue(Protocol):
 
     def success_copies(self) -> Counter[str]:
         """Per id, how many finished copies the queue keeps (more than one: look closer)."""
-        ...
-
-    def holding(self, state: JobState) -> str:
-        """Where the jobs in `state` are, for messages (the directory backend: a directory)."""
-        ...
-
-    def places(self) -> list[Path]:
-        """The directories the queue keeps on this machine (for volume and mode checks);
-        empty for a backend that keeps nothing here."""
         ...
 
     def failed_ids(self) -> list[str]:

@@ -58,7 +58,7 @@ from typing import TYPE_CHECKING, Any
 
 from lanekit.config.watch import WATCH_LANE
 from lanekit.errors import LanekitError
-from lanekit.queue import open_queue
+from lanekit.queue import holding, open_queue, places
 from lanekit.queue.records import JobState
 from lanekit.system.atomic import write_atomic
 from lanekit.watch import fingerprint
@@ -292,14 +292,14 @@ def _path_sets(config: Config, paths: Paths) -> dict[str, tuple[str, ...]]:
         )
         sets[f"cmd:{lane.name}"] = _command_paths(lane, paths)
     for name, drained in _drains(config).items():
-        queue = open_queue(drained[0].queue.dir, durable=drained[0].queue.durable)
-        # The queue's own directory (JobQueue.places' first: missing() reads it), then the
+        where = drained[0].queue.dir
+        # The queue's own directory (lanekit.queue.places' first: missing() reads it), then the
         # directory of each state a queue check reads; its other places hold nothing an
         # alert check counts (temp files, records, delayed jobs, and the lanes' logs/, which
         # files:LANE watches).
-        sets[f"queue:{name}"] = (str(queue.places()[0]),)
+        sets[f"queue:{name}"] = (str(places(where)[0]),)
         for state in QUEUE_STATES:
-            sets[f"{state}:{name}"] = (queue.holding(state),)
+            sets[f"{state}:{name}"] = (holding(where, state),)
     return sets
 
 
@@ -324,8 +324,7 @@ def _buckets(config: Config) -> dict[str, dict[str, Any]]:
     """Each queue's done/ day buckets: the stat first, then the names (see snapshot)."""
     found: dict[str, dict[str, Any]] = {}
     for name, drained in _drains(config).items():
-        queue = open_queue(drained[0].queue.dir, durable=drained[0].queue.durable)
-        root = Path(queue.holding(JobState.SUCCEEDED))
+        root = Path(holding(drained[0].queue.dir, JobState.SUCCEEDED))
         try:
             days = sorted(str(day) for day in root.iterdir())
         except OSError:

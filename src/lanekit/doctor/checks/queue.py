@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from lanekit.config import LaneSpec
 from lanekit.doctor import DoctorContext, Problem, Scope, Severity, Target, check
 from lanekit.errors import LanekitError
+from lanekit.queue import holding
 from lanekit.queue.observed import ClaimState, ClaimView
 from lanekit.queue.records import JobState
 from lanekit.system.quoting import cmdline
@@ -38,7 +39,7 @@ READS: dict[str, tuple[JobState, ...]] = {
     "queue.failed-jobs": (JobState.FAILED,),
     "queue.duplicate-success": (JobState.SUCCEEDED,),
 }
-"""Which of the queue's directories (JobQueue.holding) each queue check reads, for their
+"""Which of the queue's directories (lanekit.queue.holding) each queue check reads, for their
 incremental forms (the watchdog's pass cache, lanekit.watch.cache, keeps a result until one
 of them moves, and then applies these rules before looking again):
 
@@ -135,7 +136,7 @@ def stale_claim(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
         yield Problem(
             Severity.ERROR,
             f"{len(stranded)} claimed job{'s' if len(stranded) != 1 else ''} in "
-            f"{ctx.queue(lane).holding(JobState.RUNNING)} "
+            f"{holding(lane.queue.dir, JobState.RUNNING)} "
             f"belong{'s' if len(stranded) == 1 else ''} to no live "
             f"runner{whose}, oldest {_age(oldest)}: nobody will finish "
             f"{'them' if len(stranded) != 1 else 'it'} until recovered.",
@@ -274,7 +275,7 @@ def failed_jobs(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     yield Problem(
         Severity.WARNING,
         f"{counts.failed} job{'s' if counts.failed != 1 else ''} in "
-        f"{ctx.queue(lane).holding(JobState.FAILED)} ran out of attempts and will not run again by "
+        f"{holding(lane.queue.dir, JobState.FAILED)} ran out of attempts and will not run again by "
         f"{'itself' if counts.failed == 1 else 'themselves'}.",
         f"{cmdline('lanekit', 'jobs', lane.name, '--state', 'failed')}  (each job's .error "
         "says why), then enqueue "
@@ -348,7 +349,7 @@ def record_mismatch(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
         # The fix names the lane that ran the job, when its record says which.
         lane = ran.get(record.lane or "", first)
         if record.state in {JobState.RUNNING, JobState.QUEUED}:
-            yield _stale_running(lane, queue.holding(JobState.RUNNING), record, location)
+            yield _stale_running(lane, holding(first.queue.dir, JobState.RUNNING), record, location)
         elif location is not None:
             yield Problem(
                 Severity.WARNING,
@@ -460,7 +461,7 @@ def duplicate_success(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
             how.append(f"{counts.done_events} `done` events in the logs of lane {who}")
         if by_files:
             how.append(
-                f"{counts.done_files} files in {ctx.queue(lane).holding(JobState.SUCCEEDED)}"
+                f"{counts.done_files} files in {holding(lane.queue.dir, JobState.SUCCEEDED)}"
             )
         first = lanes_by_job.get(job, [lane.name])[0]
         yield Problem(

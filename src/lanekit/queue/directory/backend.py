@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 
-from lanekit.queue.directory.layout import SUBDIRS
 from lanekit.queue.directory.state import QueueState
 
 TYPE_CHECKING = False
@@ -199,21 +198,6 @@ class Queue(QueueState):
         from lanekit.queue.directory import observe
 
         return observe.success_copies(self)
-
-    def holding(self, state: JobState) -> str:
-        """The directory of the jobs in `state` (queued: queue/; delayed/ holds them too)."""
-        from lanekit.queue.records import JobState  # here: counting a queue reads no record
-
-        return {
-            JobState.QUEUED: self.queue_dir,
-            JobState.RUNNING: self.claimed_dir,
-            JobState.SUCCEEDED: self.done_root,
-            JobState.FAILED: self.failed_dir,
-        }[state]
-
-    def places(self) -> list[Path]:
-        """The queue directory and each of its directories."""
-        return [self.dir, *(self.dir / name for name in SUBDIRS)]
 
     def listing(self, state: JobState | None = None) -> dict[str, tuple[JobState, str, str | None]]:
         """Every job file as id -> (state, directory, file name or None for `<id>.json`)."""

@@ -35,6 +35,9 @@ SUBDIRS = ("tmp", "queue", "claimed", "done", "failed", "delayed", "records", "l
 MOVED_THROUGH = ("tmp", "queue", "claimed", "delayed", "done", "failed", "records")
 """The directories jobs and records are renamed between: the probe rename visits each."""
 
+STATE_DIRS = {"queued": "queue", "running": "claimed", "succeeded": "done", "failed": "failed"}
+"""The directory of the jobs in each state (JobState values; queued: queue/, though a retry
+waiting out its backoff is in delayed/)."""
 TMP_PREFIXES = (".probe-", ".rec.", ".job.", ".error.", ".cancel.", ".mark.")
 """Names lanekit gives its temp files in tmp/ (see QueueState.tmp_name, RecordStore.write,
 check)."""

@@ -20,7 +20,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from lanekit.errors import QueueError, UsageError
-from lanekit.queue import MEMORY
 from lanekit.queue.model import (
     CANCELLED,
     Claim,
@@ -91,7 +90,7 @@ class MemoryQueue:
 
     def __init__(
         self,
-        name: str = "test",
+        where: str = "memory:test",
         *,
         clock: Callable[[], float] = epoch,
         max_job_bytes: int = DEFAULT_MAX_JOB_BYTES,
@@ -99,7 +98,7 @@ class MemoryQueue:
         backoff_max: float = DEFAULT_BACKOFF_MAX,
         scratch: Path | None = None,
     ) -> None:
-        self.name = name
+        self._where = where
         self.clock = clock
         self._max_job_bytes = max_job_bytes
         self.backoff_base = backoff_base
@@ -117,8 +116,8 @@ class MemoryQueue:
 
     @property
     def where(self) -> str:
-        """`memory:NAME`."""
-        return MEMORY + self.name
+        """Its location, `memory:NAME` (lanekit.queue.open_queue)."""
+        return self._where
 
     @property
     def max_job_bytes(self) -> int:
@@ -293,14 +292,6 @@ class MemoryQueue:
         from lanekit.run import watcher
 
         return watcher.read_outcome(watcher.status_path(job.file))
-
-    def holding(self, state: JobState) -> str:
-        """`memory:NAME/<state>`, for messages."""
-        return f"{self.where}/{state}"
-
-    def places(self) -> list[Path]:
-        """None: this queue keeps nothing on the file system but its claims' scratch files."""
-        return []
 
     def record_outcome(self, claim: Claim, outcome: Outcome) -> None:
         """What the claim's watcher saw of the job's end, for recover() if its owner dies."""
@@ -579,16 +570,16 @@ class MemoryClaimer:
 _NAMED: dict[str, MemoryQueue] = {}
 
 
-def named(name: str, **options: Any) -> MemoryQueue:
-    """The process's memory queue called `name` (made on first use with `options`)."""
-    queue = _NAMED.get(name)
+def named(location: str, **options: Any) -> MemoryQueue:
+    """The process's memory queue at `location` (made on first use with `options`)."""
+    queue = _NAMED.get(location)
     if queue is None:
-        queue = _NAMED[name] = MemoryQueue(name, **options)
+        queue = _NAMED[location] = MemoryQueue(location, **options)
     return queue
 
 
-def forget(name: str) -> None:
-    """Drop the named queue and its scratch files (a test's teardown)."""
-    queue = _NAMED.pop(name, None)
+def forget(location: str) -> None:
+    """Drop the memory queue at `location` and its scratch files (a test's teardown)."""
+    queue = _NAMED.pop(location, None)
     if queue is not None:
         queue.close()
