@@ -711,7 +711,7 @@ def test_corrupt_job_goes_to_failed_and_claiming_goes_on(
         ("0-bad", DropReason.CORRUPT, JobState.FAILED)
     ]
     assert why in drops[0].detail
-    assert drops[0].destination == queue.failed / "0-bad.json"
+    assert Path(drops[0].destination) == queue.failed / "0-bad.json"
     assert (queue.failed / "0-bad.json").read_bytes() == content
     assert why in (queue.failed / "0-bad.error").read_text()
     record = queue.store.read("0-bad")
@@ -737,7 +737,7 @@ def test_a_name_too_long_to_claim_goes_to_failed(queue: Queue) -> None:
     drops: list[Dropped] = []
     assert [c.job_id for c in drain(queue, on_drop=drops.append)] == [good]
     assert [(d.job_id, d.reason) for d in drops] == [("x" * 250, DropReason.INVALID_ID)]
-    moved = drops[0].destination
+    moved = Path(drops[0].destination)
     assert moved.parent == queue.failed and moved.read_text() == "{}"
     error = moved.with_suffix(".error").read_text()
     assert "too long" in error and name in error
@@ -755,8 +755,8 @@ def test_already_succeeded_job_is_not_run_again(queue: Queue) -> None:
     assert [(d.reason, d.state) for d in drops] == [
         (DropReason.ALREADY_SUCCEEDED, JobState.SUCCEEDED)
     ]
-    assert drops[0].destination.parent == done.parent
-    assert drops[0].destination.name == f"once.{own_owner()}.json"
+    assert Path(drops[0].destination).parent == done.parent
+    assert Path(drops[0].destination).name == f"once.{own_owner()}.json"
     assert done.exists()
     record = queue.store.read("once")
     assert record is not None and (record.state, record.attempts) == (JobState.SUCCEEDED, 1)
@@ -989,7 +989,7 @@ def test_a_settle_that_cannot_write_its_record_still_moves_the_job(
     assert not claim.held and names(queue.claimed) == []
     moved = (day_dir(queue) if where == "done" else queue.failed) / f"{job_id}.json"
     assert moved.exists() and str(moved) in info.value.message
-    assert (info.value.moved_to, info.value.state) == (
+    assert (Path(info.value.moved_to), info.value.state) == (
         moved,
         JobState.SUCCEEDED if where == "done" else JobState.FAILED,
     )
@@ -1041,7 +1041,7 @@ def test_sigkill_mid_job_then_recover_returns_it(queue: Queue) -> None:
     assert [(r.job_id, r.reason, r.state, r.attempts) for r in recovered] == [
         (job_id, RecoverReason.OWNER_DEAD, JobState.QUEUED, 0)
     ]
-    assert recovered[0].destination == queue.queue / f"{job_id}.json"
+    assert Path(recovered[0].destination) == queue.queue / f"{job_id}.json"
     owner = Owner.parse(recovered[0].owner)
     assert owner is not None and (owner.host, owner.pid) == (procinfo.hosttag(), child.pid)
     assert names(queue.claimed) == []
@@ -1090,7 +1090,7 @@ def test_recover_at_the_last_attempt_runs_it_again(queue: Queue) -> None:
     back: a crash never spends a job's attempts (the job never ended)."""
     fake_claim(queue, "spent", f"{procinfo.hosttag()}-{dead_pid()}-1", attempts=3)
     recovered = queue.recover(stale_after=3600, max_attempts=3)
-    assert [(r.state, r.destination, r.attempts) for r in recovered] == [
+    assert [(r.state, Path(r.destination), r.attempts) for r in recovered] == [
         (JobState.QUEUED, queue.queue / "spent.json", 2)
     ]
 
@@ -1101,7 +1101,7 @@ def test_recover_finishes_a_success_instead_of_rerunning(queue: Queue) -> None:
     fake_claim(queue, "finished", f"{procinfo.hosttag()}-{dead_pid()}-1")
     queue.store.write(Record("finished", JobState.SUCCEEDED, 1, "q", "u"))
     recovered = queue.recover(stale_after=3600, max_attempts=3)
-    assert [(r.state, r.destination) for r in recovered] == [
+    assert [(r.state, Path(r.destination)) for r in recovered] == [
         (JobState.SUCCEEDED, day_dir(queue) / "finished.json")
     ]
 
@@ -1114,11 +1114,11 @@ def test_recover_finishes_a_failure_instead_of_rerunning(queue: Queue) -> None:
     failed = Record("broken", JobState.FAILED, 1, "q", "u", error="exit 3")
     queue.store.write(failed)
     assert [
-        (r.state, r.destination)
+        (r.state, Path(r.destination))
         for r in queue.recover(stale_after=3600, max_attempts=3, dry_run=True)
     ] == [(JobState.FAILED, queue.failed / "broken.json")]
     recovered = queue.recover(stale_after=3600, max_attempts=3)
-    assert [(r.state, r.destination, r.attempts) for r in recovered] == [
+    assert [(r.state, Path(r.destination), r.attempts) for r in recovered] == [
         (JobState.FAILED, queue.failed / "broken.json", 1)
     ]
     assert (queue.failed / "broken.error").read_text() == "exit 3\n"
@@ -1130,7 +1130,9 @@ def test_dry_run_moves_nothing(queue: Queue) -> None:
     """dry_run reports what would be recovered, and where to, without touching anything."""
     path = fake_claim(queue, "maybe", f"{procinfo.hosttag()}-{dead_pid()}-1")
     recovered = queue.recover(stale_after=3600, max_attempts=3, dry_run=True)
-    assert [(r.job_id, r.destination) for r in recovered] == [("maybe", queue.queue / "maybe.json")]
+    assert [(r.job_id, Path(r.destination)) for r in recovered] == [
+        ("maybe", queue.queue / "maybe.json")
+    ]
     assert path.exists() and names(queue.queue) == []
 
 
@@ -1431,7 +1433,7 @@ def test_locate(queue: Queue) -> None:
     assert queue.locate(queued) is not None
     claim = drain(queue)[0]
     where = queue.locate(queued)
-    assert where is not None and (where.state, where.path) == (JobState.RUNNING, claim.path)
+    assert where is not None and (where.state, Path(where.where)) == (JobState.RUNNING, claim.path)
     queue.complete(claim)
     where = queue.locate(queued)
     assert where is not None and where.state is JobState.SUCCEEDED

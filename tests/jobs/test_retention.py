@@ -130,7 +130,7 @@ def _old_success(queue: Queue, job_id: str) -> None:
     assert location is not None
     old = queue.done / "2001-01-01"
     old.mkdir()
-    location.path.rename(old / f"{job_id}.json")
+    Path(location.where).rename(old / f"{job_id}.json")
 
 
 def test_the_first_run_of_a_day_purges_and_later_runs_do_not(tmp_path: Path) -> None:

@@ -19,8 +19,8 @@ from lanekit.queue.records import JobState
 from lanekit.run import watcher
 from lanekit.schedule import Schedule
 
-CLAIMED = Path("/q/claimed/s1.host.1.json")
-FAILED = Path("/q/failed/s1.json")
+CLAIMED = "/q/claimed/s1.host.1.json"
+FAILED = "/q/failed/s1.json"
 
 
 class _Settling:
@@ -40,7 +40,7 @@ class _Settling:
     def job(self, job_id: str) -> JobView:
         self.looks += 1
         error = "cancelled\n" if self.looks > self.late else None
-        return JobView(job_id, JobState.FAILED, FAILED, None, error)
+        return JobView(job_id, JobState.FAILED, Path(FAILED), None, error)
 
 
 def test_cancel_stop_returns_once_the_reason_is_written(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -41,7 +41,7 @@ class RecordNotWrittenError(QueueError):
     claim (`queued`, or `running` for a claim by an earlier version).
     """
 
-    def __init__(self, message: str, hint: str, *, state: JobState, moved_to: Path) -> None:
+    def __init__(self, message: str, hint: str, *, state: JobState, moved_to: str) -> None:
         super().__init__(message, hint)
         self.state = state
         self.moved_to = moved_to
@@ -140,8 +140,9 @@ class Dropped:
     job_id: str
     reason: DropReason
     detail: str
-    destination: Path
-    """Where the file went: done/ for already-succeeded, failed/ (+ .error) otherwise."""
+    destination: str
+    """Where it went, for messages: done/ for already-succeeded, failed/ (+ .error)
+    otherwise (the directory backend's file)."""
 
     @property
     def state(self) -> JobState:
@@ -157,7 +158,8 @@ class Recovered:
 
     job_id: str
     reason: RecoverReason
-    destination: Path
+    destination: str
+    """Where it went, for messages (the directory backend's file)."""
     state: JobState
     """QUEUED (back in queue/), FAILED (out of attempts, or its record already said failed) or
     SUCCEEDED (its record already said so). A record that already said so means the owner died
@@ -174,8 +176,10 @@ class Moved:
     """One job an operator verb (retry, requeue, cancel) moved, or with dry_run would move."""
 
     job_id: str
-    source: Path
-    destination: Path
+    source: str
+    """Where it was, for messages (the directory backend's file)."""
+    destination: str
+    """Where it went."""
     state: JobState
     """The job's state once moved: QUEUED (retry, requeue) or FAILED (cancel)."""
 
@@ -249,8 +253,8 @@ class Settled:
     job_id: str
     state: JobState
     """SUCCEEDED (done), QUEUED (to run again, now or after `not_before`) or FAILED."""
-    destination: Path
-    """The file that stands for the job now (the directory backend's done/, queue/,
-    delayed/ or failed/ file)."""
+    destination: str
+    """What stands for the job now, for messages (the directory backend's done/, queue/,
+    delayed/ or failed/ file; `memory:NAME/<state>/<id>`)."""
     not_before: float | None = None
     """For a retry waiting out its backoff: when it is due (epoch seconds)."""

@@ -11,8 +11,6 @@ from enum import StrEnum
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from lanekit.queue.counts import ClaimInfo
     from lanekit.queue.records import JobState
 
@@ -28,11 +26,13 @@ class RecoverReason(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class JobLocation:
-    """Where a job's file is, and the state that follows from the directory."""
+    """Where a job is, and its state there."""
 
     job_id: str
     state: JobState
-    path: Path
+    where: str
+    """What stands for the job, for messages: the directory backend's file (a running job's
+    is the job file its command was given)."""
 
 
 class ClaimState(StrEnum):

@@ -328,7 +328,9 @@ def test_settle_without_its_record_leaves_a_running_record(
     [finding] = world.run("queue.record-mismatch", world.queue_target())
     assert finding.severity is Severity.WARNING
     assert finding.message.startswith("job job-1: its record says running, but no file of it")
-    assert f"the file is in {info.value.moved_to.parent}: the job {outcome}" in finding.message
+    assert (
+        f"the file is in {Path(info.value.moved_to).parent}: the job {outcome}" in finding.message
+    )
     stale = "finished" if outcome == "succeeded" else "failed"
     assert finding.fix == (
         f"lanekit job funnel job-1  (the record is stale: the job {stale}, it is not running)"

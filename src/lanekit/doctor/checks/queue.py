@@ -14,6 +14,7 @@ import itertools
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lanekit.config import LaneSpec
@@ -298,11 +299,12 @@ def _stale_running(
             "or anywhere else in the queue: the job is not running and its record is stale.",
             f"{inspect}  (the record is stale: the job ended and its file was removed)",
         )
+    folder = Path(location.where).parent
     if location.state is JobState.SUCCEEDED:
         return Problem(
             Severity.WARNING,
             f"{says}, but no file of it is in {claimed}; "
-            f"the file is in {location.path.parent}: the job succeeded and its record could not "
+            f"the file is in {folder}: the job succeeded and its record could not "
             "be updated, so the guard does not know the id already ran.",
             f"{inspect}  (the record is stale: the job finished, it is not running)",
         )
@@ -310,14 +312,14 @@ def _stale_running(
         return Problem(
             Severity.WARNING,
             f"{says}, but no file of it is in {claimed}; "
-            f"the file is in {location.path.parent}: the job failed and its record could not "
+            f"the file is in {folder}: the job failed and its record could not "
             "be updated.",
             f"{inspect}  (the record is stale: the job failed, it is not running)",
         )
     return Problem(
         Severity.WARNING,
         f"{says}, but no file of it is in {claimed}; the "
-        f"file waits in {location.path.parent} to run again and its record could not be updated.",
+        f"file waits in {folder} to run again and its record could not be updated.",
         f"{inspect}  (the record is stale: the job is queued, not running)",
     )
 
@@ -354,8 +356,8 @@ def record_mismatch(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
             yield Problem(
                 Severity.WARNING,
                 f"job {record.job_id}: its record says succeeded, but its file waits in "
-                f"{location.path.parent}: the next run will not run it (the guard moves it to "
-                "done/ unrun).",
+                f"{Path(location.where).parent}: the next run will not run it (the guard moves "
+                "it to done/ unrun).",
                 f"{cmdline('lanekit', 'job', lane.name, record.job_id)}  (to inspect it); to do "
                 "the work "
                 "again, enqueue it under a new id",

@@ -14,7 +14,6 @@ import contextlib
 import errno
 import fcntl
 import os
-from pathlib import Path
 
 from lanekit.errors import QueueError
 from lanekit.queue.directory.fileio import job_names, listdir, read_all, rename_into
@@ -293,7 +292,7 @@ class Claimer:
         except FileExistsError:
             detail = f"duplicate: another copy of job {job_id} is already at {src}"
             target = to_failed(self.queue, path, job_id, detail)
-            return Dropped(job_id, DropReason.DUPLICATE, detail, Path(target))
+            return Dropped(job_id, DropReason.DUPLICATE, detail, target)
         raise _LostRaceError
 
     def _admit(
@@ -503,7 +502,7 @@ class Claimer:
                 target = to_failed(queue, path, name, detail)
         finally:
             lock.release()
-        return Dropped(job_id, reason, detail, Path(target))
+        return Dropped(job_id, reason, detail, target)
 
     def _linked(  # noqa: PLR0917 - _take's own values
         self, name: str, src: str, path: str, job_id: str, lock: ClaimLock, st: os.stat_result
@@ -572,7 +571,7 @@ class Claimer:
                     with contextlib.suppress(OSError):
                         write_failed_record(queue, job_id, prev, detail, now)
         target = to_failed(queue, path, job_id, detail)
-        return Dropped(job_id, reason, detail, Path(target))
+        return Dropped(job_id, reason, detail, target)
 
     def _refuse_unclaimable(self, src: str, job_id: str, name: str) -> Dropped:
         """A name too long to carry an owner: straight to failed/ (a rename, so one mover wins),
@@ -587,4 +586,4 @@ class Claimer:
         except FileNotFoundError:
             raise _LostRaceError from None
         self._skip.add(name)
-        return Dropped(job_id, DropReason.INVALID_ID, detail, Path(target))
+        return Dropped(job_id, DropReason.INVALID_ID, detail, target)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from pathlib import Path
 
 from lanekit.errors import LanekitError
 from lanekit.queue.directory.census import list_claims
@@ -76,14 +75,14 @@ def locate(q: QueueState, job_id: str) -> JobLocation | None:
     ):
         path = f"{directory}/{job_id}.json"
         if os.path.lexists(path):
-            return JobLocation(job_id, job_state, Path(path))
+            return JobLocation(job_id, job_state, path)
     for directory, job_state in (
         (q.claimed_dir, JobState.RUNNING),
         (q.delayed_dir, JobState.QUEUED),
     ):
         for name in job_names(directory):
             if has_id(name, job_id):
-                return JobLocation(job_id, job_state, Path(f"{directory}/{name}"))
+                return JobLocation(job_id, job_state, f"{directory}/{name}")
     try:
         record = q.store.read(job_id)
     except RecordError:
@@ -94,7 +93,7 @@ def locate(q: QueueState, job_id: str) -> JobLocation | None:
     for day in days:
         path = f"{q.done_root}/{day}/{job_id}.json"
         if os.path.lexists(path):
-            return JobLocation(job_id, JobState.SUCCEEDED, Path(path))
+            return JobLocation(job_id, JobState.SUCCEEDED, path)
     return None
 
 
@@ -103,7 +102,7 @@ def error_text(q: QueueState, location: JobLocation) -> str | None:
     if location.state is not JobState.FAILED:
         return None
     try:
-        fd = fsops.open_regular(error_name(str(location.path)))
+        fd = fsops.open_regular(error_name(location.where))
     except (FileNotFoundError, fsops.NotRegularFileError):
         return None
     try:

@@ -16,7 +16,6 @@ import dataclasses
 import fcntl
 import os
 import time
-from pathlib import Path
 
 from lanekit.queue.directory.fileio import io_errors, listdir
 from lanekit.queue.directory.layout import TMP_PREFIXES, delayed_name, queued_name
@@ -183,7 +182,7 @@ def recover_bad_file(  # noqa: PLR0917 - called once, with recover's own values
             destination = to_failed(q, path, job_id, f"job file {exc.strerror}")
         except FileNotFoundError:
             return None  # another recoverer moved it first
-    return Recovered(job_id, reason, Path(destination), JobState.FAILED, owner_text, 0)
+    return Recovered(job_id, reason, destination, JobState.FAILED, owner_text, 0)
 
 
 def give_back(
@@ -252,7 +251,7 @@ def give_back(
         attempts = max(attempts - 1, 0)
     destination = _destination(q, job_id, state, now)
     if dry_run:
-        return Recovered(job_id, reason, Path(destination), state, owner_text, attempts)
+        return Recovered(job_id, reason, destination, state, owner_text, attempts)
     try:
         if state is JobState.SUCCEEDED:
             release_mark(q, job_id, owner_text, path)
@@ -281,7 +280,7 @@ def give_back(
     except FileNotFoundError:
         return None  # another recoverer moved it first
     _remove_beside(path)  # a dead watcher's .started note
-    return Recovered(job_id, reason, Path(destination), state, owner_text, attempts)
+    return Recovered(job_id, reason, destination, state, owner_text, attempts)
 
 
 def _destination(q: QueueState, job_id: str, state: JobState, now: float) -> str:
@@ -330,7 +329,7 @@ def settle_finished(
             JobState.QUEUED,
             target if wait > 0 else f"{q.queue_dir}/{queued_name(job_id)}",
         )
-    result = Recovered(job_id, reason, Path(destination), state, owner_text, attempts, outcome.exit)
+    result = Recovered(job_id, reason, destination, state, owner_text, attempts, outcome.exit)
     if dry_run:
         return result
     try:
@@ -363,7 +362,7 @@ def settle_finished(
     except FileNotFoundError:
         return None  # another recoverer moved it first
     _remove_beside(path)
-    return Recovered(job_id, reason, Path(destination), state, owner_text, attempts, outcome.exit)
+    return Recovered(job_id, reason, destination, state, owner_text, attempts, outcome.exit)
 
 
 def _remove_beside(claim: str) -> None:

@@ -34,9 +34,9 @@ def settle(q: QueueState, claim: Claim, verdict: Verdict) -> Settled:
     """Finish `claim` the way `verdict` says (see VerdictKind); where the job went."""
     kind = verdict.kind
     if kind is VerdictKind.SUCCEEDED:
-        return Settled(claim.job_id, JobState.SUCCEEDED, complete(q, claim))
+        return Settled(claim.job_id, JobState.SUCCEEDED, str(complete(q, claim)))
     if kind is VerdictKind.GAVE_UP:
-        return Settled(claim.job_id, JobState.FAILED, fail(q, claim, verdict.error))
+        return Settled(claim.job_id, JobState.FAILED, str(fail(q, claim, verdict.error)))
     spent = kind is VerdictKind.FAILED
     where = release(
         q,
@@ -48,9 +48,9 @@ def settle(q: QueueState, claim: Claim, verdict: Verdict) -> Settled:
     )
     target = str(where)
     if target.startswith(q.failed_dir + "/"):
-        return Settled(claim.job_id, JobState.FAILED, where)
+        return Settled(claim.job_id, JobState.FAILED, target)
     due = delayed_until(where.name) if target.startswith(q.delayed_dir + "/") else None
-    return Settled(claim.job_id, JobState.QUEUED, where, None if due is None else float(due[1]))
+    return Settled(claim.job_id, JobState.QUEUED, target, None if due is None else float(due[1]))
 
 
 def complete(q: QueueState, claim: Claim) -> Path:
@@ -314,7 +314,7 @@ def not_recorded(q: QueueState, record: Record, exc: OSError, target: str) -> Re
         "free space (or fix permissions) in the queue's filesystem "
         "(`lanekit doctor`); the job is finished and will not be recovered",
         state=record.state,
-        moved_to=Path(target),
+        moved_to=target,
     )
 
 

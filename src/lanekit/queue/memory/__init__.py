@@ -433,7 +433,7 @@ class MemoryQueue:
             else None
         )
         retry_at = None if job.not_before is None else iso_utc(job.not_before)
-        return JobView(job_id, record.state, self._place(job_id), record, error, retry_at)
+        return JobView(job_id, record.state, Path(self._place(job_id)), record, error, retry_at)
 
     def locate(self, job_id: str) -> JobLocation | None:
         """Where the job is now."""
@@ -537,15 +537,15 @@ class MemoryQueue:
                     del self._jobs[job_id]
         return Purged(tuple(done), tuple(failed), (), dry_run)
 
-    def _place(self, job_id: str, state: JobState | None = None) -> Path:
+    def _place(self, job_id: str, state: JobState | None = None) -> str:
         """What stands for the job in results: a running job's file, `memory:NAME/<state>/<id>`
         otherwise."""
         job = self._jobs.get(job_id)
         if state is None and job is not None:
             if job.file is not None:
-                return Path(job.file)
+                return job.file
             state = job.record.state
-        return Path(f"{self.where}/{state}/{job_id}")
+        return f"{self.where}/{state}/{job_id}"
 
 
 def tally_of(job: _Job) -> str:
