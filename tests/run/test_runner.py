@@ -1238,3 +1238,23 @@ def test_a_memory_queue_lanes_lock_sits_beside_its_log(root: Path, memory_queue:
     finally:
         lock.release()
     assert (result.reason, result.claimed, queue.counts().queued) == ("lane-busy", 0, 1)
+
+
+def test_a_real_job_runs_from_the_memory_queue_through_its_watcher(
+    root: Path, memory_queue: str
+) -> None:
+    """Without a launcher the job runs under the run's watcher, which records its end beside
+    the job file: a real command reads its payload and succeeds, another fails with its
+    exit status; the memory queue settles both."""
+    queue = open_queue(memory_queue)
+    good = queue.enqueue({"exit": 0}, job_id="good")
+    bad = queue.enqueue({"exit": 4}, job_id="bad")
+    script = write_script(
+        root / "job.py", "import json, sys\nsys.exit(json.load(open(sys.argv[1]))['exit'])\n"
+    )
+    spec = memory_spec(root, memory_queue, [PY, str(script), "{job}"], max_attempts=1)
+    result = run_lane(spec, env={"PATH": "/usr/bin:/bin"})
+    assert (result.done, result.failed) == (1, 1)
+    assert queue.succeeded(good) and queue.failed_ids() == [bad]
+    view = queue.job(bad)
+    assert view is not None and view.error is not None and view.error.startswith("exit 4")

@@ -540,16 +540,25 @@ class _LaneRun:
                     # process) must not be read as this attempt's.
                     with contextlib.suppress(FileNotFoundError):
                         os.unlink(status)  # noqa: PTH108 - a str path on the claim path
-                    job = watcher_link.start(
-                        job_argv(spec.command, claim.path),
-                        _claim_env(self.env, spec, claim),
-                        lock_fd=claim.lock_fd,
-                        status=status,
-                        tmp_dir=tmp_dir,
-                        timeout=spec.timeout,
-                        kill_grace=spec.kill_grace,
-                        stop_grace=stop.grace,
-                    )
+                    # The watcher holds the claim's descriptor for the job's life; a backend
+                    # that keeps none (its claims live as long as their owner) lends it the
+                    # job file's, closed here once the watcher has its own copy.
+                    held = claim.lock_fd
+                    lent = -1 if held >= 0 else os.open(claim.file, os.O_RDONLY | os.O_CLOEXEC)
+                    try:
+                        job = watcher_link.start(
+                            job_argv(spec.command, claim.path),
+                            _claim_env(self.env, spec, claim),
+                            lock_fd=max(held, lent),
+                            status=status,
+                            tmp_dir=tmp_dir,
+                            timeout=spec.timeout,
+                            kill_grace=spec.kill_grace,
+                            stop_grace=stop.grace,
+                        )
+                    finally:
+                        if lent >= 0:
+                            os.close(lent)
             except watcher_link.WatcherGoneError:
                 # The watcher died with the request in hand: it may have started the job.
                 self._outlive_watcher(queue, claim, began)
