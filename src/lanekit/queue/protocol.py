@@ -2,11 +2,13 @@
 the CLI may ask of a queue, whatever stores it.
 
 The directory queue (lanekit.queue.directory) and the in-memory one (lanekit.queue.memory) are
-its backends; the next is PostgreSQL, so that several Macs can drain one queue (rename is not
-atomic across machines); lanekit.queue.open_queue picks one from the queue's location. Nothing here
-names a directory: a backend hands a job to its command as a file path (`Claim.path`, the
-`{job}` of a lane's command): the directory backend's claimed file, a materialized payload for
-another backend. tests/queue/test_contract.py is what every backend must pass.
+its backends, and lanekit.queue.open_queue picks one from the queue's location; the next is
+PostgreSQL, so that several Macs can drain one queue (rename is not atomic across machines).
+Nothing here names a directory: results say where a job is as text, and a backend hands a job
+to its command as a file path (`Claim.path`, the `{job}` of a lane's command): the directory
+backend's claimed file, a materialized payload for another backend. A Claim is neutral: its
+attempt is the fencing token, its handle the backend's own. tests/queue/test_contract.py is
+what every backend must pass.
 """
 
 from __future__ import annotations
