@@ -37,8 +37,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from lanekit.queue import Queue
-from lanekit.queue.recordstore import RecordStore
+from lanekit.queue.directory.backend import Queue
+from lanekit.queue.directory.recordstore import RecordStore
 from lanekit.run.lanelog import read_events
 from lanekit.state.snapshot import RunSpec
 

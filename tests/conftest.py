@@ -36,6 +36,18 @@ def paths(tmp_path: Path) -> Paths:
 
 
 @pytest.fixture
+def memory_queue(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The location of a fresh in-memory queue, created (`memory:NAME`: what
+    lanekit.queue.open_queue opens for every caller in this process), forgotten after."""
+    from lanekit.queue import memory, open_queue
+
+    location = f"memory:{request.node.name}-{os.urandom(4).hex()}"
+    open_queue(location).ensure()
+    yield location
+    memory.forget(location)
+
+
+@pytest.fixture
 def second_user() -> Iterator[SecondUser]:
     """A second, unprivileged local user (nobody) to act as the hostile neighbour: files are
     handed to it with os.chown and commands run as it with setpriv, so the test runs as root.

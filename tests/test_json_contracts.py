@@ -22,7 +22,7 @@ import pytest
 from typer.testing import CliRunner
 
 from lanekit.cli import app
-from lanekit.queue import Queue
+from lanekit.queue.directory.backend import Queue
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "json.md"

@@ -149,25 +149,10 @@ def test_the_cycle_finder_finds_cycles() -> None:
     assert sorted(_cycles(made_up)) == [["a", "b"], ["c", "d", "e"]]
 
 
-QUEUE_BACKEND = SRC / "queue"
-QUEUE_PUBLIC = {
-    "lanekit.queue",
-    "lanekit.queue.protocol",
-    "lanekit.queue.model",
-    "lanekit.queue.observed",
-}
-"""What code outside the directory backend may import of it: the façade, the JobQueue seam
-and its values. Everything else in lanekit/queue/ is the backend's own."""
+QUEUE_BACKEND = SRC / "queue" / "directory"
+"""The directory backend: the one package that knows a queue is a directory."""
 QUEUE_DIRS = frozenset({"tmp", "queue", "claimed", "done", "failed", "delayed", "records"})
 """The backend's directories (logs/ is the lanes', not the queue's)."""
-LAYOUT_EXEMPT = {
-    "peek.py": "the empty-run fast path's directory peeks (queue/, delayed/, claimed/, done/, "
-    "failed/) run before the queue is imported (start-up on an empty queue is benchmark (c))",
-    "entry.py": "the empty-run fast path peeks at queue/, delayed/, claimed/ and done/ without "
-    "importing the queue (its start-up is benchmark (c))",
-    "selftest.py": "it proves that this Mac's volume does the directory backend's no-replace "
-    "rename (a probe in tmp/), and names its own temporary queue's root",
-}
 
 
 def _layout_uses(source: str) -> list[str]:
@@ -196,25 +181,26 @@ def _layout_uses(source: str) -> list[str]:
 
 
 def test_only_the_directory_backend_imports_its_modules() -> None:
-    """Outside lanekit/queue/, the queue is the façade, the JobQueue protocol and its values:
-    nobody imports the layout, the claim path or any other module of the backend."""
+    """Outside lanekit/queue/directory/, the queue is the factory (lanekit.queue.open_queue),
+    the JobQueue protocol and its values: nobody imports the directory backend, save the
+    factory that opens it."""
     offenders = []
     for path in sorted(SRC.rglob("*.py")):
-        if QUEUE_BACKEND in path.parents:
+        if QUEUE_BACKEND in path.parents or path == SRC / "queue" / "__init__.py":
             continue
         for name in _imports(path):
-            if name.startswith("lanekit.queue") and name not in QUEUE_PUBLIC:
+            if name.startswith("lanekit.queue.directory"):
                 offenders.append(f"{path.relative_to(SRC)} imports {name}")
     assert offenders == []
 
 
 def test_only_the_directory_backend_knows_the_layout() -> None:
-    """No module outside lanekit/queue/ builds a path into the queue's directories: runner,
-    history, status, doctor and the CLI ask the JobQueue."""
+    """No module outside lanekit/queue/directory/ builds a path into the queue's directories:
+    runner, entry, history, status, doctor, selftest and the CLI ask the JobQueue."""
     offenders = {}
     for path in sorted(SRC.rglob("*.py")):
         relative = str(path.relative_to(SRC))
-        if QUEUE_BACKEND in path.parents or relative in LAYOUT_EXEMPT:
+        if QUEUE_BACKEND in path.parents:
             continue
         uses = _layout_uses(path.read_text(encoding="utf-8"))
         if uses:
@@ -237,8 +223,10 @@ def test_no_import_cycle_in_the_queue_package() -> None:
     """The backend's modules import one way: none imports a module that imports it back
     (imports under TYPE_CHECKING are for mypy only and do not count)."""
     graph: dict[str, set[str]] = {}
-    for path in sorted(QUEUE_BACKEND.glob("*.py")):
-        name = "lanekit.queue" if path.stem == "__init__" else f"lanekit.queue.{path.stem}"
+    package = SRC / "queue"
+    for path in sorted(package.rglob("*.py")):
+        parts = path.relative_to(SRC).with_suffix("").parts
+        name = ".".join(("lanekit", *(parts[:-1] if parts[-1] == "__init__" else parts)))
         tree = ast.parse(path.read_text(encoding="utf-8"))
         runtime = [
             node
@@ -249,8 +237,8 @@ def test_no_import_cycle_in_the_queue_package() -> None:
         for top in runtime:
             for node in ast.walk(top):
                 if isinstance(node, ast.ImportFrom) and node.module:
-                    if node.module == "lanekit.queue":
-                        deps.update(f"lanekit.queue.{alias.name}" for alias in node.names)
+                    if node.module in {"lanekit.queue", "lanekit.queue.directory"}:
+                        deps.update(f"{node.module}.{alias.name}" for alias in node.names)
                     elif node.module.startswith("lanekit.queue."):
                         deps.add(node.module)
         graph[name] = deps - {name}

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from lanekit.cli import app
-from lanekit.queue import Queue
+from lanekit.queue.directory.backend import Queue
 from lanekit.state.paths import Paths
 
 JOB = """\

@@ -26,26 +26,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lanekit import queue as queue_module
 from lanekit.errors import ExitCode, QueueError, UsageError
-from lanekit.queue import (
-    SUBDIRS,
-    Claim,
-    Dropped,
-    DropReason,
-    JobExistsError,
-    Owner,
-    Queue,
-    RecordNotWrittenError,
-    RecoverReason,
-    new_job_id,
-    own_owner,
-    split_owned_name,
-    validate_job_id,
-)
-from lanekit.queue import enqueue as enqueue_module
+from lanekit.queue.directory import claim as queue_module
+from lanekit.queue.directory import enqueue as enqueue_module
+from lanekit.queue.directory.backend import Queue
+from lanekit.queue.directory.layout import SUBDIRS
+from lanekit.queue.directory.state import QueueState
+from lanekit.queue.ids import Owner, new_job_id, own_owner, split_owned_name, validate_job_id
+from lanekit.queue.model import Claim, Dropped, DropReason, JobExistsError, RecordNotWrittenError
+from lanekit.queue.observed import RecoverReason
 from lanekit.queue.records import JobState, Record
-from lanekit.queue.state import QueueState
 from lanekit.system import fsops, procinfo
 from lanekit.system.fsops import NoReplaceRename
 
@@ -300,7 +290,7 @@ def test_enqueue_of_an_id_differing_only_in_case_is_refused_as_such(queue: Queue
     """On a case-insensitive volume (default APFS) `job1` opens `Job1`'s record: enqueue says
     the ids differ only in case (exit 2), never "remove or repair the record file". The
     volume's answer is planted as the file it would return."""
-    from lanekit.queue.recordstore import IdCaseCollisionError
+    from lanekit.queue.directory.recordstore import IdCaseCollisionError
 
     queue.enqueue({}, job_id="Job1")
     queue.complete(drain(queue)[0])
@@ -660,7 +650,7 @@ def test_a_process_given_the_claim_lock_fd_keeps_the_claim_locked(queue: Queue) 
         pass_fds=(claim.lock_fd,),
     )
     try:
-        claim.lock.release()  # as when the runner is SIGKILLed: its descriptors close
+        claim.handle.release()  # as when the runner is SIGKILLed: its descriptors close
         assert claim.lock_fd == -1
         assert locked(claim.path)
         assert queue.recover(stale_after=0, max_attempts=3) == []
@@ -721,7 +711,7 @@ def test_corrupt_job_goes_to_failed_and_claiming_goes_on(
         ("0-bad", DropReason.CORRUPT, JobState.FAILED)
     ]
     assert why in drops[0].detail
-    assert drops[0].destination == queue.failed / "0-bad.json"
+    assert Path(drops[0].destination) == queue.failed / "0-bad.json"
     assert (queue.failed / "0-bad.json").read_bytes() == content
     assert why in (queue.failed / "0-bad.error").read_text()
     record = queue.store.read("0-bad")
@@ -747,7 +737,7 @@ def test_a_name_too_long_to_claim_goes_to_failed(queue: Queue) -> None:
     drops: list[Dropped] = []
     assert [c.job_id for c in drain(queue, on_drop=drops.append)] == [good]
     assert [(d.job_id, d.reason) for d in drops] == [("x" * 250, DropReason.INVALID_ID)]
-    moved = drops[0].destination
+    moved = Path(drops[0].destination)
     assert moved.parent == queue.failed and moved.read_text() == "{}"
     error = moved.with_suffix(".error").read_text()
     assert "too long" in error and name in error
@@ -765,8 +755,8 @@ def test_already_succeeded_job_is_not_run_again(queue: Queue) -> None:
     assert [(d.reason, d.state) for d in drops] == [
         (DropReason.ALREADY_SUCCEEDED, JobState.SUCCEEDED)
     ]
-    assert drops[0].destination.parent == done.parent
-    assert drops[0].destination.name == f"once.{own_owner()}.json"
+    assert Path(drops[0].destination).parent == done.parent
+    assert Path(drops[0].destination).name == f"once.{own_owner()}.json"
     assert done.exists()
     record = queue.store.read("once")
     assert record is not None and (record.state, record.attempts) == (JobState.SUCCEEDED, 1)
@@ -999,7 +989,7 @@ def test_a_settle_that_cannot_write_its_record_still_moves_the_job(
     assert not claim.held and names(queue.claimed) == []
     moved = (day_dir(queue) if where == "done" else queue.failed) / f"{job_id}.json"
     assert moved.exists() and str(moved) in info.value.message
-    assert (info.value.moved_to, info.value.state) == (
+    assert (Path(info.value.moved_to), info.value.state) == (
         moved,
         JobState.SUCCEEDED if where == "done" else JobState.FAILED,
     )
@@ -1051,7 +1041,7 @@ def test_sigkill_mid_job_then_recover_returns_it(queue: Queue) -> None:
     assert [(r.job_id, r.reason, r.state, r.attempts) for r in recovered] == [
         (job_id, RecoverReason.OWNER_DEAD, JobState.QUEUED, 0)
     ]
-    assert recovered[0].destination == queue.queue / f"{job_id}.json"
+    assert Path(recovered[0].destination) == queue.queue / f"{job_id}.json"
     owner = Owner.parse(recovered[0].owner)
     assert owner is not None and (owner.host, owner.pid) == (procinfo.hosttag(), child.pid)
     assert names(queue.claimed) == []
@@ -1100,7 +1090,7 @@ def test_recover_at_the_last_attempt_runs_it_again(queue: Queue) -> None:
     back: a crash never spends a job's attempts (the job never ended)."""
     fake_claim(queue, "spent", f"{procinfo.hosttag()}-{dead_pid()}-1", attempts=3)
     recovered = queue.recover(stale_after=3600, max_attempts=3)
-    assert [(r.state, r.destination, r.attempts) for r in recovered] == [
+    assert [(r.state, Path(r.destination), r.attempts) for r in recovered] == [
         (JobState.QUEUED, queue.queue / "spent.json", 2)
     ]
 
@@ -1111,7 +1101,7 @@ def test_recover_finishes_a_success_instead_of_rerunning(queue: Queue) -> None:
     fake_claim(queue, "finished", f"{procinfo.hosttag()}-{dead_pid()}-1")
     queue.store.write(Record("finished", JobState.SUCCEEDED, 1, "q", "u"))
     recovered = queue.recover(stale_after=3600, max_attempts=3)
-    assert [(r.state, r.destination) for r in recovered] == [
+    assert [(r.state, Path(r.destination)) for r in recovered] == [
         (JobState.SUCCEEDED, day_dir(queue) / "finished.json")
     ]
 
@@ -1124,11 +1114,11 @@ def test_recover_finishes_a_failure_instead_of_rerunning(queue: Queue) -> None:
     failed = Record("broken", JobState.FAILED, 1, "q", "u", error="exit 3")
     queue.store.write(failed)
     assert [
-        (r.state, r.destination)
+        (r.state, Path(r.destination))
         for r in queue.recover(stale_after=3600, max_attempts=3, dry_run=True)
     ] == [(JobState.FAILED, queue.failed / "broken.json")]
     recovered = queue.recover(stale_after=3600, max_attempts=3)
-    assert [(r.state, r.destination, r.attempts) for r in recovered] == [
+    assert [(r.state, Path(r.destination), r.attempts) for r in recovered] == [
         (JobState.FAILED, queue.failed / "broken.json", 1)
     ]
     assert (queue.failed / "broken.error").read_text() == "exit 3\n"
@@ -1140,7 +1130,9 @@ def test_dry_run_moves_nothing(queue: Queue) -> None:
     """dry_run reports what would be recovered, and where to, without touching anything."""
     path = fake_claim(queue, "maybe", f"{procinfo.hosttag()}-{dead_pid()}-1")
     recovered = queue.recover(stale_after=3600, max_attempts=3, dry_run=True)
-    assert [(r.job_id, r.destination) for r in recovered] == [("maybe", queue.queue / "maybe.json")]
+    assert [(r.job_id, Path(r.destination)) for r in recovered] == [
+        ("maybe", queue.queue / "maybe.json")
+    ]
     assert path.exists() and names(queue.queue) == []
 
 
@@ -1441,7 +1433,7 @@ def test_locate(queue: Queue) -> None:
     assert queue.locate(queued) is not None
     claim = drain(queue)[0]
     where = queue.locate(queued)
-    assert where is not None and (where.state, where.path) == (JobState.RUNNING, claim.path)
+    assert where is not None and (where.state, Path(where.where)) == (JobState.RUNNING, claim.path)
     queue.complete(claim)
     where = queue.locate(queued)
     assert where is not None and where.state is JobState.SUCCEEDED
@@ -1514,7 +1506,7 @@ def test_oldest_is_nsmallest_whatever_the_order(names: list[str], count: int, or
     directory's order is the filesystem's: ext4 hash order, or sorted, or anything)."""
     import heapq
 
-    from lanekit.queue.claim import oldest
+    from lanekit.queue.directory.claim import oldest
 
     if order == "sorted":
         names = sorted(names)
@@ -1531,6 +1523,6 @@ def test_oldest_of_a_big_generated_listing_is_nsmallest() -> None:
     rng = random.Random(7)
     names = [f"{rng.randrange(10**19):020d}-{n:07d}-{n:08x}.json" for n in range(100_000)]
     rng.shuffle(names)
-    from lanekit.queue.claim import oldest
+    from lanekit.queue.directory.claim import oldest
 
     assert oldest(names, 1024) == heapq.nsmallest(1024, names)

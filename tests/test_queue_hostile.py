@@ -19,9 +19,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lanekit.queue import Queue, validate_job_id
+from lanekit.queue.directory.backend import Queue
+from lanekit.queue.directory.recordstore import RecordStore
+from lanekit.queue.ids import validate_job_id
 from lanekit.queue.records import JobState
-from lanekit.queue.recordstore import RecordStore
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -370,7 +371,8 @@ def test_unreadable_job_file_goes_to_failed(other_user: tuple[int, Path]) -> Non
     goes on to the next job, instead of being put back to block the lane forever."""
     uid, project = other_user
     setup = (
-        "import sys; from lanekit.queue import Queue; q = Queue(sys.argv[1]); q.ensure();"
+        "import sys; from lanekit.queue.directory.backend import Queue;"
+        "q = Queue(sys.argv[1]); q.ensure();"
         "open(sys.argv[1] + '/queue/aa-locked.json', 'w').write('{}');"
         "import os; os.chmod(sys.argv[1] + '/queue/aa-locked.json', 0);"
         "q.enqueue({'ok': True}, job_id='zz-good')"
@@ -439,8 +441,8 @@ def test_success_without_its_record_is_still_refused(small_fs: Path, tmp_path: P
     A settle appends its line into the record file's block, which needs no free space; so
     the record here has held enough earlier attempts that the success's line must replace the
     file (recordstore.FILE_LIMIT), which does."""
-    from lanekit.queue import JobExistsError
-    from lanekit.queue.recordstore import FILE_LIMIT
+    from lanekit.queue.directory.recordstore import FILE_LIMIT
+    from lanekit.queue.model import JobExistsError
     from lanekit.run import runner
 
     queue_dir = small_fs / "q"

@@ -100,7 +100,7 @@ def test_readme_links_exist() -> None:
 def test_readme_bash_producer_enqueues_a_job_the_runner_accepts(tmp_path: Path) -> None:
     """The README's enqueue-without-lanekit snippet, run by bash, yields a job that lanekit
     claims like its own (record created at claim), and that sorts among lanekit's ids."""
-    from lanekit.queue import Queue
+    from lanekit.queue.directory.backend import Queue
 
     (block,) = [b for b in _blocks("sh") if 'ln "$q/tmp/' in b]
     queue = Queue(tmp_path / "q")

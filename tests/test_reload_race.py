@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from lanekit.config import Config, load_config
-from lanekit.queue import Queue
+from lanekit.queue.directory.backend import Queue
 from lanekit.reconcile import ActionKind, Outcome, Result, apply
 from lanekit.run.lanelog import read_events
 from lanekit.service.emulated.emulator import EmulatedDomain

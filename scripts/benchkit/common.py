@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lanekit.queue import Queue
+from lanekit.queue.directory.backend import Queue
 from lanekit.state.snapshot import RunSpec
 
 REPO = Path(__file__).resolve().parents[2]

@@ -11,8 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from benchkit.common import Figure, fill, fresh, median, p10_p90
-from lanekit.queue import Queue
-from lanekit.queue.enqueue import payload_problem
+from lanekit.queue.directory.backend import Queue
+from lanekit.queue.payload import payload_problem
 from lanekit.queue.records import JobState, Record, iso_utc
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from benchkit.common import BENCH, LANE, PY, Figure, fill, fresh, lane_spec, median, p10_p90, say
 from benchkit.cycle import floor_job, native_noreplace
-from lanekit.queue import Queue
+from lanekit.queue.directory.backend import Queue
 
 # The job every end-to-end contender runs: append its id to a ledger with one O_APPEND write.
 LEDGER_JOB = 'printf "%s\\n" "$1" >> "$2"'

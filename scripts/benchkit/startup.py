@@ -21,8 +21,8 @@ from benchkit.common import (
     say,
 )
 from lanekit.jobs.history import page_jobs
-from lanekit.queue import Queue
-from lanekit.queue.recordstore import RecordStore
+from lanekit.queue.directory.backend import Queue
+from lanekit.queue.directory.recordstore import RecordStore
 from lanekit.service.launchd.plist import ENTRYPOINT_CODE, INTERPRETER_FLAGS
 
 # --- (c) start-up on an empty queue --------------------------------------------------------

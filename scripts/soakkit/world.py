@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from lanekit.config import Config, LaneSpec, load_config
-from lanekit.queue import Queue
+from lanekit.queue.directory.backend import Queue
 from lanekit.reconcile import apply
 from lanekit.service.emulated.clock import advance
 from lanekit.service.emulated.emulator import EmulatedDomain

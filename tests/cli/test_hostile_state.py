@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from lanekit.cli import main as cli_main  # imported here, so forked children start at once
-from lanekit.queue import Queue
+from lanekit.queue.directory.backend import Queue
 from neighbours import SECOND_UID, THIRD_UID, SecondUser
 
 OTHER_UID = 65534  # nobody; the tests run as root, so os.chown hands a file to another user

@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from lanekit.cli import app
-from lanekit.queue import Queue
+from lanekit.queue.directory.backend import Queue
 from lanekit.queue.records import JobState
 from lanekit.run.lanelog import read_events
 from lanekit.service.launchd import Launchd, open_launchd

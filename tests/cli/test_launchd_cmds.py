@@ -16,7 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from lanekit.cli import app
-from lanekit.queue import Queue
+from lanekit.queue.directory.backend import Queue
 from lanekit.run.lanelog import read_events
 from lanekit.service.emulated.emulator import EmulatedDomain
 from lanekit.state.paths import Paths

@@ -14,9 +14,9 @@ import pytest
 from typer.testing import CliRunner
 
 from lanekit.cli import app
-from lanekit.queue import Queue
+from lanekit.queue.directory.backend import Queue
+from lanekit.queue.directory.recordstore import RecordStore
 from lanekit.queue.records import JobState
-from lanekit.queue.recordstore import RecordStore
 from lanekit.run.lanelog import read_events
 
 CONFIG = """
@@ -266,7 +266,7 @@ def _dead_claim(config: Path) -> str:
     code = (
         "import sys\n"
         "from pathlib import Path\n"
-        "from lanekit.queue import Queue\n"
+        "from lanekit.queue.directory.backend import Queue\n"
         f"claim = Queue(Path({str(queue.dir)!r})).claimer().claim()\n"
         "assert claim is not None\n"
     )

@@ -287,9 +287,17 @@ def test_status_imports_neither_pydantic_nor_rich_nor_reconcile(tmp_path: Path) 
     assert sorted(m for m in modules if m.startswith("lanekit.service.launchd.parse")) == []
     # Counting a queue loads its counting, not the paths that move jobs, nor the observers
     # that classify claims and read records.
-    assert {"lanekit.queue.counting", "lanekit.queue.counted"} <= modules
-    observers = {"lanekit.queue.observe", "lanekit.queue.observed", "lanekit.queue.liveness"}
-    records = {"lanekit.queue.records", "lanekit.queue.recordstore", "lanekit.system.strictjson"}
+    assert {"lanekit.queue.directory.census", "lanekit.queue.counts"} <= modules
+    observers = {
+        "lanekit.queue.directory.observe",
+        "lanekit.queue.observed",
+        "lanekit.queue.directory.liveness",
+    }
+    records = {
+        "lanekit.queue.records",
+        "lanekit.queue.directory.recordstore",
+        "lanekit.system.strictjson",
+    }
     assert sorted((observers | records) & modules) == []
     moving = {"claim", "settle", "recover", "enqueue", "mark", "verbs", "purge", "pages"}
     assert (

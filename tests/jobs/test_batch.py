@@ -11,7 +11,7 @@ import pytest
 
 from lanekit.errors import ExitCode, QueueError, UsageError
 from lanekit.jobs.batch import enqueue_jsonl, enqueue_lines
-from lanekit.queue import Queue
+from lanekit.queue.directory.backend import Queue
 
 
 @pytest.fixture

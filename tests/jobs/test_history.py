@@ -13,7 +13,11 @@ from hypothesis import strategies as st
 
 from lanekit.errors import UsageError
 from lanekit.jobs.history import adjust_item_count, find_job, page_jobs, paginate
-from lanekit.queue import Queue, new_job_id, own_owner
+from lanekit.queue import open_queue
+from lanekit.queue.directory.backend import Queue
+from lanekit.queue.ids import new_job_id, own_owner
+from lanekit.queue.model import Verdict
+from lanekit.queue.protocol import JobQueue
 from lanekit.queue.records import JobState, Record
 
 
@@ -312,3 +316,88 @@ def test_find_job_with_only_a_record(queue: Queue) -> None:
     queue.store.write(Record("gone", JobState.SUCCEEDED, 1, "q", time.strftime("%Y")))
     view = find_job(queue, "gone")
     assert view is not None and (view.state, view.path) == (JobState.SUCCEEDED, None)
+
+
+# --- on the in-memory backend -------------------------------------------------------------
+
+
+@pytest.fixture
+def memory(memory_queue: str) -> JobQueue:
+    """The test's in-memory queue, as every caller opens it."""
+    return open_queue(memory_queue)
+
+
+def test_memory_pages_are_newest_first_and_clamped(memory: JobQueue) -> None:
+    """The page rules hold whatever backend fills the page: newest first, out-of-range pages
+    clamp to the last, per_page 0 is everything."""
+    ids = [memory.enqueue({"n": n}) for n in range(25)]
+    page = page_jobs(memory, 1, 10)
+    assert [r.job_id for r in page.items] == ids[::-1][:10]
+    assert (page.meta.total, page.meta.total_pages, page.meta.next_page) == (25, 3, 2)
+    last = page_jobs(memory, 99, 10)
+    assert last.meta.page == 3 and [r.job_id for r in last.items] == ids[:5][::-1]
+    assert [r.job_id for r in page_jobs(memory, 2, 0).items] == ids[::-1]
+
+
+@given(count=st.integers(min_value=0, max_value=30), per_page=st.integers(min_value=1, max_value=7))
+@settings(max_examples=25, deadline=None)
+def test_memory_pages_cover_every_job_once(count: int, per_page: int) -> None:
+    """Walking every page of a memory queue lists each job exactly once, newest first."""
+    from lanekit.queue.memory import MemoryQueue
+
+    queue = MemoryQueue()
+    queue.ensure()
+    try:
+        ids = [queue.enqueue({"n": n}) for n in range(count)]
+        seen: list[str] = []
+        page = page_jobs(queue, 1, per_page)
+        for number in range(1, page.meta.total_pages + 1):
+            seen.extend(r.job_id for r in page_jobs(queue, number, per_page).items)
+    finally:
+        queue.close()
+    assert seen == ids[::-1]
+
+
+def test_memory_state_filter_follows_the_jobs(memory: JobQueue) -> None:
+    """--state lists the jobs in that state (a retry waiting out its backoff is queued); an
+    empty state says how many jobs are elsewhere."""
+    a, b, c = (memory.enqueue({"n": n}) for n in range(3))
+    first = memory.claimer().claim()
+    assert first is not None and first.job_id == a
+    memory.settle(first, Verdict.gave_up("exit 1"))
+    second = memory.claimer().claim()
+    assert second is not None
+    memory.settle(second, Verdict.failed("exit 1", max_attempts=3))
+
+    def listed(state: JobState | None) -> set[str]:
+        return {r.job_id for r in page_jobs(memory, 1, 0, state).items}
+
+    assert listed(JobState.FAILED) == {a}
+    assert listed(JobState.QUEUED) == {b, c}
+    assert listed(None) == {a, b, c}
+    empty = page_jobs(memory, 1, 10, JobState.SUCCEEDED)
+    assert (empty.items, empty.elsewhere) == ([], 3)
+
+
+def test_memory_find_job(memory: JobQueue) -> None:
+    """find_job tells where a job is, its record, a failed job's reason and a retry's due
+    time; an unknown id is None and an unsafe one a UsageError."""
+    job_id = memory.enqueue({})
+    view = find_job(memory, job_id)
+    assert view is not None and view.state is JobState.QUEUED and view.error is None
+    claim = memory.claimer().claim()
+    assert claim is not None
+    running = find_job(memory, job_id)
+    assert running is not None and running.state is JobState.RUNNING
+    assert running.path == claim.path
+    memory.settle(claim, Verdict.failed("exit 9", max_attempts=3))
+    waiting = find_job(memory, job_id)
+    assert waiting is not None and waiting.state is JobState.QUEUED
+    assert waiting.retry_at is not None
+    assert waiting.record is not None and waiting.record.error == "exit 9"
+    memory.cancel(job_id)
+    failed = find_job(memory, job_id)
+    assert failed is not None and (failed.state, failed.error) == (JobState.FAILED, "cancelled\n")
+    assert find_job(memory, "unknown") is None
+    with pytest.raises(UsageError):
+        find_job(memory, "../etc/passwd")

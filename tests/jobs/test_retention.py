@@ -12,10 +12,11 @@ import pytest
 from typer.testing import CliRunner
 
 from lanekit.cli import app
-from lanekit.queue import Dropped, DropReason, JobExistsError, Queue
+from lanekit.queue.directory.backend import Queue
+from lanekit.queue.model import Dropped, DropReason, JobExistsError
 from lanekit.run.entry import empty_run
 from lanekit.run.lanelog import read_events
-from lanekit.run.peek import purge_stamp, utc_day
+from lanekit.run.purgeday import purge_stamp, utc_day
 from lanekit.run.runner import run_lane
 from lanekit.state.snapshot import RunSpec
 
@@ -129,7 +130,7 @@ def _old_success(queue: Queue, job_id: str) -> None:
     assert location is not None
     old = queue.done / "2001-01-01"
     old.mkdir()
-    location.path.rename(old / f"{job_id}.json")
+    Path(location.where).rename(old / f"{job_id}.json")
 
 
 def test_the_first_run_of_a_day_purges_and_later_runs_do_not(tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
-"""Claiming (lanekit.queue.claim): files in queue/ that must never run or be touched, a hard
-link to a file elsewhere and a file over the queue's max_job_bytes, go to failed/ with their
+"""Claiming (lanekit.queue.directory.claim): files in queue/ that must never run or be touched, a
+hard link to a file elsewhere and a file over the queue's max_job_bytes, go to failed/ with their
 reason; the brief extra names of a producer's `ln && rm` and lanekit's own mark do not."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from lanekit.queue import Dropped, DropReason, Queue
+from lanekit.queue.directory.backend import Queue
+from lanekit.queue.model import Dropped, DropReason
 from lanekit.queue.records import JobState
 
 OLD = 1_000_000_000
@@ -102,7 +103,7 @@ def test_a_file_over_max_job_bytes_goes_to_failed_unread(
         reads.append(size)
         return real_read_all(fd, size)
 
-    monkeypatch.setattr("lanekit.queue.claim.read_all", read_all)
+    monkeypatch.setattr("lanekit.queue.directory.claim.read_all", read_all)
     claimed, dropped = claim_all(queue)
     assert claimed == ["bb-fits"]
     assert [(d.job_id, d.reason) for d in dropped] == [("aa-big", DropReason.TOO_LARGE)]

@@ -1,34 +1,67 @@
 """The JobQueue contract (lanekit.queue.protocol): what every queue backend must do, asked only
-through the protocol. Parametrized over the backends (today the directory queue); the next
-backend (PostgreSQL) is added to BACKENDS and must pass unchanged.
+through the protocol. Parametrized over the backends (BACKENDS: the directory queue and the
+in-memory one); the next backend (PostgreSQL) is added there and must pass unchanged.
 
-Crashes are real: a forked process claims and dies without settling (os._exit), so its owner
-is dead by the same test the runner's recovery uses.
+Crashes are real for the directory queue: a forked process claims and dies without settling
+(os._exit), so its owner is dead by the same test the runner's recovery uses. The memory
+queue lives in one process, so its owner's death is said (MemoryQueue.owner_gone).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from crashes import Say, in_dying_process
 from lanekit.errors import QueueError, UsageError
-from lanekit.queue import (
-    Claim,
-    ClaimState,
-    JobExistsError,
-    JobQueue,
-    Queue,
-    Verdict,
-    open_queue,
-)
+from lanekit.queue import open_queue
+from lanekit.queue.directory.backend import Queue
+from lanekit.queue.memory import MemoryQueue
+from lanekit.queue.model import Claim, JobExistsError, Verdict
+from lanekit.queue.observed import ClaimState
+from lanekit.queue.protocol import JobQueue
 from lanekit.queue.records import JobState
 from lanekit.run.watcher import Outcome
 
-Backend = Callable[[Path], JobQueue]
+
+@dataclass(frozen=True)
+class Backend:
+    """How the suite makes one backend's queue and crashes one of its owners."""
+
+    make: Callable[[Path], JobQueue]
+    """A fresh queue (not yet ensured) under the test's tmp_path."""
+    crash: Callable[[JobQueue, Outcome | None], str]
+    """Claim one job in an owner that dies without settling it (with `outcome`, recorded
+    first, as its watcher would); the claimed id once the owner is gone."""
+
+
+def _crash_a_process(queue: JobQueue, outcome: Outcome | None) -> str:
+    """Fork a process that claims one job and dies without settling it (as under SIGKILL: no
+    cleanup runs); returns the claimed id once the process is reaped."""
+
+    def work(say: Say) -> None:
+        claim = queue.claimer().claim()
+        if claim is not None and outcome is not None:
+            queue.record_outcome(claim, outcome)
+        say("" if claim is None else claim.job_id)
+
+    return in_dying_process(work)
+
+
+def _crash_an_owner(queue: JobQueue, outcome: Outcome | None) -> str:
+    """The memory queue lives in this process: its owner's end is said, not forked."""
+    assert isinstance(queue, MemoryQueue)
+    claim = queue.claimer().claim()
+    if claim is None:
+        return ""
+    if outcome is not None:
+        queue.record_outcome(claim, outcome)
+    queue.owner_gone(claim.owner)
+    return claim.job_id
 
 
 def _directory(root: Path) -> JobQueue:
@@ -37,15 +70,45 @@ def _directory(root: Path) -> JobQueue:
     return queue
 
 
-BACKENDS: dict[str, Backend] = {"directory": _directory}
+def _memory(root: Path) -> JobQueue:
+    """The in-memory queue, its claims' files under the test's tmp_path."""
+    return MemoryQueue(backoff_base=0, scratch=root)
+
+
+BACKENDS: dict[str, Backend] = {
+    "directory": Backend(_directory, _crash_a_process),
+    "memory": Backend(_memory, _crash_an_owner),
+}
+"""Every backend the contract runs over. A backend that needs a server (PostgreSQL) is one
+more entry: its `make` connects to a throwaway database (skipping when none is configured,
+e.g. `pytest.skip` without LANEKIT_TEST_POSTGRES), its `crash` ends a connection holding a
+claim."""
 
 
 @pytest.fixture(params=sorted(BACKENDS))
-def backend(request: pytest.FixtureRequest, tmp_path: Path) -> JobQueue:
+def backend_kind(request: pytest.FixtureRequest) -> Backend:
+    """Each backend in turn."""
+    return BACKENDS[request.param]
+
+
+@pytest.fixture
+def backend(backend_kind: Backend, tmp_path: Path) -> JobQueue:
     """A fresh, ensured queue of each backend."""
-    queue = BACKENDS[request.param](tmp_path)
+    queue = backend_kind.make(tmp_path)
     queue.ensure()
     return queue
+
+
+@pytest.fixture
+def claim_in_dead_process(backend_kind: Backend) -> Callable[..., str]:
+    """Claim one job in an owner that dies (see Backend.crash); the claimed id."""
+
+    def crash(queue: JobQueue, outcome: Outcome | None = None) -> str:
+        taken = backend_kind.crash(queue, outcome)
+        assert taken, "the owner claimed nothing"
+        return taken
+
+    return crash
 
 
 def claim_one(queue: JobQueue, lane: str | None = None) -> Claim:
@@ -55,23 +118,6 @@ def claim_one(queue: JobQueue, lane: str | None = None) -> Claim:
     return claim
 
 
-def claim_in_dead_process(queue: JobQueue, outcome: Outcome | None = None) -> str:
-    """Fork a process that claims one job and dies without settling it (as under SIGKILL: no
-    cleanup runs); with `outcome`, its watcher had recorded that exit status first. Returns
-    the claimed id once the process is reaped."""
-
-    def work(say: Say) -> None:
-        claim = queue.claimer().claim()
-        if claim is not None and outcome is not None:
-            status, _ = queue.watch_files(claim)
-            Path(status).write_bytes(outcome.to_bytes())
-        say("" if claim is None else claim.job_id)
-
-    taken = in_dying_process(work)
-    assert taken, "the child claimed nothing"
-    return taken
-
-
 def test_the_directory_queue_is_a_job_queue(tmp_path: Path) -> None:
     """open_queue hands out a JobQueue (mypy checks the assignment; this checks it runs)."""
     queue: JobQueue = open_queue(tmp_path / "q")
@@ -79,6 +125,17 @@ def test_the_directory_queue_is_a_job_queue(tmp_path: Path) -> None:
     queue.ensure()
     assert queue.missing() is None
     assert str(tmp_path / "q") in queue.where
+
+
+def test_the_factory_picks_the_backend_from_the_location(memory_queue: str) -> None:
+    """`memory:NAME` is the process's one memory queue of that name (every caller shares it);
+    anything else is a queue directory."""
+    queue = open_queue(memory_queue)
+    assert isinstance(queue, MemoryQueue)
+    assert open_queue(memory_queue) is queue
+    assert queue.where == memory_queue
+    job_id = queue.enqueue({})
+    assert open_queue(memory_queue).locate(job_id) is not None
 
 
 def test_a_claim_hands_the_job_to_its_command_as_a_file(backend: JobQueue) -> None:
@@ -172,7 +229,7 @@ def test_a_live_claim_is_left_alone_and_reported_live(backend: JobQueue) -> None
 
 
 def test_a_dead_owners_claim_is_recovered_without_spending_an_attempt(
-    backend: JobQueue,
+    backend: JobQueue, claim_in_dead_process: Callable[..., str]
 ) -> None:
     """A process that dies holding a claim: the claim is STRANDED, recover() gives the job
     back (to queue), and the next claim is attempt 1 again: the attempt was cut short by a
@@ -185,7 +242,9 @@ def test_a_dead_owners_claim_is_recovered_without_spending_an_attempt(
     assert claim_one(backend).attempt == 1
 
 
-def test_a_crash_at_the_last_attempt_never_fails_the_job(backend: JobQueue) -> None:
+def test_a_crash_at_the_last_attempt_never_fails_the_job(
+    backend: JobQueue, claim_in_dead_process: Callable[..., str]
+) -> None:
     """Recovered at its last attempt, the job runs again: crashes never spend attempts."""
     backend.enqueue({}, job_id="last")
     claim_in_dead_process(backend)
@@ -195,7 +254,9 @@ def test_a_crash_at_the_last_attempt_never_fails_the_job(backend: JobQueue) -> N
     assert claim_one(backend).attempt == 1
 
 
-def test_a_job_that_finished_after_its_owner_died_is_not_run_again(backend: JobQueue) -> None:
+def test_a_job_that_finished_after_its_owner_died_is_not_run_again(
+    backend: JobQueue, claim_in_dead_process: Callable[..., str]
+) -> None:
     """The watcher recorded exit 0 before the owner died: recover() settles the job as
     succeeded by that status (the guard then holds), never back into the queue."""
     backend.enqueue({}, job_id="finished")
@@ -206,7 +267,9 @@ def test_a_job_that_finished_after_its_owner_died_is_not_run_again(backend: JobQ
     assert backend.claimer().claim() is None
 
 
-def test_recover_dry_run_moves_nothing(backend: JobQueue) -> None:
+def test_recover_dry_run_moves_nothing(
+    backend: JobQueue, claim_in_dead_process: Callable[..., str]
+) -> None:
     """dry_run reports the claim it would give back and leaves it stranded."""
     backend.enqueue({})
     claim_in_dead_process(backend)

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from lanekit.queue import Queue, Verdict
+from lanekit.queue.directory.backend import Queue
+from lanekit.queue.model import Verdict
 from lanekit.system import fsops
 
 

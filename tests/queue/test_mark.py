@@ -1,4 +1,4 @@
-"""The running mark (lanekit.queue.mark): a hard link to the claim's file, the two-copies
+"""The running mark (lanekit.queue.directory.mark): a hard link to the claim's file, the two-copies
 guard, with the attempt in the claim's `running` line appended to the record (no file created
 at claim), and what becomes of marks and claims a crash, a failed record write or an earlier
 version (symlink marks, `running` records) left behind."""
@@ -14,8 +14,10 @@ from pathlib import Path
 import pytest
 
 from crashes import Say, in_dying_process
-from lanekit.queue import Dropped, DropReason, Queue, RecordNotWrittenError
-from lanekit.queue.layout import Mark, mark_id, mark_name, mark_text, own_owner
+from lanekit.queue.directory.backend import Queue
+from lanekit.queue.directory.layout import Mark, mark_id, mark_name, mark_text
+from lanekit.queue.ids import own_owner
+from lanekit.queue.model import Dropped, DropReason, RecordNotWrittenError
 from lanekit.queue.records import JobState, Record
 from lanekit.system import procinfo
 
@@ -210,7 +212,7 @@ def test_a_mark_is_not_cleared_while_its_files_lock_is_held(queue: Queue, tmp_pa
     it, with the file already moved on) is left, and the copy is refused, not run beside it."""
     import fcntl
 
-    from lanekit.queue import mark as marks
+    from lanekit.queue.directory import mark as marks
 
     queue.enqueue({"n": 1}, job_id="j")
     mark = queue.claimed / mark_name("j")
@@ -401,7 +403,7 @@ def test_a_copy_whose_twin_settles_before_its_mark_does_not_run(
     record and its mark (record written as succeeded, that mark already gone). The claim must
     notice the record changed under it and decide again: skipped as already succeeded, not
     run a second time; its own mark is gone and the success is recorded once."""
-    from lanekit.queue.mark import take as real_take
+    from lanekit.queue.directory.mark import take as real_take
 
     job_id = queue.enqueue({"n": 1}, job_id="twin")
     settled: list[str] = []
@@ -413,7 +415,7 @@ def test_a_copy_whose_twin_settles_before_its_mark_does_not_run(
             settled.append(job_id)
         return real_take(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr("lanekit.queue.claim.take_mark", twin_settles_first)
+    monkeypatch.setattr("lanekit.queue.directory.claim.take_mark", twin_settles_first)
     dropped: list[Dropped] = []
     assert queue.claimer(lane="funnel", on_drop=dropped.append).claim() is None
     assert [d.reason for d in dropped] == [DropReason.ALREADY_SUCCEEDED]

@@ -17,9 +17,10 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from crashes import Say, in_dying_process
-from lanekit.queue import Claim, Queue, Verdict
+from lanekit.queue.directory.backend import Queue
+from lanekit.queue.directory.state import QueueState
+from lanekit.queue.model import Claim, Verdict
 from lanekit.queue.records import JobState, Record
-from lanekit.queue.state import QueueState
 
 MAX_ATTEMPTS = 3
 
@@ -49,7 +50,7 @@ class QueueMachine(RuleBasedStateMachine):
     def teardown(self) -> None:
         """Close the claims still held, then remove the queue."""
         for claim in self.held.values():
-            claim.lock.release()
+            claim.handle.release()
         shutil.rmtree(self.root, ignore_errors=True)
 
     def _queued(self) -> list[str]:
@@ -177,8 +178,8 @@ class QueueMachine(RuleBasedStateMachine):
 
     def _die_at(self, point: str, succeeded: bool, say: Say) -> None:  # pragma: no cover
         """In the child: claim, settle, and exit at `point` (the claim's id said first)."""
-        from lanekit.queue import claim as claiming
-        from lanekit.queue import settle as settling
+        from lanekit.queue.directory import claim as claiming
+        from lanekit.queue.directory import settle as settling
         from lanekit.system import fsops
 
         patch = pytest.MonkeyPatch()  # in the child only: it exits without undoing
@@ -194,7 +195,7 @@ class QueueMachine(RuleBasedStateMachine):
 
             patch.setattr(claiming, "take_mark", unmarked)
         elif point == "before-running":
-            from lanekit.queue.recordstore import RecordStore
+            from lanekit.queue.directory.recordstore import RecordStore
 
             def marked(_store: object, _held: object, record: Record) -> None:
                 say(record.job_id)
@@ -214,14 +215,14 @@ class QueueMachine(RuleBasedStateMachine):
 
             patch.setattr(fsops, "write_all", half_then_die)  # the record line's append
         elif point == "mid-replace":
-            from lanekit.queue import recordstore
+            from lanekit.queue.directory import recordstore
 
             # The line would outgrow the record's block: the settle replaces the file, by
             # either way it appends (through the claim's open record, or by the name).
             patch.setattr(recordstore, "FILE_LIMIT", 0)
             patch.setattr(os, "replace", die)  # the record's rename into place (fsops)
         else:
-            from lanekit.queue.mark import drop as unmark
+            from lanekit.queue.directory.mark import drop as unmark
 
             def unmark_then_die_moving(q: QueueState, job_id: str) -> None:
                 unmark(q, job_id)

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from lanekit.queue import recordstore
+from lanekit.queue.directory import recordstore
+from lanekit.queue.directory.recordstore import RecordStore
 from lanekit.queue.records import JobState, Record, RecordError
-from lanekit.queue.recordstore import RecordStore
 from lanekit.system import fsops
 
 GOOD = Record("j1", JobState.RUNNING, 2, "2026-07-26T12:00:00.000Z", "2026-07-26T12:00:31.000Z")

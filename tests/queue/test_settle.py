@@ -1,4 +1,5 @@
-"""Settling a claim (lanekit.queue.settle): the outcome's line goes through the record the claim
+"""Settling a claim (lanekit.queue.directory.settle): the outcome's line goes through the record
+the claim
 keeps open since its `running` line, while the record's name still is that file, and a claim
 holds no descriptor once settled or dropped."""
 
@@ -10,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from lanekit.queue import Claim, Dropped, Queue
+from lanekit.queue.directory.backend import Queue
+from lanekit.queue.model import Claim, Dropped
 from lanekit.queue.records import JobState, Record
 from lanekit.system import fsops
 
@@ -88,7 +90,7 @@ def test_an_outgrown_record_is_replaced_with_the_outcome(
 ) -> None:
     """A line that would take the record past its block replaces the file (one rename), from
     the open record's size: never an append by name past the limit."""
-    from lanekit.queue import recordstore
+    from lanekit.queue.directory import recordstore
 
     job_id = queue.enqueue({"n": 1})
     before = queue.store.path(job_id).stat().st_ino

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from lanekit.queue import DropReason
+from lanekit.queue.model import DropReason
 from lanekit.run.lanelog import EventName, Reason
 from lanekit.timeline.events import RULES
 

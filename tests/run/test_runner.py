@@ -18,9 +18,12 @@ import psutil
 import pytest
 
 from lanekit.errors import EnvironmentUnusableError, ExitCode, QueueError, UsageError
-from lanekit.queue import Queue, RecordNotWrittenError
+from lanekit.queue import open_queue
+from lanekit.queue.directory.backend import Queue
+from lanekit.queue.directory.recordstore import RecordStore
+from lanekit.queue.memory import MemoryQueue
+from lanekit.queue.model import RecordNotWrittenError
 from lanekit.queue.records import JobState, Record, iso_utc
-from lanekit.queue.recordstore import RecordStore
 from lanekit.run import which_snapshot as runsnapshot
 from lanekit.run.lanelock import LaneLock, lane_busy, lane_lock_path
 from lanekit.run.lanelog import parse_line, read_events
@@ -1140,3 +1143,118 @@ def test_a_run_claims_with_its_queues_max_job_bytes(root: Path) -> None:
     result = run_lane(spec, env={"PATH": "/usr/bin:/bin"})
     assert (result.done, names(queue_dir / "failed")) == (1, ["large.json"])
     assert "64" in (queue_dir / "failed" / "large.error").read_text()
+
+
+# --- on the in-memory backend -------------------------------------------------------------
+
+
+def memory_spec(root: Path, location: str, command: Sequence[str], **overrides: object) -> RunSpec:
+    """A RunSpec for lane `work` on the in-memory queue at `location`, its log under `root`."""
+    fields: dict[str, object] = {
+        "lane": "work",
+        "label": "test.work",
+        "queue_dir": Path(location),
+        "command": tuple(command),
+        "max_jobs": 100,
+        "max_seconds": None,
+        "max_attempts": 3,
+        "stale_after": 3600.0,
+        "exit_timeout": 5,
+        "log_path": root / "logs" / "work.log",
+    }
+    fields.update(overrides)
+    (root / "logs").mkdir(parents=True, exist_ok=True)
+    return RunSpec(**fields)  # type: ignore[arg-type]
+
+
+def test_a_run_drains_the_memory_queue(root: Path, memory_queue: str) -> None:
+    """The runner opens its queue through the factory, so a memory queue is drained like a
+    directory: the job gets its payload as a file, succeeds once, and the log says so."""
+    queue = open_queue(memory_queue)
+    job_id = queue.enqueue({"n": 1})
+    spec = memory_spec(root, memory_queue, ["tool", "{job}"])
+    seen: list[bytes] = []
+    launcher = FakeLauncher(FakeJob(on_wait=lambda: seen.append(Path(argv()[1]).read_bytes())))
+
+    def argv() -> list[str]:
+        return launcher.calls[-1][0]
+
+    result = run_lane(spec, launcher=launcher, env={"PATH": "/usr/bin"})
+    assert (result.exit_code, result.claimed, result.done) == (0, 1, 1)
+    assert [json.loads(data) for data in seen] == [{"n": 1}]
+    assert launcher.passed == [()]  # no descriptor keeps a memory claim: its owner does
+    assert queue.succeeded(job_id)
+    view = queue.job(job_id)
+    assert view is not None and view.record is not None
+    assert (view.state, view.record.attempts, view.record.lane) == (JobState.SUCCEEDED, 1, "work")
+    assert [e["event"] for e in events(spec)] == ["start", "claimed", "done", "finish"]
+
+
+def test_a_failing_job_on_the_memory_queue_spends_its_attempts(
+    root: Path, memory_queue: str
+) -> None:
+    """A non-zero exit fails the job for good at max_attempts, with its reason, as on disk."""
+    queue = open_queue(memory_queue)
+    job_id = queue.enqueue({"n": 1})
+    spec = memory_spec(root, memory_queue, ["tool"], max_attempts=1)
+    result = run_lane(spec, launcher=FakeLauncher(FakeJob(code=3)))
+    assert (result.exit_code, result.failed) == (ExitCode.FAILURE, 1)
+    assert queue.failed_ids() == [job_id]
+    view = queue.job(job_id)
+    assert view is not None and view.error is not None and "exit 3" in view.error
+
+
+def test_a_dead_runners_memory_claim_is_recovered_by_the_next_run(
+    root: Path, memory_queue: str
+) -> None:
+    """A claim whose owner is gone is given back by the next run, unspent, and runs."""
+    queue = open_queue(memory_queue)
+    assert isinstance(queue, MemoryQueue)
+    job_id = queue.enqueue({"n": 1})
+    claim = queue.claimer().claim()
+    assert claim is not None
+    queue.owner_gone(claim.owner)
+    spec = memory_spec(root, memory_queue, ["tool"])
+    result = run_lane(spec, launcher=FakeLauncher())
+    assert (result.recovered, result.done) == (1, 1)
+    recovered = [e for e in events(spec) if e["event"] == "recovered"]
+    assert (recovered[0]["job"], recovered[0]["to"]) == (job_id, "queued")
+    view = queue.job(job_id)
+    assert view is not None and view.record is not None and view.record.attempts == 1
+
+
+def test_a_memory_queue_lanes_lock_sits_beside_its_log(root: Path, memory_queue: str) -> None:
+    """A queue with no directory here keeps the lane lock beside the lane log; held, the run
+    is `lane-busy` and claims nothing."""
+    queue = open_queue(memory_queue)
+    queue.enqueue({"n": 1})
+    spec = memory_spec(root, memory_queue, ["tool"])
+    path = lane_lock_path(spec.queue_dir, "work", spec.log_path)
+    assert path == spec.log_path.parent / "work.lock"
+    lock = LaneLock(path)
+    assert lock.acquire()
+    try:
+        result = run_lane(spec, launcher=FakeLauncher())
+    finally:
+        lock.release()
+    assert (result.reason, result.claimed, queue.counts().queued) == ("lane-busy", 0, 1)
+
+
+def test_a_real_job_runs_from_the_memory_queue_through_its_watcher(
+    root: Path, memory_queue: str
+) -> None:
+    """Without a launcher the job runs under the run's watcher, which records its end beside
+    the job file: a real command reads its payload and succeeds, another fails with its
+    exit status; the memory queue settles both."""
+    queue = open_queue(memory_queue)
+    good = queue.enqueue({"exit": 0}, job_id="good")
+    bad = queue.enqueue({"exit": 4}, job_id="bad")
+    script = write_script(
+        root / "job.py", "import json, sys\nsys.exit(json.load(open(sys.argv[1]))['exit'])\n"
+    )
+    spec = memory_spec(root, memory_queue, [PY, str(script), "{job}"], max_attempts=1)
+    result = run_lane(spec, env={"PATH": "/usr/bin:/bin"})
+    assert (result.done, result.failed) == (1, 1)
+    assert queue.succeeded(good) and queue.failed_ids() == [bad]
+    view = queue.job(bad)
+    assert view is not None and view.error is not None and view.error.startswith("exit 4")

@@ -12,7 +12,7 @@ import pytest
 
 from lanekit.config import load_config, run_spec
 from lanekit.errors import ExitCode, UsageError
-from lanekit.queue import Queue
+from lanekit.queue.directory.backend import Queue
 from lanekit.run.runner import run_lane
 from lanekit.run.tryrun import TryRequest, decode_status, try_run
 from lanekit.service.launchd.plist import render_lane

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from lanekit.queue import Queue
+from lanekit.queue.directory.backend import Queue
 from lanekit.queue.records import JobState
 from lanekit.run import runner, watcher, watcher_link
 from lanekit.run.lanelog import read_events

@@ -14,7 +14,7 @@ import pytest
 
 from lanekit.config import Config, load_config
 from lanekit.doctor import DoctorRequest, diagnose
-from lanekit.queue import Queue
+from lanekit.queue.directory.backend import Queue
 from lanekit.reconcile import apply
 from lanekit.run.lanelog import read_events
 from lanekit.service.emulated.clock import advance

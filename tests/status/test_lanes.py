@@ -9,7 +9,7 @@ import pytest
 
 from fakes import FakeLaunchd
 from lanekit.config import Config, load_config
-from lanekit.queue import Queue
+from lanekit.queue.directory.backend import Queue
 from lanekit.schedule import describe_schedule
 from lanekit.service.exits import describe_exit
 from lanekit.service.launchd import ListEntry, ServiceInfo

@@ -21,7 +21,7 @@ from watch_world import WATCHED, WatchWorld
 
 from lanekit.config.watch import WATCH_LANE
 from lanekit.errors import UsageError
-from lanekit.queue import Queue
+from lanekit.queue.directory.backend import Queue
 from lanekit.watch.watchdog import WatchRequest, run_pass
 from neighbours import SecondUser
 

@@ -17,7 +17,7 @@ from lanekit.queue.records import JobState  # the --state vocabulary
 
 if TYPE_CHECKING:
     from lanekit.config import Config, LaneSpec, QueueSpec
-    from lanekit.queue import JobQueue
+    from lanekit.queue.protocol import JobQueue
     from lanekit.state.paths import Paths
 
 # The core and the renderer are imported inside each command (lanekit.cli.registry).
@@ -82,7 +82,7 @@ def _refuse_watchdog_queue(config: Config, spec: QueueSpec) -> None:
 def _read_payload(source: str, spec: QueueSpec) -> bytes:
     """The job payload from FILE, or from stdin for `-`: at most the queue's max_job_bytes
     are read (one byte more tells a larger job, refused without reading the rest)."""
-    from lanekit.queue import too_large
+    from lanekit.queue.payload import too_large
 
     limit = spec.max_job_bytes
     try:

@@ -453,14 +453,14 @@ class DocumentReader(ConfigReader):
         event log is claimed as a job (and every run then fails it), in tmp/, done/ or failed/
         it is cleaned away or purged, in records/ read as a record. Each queue's logs/ is the
         lanes' own (their default). Compared by real path ignoring case, like queue dirs."""
-        from lanekit.queue import MOVED_THROUGH  # the queue's own directories (not logs/)
+        from lanekit.queue import job_places  # the queue's own directories (not logs/)
 
         every = {queue.dir: queue for queue in queues.values()}
         every.update({lane.queue.dir: lane.queue for lane in lanes.values()})
         owned = _PathIndex[tuple[QueueSpec, str]]()
         for queue in every.values():
-            for name in MOVED_THROUGH:
-                owned.add(self.real(queue.dir / name), (queue, name))
+            for place in job_places(queue.dir):
+                owned.add(self.real(place), (queue, place.name))
         for lane in lanes.values():
             for key, path in _log_fields(lane):
                 found = owned.at_or_above(self.real(path))

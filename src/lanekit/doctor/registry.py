@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from lanekit.config import Config, LaneSpec
-    from lanekit.queue import JobQueue
+    from lanekit.queue.protocol import JobQueue
     from lanekit.schedule import Collision
     from lanekit.service.launchd import Launchd
     from lanekit.service.manager import LaneObservation, Observation, ServiceManager

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, BinaryIO
 from lanekit.errors import ExitCode, LanekitError, UsageError
 
 if TYPE_CHECKING:
-    from lanekit.queue import JobQueue
+    from lanekit.queue.protocol import JobQueue
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +109,7 @@ def enqueue_lines(
     id_field: str | None = None,
 ) -> Batch:
     """Enqueue each non-blank line (one JSON object each)."""
-    from lanekit.queue import too_large
+    from lanekit.queue.payload import too_large
 
     enqueued: list[tuple[int, str]] = []
     bad: list[BadLine] = []

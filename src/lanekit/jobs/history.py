@@ -1,6 +1,6 @@
 """Newest-first paging of a queue's jobs (`lanekit jobs`) and one job's story (`lanekit job`):
 the page's shape and its rules, whatever backend fills it (the directory backend's is
-lanekit.queue.pages, which reads only the page's records).
+lanekit.queue.directory.pages, which reads only the page's records).
 
 PageMeta follows the shape of seed 003's paging: pages are 1-based, out-of-range pages clamp to
 the last page, per_page <= 0 returns everything, and from/to are adjusted to the items actually

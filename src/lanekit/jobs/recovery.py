@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lanekit.config import LaneSpec
-from lanekit.queue import Queue, Recovered
+from lanekit.queue import open_queue
+from lanekit.queue.model import Recovered
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +35,7 @@ def recover_lanes(lanes: Sequence[LaneSpec], *, dry_run: bool) -> list[RecoverRo
         if lane.queue.dir in seen:
             continue
         seen.add(lane.queue.dir)
-        queue = Queue(lane.queue.dir, durable=lane.queue.durable)
+        queue = open_queue(lane.queue.dir, durable=lane.queue.durable)
         found = queue.recover(
             stale_after=lane.stale_after, max_attempts=lane.max_attempts, dry_run=dry_run
         )

@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lanekit.config import LaneSpec
-from lanekit.queue import Purged, open_queue
+from lanekit.queue import open_queue
+from lanekit.queue.model import Purged
 
 
 @dataclass(frozen=True, slots=True)

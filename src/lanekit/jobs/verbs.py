@@ -17,11 +17,13 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from pathlib import Path
 
 from lanekit.config import LaneSpec
 from lanekit.errors import LanekitError, StopPendingError, UsageError
-from lanekit.queue import ClaimState, JobQueue, Moved, open_queue
+from lanekit.queue import open_queue
+from lanekit.queue.model import Moved
+from lanekit.queue.observed import ClaimState
+from lanekit.queue.protocol import JobQueue
 from lanekit.queue.records import JobState
 
 STOP_MARGIN = 5.0
@@ -210,7 +212,7 @@ def stop_and_cancel(queue: JobQueue, job_id: str, specs: Sequence[LaneSpec]) -> 
             # the .error, written after it (the one left when the record could not be written).
             view = queue.job(job_id)
             if (view is not None and view.error is not None) or time.monotonic() >= deadline:
-                return Moved(job_id, claim, location.path, JobState.FAILED)
+                return Moved(job_id, claim, location.where, JobState.FAILED)
             time.sleep(STOP_POLL)
             continue
         if location is not None and state is JobState.QUEUED:
@@ -231,11 +233,11 @@ def stop_and_cancel(queue: JobQueue, job_id: str, specs: Sequence[LaneSpec]) -> 
                 f"job {job_id} left its queue while it was being stopped: not cancelled",
                 "`lanekit job` shows where it is",
             )
-        if _owner_gone(queue, location.path, specs):
+        if _owner_gone(queue, location.where, specs):
             continue  # recovered: settled by the status its watcher wrote (or given back)
         if time.monotonic() >= deadline:
             raise StopPendingError(
-                f"job {job_id} was asked to stop but is still running ({location.path}) after "
+                f"job {job_id} was asked to stop but is still running ({location.where}) after "
                 f"{grace:g} s of kill_grace: its watcher stops it and it goes to failed/ as "
                 "cancelled when it ends",
                 f"`lanekit job {job_id}` shows when it has",
@@ -243,11 +245,11 @@ def stop_and_cancel(queue: JobQueue, job_id: str, specs: Sequence[LaneSpec]) -> 
         time.sleep(STOP_POLL)
 
 
-def _owner_gone(queue: JobQueue, claim: Path, specs: Sequence[LaneSpec]) -> bool:
+def _owner_gone(queue: JobQueue, claim: str, specs: Sequence[LaneSpec]) -> bool:
     """When the claim's runner and watcher are both gone (its lock is free), settle it here
     (recover, which any process may run); True if something was recovered."""
     for view in queue.claims():
-        if view.info.path == claim and view.state is ClaimState.STRANDED:
+        if str(view.info.path) == claim and view.state is ClaimState.STRANDED:
             spec = specs[0]
             return bool(
                 queue.recover(stale_after=float(spec.stale_after), max_attempts=spec.max_attempts)

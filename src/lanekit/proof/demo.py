@@ -27,7 +27,8 @@ from pathlib import Path
 from lanekit.config import Config, load_config
 from lanekit.doctor import DoctorRequest, Finding, diagnose
 from lanekit.errors import LanekitError
-from lanekit.queue import Queue
+from lanekit.queue import open_queue
+from lanekit.queue.protocol import JobQueue
 from lanekit.queue.records import JobState
 from lanekit.reconcile import ApplyResult, Outcome, Result, apply, remove
 from lanekit.run.lanelog import EventName
@@ -220,7 +221,7 @@ def _drain(
     root: Path,
     config: Config,
     launchd: Launchd,
-    queue: Queue,
+    queue: JobQueue,
     ids: set[str],
     progress: Callable[[Progress], None],
     timeout: float,
@@ -262,7 +263,7 @@ def _outcome(result: ApplyResult, lane: str) -> Outcome:
 
 
 def _reload_mid_run(
-    root: Path, prefix: str, paths: Paths, launchd: Launchd, queue: Queue
+    root: Path, prefix: str, paths: Paths, launchd: Launchd, queue: JobQueue
 ) -> ReloadReport:
     """Change funnel's plist while it runs a slow job: skipped, then applied once it is idle."""
     config_path = root / "lanes.toml"
@@ -296,7 +297,7 @@ def _kick_broken_lane(config: Config, launchd: Launchd, timeout: float = 15.0) -
     """Give the sixth lane a job and start it: its command is not on the lane's PATH, so the
     run puts the job back and ends with an error (exit 69), as it would under launchd."""
     lane = config.lanes[BROKEN_LANE]
-    Queue(lane.queue.dir, durable=False).enqueue({"to": "newsletter"}, job_id="weekly-issue")
+    open_queue(lane.queue.dir, durable=False).enqueue({"to": "newsletter"}, job_id="weekly-issue")
     launchd.kickstart(lane.label)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -357,7 +358,7 @@ def run_demo(
         failed = [o for o in installed.outcomes if o.result is Result.FAILED]
         if failed:
             raise failed[0].error or LanekitError(f"demo: apply failed: {failed[0].detail}")
-        queue = Queue(config.queues["notes"].dir, durable=False)
+        queue = open_queue(config.queues["notes"].dir, durable=False)
         ids = {queue.enqueue({"seconds": 0.05, "n": n}) for n in range(BACKLOG)}
         drain = _drain(
             root=root,

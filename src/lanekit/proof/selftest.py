@@ -29,7 +29,8 @@ from typing import Any
 import lanekit
 from lanekit.config import Config, load_config
 from lanekit.errors import ExitCode, LanekitError
-from lanekit.queue import Queue
+from lanekit.queue import open_queue
+from lanekit.queue.protocol import JobQueue
 from lanekit.queue.records import JobState
 from lanekit.reconcile import Result, apply, remove
 from lanekit.service import open_manager
@@ -114,7 +115,7 @@ def _lanes_toml(root: Path, prefix: str) -> str:
             "exit_timeout = 10",
             "",
             "[queues.selftest]",
-            f"dir = {json.dumps(str(root / 'queue'))}",
+            f"dir = {json.dumps(str(root / 'jobs'))}",
             "",
             "[lanes.selftest]",
             'queue = "selftest"',
@@ -164,8 +165,8 @@ class _Run:
 
 
 def _rename_probe(queue_dir: Path) -> str:
-    probe = queue_dir / "tmp"
-    probe.mkdir(parents=True, exist_ok=True)
+    # Beside the queue, on its volume: the probe asks the file system, not the queue's layout.
+    probe = queue_dir.parent
     a, b, c = (str(probe / f".selftest-{n}-{secrets.token_hex(4)}") for n in "abc")
     for path in (a, b):
         fsops.write_new(path, b"x", durable=False)
@@ -203,7 +204,7 @@ def run_selftest(
     launchd = open_manager(spaths, env)
     config = load_config(root / "lanes.toml", spaths)
     lane = config.lanes["selftest"]
-    queue = Queue(lane.queue.dir)
+    queue = open_queue(lane.queue.dir)
     run = _Run()
     try:
         _steps(run, config, spaths, launchd, queue, timeout=timeout)
@@ -237,7 +238,7 @@ def _steps(
     config: Config,
     paths: Paths,
     launchd: ServiceManager,
-    queue: Queue,
+    queue: JobQueue,
     *,
     timeout: float,
 ) -> None:
@@ -249,7 +250,7 @@ class _Steps:
     or raises _StepFailedError."""
 
     def __init__(
-        self, config: Config, paths: Paths, launchd: ServiceManager, queue: Queue, timeout: float
+        self, config: Config, paths: Paths, launchd: ServiceManager, queue: JobQueue, timeout: float
     ) -> None:
         self.config = config
         self.paths = paths

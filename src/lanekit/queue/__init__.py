@@ -1,446 +1,142 @@
-"""The directory queue (design.md section 3): exactly-once claims by one atomic rename.
+"""THE QUEUE SEAM: what a lane drains, whatever keeps it (design.md section 1).
 
-Layout under the queue directory, all on one local filesystem:
+`open_queue(location)` is the one way in: it picks the backend from the queue's location and
+hands out a JobQueue (protocol.py). Nothing here is imported before it is asked for, so the
+empty run's fast path (lanekit.run.entry) pays for none of it.
 
-    tmp/      writers build files here, then rename them into place
-    queue/    <id>.json, ready to run; generated ids start with the UTC time in ns (sort = age)
-    claimed/  <id>.<owner>.json, owner = <hosttag>-<pid>-<start token>: claim and owner are one
-              rename, and the owner holds a flock on the file while the job runs
-    delayed/  <id>.<not-before epoch>.json, retries waiting out their backoff
-    done/     <YYYY-MM-DD>/<id>.json (UTC day buckets, so no directory grows without bound)
-    failed/   <id>.json plus <id>.error (why)
-    records/  <id>.json status records and the re-execution guard (lanekit.queue.recordstore)
-    logs/     lane logs (written by the runner)
+    protocol.py   JobQueue and JobClaimer: what runner, history, status, doctor, watch and
+                  the CLI may ask of a queue
+    model.py      the values moving jobs returns (Claim, Verdict, Settled, Moved, ...)
+    observed.py   what observing a queue returns (ClaimState, ClaimView, JobLocation);
+    counts.py     how many jobs are where (QueueCounts), what status shows
+    records.py    a job's status record and its states (JobState)
+    ids.py        job ids and claim owners; payload.py what a job is; policy.py retries
+    directory/    the directory backend (design.md section 3): a queue is a directory
+    memory/       the in-memory backend (`memory:NAME`), for unit tests
 
-Every move is a no-replace rename (lanekit.system.fsops): a collision is an error, never an
-overwrite.
-In done/ and failed/ a second copy of an id keeps its claimed name (<id>.<owner>.json) next to
-the first; in queue/ and delayed/ it goes to failed/ as a duplicate. No job file is deleted.
-
-Producers in any language can enqueue without lanekit: write tmp/<anything>, then rename it to
-queue/<id>.json. The claimer creates the record of such a job when it claims it.
-
-The package: `layout` (ids, owners, the one file-name grammar), `state` (what the parts share),
-`safety` (setup and refusals), `enqueue`, `claim`, `settle`, `recover`, `counting` (how
-many, how old: what status shows), `observe`, `verbs`, `purge`, `pages` (history), `model`,
-`counted` and `observed` (the values moving, counting and observing jobs return),
-`liveness` (the one claim-state answer), `protocol` (the JobQueue seam every backend
-implements), and `Queue` below: the directory backend's façade, which scripts, benchmarks
-and the runner use.
+A backend that needs a server (PostgreSQL, so several Macs drain one queue) is one more
+branch below, chosen by its location's scheme (`postgresql://...`), and one more entry in
+the contract suite (tests/queue/test_contract.py).
 """
 
 from __future__ import annotations
 
-import os
-
-from lanekit.queue.layout import SUBDIRS
-from lanekit.queue.state import QueueState
-from lanekit.state.clock import epoch
-from lanekit.state.snapshot_schema import DEFAULT_MAX_JOB_BYTES
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections import Counter
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable
+    from os import PathLike
     from pathlib import Path
-    from typing import Any
 
-    from lanekit.jobs.history import JobView, Page
-    from lanekit.queue.claim import _FIRST_WINDOW, Claimer
-    from lanekit.queue.counted import ClaimInfo, QueueCounts
-    from lanekit.queue.enqueue import payload_problem, too_large
-    from lanekit.queue.layout import (
-        MAX_ID_LENGTH,
-        MOVED_THROUGH,
-        Owner,
-        job_id_of,
-        new_job_id,
-        own_owner,
-        split_owned_name,
-        validate_job_id,
-    )
-    from lanekit.queue.model import (
-        CANCELLED,
-        Claim,
-        ClaimLock,
-        Dropped,
-        DropReason,
-        JobExistsError,
-        Moved,
-        Purged,
-        RecordNotWrittenError,
-        Recovered,
-        Settled,
-        Verdict,
-        VerdictKind,
-    )
-    from lanekit.queue.observed import (
-        ClaimState,
-        ClaimView,
-        JobLocation,
-        RecoverReason,
-    )
-    from lanekit.queue.protocol import JobClaimer, JobQueue
-    from lanekit.queue.records import JobState, Record
-    from lanekit.queue.safety import location_error
-    from lanekit.queue.state import DEFAULT_BACKOFF_BASE, DEFAULT_BACKOFF_MAX
+    from lanekit.errors import QueueError
+    from lanekit.queue.protocol import JobQueue
+    from lanekit.queue.records import JobState
 
-_LAZY = {
-    "lanekit.queue.claim": ("_FIRST_WINDOW", "Claimer"),
-    "lanekit.queue.counted": ("ClaimInfo", "QueueCounts"),
-    "lanekit.queue.enqueue": ("payload_problem", "too_large"),
-    "lanekit.queue.layout": (
-        "MAX_ID_LENGTH",
-        "MOVED_THROUGH",
-        "Owner",
-        "job_id_of",
-        "new_job_id",
-        "own_owner",
-        "split_owned_name",
-        "validate_job_id",
-    ),
-    "lanekit.queue.model": (
-        "CANCELLED",
-        "Claim",
-        "ClaimLock",
-        "Dropped",
-        "DropReason",
-        "JobExistsError",
-        "Moved",
-        "Purged",
-        "RecordNotWrittenError",
-        "Recovered",
-        "Settled",
-        "Verdict",
-        "VerdictKind",
-    ),
-    "lanekit.queue.observed": (
-        "ClaimState",
-        "ClaimView",
-        "JobLocation",
-        "RecoverReason",
-    ),
-    "lanekit.queue.protocol": ("JobClaimer", "JobQueue"),
-    "lanekit.queue.safety": ("location_error",),
-    "lanekit.queue.state": ("DEFAULT_BACKOFF_BASE", "DEFAULT_BACKOFF_MAX"),
-}
-"""Where each re-exported name lives. Importing any part of the package runs this module
-first, so it imports the parts only when a name is asked for: `lanekit status` counts a queue
-without loading the claim, settle, recovery and enqueue paths (benchmark (i)), and the runner
-loads what it uses when it uses it."""
-
-_HOME = {name: module for module, names in _LAZY.items() for name in names}
-
-
-if not TYPE_CHECKING:  # hidden from mypy, which sees the imports above: a typo stays an error
-
-    def __getattr__(name: str) -> object:
-        """A re-exported name, from its module on first use (PEP 562); cached in this module."""
-        module = _HOME.get(name)
-        if module is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        from importlib import import_module
-
-        value = getattr(import_module(module), name)
-        globals()[name] = value
-        return value
-
-
-__all__ = [
-    "CANCELLED",
-    "DEFAULT_BACKOFF_BASE",
-    "DEFAULT_BACKOFF_MAX",
-    "MAX_ID_LENGTH",
-    "MOVED_THROUGH",
-    "SUBDIRS",
-    "_FIRST_WINDOW",
-    "Claim",
-    "ClaimInfo",
-    "ClaimLock",
-    "ClaimState",
-    "ClaimView",
-    "Claimer",
-    "DropReason",
-    "Dropped",
-    "JobClaimer",
-    "JobExistsError",
-    "JobLocation",
-    "JobQueue",
-    "Moved",
-    "Owner",
-    "Purged",
-    "Queue",
-    "QueueCounts",
-    "RecordNotWrittenError",
-    "RecoverReason",
-    "Recovered",
-    "Settled",
-    "Verdict",
-    "VerdictKind",
-    "job_id_of",
-    "location_error",
-    "new_job_id",
-    "open_queue",
-    "own_owner",
-    "payload_problem",
-    "split_owned_name",
-    "too_large",
-    "validate_job_id",
-]
+MEMORY = "memory:"
+"""The scheme of an in-memory queue's location (`memory:NAME`)."""
 
 
 def open_queue(
-    dir: Path,
+    location: str | PathLike[str],
     *,
     durable: bool = True,
-    clock: Callable[[], float] = epoch,
-    max_job_bytes: int = DEFAULT_MAX_JOB_BYTES,
+    clock: Callable[[], float] | None = None,
+    max_job_bytes: int | None = None,
 ) -> JobQueue:
-    """The queue at `dir` (a lane's `queue.dir`), as the JobQueue every caller outside the
-    backend uses: the one place a backend is chosen (today the directory queue). `clock` is
-    the epoch seconds it records by (lanekit.state.clock); `max_job_bytes` its largest job (its
-    `[queues.NAME] max_job_bytes`)."""
-    return Queue(dir, durable=durable, clock=clock, max_job_bytes=max_job_bytes)
+    """The queue at `location` (a queue spec's `dir`): `memory:NAME` is the process's in-memory
+    queue of that name, anything else a queue directory. `durable=False` skips fsyncs;
+    `clock` is the epoch seconds it records by (default lanekit.state.clock.epoch);
+    `max_job_bytes` its largest job (its `[queues.NAME] max_job_bytes`)."""
+    from lanekit.state.clock import epoch
+    from lanekit.state.snapshot_schema import DEFAULT_MAX_JOB_BYTES
+
+    clock = epoch if clock is None else clock
+    limit = DEFAULT_MAX_JOB_BYTES if max_job_bytes is None else max_job_bytes
+    text = str(location)
+    if text.startswith(MEMORY):
+        from lanekit.queue import memory
+
+        return memory.named(text, clock=clock, max_job_bytes=limit)
+    from pathlib import Path
+
+    from lanekit.queue.directory.backend import Queue
+
+    return Queue(Path(location), durable=durable, clock=clock, max_job_bytes=limit)
 
 
-class Queue(QueueState):
-    """A directory queue (see the module docstring): the directory backend of JobQueue, plus
-    the directory-only views (listing, list_claims, counts by directory) tests and tools use.
+def directory_of(location: str | PathLike[str]) -> str | None:
+    """The directory a queue at `location` keeps on this machine (its logs/ holds the lane
+    logs and lane locks by default), or None for a queue kept elsewhere (memory, a server):
+    its lanes then keep their locks beside their logs (lanekit.run.lanelock)."""
+    text = str(location)
+    return None if text.startswith(MEMORY) else text
 
-    `durable=False` skips fsyncs (a power loss may then lose recent jobs and records; a process
-    crash never does). Retries wait `backoff_base * 2**(attempt-1)` seconds in delayed/, capped
-    at `backoff_max`; a base of 0 sends them straight back to queue/.
-    """
 
-    @property
-    def where(self) -> str:
-        """The queue directory (JobQueue.where)."""
-        return self.root
+def location_problem(location: str | PathLike[str]) -> QueueError | None:
+    """Why a queue cannot live at `location` (a directory on a network or sync-engine
+    volume), or None; asks nothing of the disk beyond reading it (`validate`, `apply`)."""
+    if directory_of(location) is None:
+        return None
+    from lanekit.queue.directory.safety import location_error
 
-    def missing(self) -> str | None:
-        """Why the queue cannot be read yet: its queue/ directory does not exist (None: it
-        does). counts() would say 0 everywhere; a queue that does not exist yet says so."""
-        if os.path.isdir(self.queue_dir):  # noqa: PTH112 - a str path, like the claim path
-            return None
-        return f"{self.queue}: no such directory (`lanekit apply` creates it)"
+    return location_error(location)
 
-    def ensure(self) -> None:
-        """Create the directories that are missing (0700, parents included), then check()."""
-        from lanekit.queue import safety
 
-        safety.ensure(self)
+def places(location: str | PathLike[str]) -> list[Path]:
+    """The directories a queue at `location` keeps on this machine, its own first, for the
+    checks of volume, ownership and mode (lanekit.doctor); none for a queue kept elsewhere."""
+    directory = directory_of(location)
+    if directory is None:
+        return []
+    from pathlib import Path
 
-    def check(self) -> None:
-        """Refuse (QueueError, exit 69) a queue whose directories could break exactly-once."""
-        from lanekit.queue import safety
+    from lanekit.queue.directory.layout import SUBDIRS
 
-        safety.check(self)
+    return [Path(directory), *(Path(directory, name) for name in SUBDIRS)]
 
-    def enqueue(self, payload: Mapping[str, Any] | bytes | str, job_id: str | None = None) -> str:
-        """Add a job; returns its id (see lanekit.queue.enqueue.enqueue)."""
-        from lanekit.queue import enqueue
 
-        return enqueue.enqueue(self, payload, job_id)
+def job_places(location: str | PathLike[str]) -> list[Path]:
+    """Of those, where it keeps jobs and records (not the lanes' logs/): a lane's log must
+    not be inside one (lanes.toml validation)."""
+    directory = directory_of(location)
+    if directory is None:
+        return []
+    from pathlib import Path
 
-    def claimer(
-        self, *, lane: str | None = None, on_drop: Callable[[Dropped], None] | None = None
-    ) -> Claimer:
-        """A claimer for this process (see Claimer). Checks the queue first."""
-        from lanekit.queue import claim, safety
+    from lanekit.queue.directory.layout import MOVED_THROUGH
 
-        safety.check(self)
-        return claim.Claimer(self, lane=lane, on_drop=on_drop)
+    return [Path(directory, name) for name in MOVED_THROUGH]
 
-    def complete(self, claim: Claim) -> Path:
-        """The job succeeded: record it, move it to done/<UTC day>/, drop the lock."""
-        from lanekit.queue import settle
 
-        return settle.complete(self, claim)
+def holding(location: str | PathLike[str], state: JobState) -> str:
+    """Where a queue at `location` keeps the jobs in `state`, for messages (a directory of
+    it: queue/ for queued, though delayed/ holds some too; `memory:NAME/<state>`)."""
+    directory = directory_of(location)
+    if directory is None:
+        return f"{location}/{state}"
+    from lanekit.queue.directory.layout import STATE_DIRS
 
-    def fail(self, claim: Claim, error: str) -> Path:
-        """The job failed for good: record it, move it to failed/ with <id>.error."""
-        from lanekit.queue import settle
+    return f"{directory}/{STATE_DIRS[state]}"
 
-        return settle.fail(self, claim, error)
 
-    def release(
-        self,
-        claim: Claim,
-        *,
-        max_attempts: int,
-        error: str = "",
-        count_attempt: bool = True,
-        delay: bool = True,
-    ) -> Path:
-        """Give the job back: delayed/, queue/, or failed/ when out of attempts."""
-        from lanekit.queue import settle
+def nothing_queued(location: str | PathLike[str]) -> bool:
+    """True when the queue holds nothing to run, retry or recover, from a peek that loads
+    no queue machinery (the empty run's fast path, lanekit.run.entry). Any doubt says False:
+    the full run asks the queue itself (always, for a backend that cannot peek so cheaply)."""
+    directory = directory_of(location)
+    if directory is None:
+        return False
+    from lanekit.queue.directory.peek import nothing_queued as peek
 
-        return settle.release(
-            self,
-            claim,
-            max_attempts=max_attempts,
-            error=error,
-            count_attempt=count_attempt,
-            delay=delay,
-        )
+    return peek(directory)
 
-    def settle(self, claim: Claim, verdict: Verdict) -> Settled:
-        """Finish a claim the way `verdict` says; where the job went, as a state."""
-        from lanekit.queue import settle
 
-        return settle.settle(self, claim, verdict)
+def purgeable(location: str | PathLike[str], now: float, keep_done: float) -> bool:
+    """True when the queue may hold finished jobs past `keep_done`, or failed ones: the daily
+    purge is worth loading the queue for (a peek, as for nothing_queued). A queue with no
+    directory here is not purged by the lanes' daily claim (its stamp lives in logs/)."""
+    directory = directory_of(location)
+    if directory is None:
+        return False
+    from lanekit.queue.directory.peek import purgeable as peek
 
-    def watch_files(self, claim: Claim) -> tuple[str, str]:
-        """claimed/.<claim name>.status and tmp/: the watcher writes the job's exit status next
-        to the claim (lanekit.run.watcher), which recover() settles by."""
-        from lanekit.run import watcher
-
-        return watcher.status_path(claim.file), self.tmp_dir
-
-    def succeeded(self, job_id: str) -> bool:
-        """The re-execution guard: the record says succeeded, or the purge index lists it."""
-        return self.store.succeeded(job_id, self.store.read(job_id))
-
-    def promote_due(self, now: float | None = None) -> list[str]:
-        """Move retries whose not-before time has come from delayed/ to queue/; their ids."""
-        from lanekit.queue import settle
-
-        return settle.promote_due(self, now)
-
-    def recover(
-        self,
-        *,
-        stale_after: float,
-        max_attempts: int,
-        dry_run: bool = False,
-        now: float | None = None,
-    ) -> list[Recovered]:
-        """Give back claims whose owner is gone (see lanekit.queue.recover.recover)."""
-        from lanekit.queue import recover
-
-        return recover.recover(
-            self, stale_after=stale_after, max_attempts=max_attempts, dry_run=dry_run, now=now
-        )
-
-    def counts(self, now: float | None = None) -> QueueCounts:
-        """How many jobs are in each directory, and the oldest queued job and claim."""
-        from lanekit.queue import counting
-
-        return counting.counts(self, now)
-
-    def list_claims(
-        self, now: float | None = None, *, check_owners: bool = True
-    ) -> list[ClaimInfo]:
-        """Every claim with its owner and age, oldest first."""
-        from lanekit.queue import counting
-
-        return counting.list_claims(self, now, check_owners=check_owners)
-
-    def claims(self, now: float | None = None) -> list[ClaimView]:
-        """Every claim, oldest first, classified (lanekit.queue.liveness)."""
-        from lanekit.queue import observe
-
-        return observe.claims(self, now)
-
-    def page(self, page: int = 1, per_page: int = 20, state: JobState | None = None) -> Page:
-        """Page `page` of the jobs (all, or those in `state`), newest first."""
-        from lanekit.queue import pages
-
-        return pages.page_jobs(self, page, per_page, state)
-
-    def job(self, job_id: str) -> JobView | None:
-        """Everything known about one job, or None when there is no trace of it."""
-        from lanekit.queue import pages
-
-        return pages.find_job(self, job_id)
-
-    def contradictions(self) -> list[tuple[Record, JobLocation | None]]:
-        """Records that contradict where their job's file is (a `queued` one with the lane its
-        claim's running mark names: the lane that ran it)."""
-        from lanekit.queue import mark, observe
-
-        return [(mark.with_lane(self, record), at) for record, at in observe.contradictions(self)]
-
-    def success_copies(self) -> Counter[str]:
-        """Per id, its files in done/."""
-        from lanekit.queue import observe
-
-        return observe.success_copies(self)
-
-    def holding(self, state: JobState) -> str:
-        """The directory of the jobs in `state` (queued: queue/; delayed/ holds them too)."""
-        from lanekit.queue.records import JobState  # here: counting a queue reads no record
-
-        return {
-            JobState.QUEUED: self.queue_dir,
-            JobState.RUNNING: self.claimed_dir,
-            JobState.SUCCEEDED: self.done_root,
-            JobState.FAILED: self.failed_dir,
-        }[state]
-
-    def places(self) -> list[Path]:
-        """The queue directory and each of its directories."""
-        return [self.dir, *(self.dir / name for name in SUBDIRS)]
-
-    def listing(self, state: JobState | None = None) -> dict[str, tuple[JobState, str, str | None]]:
-        """Every job file as id -> (state, directory, file name or None for `<id>.json`)."""
-        from lanekit.queue import observe
-
-        return observe.listing(self, state)
-
-    def locate(self, job_id: str) -> JobLocation | None:
-        """Where the job's file is now, or None if it is nowhere."""
-        from lanekit.queue import observe
-
-        return observe.locate(self, job_id)
-
-    def error_text(self, location: JobLocation) -> str | None:
-        """The .error file next to a failed job, or None."""
-        from lanekit.queue import observe
-
-        return observe.error_text(self, location)
-
-    def failed_ids(self) -> list[str]:
-        """Ids of the jobs in failed/ under their own name, oldest first (`retry --failed`)."""
-        from lanekit.queue import observe
-
-        return observe.failed_ids(self)
-
-    def retry(self, job_id: str, *, dry_run: bool = False, now: float | None = None) -> Moved:
-        """A failed job back into queue/ with all its attempts again (`lanekit retry`)."""
-        from lanekit.queue import verbs
-
-        return verbs.retry(self, job_id, dry_run=dry_run, now=now)
-
-    def requeue(self, job_id: str, *, dry_run: bool = False) -> Moved:
-        """A job waiting out its backoff in delayed/: into queue/ now (`lanekit requeue`)."""
-        from lanekit.queue import verbs
-
-        return verbs.requeue(self, job_id, dry_run=dry_run)
-
-    def cancel(self, job_id: str, *, dry_run: bool = False, now: float | None = None) -> Moved:
-        """A queued or delayed job to failed/ with reason `cancelled` (`lanekit cancel`)."""
-        from lanekit.queue import verbs
-
-        return verbs.cancel(self, job_id, dry_run=dry_run, now=now)
-
-    def request_cancel(self, job_id: str, *, dry_run: bool = False) -> Moved:
-        """Ask a running job's watcher to stop it, to be failed as cancelled (`cancel --stop`)."""
-        from lanekit.queue import verbs
-
-        return verbs.request_cancel(self, job_id, dry_run=dry_run)
-
-    def purge(
-        self,
-        *,
-        keep_done: float,
-        keep_failed: float,
-        dry_run: bool = False,
-        now: float | None = None,
-    ) -> Purged:
-        """Remove finished and failed jobs past their retention (`lanekit purge`)."""
-        from lanekit.queue import purge
-
-        return purge.purge(
-            self, keep_done=keep_done, keep_failed=keep_failed, dry_run=dry_run, now=now
-        )
+    return peek(directory, now, keep_done)

@@ -5,10 +5,10 @@ its descriptors, nothing else)."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
+from typing import Protocol
 
 from lanekit.errors import QueueError, UsageError
 from lanekit.queue.observed import RecoverReason
@@ -26,7 +26,6 @@ def error_file_text(reason: str) -> str:
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from lanekit.queue.records import Record
-    from lanekit.queue.recordstore import OpenRecord
 
 
 class JobExistsError(UsageError):
@@ -42,79 +41,72 @@ class RecordNotWrittenError(QueueError):
     claim (`queued`, or `running` for a claim by an earlier version).
     """
 
-    def __init__(self, message: str, hint: str, *, state: JobState, moved_to: Path) -> None:
+    def __init__(self, message: str, hint: str, *, state: JobState, moved_to: str) -> None:
         super().__init__(message, hint)
         self.state = state
         self.moved_to = moved_to
 
 
-class ClaimLock:
-    """The open claimed file whose flock marks the owner as alive (released once, idempotently),
-    and the job's record, open since the claim read it (`record`: its settle appends through
-    it, RecordStore.settle; None once closed, or when the claim has none open).
-
-    The flock belongs to the open file description, not to the process or the name: every
-    process that inherits the descriptor holds it too, and renames do not affect it. The
-    record's descriptor is close-on-exec and never given to the job.
-    """
-
-    __slots__ = ("fd", "record")
-
-    def __init__(self, fd: int, record: OpenRecord | None = None) -> None:
-        self.fd = fd
-        self.record = record
+class ClaimHandle(Protocol):
+    """A backend's own side of a claim (ClaimLock for the directory queue)."""
 
     @property
     def held(self) -> bool:
         """False once the claim was settled."""
-        return self.fd >= 0
+        ...
+
+    @property
+    def fd(self) -> int:
+        """A descriptor the job's process inherits to keep the claim live however the runner
+        dies (the directory queue's flocked claimed file); -1 when the backend needs none."""
+        ...
 
     def release(self) -> None:
-        """Close the record, then the file (dropping the flock); later calls do nothing."""
-        record, self.record = self.record, None
-        if record is not None:
-            record.close()
-        fd, self.fd = self.fd, -1
-        if fd >= 0:
-            os.close(fd)
+        """The claim is settled (idempotent)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
 class Claim:
-    """A job this process owns: claimed/<id>.<owner>.json, flocked until settled."""
+    """A job this process owns until it is settled, whatever backend keeps it."""
 
     job_id: str
     file: str
-    """The claimed file, as the queue renames it (`path` is the same as a Path)."""
+    """The job as a file, the `{job}` of the lane's command (`path` is the same as a Path):
+    the directory queue's claimed file, a materialized payload for another backend."""
     attempt: int
-    """1 on the first run, counting every start (a crash mid-run counts too)."""
+    """1 on the first run, counting every start (a crash mid-run counts too): the fencing
+    token, as no two claims of one job share it."""
     owner: str
     record: Record
-    """The attempt's `running` state, as its `running` line in the job's record says it (the
-    line counts the attempt, lanekit.queue.mark); the settle writes the outcome from it."""
-    lock: ClaimLock = field(repr=False, compare=False)
+    """The attempt's `running` state, as the backend recorded it at claim; the settle writes
+    the outcome from it."""
+    handle: ClaimHandle = field(repr=False, compare=False)
+    """The backend's own (opaque to everyone else)."""
+    lease_until: float | None = None
+    """When the claim lapses unless renewed (epoch seconds); None: it lasts as long as its
+    owner does (the directory and memory queues), and renew() answers True."""
 
     @property
     def path(self) -> Path:
-        """The claimed file; the job's command gets this path. Made when asked: a claim settled
+        """The job file; the job's command gets this path. Made when asked: a claim settled
         without it (a library's loop) never parses one."""
         return Path(self.file)
 
     @property
     def held(self) -> bool:
-        """True until complete/fail/release settled the claim."""
-        return self.lock.held
+        """True until the claim was settled."""
+        return self.handle.held
 
     @property
     def lock_fd(self) -> int:
-        """The descriptor holding the claim's flock (-1 once settled); not inheritable.
+        """The descriptor to give the job's process (-1: none, or settled); not inheritable.
 
-        Give it to the job's process (`subprocess.Popen(..., pass_fds=(claim.lock_fd,))` makes
-        it inheritable in the child only) and the claim stays locked for as long as the job
-        runs, even if this process is SIGKILLed: recover() takes only claims whose lock nobody
-        holds. A process that keeps it after the claim was settled (a daemon the job started)
-        keeps the job file locked; claim() then passes over that file instead of waiting."""
-        return self.lock.fd
+        Given to the job's process (`subprocess.Popen(..., pass_fds=(claim.lock_fd,))` makes
+        it inheritable in the child only), the directory queue's claim stays locked for as long
+        as the job runs, even if this process is SIGKILLed: recover() takes only claims whose
+        lock nobody holds."""
+        return self.handle.fd
 
 
 class DropReason(StrEnum):
@@ -137,7 +129,8 @@ class DropReason(StrEnum):
     """A hard link to a file elsewhere (more names than lanekit's own): claiming it would
     date, and running it could change, a file lanekit did not create."""
     TOO_LARGE = "too-large"
-    """Larger than the queue's `max_job_bytes`: refused unread (see lanekit.queue.state)."""
+    """Larger than the queue's `max_job_bytes`: refused unread (see
+    lanekit.queue.directory.state)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,8 +140,9 @@ class Dropped:
     job_id: str
     reason: DropReason
     detail: str
-    destination: Path
-    """Where the file went: done/ for already-succeeded, failed/ (+ .error) otherwise."""
+    destination: str
+    """Where it went, for messages: done/ for already-succeeded, failed/ (+ .error)
+    otherwise (the directory backend's file)."""
 
     @property
     def state(self) -> JobState:
@@ -164,7 +158,8 @@ class Recovered:
 
     job_id: str
     reason: RecoverReason
-    destination: Path
+    destination: str
+    """Where it went, for messages (the directory backend's file)."""
     state: JobState
     """QUEUED (back in queue/), FAILED (out of attempts, or its record already said failed) or
     SUCCEEDED (its record already said so). A record that already said so means the owner died
@@ -181,8 +176,10 @@ class Moved:
     """One job an operator verb (retry, requeue, cancel) moved, or with dry_run would move."""
 
     job_id: str
-    source: Path
-    destination: Path
+    source: str
+    """Where it was, for messages (the directory backend's file)."""
+    destination: str
+    """Where it went."""
     state: JobState
     """The job's state once moved: QUEUED (retry, requeue) or FAILED (cancel)."""
 
@@ -256,8 +253,8 @@ class Settled:
     job_id: str
     state: JobState
     """SUCCEEDED (done), QUEUED (to run again, now or after `not_before`) or FAILED."""
-    destination: Path
-    """The file that stands for the job now (the directory backend's done/, queue/,
-    delayed/ or failed/ file)."""
+    destination: str
+    """What stands for the job now, for messages (the directory backend's done/, queue/,
+    delayed/ or failed/ file; `memory:NAME/<state>/<id>`)."""
     not_before: float | None = None
     """For a retry waiting out its backoff: when it is due (epoch seconds)."""

@@ -1,6 +1,6 @@
 """What observing a directory queue returns: what each claim amounts to, where a job is, and
 why a claim may be taken from its owner (counts and claims with their owners are
-lanekit.queue.counted's). Split from lanekit.queue.model so that observing creates only these
+lanekit.queue.counts's). Split from lanekit.queue.model so that observing creates only these
 few classes, and from counting so that `lanekit status` (benchmark (i)) creates none of them.
 Frozen dataclasses and closed vocabularies, no I/O."""
 
@@ -11,9 +11,7 @@ from enum import StrEnum
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from pathlib import Path
-
-    from lanekit.queue.counted import ClaimInfo
+    from lanekit.queue.counts import ClaimInfo
     from lanekit.queue.records import JobState
 
 
@@ -28,11 +26,13 @@ class RecoverReason(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class JobLocation:
-    """Where a job's file is, and the state that follows from the directory."""
+    """Where a job is, and its state there."""
 
     job_id: str
     state: JobState
-    path: Path
+    where: str
+    """What stands for the job, for messages: the directory backend's file (a running job's
+    is the job file its command was given)."""
 
 
 class ClaimState(StrEnum):

@@ -1,11 +1,14 @@
 """The JobQueue seam (design.md section 11): what runner, history, status, doctor, watch and
 the CLI may ask of a queue, whatever stores it.
 
-The directory queue (lanekit.queue.Queue) is today's one backend; the next is PostgreSQL, so
-that several Macs can drain one queue (rename is not atomic across machines). Nothing here
-names a directory: a backend hands a job to its command as a file path (`Claim.path`, the
-`{job}` of a lane's command): the directory backend's claimed file, a materialized payload for
-another backend. tests/queue/test_contract.py is what every backend must pass.
+The directory queue (lanekit.queue.directory) and the in-memory one (lanekit.queue.memory) are
+its backends, and lanekit.queue.open_queue picks one from the queue's location; the next is
+PostgreSQL, so that several Macs can drain one queue (rename is not atomic across machines).
+Nothing here names a directory: results say where a job is as text, and a backend hands a job
+to its command as a file path (`Claim.path`, the `{job}` of a lane's command): the directory
+backend's claimed file, a materialized payload for another backend. A Claim is neutral: its
+attempt is the fencing token, its handle the backend's own. tests/queue/test_contract.py is
+what every backend must pass.
 """
 
 from __future__ import annotations
@@ -15,14 +18,14 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from collections import Counter
     from collections.abc import Callable, Mapping
-    from pathlib import Path
     from typing import Any
 
     from lanekit.jobs.history import JobView, Page
-    from lanekit.queue.counted import QueueCounts
+    from lanekit.queue.counts import QueueCounts
     from lanekit.queue.model import Claim, Dropped, Moved, Purged, Recovered, Settled, Verdict
     from lanekit.queue.observed import ClaimView, JobLocation
     from lanekit.queue.records import JobState, Record
+    from lanekit.run.watcher import Outcome
 
 
 class JobClaimer(Protocol):
@@ -90,9 +93,21 @@ class JobQueue(Protocol):
         """Give back the claims whose owner is gone; safe from many processes at once."""
         ...
 
-    def watch_files(self, claim: Claim) -> tuple[str, str]:
-        """(status file, temp dir) for the claim's watcher: where it records the job's exit
-        status so that recover() settles a job that finished after its runner died."""
+    def record_outcome(self, claim: Claim, outcome: Outcome) -> None:
+        """Keep how the claim's job ended (its watcher saw it), so that recover() settles a
+        job that finished after its runner died by that, never running it again. A watcher
+        process writes the same outcome beside the job file (lanekit.run.watcher.status_path
+        of `Claim.file`): recover() reads it there too."""
+        ...
+
+    def renew(self, claim: Claim) -> bool:
+        """Extend the claim's lease; False when the claim is no longer this owner's (it
+        lapsed, or was settled). A backend without leases answers True while it is held."""
+        ...
+
+    def cancel_requested(self, claim: Claim) -> bool:
+        """Whether `request_cancel` asked for the claim's job to stop (it leaves the request
+        beside the job file, lanekit.run.watcher.cancel_path, where the watcher looks)."""
         ...
 
     def succeeded(self, job_id: str) -> bool:
@@ -125,15 +140,6 @@ class JobQueue(Protocol):
 
     def success_copies(self) -> Counter[str]:
         """Per id, how many finished copies the queue keeps (more than one: look closer)."""
-        ...
-
-    def holding(self, state: JobState) -> str:
-        """Where the jobs in `state` are, for messages (the directory backend: a directory)."""
-        ...
-
-    def places(self) -> list[Path]:
-        """The directories the queue keeps on this machine (for volume and mode checks);
-        empty for a backend that keeps nothing here."""
         ...
 
     def failed_ids(self) -> list[str]:

@@ -1,6 +1,6 @@
 """Job status records (records/<id>.json): the Record, its states, and how its bytes read.
 
-One record file per job (lanekit.queue.recordstore reads and writes them, and keeps the
+One record file per job (lanekit.queue.directory.recordstore reads and writes them, and keeps the
 re-execution guard). A job whose record says `succeeded` is never run again, which is what
 makes enqueueing the same id twice harmless.
 

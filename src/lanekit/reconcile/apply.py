@@ -380,9 +380,9 @@ def _carry_out(
 
 def _prepare_dirs(lane: LaneSpec) -> None:
     """Queue dirs and log dirs must exist before launchd starts the job (else exit 78)."""
-    from lanekit.queue import Queue
+    from lanekit.queue import open_queue
 
-    Queue(lane.queue.dir, durable=lane.queue.durable).ensure()
+    open_queue(lane.queue.dir, durable=lane.queue.durable).ensure()
     for path in (lane.stdout_path, lane.stderr_path, lane.log_path):
         make_private_dirs(path.parent)
 

@@ -216,4 +216,4 @@ def lock_held(spec: RunSpec) -> bool:
 
 
 def lock_path(spec: RunSpec) -> Path:
-    return lanelock.lane_lock_path(spec.queue_dir, spec.lane)
+    return lanelock.lane_lock_path(spec.queue_dir, spec.lane, spec.log_path)

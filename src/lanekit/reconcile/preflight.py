@@ -47,10 +47,10 @@ class Preflight:
 
 def preflight(lane: LaneSpec) -> Preflight:
     """The lane's refusals and warnings, without touching the disk beyond reading it."""
-    from lanekit.queue import location_error
+    from lanekit.queue import location_problem
 
     refusals: list[LanekitError] = list(untrusted_dirs(lane))
-    refusal = location_error(lane.queue.dir)
+    refusal = location_problem(lane.queue.dir)
     if refusal is not None:
         refusals.append(refusal)
     warnings = [f"lane {lane.name}: schedule {text}" for text in lane.schedule.warnings]

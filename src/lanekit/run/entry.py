@@ -2,10 +2,11 @@
 
 Most scheduled runs find the queue empty, and every run is a fresh interpreter, so start-up is
 most of what an empty run costs (benchmark figure (c): `lanekit run` on an empty queue vs
-`python -c pass`). This module and what it imports (lanekit.run.lanelock, lanelog, peek, args,
-lanekit.state.snapshot_schema) use only builtin modules. The snapshot is read by the one
-snapshot reader (lanekit.state.snapshot_schema.read_snapshot), which decodes without importing
-json (json pulls in re and compiles its patterns), and the path stays clear of dataclasses
+`python -c pass`). This module and what it imports (lanekit.run.lanelock, lanelog, purgeday,
+args, the queue's peek through lanekit.queue, lanekit.state.snapshot_schema) use only builtin
+modules. The snapshot is read by the one snapshot reader
+(lanekit.state.snapshot_schema.read_snapshot), which decodes without importing json (json
+pulls in re and compiles its patterns), and the path stays clear of dataclasses
 (which imports inspect, ast and dis), pathlib, enum, signal and lanekit.errors: together they
 cost several times `python -c pass`.
 
@@ -15,7 +16,7 @@ does what the full run would do for an empty queue: rotate the lane log (and lau
 stdout/stderr files: launchd reopens them at each spawn, so a rename here only affects the
 next run), take the lane lock (held: `skipped reason=lane-busy`, exit 0), log `start` and
 `finish reason=empty` (doctor's missed-run check reads them), exit 0. The first run of a UTC
-day goes to the full path too, which purges the queue (retention, lanekit.queue.Queue.purge).
+day goes to the full path too, which purges the queue (retention, JobQueue.purge).
 Everything else, including every error, goes to lanekit.run.runner.main, which does the whole run
 and reports problems its usual way. The runner shares the pieces above, never this module:
 imports between the two go one way.
@@ -29,10 +30,11 @@ from __future__ import annotations
 import os
 import time
 
+from lanekit.queue import nothing_queued
 from lanekit.run.args import split_args
 from lanekit.run.lanelock import lock_file, try_lock
 from lanekit.run.lanelog import EventName, LaneLog, Reason, log_finish, log_warner, rotate_if_needed
-from lanekit.run.peek import nothing_queued, purge_due
+from lanekit.run.purgeday import purge_due
 from lanekit.state.clock import epoch
 from lanekit.state.snapshot_schema import read_snapshot
 
@@ -95,7 +97,7 @@ def empty_run(argv: Sequence[str], *, clock: Callable[[], float] = time.monotoni
         warn(exc)
     log = LaneLog(log_path, lane, on_error=warn)
     try:
-        fd = try_lock(lock_file(queue_dir, lane))
+        fd = try_lock(lock_file(queue_dir, lane, log_path))
     except OSError:
         return None  # the full run names the directory that is missing or unusable (69)
     if fd is None:

@@ -1,14 +1,14 @@
 """The lane lock: the one flock that says a run of a lane is in progress.
 
 Every run of a lane holds it for its whole life (lanekit.run.entry's empty run and
-lanekit.run.runner's
-full run alike), and `apply` holds it across a reload so it never boots out a lane mid-run. It
-is a non-blocking exclusive flock on `logs/<lane>.lock` in the lane's queue directory, next to
-the lane log. The kernel drops it when the holder dies, however it dies, so a stale lock file
-never blocks a lane; "is it held?" is a shared probe taken and dropped at once.
+lanekit.run.runner's full run alike), and `apply` holds it across a reload so it never boots
+out a lane mid-run. It is a non-blocking exclusive flock on `logs/<lane>.lock` in the lane's
+queue directory, next to the lane log (beside the lane log for a queue with no directory
+here). The kernel drops it when the holder dies, however it dies, so a stale lock file never
+blocks a lane; "is it held?" is a shared probe taken and dropped at once.
 
-Builtin modules only at import time (os, fcntl): the empty-run fast path imports this module,
-and its start-up is a benchmark figure.
+Builtin modules only at import time (os, fcntl, and lanekit.queue, which imports nothing): the
+empty-run fast path imports this module, and its start-up is a benchmark figure.
 """
 
 from __future__ import annotations
@@ -16,22 +16,28 @@ from __future__ import annotations
 import fcntl
 import os
 
+from lanekit.queue import directory_of
+
 TYPE_CHECKING = False  # typing itself costs start-up time; mypy still reads these imports
 if TYPE_CHECKING:
     from collections.abc import Iterable
     from pathlib import Path
 
 
-def lock_file(queue_dir: str, lane: str) -> str:
-    """The lane lock's path: in the queue's logs/ directory, next to the lane log."""
+def lock_file(queue_dir: str, lane: str, log_path: str | None = None) -> str:
+    """The lane lock's path: in the queue's logs/ directory, next to the lane log (by default
+    there too); beside the lane log `log_path` for a queue with no directory on this machine
+    (lanekit.queue.directory_of)."""
+    if log_path is not None and directory_of(queue_dir) is None:
+        return f"{os.path.dirname(log_path)}/{lane}.lock"  # noqa: PTH120 - a str path
     return f"{queue_dir}/logs/{lane}.lock"
 
 
-def lane_lock_path(queue_dir: Path, lane: str) -> Path:
+def lane_lock_path(queue_dir: Path, lane: str, log_path: Path | None = None) -> Path:
     """`lock_file` as a Path, for callers that hold the queue directory as one."""
     from pathlib import Path
 
-    return Path(lock_file(str(queue_dir), lane))
+    return Path(lock_file(str(queue_dir), lane, None if log_path is None else str(log_path)))
 
 
 def try_lock(path: str) -> int | None:

@@ -39,12 +39,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lanekit.errors import EnvironmentUnusableError, ExitCode, LanekitError, UsageError
+from lanekit.queue import nothing_queued
 from lanekit.run import watcher, watcher_link
 from lanekit.run.args import USAGE, split_args
 from lanekit.run.jobenv import job_env, lane_process_env
 from lanekit.run.lanelock import LaneLock, lane_lock_path
 from lanekit.run.lanelog import EventName, LaneLog, Reason, log_finish, log_warner, rotate_if_needed
-from lanekit.run.peek import nothing_queued, purge_due, purge_stamp, utc_day
+from lanekit.run.purgeday import purge_due, purge_stamp, utc_day
 from lanekit.run.stop import StopHandler, grace_seconds
 from lanekit.run.which_snapshot import load_spec, resolve_snapshot
 from lanekit.state.clock import epoch
@@ -56,7 +57,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
     from typing import TypeAlias
 
-    from lanekit.queue import Claim, Dropped, JobQueue
+    from lanekit.queue.model import Claim, Dropped
+    from lanekit.queue.protocol import JobQueue
     from lanekit.run.stop import Job
     from lanekit.run.watcher import Outcome
 
@@ -129,7 +131,7 @@ def run_lane(
     except OSError as exc:
         log_failed(exc)
     log = LaneLog(spec.log_path, spec.lane, clock=log_clock, on_error=log_failed)
-    lock = LaneLock(lane_lock_path(spec.queue_dir, spec.lane))
+    lock = LaneLock(lane_lock_path(spec.queue_dir, spec.lane, spec.log_path))
     try:
         acquired = lock.acquire()
     except OSError:
@@ -161,9 +163,9 @@ def run_lane(
 def open_queue(spec: RunSpec) -> JobQueue:
     """The lane's queue. Imported here, not at the top: a run that finds nothing queued never
     loads the queue machinery (start-up on an empty queue is a benchmark figure)."""
-    from lanekit.queue import Queue
+    from lanekit import queue
 
-    return Queue(spec.queue_dir, durable=spec.durable, max_job_bytes=spec.max_job_bytes)
+    return queue.open_queue(spec.queue_dir, durable=spec.durable, max_job_bytes=spec.max_job_bytes)
 
 
 _COPIES_POLL = 0.5
@@ -310,7 +312,7 @@ class _LaneRun:
 
     def _dropped(self, item: Dropped) -> None:
         """A claimed file that cannot run; the claimer already moved it to done/ or failed/."""
-        from lanekit.queue import DropReason
+        from lanekit.queue.model import DropReason
 
         self.claimed += 1
         if item.reason == DropReason.ALREADY_SUCCEEDED:
@@ -325,7 +327,7 @@ class _LaneRun:
     def _give_back(self, queue: JobQueue, claim: Claim, error: str = "") -> None:
         """Back to queue/ at once, spending no attempt: the job did not fail. `error` goes
         into the job's record, so `lanekit job` says why it is queued again."""
-        from lanekit.queue import Verdict
+        from lanekit.queue.model import Verdict
 
         queue.settle(claim, Verdict.stopped(error))
         self.requeued += 1
@@ -343,7 +345,7 @@ class _LaneRun:
         with reason `cancelled`, whatever it exited with; else by its exit code: 0 -> done/;
         stopped by a signal -> back to queue/ unspent; any other failure -> retry with backoff
         or failed/. The watcher's `outcome` words the failure (timeout, stderr tail)."""
-        from lanekit.queue import RecordNotWrittenError, Verdict
+        from lanekit.queue.model import RecordNotWrittenError, Verdict
         from lanekit.queue.records import JobState
 
         log = self.log
@@ -462,7 +464,10 @@ class _LaneRun:
         """Run one claimed job and settle it, whatever happens (the `finally` below)."""
         spec, log, stop = self.spec, self.log, self.stop
         log.event(EventName.CLAIMED, job=claim.job_id, attempt=claim.attempt)
-        status, tmp_dir = queue.watch_files(claim)
+        # The watcher records the job's end beside the job file (whatever backend made it),
+        # where the queue's recover() finds it if this runner dies first.
+        status = watcher.status_path(claim.file)
+        tmp_dir = os.path.dirname(status)  # noqa: PTH120 - a str path on the claim path
         try:
             if stop.stopping():
                 # The stop arrived while this job was being claimed: do not start it.
@@ -475,23 +480,33 @@ class _LaneRun:
                     job: Job = self.launcher(
                         job_argv(spec.command, claim.path),
                         _claim_env(self.env, spec, claim),
-                        (claim.lock_fd,),
+                        # The descriptor that keeps the claim live, where the backend has one.
+                        (claim.lock_fd,) if claim.lock_fd >= 0 else (),
                     )
                 else:
                     # A status left by an earlier attempt under this very claim name (same
                     # process) must not be read as this attempt's.
                     with contextlib.suppress(FileNotFoundError):
                         os.unlink(status)  # noqa: PTH108 - a str path on the claim path
-                    job = watcher_link.start(
-                        job_argv(spec.command, claim.path),
-                        _claim_env(self.env, spec, claim),
-                        lock_fd=claim.lock_fd,
-                        status=status,
-                        tmp_dir=tmp_dir,
-                        timeout=spec.timeout,
-                        kill_grace=spec.kill_grace,
-                        stop_grace=stop.grace,
-                    )
+                    # The watcher holds the claim's descriptor for the job's life; a backend
+                    # that keeps none (its claims live as long as their owner) lends it the
+                    # job file's, closed here once the watcher has its own copy.
+                    held = claim.lock_fd
+                    lent = -1 if held >= 0 else os.open(claim.file, os.O_RDONLY | os.O_CLOEXEC)
+                    try:
+                        job = watcher_link.start(
+                            job_argv(spec.command, claim.path),
+                            _claim_env(self.env, spec, claim),
+                            lock_fd=max(held, lent),
+                            status=status,
+                            tmp_dir=tmp_dir,
+                            timeout=spec.timeout,
+                            kill_grace=spec.kill_grace,
+                            stop_grace=stop.grace,
+                        )
+                    finally:
+                        if lent >= 0:
+                            os.close(lent)
             except watcher_link.WatcherGoneError:
                 # The watcher died with the request in hand: it may have started the job.
                 self._outlive_watcher(queue, claim, began)

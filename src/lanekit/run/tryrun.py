@@ -141,7 +141,7 @@ def _job_id(job_file: Path) -> str:
     """The id the queue gives the job in `job_file` (its layout's grammar: `<id>.json`, or
     `<id>.<owner>.json` in claimed/; ids may contain dots, `2026-09-17.report`); a file named
     otherwise is its own id."""
-    from lanekit.queue import job_id_of
+    from lanekit.queue.ids import job_id_of
 
     return job_id_of(job_file.name)
 

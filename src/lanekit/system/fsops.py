@@ -15,7 +15,7 @@
   temporary file, durably when asked.
 - `tmp_suffix()`: the unique part of every temp file's name (no syscall per name).
 - `append_line`: add a line to a small regular file that ends in one, in place: no inode is
-  created (the settle's record, lanekit.queue.recordstore).
+  created (the settle's record, lanekit.queue.directory.recordstore).
 - `open_regular` / `flock_held`: open only a regular file, never through a symlink or into a
   FIFO; whether someone holds a file's flock.
 
@@ -324,8 +324,8 @@ def append_line(path: str, line: bytes, *, limit: int, durable: bool) -> bool:
     to rename in) does (ext4 here: ~35 us, up to ~900 us in the minutes after many deletions,
     docs/benchmarks.md). A file kept within one block never allocates a block either. The
     append is not atomic under a power cut; readers take the last complete line
-    (lanekit.queue.recordstore), and a line cut short is never appended to: the caller then replaces
-    the file.
+    (lanekit.queue.directory.recordstore), and a line cut short is never appended to: the caller
+    then replaces the file.
     OSError from the write itself (ENOSPC, EIO) is raised: part of the line may be there."""
     try:
         fd = os.open(path, _APPEND)
@@ -388,7 +388,8 @@ def open_regular_stat(path: str, *, append: bool = False) -> tuple[int, os.stat_
     """Open `path` for reading only if it is a regular file; its descriptor (close-on-exec)
     and the fstat that proved it (callers reuse its size and times: no second fstat).
     `append`: for appending as well (the flags of `append_line`), so that a reader can add a
-    line on the descriptor it read through (a claim's `running` line, lanekit.queue.recordstore).
+    line on the descriptor it read through (a claim's `running` line,
+    lanekit.queue.directory.recordstore).
 
     O_NOFOLLOW: a symlink is refused, never followed to someone else's file. O_NONBLOCK: a
     FIFO opens at once instead of waiting forever for a writer (it is then refused by type).

@@ -80,7 +80,7 @@ class World:
 
     def install(self, name: str = "funnel") -> Path:
         """Write the lane's plist and snapshot and create its queue, as `apply` does."""
-        from lanekit.queue import Queue
+        from lanekit.queue.directory.backend import Queue
 
         lane = self.lane(name)
         data = render_lane(

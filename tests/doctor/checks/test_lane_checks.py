@@ -13,7 +13,7 @@ from doctor_world import HEALTHY, World
 
 from lanekit.doctor import Severity
 from lanekit.doctor.checks.lane import MissedRunCause, MissedRunFacts, classify_missed_run
-from lanekit.queue import Queue
+from lanekit.queue.directory.backend import Queue
 from lanekit.service.emulated.emulator import EmulatedDomain
 from places import MACOS_TOOLS
 

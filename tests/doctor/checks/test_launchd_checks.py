@@ -15,7 +15,7 @@ import pytest
 from doctor_world import HEALTHY, World, job_plist, tool
 
 from lanekit.doctor import Severity
-from lanekit.queue import Queue
+from lanekit.queue.directory.backend import Queue
 from lanekit.service.emulated.emulator import EmulatedDomain
 
 

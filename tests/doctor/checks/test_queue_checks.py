@@ -22,8 +22,10 @@ import pytest
 from doctor_world import HEALTHY, World
 
 from lanekit.doctor import Severity, SubjectKind
-from lanekit.queue import ClaimState, Queue, RecordNotWrittenError
-from lanekit.queue.liveness import claim_locked, classify_claim
+from lanekit.queue.directory.backend import Queue
+from lanekit.queue.directory.liveness import claim_locked, classify_claim
+from lanekit.queue.model import RecordNotWrittenError
+from lanekit.queue.observed import ClaimState
 from lanekit.queue.records import Record
 from lanekit.run.lanelog import LaneLog
 from lanekit.system.procinfo import Liveness
@@ -189,7 +191,7 @@ def test_live_claim_older_than_stale_after_may_be_hung(
     world = sleeping_world
     script = (
         "import sys, time\n"
-        "from lanekit.queue import Queue\n"
+        "from lanekit.queue.directory.backend import Queue\n"
         "claim = Queue(sys.argv[1]).claimer().claim()\n"
         "print(claim.job_id, flush=True)\n"
         "time.sleep(60)\n"
@@ -326,7 +328,9 @@ def test_settle_without_its_record_leaves_a_running_record(
     [finding] = world.run("queue.record-mismatch", world.queue_target())
     assert finding.severity is Severity.WARNING
     assert finding.message.startswith("job job-1: its record says running, but no file of it")
-    assert f"the file is in {info.value.moved_to.parent}: the job {outcome}" in finding.message
+    assert (
+        f"the file is in {Path(info.value.moved_to).parent}: the job {outcome}" in finding.message
+    )
     stale = "finished" if outcome == "succeeded" else "failed"
     assert finding.fix == (
         f"lanekit job funnel job-1  (the record is stale: the job {stale}, it is not running)"
@@ -446,7 +450,7 @@ def test_resubmitted_success_is_info_not_a_duplicate(tmp_path: Path) -> None:
     kept in done/): doctor reports it as re-submitted (info), not `queue.duplicate-success`."""
     import shutil
 
-    from lanekit.queue import Queue
+    from lanekit.queue.directory.backend import Queue
     from lanekit.run.runner import run_lane
     from lanekit.state.snapshot import RunSpec
 

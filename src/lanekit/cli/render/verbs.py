@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lanekit.cli.render import json_out, line
@@ -44,8 +45,8 @@ def moved(result: VerbResult, *, as_json: bool) -> None:
         line(f"no jobs to {result.verb}")
         return
     for job in result.jobs:
-        where = job.item.destination.parent.name + "/"
-        line(f"{job.item.job_id}: {job.item.source.parent.name}/ -> {where} (queue {job.queue})")
+        source, where = (_folder(job.item.source), _folder(job.item.destination))
+        line(f"{job.item.job_id}: {source}/ -> {where}/ (queue {job.queue})")
     count = len(result.jobs)
     head = f"would have {verb}" if result.dry_run else verb
     tail = " (dry run)" if result.dry_run else ""
@@ -124,3 +125,8 @@ def purged(rows: Sequence[PurgeRow], *, dry_run: bool, as_json: bool) -> None:
 
 def _days(seconds: float) -> str:
     return f"{seconds / 86400:g}d" if seconds >= 86400 else f"{seconds / 3600:g}h"
+
+
+def _folder(where: str) -> str:
+    """The last folder of a place a job was or went (`claimed` of `.../claimed/<id>.json`)."""
+    return Path(where).parent.name

@@ -205,7 +205,9 @@ def logs_large(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
 def _queue_dirs(target: Target, ctx: DoctorContext) -> list[Path]:
     if target.lane is None:
         return []
-    return ctx.queue(target.lane).places()
+    from lanekit.queue import places
+
+    return places(target.lane.queue.dir)
 
 
 @check(

@@ -14,19 +14,21 @@ import itertools
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lanekit.config import LaneSpec
 from lanekit.doctor import DoctorContext, Problem, Scope, Severity, Target, check
 from lanekit.doctor.registry import Tally
 from lanekit.errors import LanekitError
-from lanekit.queue import ClaimState, ClaimView
+from lanekit.queue import holding
+from lanekit.queue.observed import ClaimState, ClaimView
 from lanekit.queue.records import JobState
 from lanekit.run.lanelog import EventName, Reason
 from lanekit.system.quoting import cmdline
 
 if TYPE_CHECKING:
-    from lanekit.queue import JobLocation
+    from lanekit.queue.observed import JobLocation
     from lanekit.queue.records import Record
 
 BACKLOG_PERIODS = 2
@@ -116,7 +118,7 @@ def stale_claim(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
         yield Problem(
             Severity.ERROR,
             f"{len(stranded)} claimed job{'s' if len(stranded) != 1 else ''} in "
-            f"{ctx.queue(lane).holding(JobState.RUNNING)} "
+            f"{holding(lane.queue.dir, JobState.RUNNING)} "
             f"belong{'s' if len(stranded) == 1 else ''} to no live "
             f"runner{whose}, oldest {_age(oldest)}: nobody will finish "
             f"{'them' if len(stranded) != 1 else 'it'} until recovered.",
@@ -246,7 +248,7 @@ def failed_jobs(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     yield Problem(
         Severity.WARNING,
         f"{counts.failed} job{'s' if counts.failed != 1 else ''} in "
-        f"{ctx.queue(lane).holding(JobState.FAILED)} ran out of attempts and will not run again by "
+        f"{holding(lane.queue.dir, JobState.FAILED)} ran out of attempts and will not run again by "
         f"{'itself' if counts.failed == 1 else 'themselves'}.",
         f"{cmdline('lanekit', 'jobs', lane.name, '--state', 'failed')}  (each job's .error "
         "says why), then enqueue "
@@ -269,11 +271,12 @@ def _stale_running(
             "or anywhere else in the queue: the job is not running and its record is stale.",
             f"{inspect}  (the record is stale: the job ended and its file was removed)",
         )
+    folder = Path(location.where).parent
     if location.state is JobState.SUCCEEDED:
         return Problem(
             Severity.WARNING,
             f"{says}, but no file of it is in {claimed}; "
-            f"the file is in {location.path.parent}: the job succeeded and its record could not "
+            f"the file is in {folder}: the job succeeded and its record could not "
             "be updated, so the guard does not know the id already ran.",
             f"{inspect}  (the record is stale: the job finished, it is not running)",
         )
@@ -281,14 +284,14 @@ def _stale_running(
         return Problem(
             Severity.WARNING,
             f"{says}, but no file of it is in {claimed}; "
-            f"the file is in {location.path.parent}: the job failed and its record could not "
+            f"the file is in {folder}: the job failed and its record could not "
             "be updated.",
             f"{inspect}  (the record is stale: the job failed, it is not running)",
         )
     return Problem(
         Severity.WARNING,
         f"{says}, but no file of it is in {claimed}; the "
-        f"file waits in {location.path.parent} to run again and its record could not be updated.",
+        f"file waits in {folder} to run again and its record could not be updated.",
         f"{inspect}  (the record is stale: the job is queued, not running)",
     )
 
@@ -320,13 +323,13 @@ def record_mismatch(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
         # The fix names the lane that ran the job, when its record says which.
         lane = ran.get(record.lane or "", first)
         if record.state in {JobState.RUNNING, JobState.QUEUED}:
-            yield _stale_running(lane, queue.holding(JobState.RUNNING), record, location)
+            yield _stale_running(lane, holding(first.queue.dir, JobState.RUNNING), record, location)
         elif location is not None:
             yield Problem(
                 Severity.WARNING,
                 f"job {record.job_id}: its record says succeeded, but its file waits in "
-                f"{location.path.parent}: the next run will not run it (the guard moves it to "
-                "done/ unrun).",
+                f"{Path(location.where).parent}: the next run will not run it (the guard moves "
+                "it to done/ unrun).",
                 f"{cmdline('lanekit', 'job', lane.name, record.job_id)}  (to inspect it); to do "
                 "the work "
                 "again, enqueue it under a new id",
@@ -427,7 +430,7 @@ def duplicate_success(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
             how.append(f"{counts.done_events} `done` events in the logs of lane {who}")
         if by_files:
             how.append(
-                f"{counts.done_files} files in {ctx.queue(lane).holding(JobState.SUCCEEDED)}"
+                f"{counts.done_files} files in {holding(lane.queue.dir, JobState.SUCCEEDED)}"
             )
         first = lanes_by_job.get(job, [lane.name])[0]
         yield Problem(

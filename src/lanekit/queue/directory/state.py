@@ -2,11 +2,11 @@
 store, durability, the retry backoff, and today's done/ bucket.
 
 The modules of this package (claim, settle, recover, enqueue, observe, verbs, purge) are
-functions of a QueueState; lanekit.queue.Queue is the façade that holds one.
+functions of a QueueState; lanekit.queue.directory.backend.Queue is the JobQueue that holds one.
 """
 
 # ruff: noqa: PTH100, PTH102
-# (str paths and os.* on purpose: the claim path, see lanekit.queue)
+# (str paths and os.* on purpose: the claim path, see lanekit.queue.directory)
 from __future__ import annotations
 
 import contextlib
@@ -16,21 +16,19 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from lanekit.queue.fileio import listdir
+from lanekit.queue.directory.fileio import listdir
+from lanekit.queue.policy import DEFAULT_BACKOFF_BASE, DEFAULT_BACKOFF_MAX, backoff
 from lanekit.state.clock import epoch
 from lanekit.state.snapshot_schema import DEFAULT_MAX_JOB_BYTES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from lanekit.queue.recordstore import RecordStore
-
-DEFAULT_BACKOFF_BASE = 30.0
-DEFAULT_BACKOFF_MAX = 3600.0
+    from lanekit.queue.directory.recordstore import OpenRecord, RecordStore
 
 
 class QueueState:
     """One queue directory's paths (as Path for callers, as str for the claim path), its
-    record store and its policies. See lanekit.queue.Queue for the arguments."""
+    record store and its policies. See lanekit.queue.directory.backend.Queue for the arguments."""
 
     def __init__(
         self,
@@ -46,7 +44,7 @@ class QueueState:
         self.clock = clock
         """Epoch seconds for ids, records, claim ages, retries and retention: this process's
         clock by default (lanekit.state.clock: the emulated domain's time in a job it started).
-        Only tmp/'s clean-up goes by the real time (lanekit.queue.recover.recover)."""
+        Only tmp/'s clean-up goes by the real time (lanekit.queue.directory.recover.recover)."""
         self.durable = durable
         self.max_job_bytes = max_job_bytes
         """The largest job file: enqueue refuses a larger payload, a claim sends a larger file
@@ -81,10 +79,11 @@ class QueueState:
 
     @functools.cached_property
     def store(self) -> RecordStore:
-        """The queue's records/ (lanekit.queue.recordstore), made on first use: counting a queue
+        """The queue's records/ (lanekit.queue.directory.recordstore), made on first use: counting
+        a queue
         (`lanekit status`, benchmark (i)) reads no record, so it does not import them. Cached
         in the instance, so the claim path pays the lookup of a plain attribute."""
-        from lanekit.queue.recordstore import RecordStore
+        from lanekit.queue.directory.recordstore import RecordStore
 
         return RecordStore(self.records, durable=self.durable, tmp_dir=self.tmp)
 
@@ -102,9 +101,7 @@ class QueueState:
 
     def backoff(self, attempt: int) -> float:
         """Seconds a job waits in delayed/ after failing attempt number `attempt`."""
-        if self.backoff_base <= 0:
-            return 0.0
-        return float(min(self.backoff_base * 2 ** max(attempt - 1, 0), self.backoff_max))
+        return backoff(self.backoff_base, self.backoff_max, attempt)
 
     def done_days(self) -> list[str]:
         """The day buckets in done/, oldest first."""
@@ -127,3 +124,34 @@ class QueueState:
         self.day_dir = Path(directory)
         self._day_start = now - now % 86400  # UTC days are 86400 s long in epoch time
         return directory
+
+
+class ClaimLock:
+    """The open claimed file whose flock marks the owner as alive (released once, idempotently),
+    and the job's record, open since the claim read it (`record`: its settle appends through
+    it, RecordStore.settle; None once closed, or when the claim has none open).
+
+    The flock belongs to the open file description, not to the process or the name: every
+    process that inherits the descriptor holds it too, and renames do not affect it. The
+    record's descriptor is close-on-exec and never given to the job.
+    """
+
+    __slots__ = ("fd", "record")
+
+    def __init__(self, fd: int, record: OpenRecord | None = None) -> None:
+        self.fd = fd
+        self.record = record
+
+    @property
+    def held(self) -> bool:
+        """False once the claim was settled."""
+        return self.fd >= 0
+
+    def release(self) -> None:
+        """Close the record, then the file (dropping the flock); later calls do nothing."""
+        record, self.record = self.record, None
+        if record is not None:
+            record.close()
+        fd, self.fd = self.fd, -1
+        if fd >= 0:
+            os.close(fd)

@@ -2,21 +2,22 @@
 its `queued` record created where the id has none (design.md section 3)."""
 
 # ruff: noqa: PTH108
-# (str paths and os.* on purpose: the claim path, see lanekit.queue)
+# (str paths and os.* on purpose: the claim path, see lanekit.queue.directory)
 from __future__ import annotations
 
 import contextlib
 import os
 
-from lanekit.errors import QueueError, UsageError
-from lanekit.queue.fileio import io_errors, listdir
-from lanekit.queue.layout import has_id, new_job_id, validate_job_id
+from lanekit.errors import QueueError
+from lanekit.queue.directory.fileio import io_errors, listdir
+from lanekit.queue.directory.layout import has_id
+from lanekit.queue.directory.observe import done_file
+from lanekit.queue.directory.safety import check
+from lanekit.queue.ids import new_job_id, validate_job_id
 from lanekit.queue.model import JobExistsError
-from lanekit.queue.observe import done_file
+from lanekit.queue.payload import payload_bytes
 from lanekit.queue.records import JobState, Record, iso_utc
-from lanekit.queue.safety import check
 from lanekit.system import fsops
-from lanekit.system.strictjson import NestedTooDeepError, strict_loads
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -24,77 +25,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    from lanekit.queue.state import QueueState
-
-
-def _json_kind(value: object) -> str:
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, bool):
-        return "boolean"
-    if value is None:
-        return "null"
-    return "number"
-
-
-def payload_problem(data: bytes) -> str | None:
-    """Why `data` is not a job payload (a JSON object), or None when it is one."""
-    try:
-        value = strict_loads(data, values=False)
-    except NestedTooDeepError:
-        return "valid JSON nested too deeply for lanekit to check (arrays or objects in each other)"
-    except ValueError as exc:
-        return f"not valid JSON ({exc})"
-    if not isinstance(value, dict):
-        return f"a JSON {_json_kind(value)}, not an object"
-    return None
-
-
-def too_large(size: int | None, limit: int, queue: str | None = None) -> UsageError:
-    """The refusal of a job over its queue's max_job_bytes (`size` None: only known to be
-    larger, the rest was not read; `queue`: its name in lanes.toml, when known)."""
-    whose = "the queue's" if queue is None else f"queue {queue}'s"
-    what = f"is {size} bytes, over" if size is not None else "is larger than"
-    table = "[queues.NAME]" if queue is None else f"[queues.{queue}]"
-    return UsageError(
-        f"job payload {what} {whose} max_job_bytes ({limit} bytes)",
-        f"put bulk data in a file and enqueue a job that names its path, or raise "
-        f"max_job_bytes in {table} of lanes.toml",
-    )
-
-
-def payload_bytes(payload: Mapping[str, Any] | bytes | str, limit: int | None = None) -> bytes:
-    """The bytes of a job file for `payload`; UsageError when it is no JSON object, or is
-    larger than `limit` bytes (checked before a large one is parsed)."""
-    if isinstance(payload, bytes | str):
-        data = payload.encode("utf-8") if isinstance(payload, str) else payload
-        if limit is not None and len(data) > limit:
-            raise too_large(len(data), limit)
-        problem = payload_problem(data)
-        if problem is not None:
-            raise UsageError(
-                f"job payload is {problem}", 'a job is one JSON object, e.g. {"file": "a.txt"}'
-            )
-        return data
-    import json
-
-    try:
-        data = json.dumps(dict(payload), allow_nan=False).encode("utf-8") + b"\n"
-    except RecursionError:
-        raise UsageError(
-            "job payload is nested too deeply to be written as JSON",
-            "flatten the payload: a job is one JSON object of modest depth",
-        ) from None
-    except (TypeError, ValueError) as exc:
-        raise UsageError(
-            f"job payload cannot be written as JSON ({exc})",
-            "use only str, int, float, bool, None, lists and dicts with str keys",
-        ) from None
-    if limit is not None and len(data) > limit:
-        raise too_large(len(data), limit)
-    return data
+    from lanekit.queue.directory.state import QueueState
 
 
 def enqueue(

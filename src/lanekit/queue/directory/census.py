@@ -1,26 +1,26 @@
 """Counting a directory queue: how many jobs each directory holds, how long the longest
 waiting one has waited, and every claim with its owner and age (`lanekit status`, doctor;
-the values are lanekit.queue.counted's). From directory listings alone, and a stat where an
+the values are lanekit.queue.counts's). From directory listings alone, and a stat where an
 age needs one, so it stays cheap at 100k jobs; no record is read and no claim classified, so
-counting imports neither lanekit.queue.records nor lanekit.queue.observe's classes (benchmark
-(i))."""
+counting imports neither lanekit.queue.records nor lanekit.queue.directory.observe's classes
+(benchmark (i))."""
 
 # ruff: noqa: PTH116
-# (str paths and os.* on purpose: the claim path, see lanekit.queue)
+# (str paths and os.* on purpose: the claim path, see lanekit.queue.directory)
 from __future__ import annotations
 
 import heapq
 import os
 from pathlib import Path
 
-from lanekit.queue.counted import ClaimInfo, QueueCounts
-from lanekit.queue.fileio import job_names
-from lanekit.queue.layout import id_time, split_owned_name
+from lanekit.queue.counts import ClaimInfo, QueueCounts
+from lanekit.queue.directory.fileio import job_names
+from lanekit.queue.ids import id_time, split_owned_name
 from lanekit.system import procinfo
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from lanekit.queue.state import QueueState
+    from lanekit.queue.directory.state import QueueState
 
 
 def counts(q: QueueState, now: float | None = None) -> QueueCounts:
@@ -94,7 +94,7 @@ def list_claims(
         job_id, owner = (name[:-5], None) if parsed is None else parsed
         alive = None
         if check_owners and owner is not None and owner.host == here:
-            from lanekit.queue.liveness import owner_alive  # here: counting does not ask
+            from lanekit.queue.directory.liveness import owner_alive  # here: counting does not ask
 
             alive = owner_alive(path, owner)
         result.append(

@@ -1,6 +1,6 @@
 """Running marks: claimed/.<id>.running, a hard link to the claim's file: the guard against
-two copies of one id running at once (see lanekit.queue.layout). The attempt a claim starts
-(and its lane) is its `running` line in the job's record (RecordStore.mark_running).
+two copies of one id running at once (see lanekit.queue.directory.layout). The attempt a claim
+starts (and its lane) is its `running` line in the job's record (RecordStore.mark_running).
 
 A mark is created by link(2), which never replaces a name: of two copies of one id, the second
 to try collides with the first one's mark, and finds its holder by inode (the claim in claimed/
@@ -18,7 +18,7 @@ attempt themselves: they are still read (and cleared under an exclusive flock on
 """
 
 # ruff: noqa: PTH108, PTH115, PTH116
-# (str paths and os.* on purpose: the claim path, see lanekit.queue)
+# (str paths and os.* on purpose: the claim path, see lanekit.queue.directory)
 from __future__ import annotations
 
 import dataclasses
@@ -27,23 +27,15 @@ import fcntl
 import os
 from dataclasses import dataclass
 
-from lanekit.queue.fileio import listdir
-from lanekit.queue.layout import (
-    Mark,
-    claimed_name,
-    has_id,
-    id_time,
-    mark_id,
-    mark_name,
-    own_owner,
-    split_owned_name,
-)
-from lanekit.queue.observe import done_file
+from lanekit.queue.directory.fileio import listdir
+from lanekit.queue.directory.layout import Mark, claimed_name, has_id, mark_id, mark_name
+from lanekit.queue.directory.observe import done_file
+from lanekit.queue.ids import id_time, own_owner, split_owned_name
 from lanekit.queue.records import JobState, Record, RecordError, iso_utc
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from lanekit.queue.state import QueueState
+    from lanekit.queue.directory.state import QueueState
 
 _SETTLED = frozenset({JobState.SUCCEEDED, JobState.FAILED})
 _TRIES = 4

@@ -1,7 +1,7 @@
 """Claiming: one no-replace rename from queue/ to claimed/<id>.<owner>.json, then the flock,
 the re-execution guard, the running mark (claimed/.<id>.running, a hard link of the claimed
-file, lanekit.queue.mark) and the attempt's `running` line appended to the record: a claim
-creates no file (design.md section 3; why a mark and not the name, lanekit.queue.layout).
+file, lanekit.queue.directory.mark) and the attempt's `running` line appended to the record: a claim
+creates no file (design.md section 3; why a mark and not the name, lanekit.queue.directory.layout).
 
 The claim path uses `os` with `str` paths and imports nothing heavy: it runs once per job.
 """
@@ -14,28 +14,27 @@ import contextlib
 import errno
 import fcntl
 import os
-from pathlib import Path
 
 from lanekit.errors import QueueError
-from lanekit.queue.enqueue import payload_problem
-from lanekit.queue.fileio import job_names, listdir, rename_into
-from lanekit.queue.layout import (
+from lanekit.queue.directory.fileio import job_names, listdir, rename_into
+from lanekit.queue.directory.layout import claimed_name, has_id
+from lanekit.queue.directory.mark import clear_stale, held_elsewhere, mark_path
+from lanekit.queue.directory.mark import release as release_mark
+from lanekit.queue.directory.mark import take as take_mark
+from lanekit.queue.directory.observe import done_file
+from lanekit.queue.directory.settle import promote_due, to_failed, write_failed_record
+from lanekit.queue.directory.state import ClaimLock
+from lanekit.queue.ids import (
     MAX_ID_LENGTH,
-    claimed_name,
-    has_id,
     id_problem,
     id_time,
     is_job_name,
     own_owner,
     owner_tail_problem,
 )
-from lanekit.queue.mark import clear_stale, held_elsewhere, mark_path
-from lanekit.queue.mark import release as release_mark
-from lanekit.queue.mark import take as take_mark
-from lanekit.queue.model import Claim, ClaimLock, Dropped, DropReason
-from lanekit.queue.observe import done_file
+from lanekit.queue.model import Claim, Dropped, DropReason
+from lanekit.queue.payload import payload_problem
 from lanekit.queue.records import JobState, Record, RecordError, iso_utc
-from lanekit.queue.settle import promote_due, to_failed, write_failed_record
 from lanekit.system import fsops
 from lanekit.system.fsops import read_all
 
@@ -43,8 +42,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from lanekit.queue.mark import Held
-    from lanekit.queue.state import QueueState
+    from lanekit.queue.directory.mark import Held
+    from lanekit.queue.directory.state import QueueState
 
 
 _MISS_LIMIT = 4
@@ -294,7 +293,7 @@ class Claimer:
         except FileExistsError:
             detail = f"duplicate: another copy of job {job_id} is already at {src}"
             target = to_failed(self.queue, path, job_id, detail)
-            return Dropped(job_id, DropReason.DUPLICATE, detail, Path(target))
+            return Dropped(job_id, DropReason.DUPLICATE, detail, target)
         raise _LostRaceError
 
     def _admit(
@@ -399,7 +398,8 @@ class Claimer:
             record = Record(job_id, JobState.RUNNING, attempts, queued_at, stamp, lane)
             # The attempt starts with this line (the mark only says the id is taken): one
             # write into the record's block, on the descriptor it was read through, no file
-            # created. Cut short before it, the attempt never started (lanekit.queue.mark).
+            # created. Cut short before it, the attempt never started
+            # (lanekit.queue.directory.mark).
             try:
                 queue.store.mark_running(held, record)
             except OSError:
@@ -503,7 +503,7 @@ class Claimer:
                 target = to_failed(queue, path, name, detail)
         finally:
             lock.release()
-        return Dropped(job_id, reason, detail, Path(target))
+        return Dropped(job_id, reason, detail, target)
 
     def _linked(  # noqa: PLR0917 - _take's own values
         self, name: str, src: str, path: str, job_id: str, lock: ClaimLock, st: os.stat_result
@@ -572,7 +572,7 @@ class Claimer:
                     with contextlib.suppress(OSError):
                         write_failed_record(queue, job_id, prev, detail, now)
         target = to_failed(queue, path, job_id, detail)
-        return Dropped(job_id, reason, detail, Path(target))
+        return Dropped(job_id, reason, detail, target)
 
     def _refuse_unclaimable(self, src: str, job_id: str, name: str) -> Dropped:
         """A name too long to carry an owner: straight to failed/ (a rename, so one mover wins),
@@ -587,4 +587,4 @@ class Claimer:
         except FileNotFoundError:
             raise _LostRaceError from None
         self._skip.add(name)
-        return Dropped(job_id, DropReason.INVALID_ID, detail, Path(target))
+        return Dropped(job_id, DropReason.INVALID_ID, detail, target)

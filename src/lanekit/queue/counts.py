@@ -1,5 +1,5 @@
-"""What counting a directory queue returns (lanekit.queue.counting): how many jobs are where,
-and one claim with what is known about its owner. Apart from lanekit.queue.observed, so that
+"""What counting a directory queue returns (lanekit.queue.directory.census): how many jobs are
+where, and one claim with what is known about its owner. Apart from lanekit.queue.observed, so that
 `lanekit status` (benchmark (i)) creates only these two classes. Frozen dataclasses, no I/O."""
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """Settling a claim: complete, fail, release (and due retries back from delayed/). The record
 goes first (its line appended after the claim's `running` line), then the claim's running mark
-is removed (lanekit.queue.mark), then the move out of claimed/ by a no-replace rename (see
+is removed (lanekit.queue.directory.mark), then the move out of claimed/ by a no-replace rename (see
 settle_record_first)."""
 
 # ruff: noqa: PTH119
-# (str paths and os.* on purpose: the claim path, see lanekit.queue)
+# (str paths and os.* on purpose: the claim path, see lanekit.queue.directory)
 from __future__ import annotations
 
 import contextlib
@@ -12,10 +12,12 @@ import os
 from pathlib import Path
 
 from lanekit.errors import QueueError
-from lanekit.queue.fileio import io_errors, listdir, queue_error, rename_into
-from lanekit.queue.layout import delayed_name, delayed_until, error_name, queued_name
-from lanekit.queue.mark import drop as drop_mark
+from lanekit.queue.directory.fileio import io_errors, listdir, queue_error, rename_into
+from lanekit.queue.directory.layout import delayed_name, delayed_until, error_name, queued_name
+from lanekit.queue.directory.mark import drop as drop_mark
+from lanekit.queue.directory.state import ClaimLock
 from lanekit.queue.model import RecordNotWrittenError, Settled, VerdictKind, error_file_text
+from lanekit.queue.policy import gave_up
 from lanekit.queue.records import JobState, Record, iso_utc
 from lanekit.system import fsops
 
@@ -23,18 +25,18 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from lanekit.queue.directory.recordstore import OpenRecord
+    from lanekit.queue.directory.state import QueueState
     from lanekit.queue.model import Claim, Verdict
-    from lanekit.queue.recordstore import OpenRecord
-    from lanekit.queue.state import QueueState
 
 
 def settle(q: QueueState, claim: Claim, verdict: Verdict) -> Settled:
     """Finish `claim` the way `verdict` says (see VerdictKind); where the job went."""
     kind = verdict.kind
     if kind is VerdictKind.SUCCEEDED:
-        return Settled(claim.job_id, JobState.SUCCEEDED, complete(q, claim))
+        return Settled(claim.job_id, JobState.SUCCEEDED, str(complete(q, claim)))
     if kind is VerdictKind.GAVE_UP:
-        return Settled(claim.job_id, JobState.FAILED, fail(q, claim, verdict.error))
+        return Settled(claim.job_id, JobState.FAILED, str(fail(q, claim, verdict.error)))
     spent = kind is VerdictKind.FAILED
     where = release(
         q,
@@ -46,9 +48,9 @@ def settle(q: QueueState, claim: Claim, verdict: Verdict) -> Settled:
     )
     target = str(where)
     if target.startswith(q.failed_dir + "/"):
-        return Settled(claim.job_id, JobState.FAILED, where)
+        return Settled(claim.job_id, JobState.FAILED, target)
     due = delayed_until(where.name) if target.startswith(q.delayed_dir + "/") else None
-    return Settled(claim.job_id, JobState.QUEUED, where, None if due is None else float(due[1]))
+    return Settled(claim.job_id, JobState.QUEUED, target, None if due is None else float(due[1]))
 
 
 def complete(q: QueueState, claim: Claim) -> Path:
@@ -70,7 +72,7 @@ def complete(q: QueueState, claim: Claim) -> Path:
             iso_utc(now),
             running.lane,
         )
-        unwritten = record_outcome(q, record, claim.lock.record)
+        unwritten = record_outcome(q, record, lock_of(claim).record)
         if unwritten is None:
             drop_mark(q, job_id)  # kept otherwise: the guard then asks done/ (queue.mark)
         day = q.done_bucket(now)
@@ -82,7 +84,7 @@ def complete(q: QueueState, claim: Claim) -> Path:
     except OSError as exc:
         raise queue_error(exc, "complete the job") from exc
     finally:
-        claim.lock.release()
+        lock_of(claim).release()
 
 
 def fail(q: QueueState, claim: Claim, error: str) -> Path:
@@ -95,7 +97,7 @@ def fail(q: QueueState, claim: Claim, error: str) -> Path:
         with io_errors("fail the job"):
             return Path(fail_claimed(q, claim, error or "failed without a message"))
     finally:
-        claim.lock.release()
+        lock_of(claim).release()
 
 
 def release(
@@ -115,7 +117,7 @@ def release(
         with io_errors("release the job"):
             return Path(release_claim(q, claim, max_attempts, error, count_attempt, delay))
     finally:
-        claim.lock.release()
+        lock_of(claim).release()
 
 
 def release_claim(  # noqa: PLR0917 - release()'s own values, in its order
@@ -138,7 +140,7 @@ def release_claim(  # noqa: PLR0917 - release()'s own values, in its order
         lane=claim.record.lane,
         error=error or None,
     )
-    q.store.settle(record, claim.lock.record)
+    q.store.settle(record, lock_of(claim).record)
     drop_mark(q, claim.job_id)
     if wait > 0:
         not_before = int(now + wait + 0.999)
@@ -179,9 +181,21 @@ def promote_due_at(q: QueueState, now: float) -> list[str]:
     return promoted
 
 
+def lock_of(claim: Claim) -> ClaimLock:
+    """The claim's flock and open record (this backend's handle); QueueError for a claim
+    another backend handed out."""
+    handle = claim.handle
+    if not isinstance(handle, ClaimLock):
+        raise QueueError(
+            f"{claim.path}: claim of job {claim.job_id} is not a directory queue's",
+            "settle a claim through the queue that handed it out",
+        )
+    return handle
+
+
 def require_held(claim: Claim) -> None:
     """QueueError for a claim that was already settled (each is settled once)."""
-    if claim.lock.fd < 0:
+    if lock_of(claim).fd < 0:
         raise QueueError(
             f"{claim.path}: claim of job {claim.job_id} was already settled",
             "settle each claim once (complete, fail or release)",
@@ -245,7 +259,7 @@ def fail_claimed(q: QueueState, claim: Claim, error: str) -> str:
         record.carry_over(claim.record),
         lambda: to_failed(q, claim.file, claim.job_id, error),
         mark=True,
-        held=claim.lock.record,
+        held=lock_of(claim).record,
     )
 
 
@@ -267,8 +281,8 @@ def settle_record_first(
     missing record is then a RecordNotWrittenError (a QueueError: the run exits 69), naming
     the record that was not updated and where the job went.
     `mark`: the claim is this process's and has a running mark, removed between the two once
-    the record is written (kept when it is not: lanekit.queue.mark); `held`, its open record
-    (record_outcome).
+    the record is written (kept when it is not: lanekit.queue.directory.mark); `held`, its open
+    record (record_outcome).
     (complete() does the same steps inline: it is on every job's path.)
     """
     unwritten = record_outcome(q, record, held)
@@ -300,7 +314,7 @@ def not_recorded(q: QueueState, record: Record, exc: OSError, target: str) -> Re
         "free space (or fix permissions) in the queue's filesystem "
         "(`lanekit doctor`); the job is finished and will not be recovered",
         state=record.state,
-        moved_to=Path(target),
+        moved_to=target,
     )
 
 
@@ -309,10 +323,3 @@ def duplicate_to_failed(q: QueueState, src: str, job_id: str, taken: str) -> str
     return to_failed(
         q, src, job_id, f"duplicate: another copy of job {job_id} is already at {taken}"
     )
-
-
-def gave_up(error: str, attempts: int) -> str:
-    """The reason of a job out of attempts: its last failure, said so on the first line (the
-    lines after it are the job's stderr tail)."""
-    head, newline, tail = error.partition("\n")
-    return f"{head}; gave up after {attempts} attempts{newline}{tail}"

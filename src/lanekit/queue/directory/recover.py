@@ -8,7 +8,7 @@ again without spending an attempt: a crash of lanekit's is not the job's failure
 """
 
 # ruff: noqa: PTH108, PTH116
-# (str paths and os.* on purpose: the claim path, see lanekit.queue)
+# (str paths and os.* on purpose: the claim path, see lanekit.queue.directory)
 from __future__ import annotations
 
 import contextlib
@@ -16,39 +16,33 @@ import dataclasses
 import fcntl
 import os
 import time
-from pathlib import Path
 
-from lanekit.queue.fileio import io_errors, listdir
-from lanekit.queue.layout import (
-    TMP_PREFIXES,
-    delayed_name,
-    is_job_name,
-    queued_name,
-    split_owned_name,
-)
-from lanekit.queue.liveness import local_owner_gone
-from lanekit.queue.mark import attempt_record, held_elsewhere
-from lanekit.queue.mark import release as release_mark
-from lanekit.queue.mark import sweep as sweep_marks
-from lanekit.queue.model import Recovered
-from lanekit.queue.observed import RecoverReason
-from lanekit.queue.records import JobState, Record, RecordError, iso_utc
-from lanekit.queue.safety import check
-from lanekit.queue.settle import (
+from lanekit.queue.directory.fileio import io_errors, listdir
+from lanekit.queue.directory.layout import TMP_PREFIXES, delayed_name, queued_name
+from lanekit.queue.directory.liveness import local_owner_gone
+from lanekit.queue.directory.mark import attempt_record, held_elsewhere
+from lanekit.queue.directory.mark import release as release_mark
+from lanekit.queue.directory.mark import sweep as sweep_marks
+from lanekit.queue.directory.safety import check
+from lanekit.queue.directory.settle import (
     duplicate_to_failed,
-    gave_up,
     not_recorded,
     record_outcome,
     to_done,
     to_failed,
 )
+from lanekit.queue.ids import is_job_name, split_owned_name
+from lanekit.queue.model import Recovered
+from lanekit.queue.observed import RecoverReason
+from lanekit.queue.policy import gave_up
+from lanekit.queue.records import JobState, Record, RecordError, iso_utc
 from lanekit.run import watcher
 from lanekit.system import fsops, procinfo
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from lanekit.queue.layout import Owner
-    from lanekit.queue.state import QueueState
+    from lanekit.queue.directory.state import QueueState
+    from lanekit.queue.ids import Owner
 
 _TMP_MAX_AGE = 3600.0
 """Our own temp files in tmp/ older than this were left by a killed process."""
@@ -188,7 +182,7 @@ def recover_bad_file(  # noqa: PLR0917 - called once, with recover's own values
             destination = to_failed(q, path, job_id, f"job file {exc.strerror}")
         except FileNotFoundError:
             return None  # another recoverer moved it first
-    return Recovered(job_id, reason, Path(destination), JobState.FAILED, owner_text, 0)
+    return Recovered(job_id, reason, destination, JobState.FAILED, owner_text, 0)
 
 
 def give_back(
@@ -217,7 +211,7 @@ def give_back(
         unreadable = exc.message
     else:
         # The attempt is counted by the claim's `running` line (or, for a claim by an earlier
-        # version, its symlink mark or `running` record): lanekit.queue.mark.
+        # version, its symlink mark or `running` record): lanekit.queue.directory.mark.
         prev = attempt_record(q, job_id, owner_text or None, prev, now)
     attempts = 0 if prev is None else prev.attempts
     # A settled record means the owner died between recording the outcome and moving the
@@ -257,7 +251,7 @@ def give_back(
         attempts = max(attempts - 1, 0)
     destination = _destination(q, job_id, state, now)
     if dry_run:
-        return Recovered(job_id, reason, Path(destination), state, owner_text, attempts)
+        return Recovered(job_id, reason, destination, state, owner_text, attempts)
     try:
         if state is JobState.SUCCEEDED:
             release_mark(q, job_id, owner_text, path)
@@ -286,7 +280,7 @@ def give_back(
     except FileNotFoundError:
         return None  # another recoverer moved it first
     _remove_beside(path)  # a dead watcher's .started note
-    return Recovered(job_id, reason, Path(destination), state, owner_text, attempts)
+    return Recovered(job_id, reason, destination, state, owner_text, attempts)
 
 
 def _destination(q: QueueState, job_id: str, state: JobState, now: float) -> str:
@@ -335,7 +329,7 @@ def settle_finished(
             JobState.QUEUED,
             target if wait > 0 else f"{q.queue_dir}/{queued_name(job_id)}",
         )
-    result = Recovered(job_id, reason, Path(destination), state, owner_text, attempts, outcome.exit)
+    result = Recovered(job_id, reason, destination, state, owner_text, attempts, outcome.exit)
     if dry_run:
         return result
     try:
@@ -368,7 +362,7 @@ def settle_finished(
     except FileNotFoundError:
         return None  # another recoverer moved it first
     _remove_beside(path)
-    return Recovered(job_id, reason, Path(destination), state, owner_text, attempts, outcome.exit)
+    return Recovered(job_id, reason, destination, state, owner_text, attempts, outcome.exit)
 
 
 def _remove_beside(claim: str) -> None:

@@ -17,7 +17,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from lanekit.queue.layout import Owner
+    from lanekit.queue.ids import Owner
 
 
 def classify_claim(runner: procinfo.Liveness | None, locked: bool) -> ClaimState:

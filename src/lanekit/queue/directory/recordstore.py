@@ -196,7 +196,7 @@ class RecordStore:
         checked since (nobody else writes the record of a marked id); else, where there was no
         record, or the line would not fit in FILE_LIMIT or follow a whole line, the file is
         replaced. Not fsynced even on a durable queue: a power cut then only loses the count of
-        the attempt it cut short (lanekit.queue.mark)."""
+        the attempt it cut short (lanekit.queue.directory.mark)."""
         if held.append(record.to_bytes(), durable=False):
             return
         held.close()  # the file it read is replaced: the settle goes by the name
@@ -215,7 +215,7 @@ class RecordStore:
 
     def settle(self, record: Record, held: OpenRecord | None = None) -> None:
         """Write the record that settles a claim this process holds the running mark of
-        (lanekit.queue.mark): appended to the record file (see the module docstring), else
+        (lanekit.queue.directory.mark): appended to the record file (see the module docstring), else
         (the file would outgrow FILE_LIMIT, or ends in a line cut short) replacing it
         atomically, so that the claim's `running` line is there until the outcome is: cut
         short anywhere, the attempt still counts.

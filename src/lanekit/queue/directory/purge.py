@@ -2,22 +2,23 @@
 records, while the re-execution guard outlives them (records/.guard/)."""
 
 # ruff: noqa: PTH106, PTH108, PTH116
-# (str paths and os.* on purpose: the claim path, see lanekit.queue)
+# (str paths and os.* on purpose: the claim path, see lanekit.queue.directory)
 from __future__ import annotations
 
 import contextlib
 import os
 import time
 
-from lanekit.queue.fileio import io_errors, job_names
-from lanekit.queue.layout import error_name, owned_id
+from lanekit.queue.directory.fileio import io_errors, job_names
+from lanekit.queue.directory.layout import error_name
+from lanekit.queue.directory.safety import check
+from lanekit.queue.ids import owned_id
 from lanekit.queue.model import Purged
 from lanekit.queue.records import JobState, RecordError
-from lanekit.queue.safety import check
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from lanekit.queue.state import QueueState
+    from lanekit.queue.directory.state import QueueState
 
 
 def purge(

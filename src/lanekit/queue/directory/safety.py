@@ -3,7 +3,7 @@ group-writable directories, symlinks, mounts inside, network and sync-engine fol
 volumes that cannot rename without replacing (design.md section 3)."""
 
 # ruff: noqa: PTH108, PTH110, PTH115, PTH116, PTH120
-# (str paths and os.* on purpose: the claim path, see lanekit.queue)
+# (str paths and os.* on purpose: the claim path, see lanekit.queue.directory)
 from __future__ import annotations
 
 import contextlib
@@ -12,14 +12,14 @@ import os
 import stat
 
 from lanekit.errors import QueueError
-from lanekit.queue.layout import MOVED_THROUGH, SUBDIRS
+from lanekit.queue.directory.layout import MOVED_THROUGH, SUBDIRS
 from lanekit.system import fsops, volumes
 from lanekit.system.owned import make_private_dirs
 from lanekit.system.quoting import cmdline
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from lanekit.queue.state import QueueState
+    from lanekit.queue.directory.state import QueueState
 
 _NO_EXCL_ERRNOS = frozenset({errno.ENOTSUP, errno.EOPNOTSUPP, errno.EPERM})
 """What a no-replace rename fails with where the volume has neither RENAME_EXCL nor links."""
@@ -198,11 +198,11 @@ def probe_renames(q: QueueState) -> None:
 
 def probe_link(path: str) -> None:
     """Hard-link the probe at `path` and remove the link again; QueueError if the volume has
-    no hard links (the running mark, lanekit.queue.mark), naming the cause rather than
+    no hard links (the running mark, lanekit.queue.directory.mark), naming the cause rather than
     leaving every claim to fail."""
     link = f"{path}.link"
     try:
-        os.link(path, link)  # link(2), as the mark is made (lanekit.queue.mark.take)
+        os.link(path, link)  # link(2), as the mark is made (lanekit.queue.directory.mark.take)
     except OSError as exc:
         raise QueueError(
             f"{os.path.dirname(path)}: this volume has no hard links ({exc.strerror}), and "

@@ -3,7 +3,7 @@ and cancel (queue/ or delayed/ -> failed/). Each is one no-replace rename, so it
 with claimers; a running job is never touched."""
 
 # ruff: noqa: PTH108
-# (str paths and os.* on purpose: the claim path, see lanekit.queue)
+# (str paths and os.* on purpose: the claim path, see lanekit.queue.directory)
 from __future__ import annotations
 
 import contextlib
@@ -11,18 +11,19 @@ import os
 from pathlib import Path
 
 from lanekit.errors import UsageError
-from lanekit.queue.fileio import io_errors, job_names
-from lanekit.queue.layout import error_name, has_id, validate_job_id
+from lanekit.queue.directory.fileio import io_errors, job_names
+from lanekit.queue.directory.layout import error_name, has_id
+from lanekit.queue.directory.observe import locate
+from lanekit.queue.directory.safety import check
+from lanekit.queue.directory.settle import to_failed, write_failed_record
+from lanekit.queue.ids import validate_job_id
 from lanekit.queue.model import CANCELLED, JobExistsError, Moved
-from lanekit.queue.observe import locate
 from lanekit.queue.records import JobState, Record, RecordError, iso_utc
-from lanekit.queue.safety import check
-from lanekit.queue.settle import to_failed, write_failed_record
 from lanekit.system import fsops
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from lanekit.queue.state import QueueState
+    from lanekit.queue.directory.state import QueueState
 
 _VERB_HINT = "`lanekit job` shows where the job is now"
 
@@ -60,7 +61,7 @@ def retry(q: QueueState, job_id: str, *, dry_run: bool = False, now: float | Non
         )
     if os.path.lexists(target):
         raise JobExistsError(f"job {job_id} is already queued ({target})", _VERB_HINT)
-    moved = Moved(job_id, Path(src), Path(target), JobState.QUEUED)
+    moved = Moved(job_id, src, target, JobState.QUEUED)
     if dry_run:
         return moved
     now = q.clock() if now is None else now
@@ -108,7 +109,7 @@ def requeue(q: QueueState, job_id: str, *, dry_run: bool = False) -> Moved:
     if src is None:
         raise not_there(q, job_id, "delayed", "only a job awaiting a retry can be requeued")
     target = f"{q.queue_dir}/{job_id}.json"
-    moved = Moved(job_id, Path(src), Path(target), JobState.QUEUED)
+    moved = Moved(job_id, src, target, JobState.QUEUED)
     if dry_run:
         return moved
     with io_errors("requeue the job"):
@@ -140,9 +141,9 @@ def cancel(q: QueueState, job_id: str, *, dry_run: bool = False, now: float | No
     if not src:
         location = locate(q, job_id)
         if location is not None and location.state is JobState.RUNNING:
-            raise running_error(q, job_id, location.path)
+            raise running_error(q, job_id, location.where)
         raise not_there(q, job_id, "queued", "only a queued or delayed job can be cancelled")
-    moved = Moved(job_id, Path(src), Path(f"{q.failed_dir}/{job_id}.json"), JobState.FAILED)
+    moved = Moved(job_id, src, f"{q.failed_dir}/{job_id}.json", JobState.FAILED)
     if dry_run:
         return moved
     now = q.clock() if now is None else now
@@ -152,7 +153,7 @@ def cancel(q: QueueState, job_id: str, *, dry_run: bool = False, now: float | No
         except FileNotFoundError:
             location = locate(q, job_id)
             raise running_error(
-                q, job_id, location.path if location is not None else q.claimed
+                q, job_id, location.where if location is not None else q.claimed_dir
             ) from None
         prev: Record | None
         try:
@@ -160,7 +161,7 @@ def cancel(q: QueueState, job_id: str, *, dry_run: bool = False, now: float | No
         except RecordError:
             prev = None
         write_failed_record(q, job_id, prev, CANCELLED, now)
-    return Moved(job_id, Path(src), Path(target), JobState.FAILED)
+    return Moved(job_id, src, target, JobState.FAILED)
 
 
 def delayed_file(q: QueueState, job_id: str) -> str | None:
@@ -180,7 +181,7 @@ def not_there(q: QueueState, job_id: str, where: str, why: str) -> UsageError:
     )
 
 
-def running_error(q: QueueState, job_id: str, path: Path) -> UsageError:
+def running_error(q: QueueState, job_id: str, path: str) -> UsageError:
     return UsageError(
         f"job {job_id} is running ({path}): not cancelled",
         "`lanekit cancel --stop JOB` stops it and cancels it, or let the run finish",
@@ -203,10 +204,9 @@ def request_cancel(q: QueueState, job_id: str, *, dry_run: bool = False) -> Move
     if not dry_run:
         with io_errors("ask the job's watcher to stop it"):
             fsops.replace_file(
-                watcher.cancel_path(str(location.path)),
+                watcher.cancel_path(location.where),
                 f"{CANCELLED} {iso_utc(q.clock())} by pid {os.getpid()}\n".encode(),
                 tmp=q.tmp_name("cancel"),
                 durable=False,
             )
-    failed = Path(f"{q.failed_dir}/{job_id}.json")
-    return Moved(job_id, location.path, failed, JobState.FAILED)
+    return Moved(job_id, location.where, f"{q.failed_dir}/{job_id}.json", JobState.FAILED)

@@ -1,27 +1,20 @@
 """Looking at a queue without changing it: where a job is, the listing history pages through,
 each claim classified by its runner's liveness, and the records that contradict where their
-job is (counts, ages and the claims' owners are lanekit.queue.counting). Built from directory
-listings (and a stat where an age needs one), so it stays cheap at 100k jobs."""
+job is (counts, ages and the claims' owners are lanekit.queue.directory.census). Built from
+directory listings (and a stat where an age needs one), so it stays cheap at 100k jobs."""
 
-# (str paths and os.* on purpose: the claim path, see lanekit.queue)
+# (str paths and os.* on purpose: the claim path, see lanekit.queue.directory)
 from __future__ import annotations
 
 import os
 from collections import Counter
-from pathlib import Path
 
 from lanekit.errors import LanekitError
-from lanekit.queue.counting import list_claims
-from lanekit.queue.fileio import job_names, listdir
-from lanekit.queue.layout import (
-    error_name,
-    has_id,
-    owned_id,
-    split_owned_name,
-    stem_id,
-    validate_job_id,
-)
-from lanekit.queue.liveness import claim_locked, classify_claim
+from lanekit.queue.directory.census import list_claims
+from lanekit.queue.directory.fileio import job_names, listdir
+from lanekit.queue.directory.layout import error_name, has_id, stem_id
+from lanekit.queue.directory.liveness import claim_locked, classify_claim
+from lanekit.queue.ids import owned_id, split_owned_name, validate_job_id
 from lanekit.queue.observed import ClaimState, ClaimView, JobLocation
 from lanekit.queue.records import JobState, RecordError
 from lanekit.run import watcher
@@ -30,8 +23,8 @@ from lanekit.system.fsops import read_all
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from lanekit.queue.directory.state import QueueState
     from lanekit.queue.records import Record
-    from lanekit.queue.state import QueueState
 
 
 def listing(
@@ -83,14 +76,14 @@ def locate(q: QueueState, job_id: str) -> JobLocation | None:
     ):
         path = f"{directory}/{job_id}.json"
         if os.path.lexists(path):
-            return JobLocation(job_id, job_state, Path(path))
+            return JobLocation(job_id, job_state, path)
     for directory, job_state in (
         (q.claimed_dir, JobState.RUNNING),
         (q.delayed_dir, JobState.QUEUED),
     ):
         for name in job_names(directory):
             if has_id(name, job_id):
-                return JobLocation(job_id, job_state, Path(f"{directory}/{name}"))
+                return JobLocation(job_id, job_state, f"{directory}/{name}")
     try:
         record = q.store.read(job_id)
     except RecordError:
@@ -101,7 +94,7 @@ def locate(q: QueueState, job_id: str) -> JobLocation | None:
     for day in days:
         path = f"{q.done_root}/{day}/{job_id}.json"
         if os.path.lexists(path):
-            return JobLocation(job_id, JobState.SUCCEEDED, Path(path))
+            return JobLocation(job_id, JobState.SUCCEEDED, path)
     return None
 
 
@@ -110,7 +103,7 @@ def error_text(q: QueueState, location: JobLocation) -> str | None:
     if location.state is not JobState.FAILED:
         return None
     try:
-        fd = fsops.open_regular(error_name(str(location.path)))
+        fd = fsops.open_regular(error_name(location.where))
     except (FileNotFoundError, fsops.NotRegularFileError):
         return None
     try:

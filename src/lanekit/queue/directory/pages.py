@@ -16,26 +16,19 @@ import heapq
 import itertools
 import os
 from collections.abc import Sequence
+from pathlib import Path
 
 from lanekit.jobs.history import JobView, Page, Unreadable, adjust_item_count, paginate
-from lanekit.queue.layout import (
-    delayed_until,
-    is_job_name,
-    new_job_id,
-    owned_id,
-    stem_id,
-    validate_job_id,
-)
-from lanekit.queue.mark import claim_record
+from lanekit.queue.directory.layout import delayed_until, stem_id
+from lanekit.queue.directory.mark import claim_record
+from lanekit.queue.directory.observe import error_text, locate
+from lanekit.queue.ids import is_job_name, new_job_id, owned_id, validate_job_id
 from lanekit.queue.model import error_file_text
-from lanekit.queue.observe import error_text, locate
 from lanekit.queue.records import JobState, Record, RecordError, iso_utc
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from pathlib import Path
-
-    from lanekit.queue.state import QueueState
+    from lanekit.queue.directory.state import QueueState
 
 
 _WIDTH = len(new_job_id(now_ns=0)) + len(".json") + 1
@@ -251,20 +244,14 @@ def find_job(queue: QueueState, job_id: str) -> JobView | None:
             return None
         return JobView(job_id, record.state, None, record, record.error)
     if location.state is JobState.RUNNING:
-        record = claim_record(queue, str(location.path), record)
+        record = claim_record(queue, location.where, record)
     error = error_text(queue, location)
     if error is None and record is not None and location.state is record.state is JobState.FAILED:
         # A failure's record (with its reason) is written before the move into failed/, its
         # .error after it: between the two (or after a crash there) the record says why.
         error = None if record.error is None else error_file_text(record.error)
-    return JobView(
-        job_id,
-        location.state,
-        location.path,
-        record,
-        error,
-        _retry_at(queue, location.path),
-    )
+    path = Path(location.where)
+    return JobView(job_id, location.state, path, record, error, _retry_at(queue, path))
 
 
 def _retry_at(queue: QueueState, path: Path) -> str | None:

@@ -3,7 +3,7 @@ reading a whole descriptor, the no-replace rename into a bucket that may have be
 away, and turning OSErrors into one QueueError (exit 69, no traceback)."""
 
 # ruff: noqa: PTH103, PTH120, PTH208
-# (str paths and os.* on purpose: the claim path, see lanekit.queue)
+# (str paths and os.* on purpose: the claim path, see lanekit.queue.directory)
 from __future__ import annotations
 
 import contextlib
