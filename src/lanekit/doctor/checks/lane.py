@@ -302,7 +302,7 @@ def background_burst(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """Seed 001: Nice 10 and LowPriorityIO say "yield to everything", which is right for a
     trickle and wrong for 57 jobs waiting after an outage."""
     lane, job = target.lane, target.plist
-    if lane is None or job is None or not lane.queue.dir.is_dir():
+    if lane is None or job is None:
         return
     nice = job.get("Nice")
     settings = []
@@ -314,8 +314,9 @@ def background_burst(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
         settings.append("ProcessType Background")
     if not settings:
         return
+    queue = ctx.queue(lane)  # the queue, not a directory: any backend may hold the burst
     try:
-        queued = ctx.queue(lane).counts(now=ctx.now().timestamp()).queued
+        queued = 0 if queue.missing() else queue.counts(now=ctx.now().timestamp()).queued
     except LanekitError:
         return
     if queued < BURST_BACKLOG:
