@@ -97,15 +97,21 @@ class WatchWorld:
         return apply(self.config(), self.paths, self.domain, interpreter=sys.executable)
 
     def watch(
-        self, *, now: Callable[[], datetime] = datetime.now, dry_run: bool = False
+        self,
+        *,
+        now: Callable[[], datetime] = datetime.now,
+        dry_run: bool = False,
+        config: Config | None = None,
     ) -> PassResult:
-        """One `lanekit watch` pass on this world."""
+        """One `lanekit watch` pass on this world (over `config` instead of lanes.toml as
+        loaded now, when given: one with a queue in memory, tests/memory_config)."""
         return run_pass(
             WatchRequest(config_path=self.config_path, dry_run=dry_run),
             self.paths,
             env={},
             launchd=self.domain,
             now=now,
+            config=config,
         )
 
     def sent(self) -> list[dict[str, Any]]:

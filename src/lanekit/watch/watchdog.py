@@ -242,17 +242,19 @@ def run_pass(
     osascript: str = OSASCRIPT,
     channels: Sequence[Channel] | None = None,
     wait: float = PASS_WAIT,
+    config: Config | None = None,
 ) -> PassResult:
     """One pass (see the module docstring). `channels` replaces the ones `[watch]` turns on
-    (for harnesses); `osascript` is the macos channel's program; `now` defaults to
+    and `config` the lanes.toml loaded from `request` (for harnesses: lanes.toml cannot name
+    an in-memory queue); `osascript` is the macos channel's program; `now` defaults to
     pass_clock."""
     from lanekit.service.launchd import open_launchd
 
     env = os.environ if env is None else env
     now = pass_clock(paths, env) if now is None else now
-    config = watch_config(request, paths, env)
+    config = watch_config(request, paths, env) if config is None else config
     watch = config.watch
-    assert watch is not None  # watch_config refuses a config without it
+    assert watch is not None  # watch_config refuses a config without it (so must a harness)
     lane = config.lanes[WATCH_LANE]
     if channels is not None:
         chosen = list(channels)
