@@ -28,6 +28,7 @@ from lanekit.queue.memory import MemoryQueue
 from lanekit.queue.model import JobExistsError, Verdict
 from lanekit.run.lanelog import EventName, LaneLog, Reason
 from lanekit.state.paths import Paths
+from lanekit.system import volumes
 from memory_config import on_memory
 
 TWO_LANES = (
@@ -106,6 +107,7 @@ def test_a_dead_owners_claim_is_stale_until_recovered(memory: OnMemory) -> None:
         f"1 claimed job in {memory.queue.where}/running belongs to no live runner"
     )
     assert "oldest 2h 00m" in finding.message
+    assert "runner pid" not in finding.message  # no process of this one's died
     assert finding.fix == "lanekit recover funnel"
     assert (finding.subject, finding.kind) == ("notes", SubjectKind.QUEUE)
     assert memory.run("queue.orphaned-job", now=later) == []
@@ -249,3 +251,19 @@ def test_a_background_lane_with_a_memory_burst_waiting(tmp_path: Path, memory_qu
     assert finding.severity is Severity.WARNING
     assert finding.message.startswith("Nice 10 and LowPriorityIO make the lane yield")
     assert "25 jobs wait" in finding.message
+
+
+def test_a_memory_queue_has_no_volume_to_judge(
+    memory: OnMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The volume checks judge where a queue directory is; a memory queue has none, so the
+    volume of the working directory (what its relative `memory:NAME` would resolve against),
+    here a removable exFAT one, is not taken for the queue's."""
+    exfat = volumes.VolumeFacts("exfat", volumes.MNT_LOCAL | volumes.MNT_REMOVABLE)
+
+    def facts(path: str, *, platform: str | None = None) -> volumes.VolumeFacts | None:
+        return exfat if not os.path.isabs(path) else None
+
+    monkeypatch.setattr(volumes, "volume_facts", facts)
+    assert memory.run("volume.no-rename-excl") == []
+    assert memory.run("volume.external") == []

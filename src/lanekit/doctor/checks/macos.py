@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from lanekit.doctor import DoctorContext, Problem, Severity, Target, check
 from lanekit.doctor.checks import jobfacts
+from lanekit.queue import directory_of
 from lanekit.service.manager import LAUNCHD_ONLY
 from lanekit.system import volumes
 from lanekit.system.quoting import shell_quote
@@ -43,7 +44,8 @@ def _paths(target: Target) -> list[tuple[str, Path]]:
     found: list[tuple[str, Path]] = []
     lane = target.lane
     if lane is not None:
-        found.append(("the queue", lane.queue.dir))
+        if directory_of(lane.queue.dir) is not None:  # a queue kept elsewhere has no volume
+            found.append(("the queue", lane.queue.dir))
         found.append(("the lane log", lane.log_path))
     defined = target.definition
     if defined is not None:
@@ -162,7 +164,7 @@ def volume_external(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
 def volume_no_rename_excl(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """exFAT and FAT have neither RENAME_EXCL (ENOTSUP) nor hard links: every claim fails."""
     lane = target.lane
-    if lane is None:
+    if lane is None or directory_of(lane.queue.dir) is None:
         return
     found = _volume(lane.queue.dir, ctx)
     if found is None or found[1].fstype.lower() not in volumes.NO_RENAME_EXCL_FSTYPES:

@@ -400,9 +400,9 @@ class MemoryQueue:
             if job.owner is None or job.file is None:
                 continue
             alive = job.owner not in self._gone
-            info = ClaimInfo(
-                job_id, Path(job.file), os.getpid(), None, None, now - job.claimed_at, alive
-            )
+            # The owner is this process while it lives; a gone one had no process to name.
+            pid = os.getpid() if alive else None
+            info = ClaimInfo(job_id, Path(job.file), pid, None, None, now - job.claimed_at, alive)
             views.append(ClaimView(info, ClaimState.LIVE if alive else ClaimState.STRANDED))
         return views
 
