@@ -27,7 +27,7 @@ from lanekit.config import find_config, load_config
 from lanekit.run.lanelog import LaneLog
 from lanekit.service.launchd import open_launchd
 from lanekit.state.paths import Paths
-from lanekit.queue import Queue
+from lanekit.queue import open_queue
 from lanekit.reconcile import apply
 
 HERE = Path(__file__).resolve().parent
@@ -66,8 +66,8 @@ PLANTED_PLISTS = (
 
 _DIE_HOLDING_A_JOB = """
 import os, sys
-from lanekit.queue import Queue
-claim = Queue(sys.argv[1]).claimer(lane="reports").claim()
+from lanekit.queue import open_queue
+claim = open_queue(sys.argv[1]).claimer(lane="reports").claim()
 os._exit(0 if claim is not None else 3)  # no settle, no release: as if killed mid-job
 """
 
@@ -85,15 +85,15 @@ def plant(config_path: Path, paths: Paths) -> list[tuple[str, str]]:
     os.utime(notify, (two_days_ago, two_days_ago))
 
     # priority.background-burst: a burst waits for a Nice 10, low-priority lane.
-    bulk = Queue(lanes["bulk"].queue.dir)
+    bulk = open_queue(lanes["bulk"].queue.dir)
     for n in range(BURST):
         bulk.enqueue({"note": n})
 
     # queue.stale-claim: a process claims a job and dies without settling it.
-    reports = Queue(lanes["reports"].queue.dir)
+    reports = open_queue(lanes["reports"].queue.dir)
     reports.enqueue({"report": "weekly"}, job_id="weekly-report")
     subprocess.run(
-        [sys.executable, "-c", _DIE_HOLDING_A_JOB, str(reports.dir)], check=True, timeout=60
+        [sys.executable, "-c", _DIE_HOLDING_A_JOB, str(lanes["reports"].queue.dir)], check=True, timeout=60
     )
     # queue.failed-jobs: a job that ran out of attempts.
     reports.enqueue({"report": "broken"}, job_id="broken-report")
