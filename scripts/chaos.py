@@ -16,7 +16,7 @@ the ones that defeat a lock held by descriptor or process group: by job number t
 every descriptor, leave their session (setsid), fork a daemon that does the work, ignore
 SIGTERM, or do none of that; the worker takes a per-job flock before its `start` line and
 writes `busy <id>` when another live copy holds it, and every line carries the monotonic time.
---unprotected runs the runners with lanekit.run.watcher.COPIES_KEEP_CLAIM off: the control,
+--unprotected runs the runners with lanekit.queue.outcome.COPIES_KEEP_CLAIM off: the control,
 which must show overlaps, or this run proves nothing.
 """
 
@@ -138,7 +138,7 @@ class ChaosResult:
     kills_by_kind: dict[str, int] = field(default_factory=dict)
     """How many times each kind of kill struck (runner, watcher, both, stop)."""
     protected: bool = True
-    """False for the control run (watcher.COPIES_KEEP_CLAIM off)."""
+    """False for the control run (lanekit.queue.outcome.COPIES_KEEP_CLAIM off)."""
 
     @property
     def reexecution_ratio(self) -> float:
@@ -448,8 +448,8 @@ KILL_KINDS = ("runner", "watcher", "both", "stop")
 (one `pkill -9 -f 'lanekit run'`); stop: SIGSTOP the runner and its watcher, SIGCONT 50-500 ms
 later."""
 UNPROTECTED = (
-    "import sys; import lanekit.run.watcher as watcher; "
-    "watcher.COPIES_KEEP_CLAIM = False; "
+    "import sys; import lanekit.queue.outcome as job_outcome; "
+    "job_outcome.COPIES_KEEP_CLAIM = False; "
     "from lanekit.__main__ import main; main(sys.argv[1:])"
 )
 """`python -m lanekit` with the protection under test switched off (the control run)."""

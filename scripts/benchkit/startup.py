@@ -20,7 +20,6 @@ from benchkit.common import (
     run_cmd,
     say,
 )
-from lanekit.jobs.history import page_jobs
 from lanekit.queue.directory.backend import Queue
 from lanekit.queue.directory.recordstore import RecordStore
 from lanekit.service.launchd.plist import ENTRYPOINT_CODE, INTERPRETER_FLAGS
@@ -145,7 +144,7 @@ def bench_paging(root: Path, records: int, runs: int) -> Figure:
     page_times, all_times = [], []
     for _ in range(runs):
         started = time.perf_counter()
-        page = page_jobs(queue, 1, 20)
+        page = queue.page(1, 20)
         page_times.append(time.perf_counter() - started)
         assert len(page.items) == 20
         started = time.perf_counter()

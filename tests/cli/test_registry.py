@@ -312,6 +312,6 @@ def test_status_imports_neither_pydantic_nor_rich_nor_reconcile(tmp_path: Path) 
         "lanekit.state.snapshot",
         "lanekit.schedule.explain",
         "lanekit.schedule.collisions",
-        "lanekit.watch.deadman",
+        "lanekit.doctor.deadman",
     }
     assert sorted(unused & modules) == []

@@ -10,10 +10,10 @@ import pytest
 from lanekit.config.model import LaneSpec, QueueSpec
 from lanekit.errors import UsageError
 from lanekit.jobs import verbs as jobverbs
-from lanekit.jobs.history import JobView
 from lanekit.queue import open_queue
 from lanekit.queue.model import Moved, Verdict
 from lanekit.queue.observed import JobLocation
+from lanekit.queue.paging import JobView
 from lanekit.queue.protocol import JobQueue
 from lanekit.queue.records import JobState
 from lanekit.run import watcher

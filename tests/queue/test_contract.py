@@ -23,9 +23,9 @@ from lanekit.queue.directory.backend import Queue
 from lanekit.queue.memory import MemoryQueue
 from lanekit.queue.model import Claim, JobExistsError, Verdict
 from lanekit.queue.observed import ClaimState
+from lanekit.queue.outcome import Outcome
 from lanekit.queue.protocol import JobQueue
 from lanekit.queue.records import JobState
-from lanekit.run.watcher import Outcome
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from lanekit.queue import outcome as job_outcome
 from lanekit.queue.directory.backend import Queue
 from lanekit.queue.records import JobState
 from lanekit.run import runner, watcher, watcher_link
@@ -240,14 +241,14 @@ def test_stderr_tail_is_bounded_and_passed_through(
     [
         (b"a\nb\n", "a\nb"),
         (b"".join(b"%d\n" % i for i in range(100)), "\n".join(str(i) for i in range(80, 100))),
-        (b"x" * 10_000, "x" * watcher.TAIL_BYTES),
+        (b"x" * 10_000, "x" * job_outcome.TAIL_BYTES),
         (b"\xff\xfe bad utf-8\n", "\ufffd\ufffd bad utf-8"),
         (b"", ""),
     ],
 )
 def test_tail_keeps_the_last_lines_within_bounds(data: bytes, kept: str) -> None:
     """The tail is the last 20 lines, at most 4 KiB, decoded leniently."""
-    assert watcher.tail(data) == kept
+    assert job_outcome.tail(data) == kept
 
 
 @pytest.mark.parametrize(
@@ -267,32 +268,32 @@ def test_tail_keeps_the_last_lines_within_bounds(data: bytes, kept: str) -> None
 def test_a_status_that_is_not_ours_is_no_evidence(data: bytes) -> None:
     """A torn, foreign or wrong-typed status file reads as no status (the job is then treated
     as not finished, and runs again), never as a success."""
-    assert watcher.Outcome.from_bytes(data) is None
+    assert job_outcome.Outcome.from_bytes(data) is None
 
 
 def test_outcome_round_trips() -> None:
     """What a watcher writes reads back the same."""
-    outcome = watcher.Outcome(-9, True, True, 1.5, "tail\nlines", 30.0)
-    assert watcher.Outcome.from_bytes(outcome.to_bytes()) == outcome
+    outcome = job_outcome.Outcome(-9, True, True, 1.5, "tail\nlines", 30.0)
+    assert job_outcome.Outcome.from_bytes(outcome.to_bytes()) == outcome
 
 
 @pytest.mark.parametrize(
     ("outcome", "text"),
     [
-        (watcher.Outcome(3), "exit 3"),
-        (watcher.Outcome(-9), "killed by signal 9"),
-        (watcher.Outcome(-15, timed_out=True, limit=1800.0), "timed out after 30m"),
-        (watcher.Outcome(1, stderr="boom\n"), "exit 1\nboom"),
+        (job_outcome.Outcome(3), "exit 3"),
+        (job_outcome.Outcome(-9), "killed by signal 9"),
+        (job_outcome.Outcome(-15, timed_out=True, limit=1800.0), "timed out after 30m"),
+        (job_outcome.Outcome(1, stderr="boom\n"), "exit 1\nboom"),
     ],
 )
-def test_describe_words_the_failure(outcome: watcher.Outcome, text: str) -> None:
+def test_describe_words_the_failure(outcome: job_outcome.Outcome, text: str) -> None:
     """The record's and .error's reason, from the outcome alone."""
-    assert watcher.describe(outcome) == text
+    assert job_outcome.describe(outcome) == text
 
 
 def test_status_sits_next_to_the_claim_hidden_from_listings() -> None:
     """claimed/<name>.json -> claimed/.<name>.status."""
-    assert watcher.status_path("/q/claimed/j.abc.json") == "/q/claimed/.j.abc.status"
+    assert job_outcome.status_path("/q/claimed/j.abc.json") == "/q/claimed/.j.abc.status"
 
 
 def test_a_command_that_cannot_start_is_an_oserror(tmp_path: Path) -> None:
@@ -377,7 +378,7 @@ def test_a_runner_dead_before_the_start_report_does_not_abandon_the_job(tmp_path
         timeout=60,
     )
     assert marker.read_text() == "ok\n"
-    outcome = watcher.read_outcome(str(status))
+    outcome = job_outcome.read_outcome(str(status))
     assert outcome is not None
     assert outcome.exit == 0
 
@@ -561,7 +562,7 @@ def test_closing_the_run_leaves_a_watcher_that_still_watches_a_job(tmp_path: Pat
     assert not status.exists()  # the job still waits for its gate
     gate.touch()
     wait_for(status.exists, "the job's status")
-    outcome = watcher.read_outcome(str(status))
+    outcome = job_outcome.read_outcome(str(status))
     assert outcome is not None
     assert outcome.exit == 0
 
@@ -666,7 +667,7 @@ def test_a_job_outliving_runner_and_watcher_keeps_its_claim(
     back while they run, which is how a second copy started beside them."""
     from lanekit.queue.observed import ClaimState
 
-    monkeypatch.setattr(watcher, "COPIES_KEEP_CLAIM", protected)
+    monkeypatch.setattr(job_outcome, "COPIES_KEEP_CLAIM", protected)
     run = _escaping_run(tmp_path)
     queue, job_id, ledger, gate = run.queue, run.job_id, run.ledger, run.gate
     proc, watcher_pid = run.runner, run.watcher
@@ -683,7 +684,7 @@ def test_a_job_outliving_runner_and_watcher_keeps_its_claim(
         assert [view.state for view in queue.claims()] == [ClaimState.ORPHANED]
         gate.touch()
         wait_for(lambda: {"end", "daemon end"} <= set(ledger_lines(ledger)), "the job's end")
-        wait_for(lambda: not watcher.job_copies(str(queue.list_claims()[0].path)), "no copy")
+        wait_for(lambda: not job_outcome.job_copies(str(queue.list_claims()[0].path)), "no copy")
         recovered = queue.recover(stale_after=3600.0, max_attempts=1)
         assert [(r.job_id, r.state) for r in recovered] == [(job_id, JobState.QUEUED)]
         record = queue.store.read(job_id)
@@ -775,23 +776,23 @@ def test_a_job_whose_environment_cannot_be_read_is_found_by_its_process_group(
     try:
         wait_for(lambda: len(psutil.Process(proc.pid).children(recursive=True)) >= 2, "the job")
         [claim] = queue.list_claims()
-        note = Path(watcher.started_path(str(claim.path)))
+        note = Path(job_outcome.started_path(str(claim.path)))
         wait_for(note.exists, "the watcher's note")
         [watcher_pid] = [p.pid for p in psutil.Process(proc.pid).children()]
         os.kill(watcher_pid, signal.SIGKILL)
         proc.kill()
         proc.wait(timeout=30)
         wait_for(lambda: _dead(watcher_pid), "the watcher's death")
-        assert not watcher.job_copies(str(claim.path)).pids  # its environment says nothing
+        assert not job_outcome.job_copies(str(claim.path)).pids  # its environment says nothing
         if not noted:
             note.unlink()
             recovered = queue.recover(stale_after=3600.0, max_attempts=1)
             assert [r.job_id for r in recovered] == [job_id]  # given back while it runs
             return
-        assert watcher.job_copies(str(claim.path)).group is not None
+        assert job_outcome.job_copies(str(claim.path)).group is not None
         assert queue.recover(stale_after=3600.0, max_attempts=1) == []
         gate.touch()
-        wait_for(lambda: not watcher.job_copies(str(claim.path)), "the job's end")
+        wait_for(lambda: not job_outcome.job_copies(str(claim.path)), "the job's end")
         recovered = queue.recover(stale_after=3600.0, max_attempts=1)
         assert [(r.job_id, r.state) for r in recovered] == [(job_id, JobState.QUEUED)]
         assert not note.exists()  # removed with the claim

@@ -143,7 +143,7 @@ def try_(
     From any directory, a LANE is looked up in the installed projects (`--project PATH`).
     """
     from lanekit.cli.render import doctor as show
-    from lanekit.run.tryrun import TryRequest, try_run
+    from lanekit.proof.tryrun import TryRequest, try_run
     from lanekit.state.paths import Paths
 
     paths = Paths.from_env()

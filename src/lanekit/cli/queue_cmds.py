@@ -287,10 +287,9 @@ def jobs(
 ) -> None:
     """List a lane's jobs, newest first, a page at a time."""
     from lanekit.cli.render import queue as show
-    from lanekit.jobs.history import page_jobs
 
     spec = _lane(config, lane, project)
-    show.jobs_page(spec.name, page_jobs(_open(spec.queue), page, per_page, state), as_json=as_json)
+    show.jobs_page(spec.name, _open(spec.queue).page(page, per_page, state), as_json=as_json)
 
 
 def job(
@@ -303,11 +302,10 @@ def job(
 ) -> None:
     """Show one job: its record, where its file is, and why it failed."""
     from lanekit.cli.render import queue as show
-    from lanekit.jobs.history import find_job
     from lanekit.system.quoting import cmdline
 
     spec = _lane(config, lane, project)
-    view = find_job(_open(spec.queue), job_id)
+    view = _open(spec.queue).job(job_id)
     if view is None:
         raise LanekitError(
             f"no job {job_id!r} in queue {spec.queue.name} ({spec.queue.dir})",

@@ -43,7 +43,8 @@ class ClaimState(StrEnum):
     """Its runner is running (or the OS will not say: never judged dead on a guess)."""
     ORPHANED = "orphaned"
     """Its runner is dead but the job still runs (its watcher holds the claim's lock, or,
-    with the watcher dead too, a copy of the job is alive: watcher.job_copies): not stale,
+    with the watcher dead too, a copy of the job is alive: lanekit.queue.outcome.job_copies): not
+    stale,
     recover() leaves it alone until every copy has ended."""
     STRANDED = "stranded"
     """Its runner is dead, nobody holds the lock and no copy of the job runs: recover()

@@ -20,12 +20,12 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from typing import Any
 
-    from lanekit.jobs.history import JobView, Page
     from lanekit.queue.counts import QueueCounts
     from lanekit.queue.model import Claim, Dropped, Moved, Purged, Recovered, Settled, Verdict
     from lanekit.queue.observed import ClaimView, JobLocation
+    from lanekit.queue.outcome import Outcome
+    from lanekit.queue.paging import JobView, Page
     from lanekit.queue.records import JobState, Record
-    from lanekit.run.watcher import Outcome
 
 
 class JobClaimer(Protocol):
@@ -96,7 +96,7 @@ class JobQueue(Protocol):
     def record_outcome(self, claim: Claim, outcome: Outcome) -> None:
         """Keep how the claim's job ended (its watcher saw it), so that recover() settles a
         job that finished after its runner died by that, never running it again. A watcher
-        process writes the same outcome beside the job file (lanekit.run.watcher.status_path
+        process writes the same outcome beside the job file (lanekit.queue.outcome.status_path
         of `Claim.file`): recover() reads it there too."""
         ...
 
@@ -107,7 +107,7 @@ class JobQueue(Protocol):
 
     def cancel_requested(self, claim: Claim) -> bool:
         """Whether `request_cancel` asked for the claim's job to stop (it leaves the request
-        beside the job file, lanekit.run.watcher.cancel_path, where the watcher looks)."""
+        beside the job file, lanekit.queue.outcome.cancel_path, where the watcher looks)."""
         ...
 
     def succeeded(self, job_id: str) -> bool:

@@ -2,9 +2,9 @@
 identity.
 
 One function for every place a job is started, so `lanekit try LANE --job FILE` hands the
-command exactly the variables a real run does: the runner (a claimed job) and lanekit.run.tryrun
+command exactly the variables a real run does: the runner (a claimed job) and lanekit.proof.tryrun
 (a job file given by hand) both call `job_env`. The variable naming a claimed job's file also
-finds the job's copies (lanekit.run.watcher.job_copies).
+finds the job's copies (lanekit.queue.outcome.job_copies).
 
 The lane's part is what launchd builds from the plist alone (lanekit.service.launchd.launch
 .launch_environment: PATH /usr/bin:/bin:/usr/sbin:/sbin unless EnvironmentVariables names
@@ -25,14 +25,11 @@ from __future__ import annotations
 
 import os
 
+from lanekit.queue.outcome import JOB_FILE
+
 TYPE_CHECKING = False  # typing itself costs start-up time; mypy still reads these imports
 if TYPE_CHECKING:
     from collections.abc import Mapping
-
-JOB_FILE = "LANEKIT_JOB_FILE"
-"""The variable naming the job's file: for a claimed job, its claim (claimed/<id>.<owner>.json),
-which no other claim ever names, so it also marks every process of that attempt: its copies
-(lanekit.run.watcher.job_copies)."""
 
 
 def job_env(
@@ -57,7 +54,8 @@ SERVICE_VARIABLE = "XPC_SERVICE_NAME"
 """launchd sets it to the label of the job it starts (every `launchctl print` capture shows it);
 a terminal has none, `0` (Terminal.app) or its own application's name."""
 TRY_INFIX = ".try-"
-"""`lanekit try` on a Mac runs a lane's plist under `<label>.try-<random>` (lanekit.run.tryjob)."""
+"""`lanekit try` on a Mac runs a lane's plist under `<label>.try-<random>`
+(lanekit.proof.tryjob)."""
 
 
 def started_by_launchd(environ: Mapping[str, str], label: str) -> bool:

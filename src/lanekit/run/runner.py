@@ -40,7 +40,8 @@ from pathlib import Path
 
 from lanekit.errors import EnvironmentUnusableError, ExitCode, LanekitError, UsageError
 from lanekit.queue import nothing_queued
-from lanekit.run import watcher, watcher_link
+from lanekit.queue import outcome as job_outcome
+from lanekit.run import watcher_link
 from lanekit.run.args import USAGE, split_args
 from lanekit.run.jobenv import job_env, lane_process_env
 from lanekit.run.lanelock import LaneLock, lane_lock_path
@@ -58,9 +59,9 @@ if TYPE_CHECKING:
     from typing import TypeAlias
 
     from lanekit.queue.model import Claim, Dropped
+    from lanekit.queue.outcome import Outcome
     from lanekit.queue.protocol import JobQueue
     from lanekit.run.stop import Job
-    from lanekit.run.watcher import Outcome
 
     Launcher: TypeAlias = Callable[[Sequence[str], Mapping[str, str], Sequence[int]], Job]
     """Starts a job command (argv, env, descriptors the job keeps); tests pass fakes. Without
@@ -354,7 +355,7 @@ class _LaneRun:
         if code == 0 and not cancelled:
             error = ""
         elif outcome is not None:
-            from lanekit.run.watcher import describe
+            from lanekit.queue.outcome import describe
 
             error = describe(outcome)
         else:
@@ -443,7 +444,7 @@ class _LaneRun:
         never while a copy of it still runs."""
         spec, stop = self.spec, self.stop
         term_at: float | None = None
-        while copies := watcher.job_copies(str(claim.path)):
+        while copies := job_outcome.job_copies(str(claim.path)):
             now = self.clock()
             expired = spec.timeout is not None and now - began >= spec.timeout
             if term_at is None and (stop.stopping() or expired):
@@ -455,7 +456,7 @@ class _LaneRun:
         # The dead watcher's note (the file a watcher turns into the status): gone before this
         # claim name can be used again, by this process, for the job's next attempt.
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(watcher.started_path(claim.file))  # noqa: PTH108 - a str path
+            os.unlink(job_outcome.started_path(claim.file))  # noqa: PTH108 - a str path
         message = "its watcher died before the job's end was recorded: run again, not counted"
         self._give_back(queue, claim, message)
         self.log.event(EventName.REQUEUED, job=claim.job_id, reason=Reason.WATCHER_DIED)
@@ -466,7 +467,7 @@ class _LaneRun:
         log.event(EventName.CLAIMED, job=claim.job_id, attempt=claim.attempt)
         # The watcher records the job's end beside the job file (whatever backend made it),
         # where the queue's recover() finds it if this runner dies first.
-        status = watcher.status_path(claim.file)
+        status = job_outcome.status_path(claim.file)
         tmp_dir = os.path.dirname(status)  # noqa: PTH120 - a str path on the claim path
         try:
             if stop.stopping():
@@ -549,7 +550,7 @@ class _LaneRun:
             if self.launcher is None:
                 # Settled: the status and any cancel request have done their work (leftovers
                 # are swept by recover).
-                for done_with in (status, watcher.cancel_path(claim.file)):
+                for done_with in (status, job_outcome.cancel_path(claim.file)):
                     with contextlib.suppress(OSError):
                         os.unlink(done_with)  # noqa: PTH108 - a str path on the claim path
 

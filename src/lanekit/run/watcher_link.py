@@ -13,8 +13,9 @@ import errno
 import os
 import signal
 
+from lanekit.queue.outcome import Outcome, read_outcome
 from lanekit.run.stop import STOP_SIGNALS
-from lanekit.run.watcher import KILL_NOW, Outcome, read_outcome, serve
+from lanekit.run.watcher import KILL_NOW, serve
 from lanekit.system.fsops import read_all
 
 TYPE_CHECKING = False

@@ -105,7 +105,7 @@ class LaneStatus:
     """The lanes.toml the lane comes from."""
     watchdog: str | None = None
     """For the watchdog lane (`[watch]`) when no pass completed for 3 × every: that, and why
-    as far as launchd says (lanekit.watch.deadman); None otherwise."""
+    as far as launchd says (lanekit.doctor.deadman); None otherwise."""
 
 
 def status(
@@ -157,7 +157,7 @@ def _watchdog_overdue(
     """The row with its dead man's switch line, when `lane` is an overdue watchdog."""
     if not is_watchdog(lane):
         return row
-    from lanekit.watch.deadman import watchdog_silence
+    from lanekit.doctor.deadman import watchdog_silence
 
     try:
         installed_at = manager.artifact_path(lane.label).stat().st_mtime

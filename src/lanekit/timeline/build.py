@@ -15,8 +15,8 @@ from pathlib import Path
 
 from lanekit.config import Config, LaneSpec, find_config, load_config, select_lanes
 from lanekit.errors import LanekitError, UsageError
-from lanekit.jobs.history import JobView, find_job
 from lanekit.queue import open_queue
+from lanekit.queue.paging import JobView
 from lanekit.run.lanelog import read_between, read_events
 from lanekit.schedule import Schedule, next_fires
 from lanekit.service import manager_of
@@ -149,7 +149,7 @@ def _observed(
 def _job_life(job_id: str, lanes: Sequence[LaneSpec], events: Sequence[Event]) -> JobLife:
     view: JobView | None = None
     for queue_dir in dict.fromkeys(lane.queue.dir for lane in lanes):
-        view = find_job(open_queue(queue_dir), job_id)
+        view = open_queue(queue_dir).job(job_id)
         if view is not None:
             break
     return JobLife(job_id, view, tuple(e for e in events if e.job == job_id))
@@ -158,7 +158,7 @@ def _job_life(job_id: str, lanes: Sequence[LaneSpec], events: Sequence[Event]) -
 def _job_start(job_id: str, lanes: Sequence[LaneSpec]) -> date | None:
     """The local day a job was first queued, from its record."""
     for queue_dir in dict.fromkeys(lane.queue.dir for lane in lanes):
-        view = find_job(open_queue(queue_dir), job_id)
+        view = open_queue(queue_dir).job(job_id)
         if view is not None and view.record is not None:
             when = parse_ts(view.record.queued_at)
             if when is not None:

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 
 from lanekit.cli.render import json_out, line, show, styled, warning
 from lanekit.doctor import Check, DoctorReport, Finding, Severity, SubjectKind
-from lanekit.run.tryrun import TryResult
+from lanekit.proof.tryrun import TryResult
 from lanekit.state.schemas import CHECKS_SCHEMA
 from lanekit.system.quoting import cmdline
 

@@ -10,8 +10,8 @@ from lanekit.state.schemas import JOBS_SCHEMA
 
 if TYPE_CHECKING:
     from lanekit.jobs.batch import Batch
-    from lanekit.jobs.history import JobView, Page
     from lanekit.jobs.recovery import RecoverRow
+    from lanekit.queue.paging import JobView, Page
     from lanekit.run.runner import RunResult
 
 

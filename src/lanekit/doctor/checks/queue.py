@@ -147,7 +147,7 @@ def stale_claim(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
 def orphaned_job(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """A job that outlives its runner keeps its claim (correctly: it may still finish the
     work): through its watcher's lock, which records how it ends, or, with the watcher killed
-    too, through its copies (lanekit.run.watcher.job_copies), whose end nobody records: once every
+    too, through its copies (lanekit.queue.outcome.job_copies), whose end nobody records: once every
     copy has exited, recovery gives the job back to run again, the attempt not counted."""
     lane = target.lane
     if lane is None:

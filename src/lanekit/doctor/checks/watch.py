@@ -1,6 +1,6 @@
 """The watchdog's dead man's switch: `watch.not-running` when no pass completed for 3 × every.
 
-The watchdog cannot report its own silence, so doctor does (lanekit.watch.deadman measures it):
+The watchdog cannot report its own silence, so doctor does (lanekit.doctor.deadman measures it):
 the finding says why, in the words lane.missed-run uses for any silent lane (not loaded,
 disabled, exit 78, failing and throttled, ran but wrote nothing, asleep).
 """
@@ -18,7 +18,7 @@ from lanekit.doctor.checks.lane import (
     explain_silence,
     silence_facts,
 )
-from lanekit.watch.deadman import watchdog_silence
+from lanekit.doctor.deadman import watchdog_silence
 
 
 @check(

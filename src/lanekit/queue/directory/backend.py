@@ -13,13 +13,13 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    from lanekit.jobs.history import JobView, Page
     from lanekit.queue.counts import ClaimInfo, QueueCounts
     from lanekit.queue.directory.claim import Claimer
     from lanekit.queue.model import Claim, Dropped, Moved, Purged, Recovered, Settled, Verdict
     from lanekit.queue.observed import ClaimView, JobLocation
+    from lanekit.queue.outcome import Outcome
+    from lanekit.queue.paging import JobView, Page
     from lanekit.queue.records import JobState, Record
-    from lanekit.run.watcher import Outcome
 
 
 class Queue(QueueState):
@@ -111,12 +111,12 @@ class Queue(QueueState):
 
     def record_outcome(self, claim: Claim, outcome: Outcome) -> None:
         """Write the job's exit status next to the claim, as its watcher does."""
-        from lanekit.run import watcher
+        from lanekit.queue import outcome as job_outcome
         from lanekit.system import fsops
 
         tmp = f"{self.tmp_dir}/.status.{fsops.tmp_suffix()}"
         fsops.replace_file(
-            watcher.status_path(claim.file), outcome.to_bytes(), tmp=tmp, durable=False
+            job_outcome.status_path(claim.file), outcome.to_bytes(), tmp=tmp, durable=False
         )
 
     def renew(self, claim: Claim) -> bool:
@@ -125,9 +125,9 @@ class Queue(QueueState):
 
     def cancel_requested(self, claim: Claim) -> bool:
         """Whether `lanekit cancel --stop` left its request beside the claim."""
-        from lanekit.run import watcher
+        from lanekit.queue import outcome as job_outcome
 
-        return os.path.lexists(watcher.cancel_path(claim.file))
+        return os.path.lexists(job_outcome.cancel_path(claim.file))
 
     def succeeded(self, job_id: str) -> bool:
         """The re-execution guard: the record says succeeded, or the purge index lists it."""

@@ -1,6 +1,6 @@
 """The one answer to "is this claim's owner still there?": its runner's liveness (pid and
 start token, lanekit.system.procinfo), the claim's flock (held by the runner and its watcher) and,
-once both are gone, whether a copy of the job still runs (lanekit.run.watcher.job_copies).
+once both are gone, whether a copy of the job still runs (lanekit.queue.outcome.job_copies).
 recover() acts on it; observe (and so doctor and status) reports it.
 """
 
@@ -10,7 +10,7 @@ import fcntl
 import os
 
 from lanekit.queue.observed import ClaimState, RecoverReason
-from lanekit.run.watcher import job_copies
+from lanekit.queue.outcome import job_copies
 from lanekit.system import fsops, procinfo
 
 TYPE_CHECKING = False

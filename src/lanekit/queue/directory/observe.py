@@ -10,6 +10,7 @@ import os
 from collections import Counter
 
 from lanekit.errors import LanekitError
+from lanekit.queue import outcome as job_outcome
 from lanekit.queue.directory.census import list_claims
 from lanekit.queue.directory.fileio import job_names, listdir
 from lanekit.queue.directory.layout import error_name, has_id, stem_id
@@ -17,7 +18,6 @@ from lanekit.queue.directory.liveness import claim_locked, classify_claim
 from lanekit.queue.ids import owned_id, split_owned_name, validate_job_id
 from lanekit.queue.observed import ClaimState, ClaimView, JobLocation
 from lanekit.queue.records import JobState, RecordError
-from lanekit.run import watcher
 from lanekit.system import fsops, procinfo
 from lanekit.system.fsops import read_all
 
@@ -144,7 +144,7 @@ def claims(q: QueueState, now: float | None = None) -> list[ClaimView]:
         if locked is None:
             continue
         state = classify_claim(runner, locked)
-        if state is ClaimState.STRANDED and watcher.job_copies(str(info.path)):
+        if state is ClaimState.STRANDED and job_outcome.job_copies(str(info.path)):
             state = ClaimState.ORPHANED  # its runner and watcher died, its job did not
         views.append(ClaimView(info, state))
     return views

@@ -4,7 +4,7 @@ one job's whole story (`lanekit job`), reading only the page's records.
 The list of jobs comes from the directory listings (a job's directory is its state, so
 `--state` needs no record either); it is ordered newest first by the time in the id (generated
 ids start with it), falling back to the job file's mtime for custom ids (one stat each, only for
-those). Only the records of the requested page are then opened (lanekit.jobs.history has the page's
+those). Only the records of the requested page are then opened (lanekit.queue.paging has the page's
 shape and the paging rules).
 """
 
@@ -18,12 +18,12 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from lanekit.jobs.history import JobView, Page, Unreadable, adjust_item_count, paginate
 from lanekit.queue.directory.layout import delayed_until, stem_id
 from lanekit.queue.directory.mark import claim_record
 from lanekit.queue.directory.observe import error_text, locate
 from lanekit.queue.ids import is_job_name, new_job_id, owned_id, validate_job_id
 from lanekit.queue.model import error_file_text
+from lanekit.queue.paging import JobView, Page, Unreadable, adjust_item_count, paginate
 from lanekit.queue.records import JobState, Record, RecordError, iso_utc
 
 TYPE_CHECKING = False

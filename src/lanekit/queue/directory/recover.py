@@ -17,6 +17,7 @@ import fcntl
 import os
 import time
 
+from lanekit.queue import outcome as job_outcome
 from lanekit.queue.directory.fileio import io_errors, listdir
 from lanekit.queue.directory.layout import TMP_PREFIXES, delayed_name, queued_name
 from lanekit.queue.directory.liveness import local_owner_gone
@@ -36,7 +37,6 @@ from lanekit.queue.model import Recovered
 from lanekit.queue.observed import RecoverReason
 from lanekit.queue.policy import gave_up
 from lanekit.queue.records import JobState, Record, RecordError, iso_utc
-from lanekit.run import watcher
 from lanekit.system import fsops, procinfo
 
 TYPE_CHECKING = False
@@ -60,7 +60,7 @@ def recover(
 
     On this host a claim is recovered when nobody holds its lock, its owner pid is dead
     or runs another process (start token differs), and no copy of its job still runs
-    (watcher.job_copies). For owners on another host (or files without an owner) only age
+    (job_outcome.job_copies). For owners on another host (or files without an owner) only age
     counts: older than `stale_after` seconds. The job goes back to queue/ (the attempt its
     runner's crash cut short not counted), or where its watcher's status or its record says
     it ended: done/ for succeeded, failed/ for failed (the owner died between recording the
@@ -220,8 +220,8 @@ def give_back(
     # The id's mark stands for another copy (ours died before marking): ours never started,
     # and the record, attempts and all, is that copy's, not ours to write or to count.
     foreign = not settled and unreadable is None and held_elsewhere(q, job_id, owner_text, path)
-    status = watcher.status_path(path)
-    outcome = None if settled or unreadable is not None else watcher.read_outcome(status)
+    status = job_outcome.status_path(path)
+    outcome = None if settled or unreadable is not None else job_outcome.read_outcome(status)
     if outcome is not None:
         return settle_finished(
             q,
@@ -300,7 +300,7 @@ def settle_finished(
     owner_text: str,
     reason: RecoverReason,
     prev: Record | None,
-    outcome: watcher.Outcome,
+    outcome: job_outcome.Outcome,
     max_attempts: int,
     dry_run: bool,
     now: float,
@@ -313,7 +313,7 @@ def settle_finished(
     removed after it."""
     attempts = 0 if prev is None else prev.attempts
     stamp = iso_utc(now)
-    error = watcher.describe(outcome)
+    error = job_outcome.describe(outcome)
     if outcome.cancelled:
         state, destination = JobState.FAILED, f"{q.failed_dir}/{queued_name(job_id)}"
     elif outcome.exit == 0:
@@ -368,9 +368,9 @@ def settle_finished(
 def _remove_beside(claim: str) -> None:
     """Remove what the watcher and `lanekit cancel` left beside a settled claim."""
     for done_with in (
-        watcher.status_path(claim),
-        watcher.cancel_path(claim),
-        watcher.started_path(claim),
+        job_outcome.status_path(claim),
+        job_outcome.cancel_path(claim),
+        job_outcome.started_path(claim),
     ):
         with contextlib.suppress(OSError):
             os.unlink(done_with)

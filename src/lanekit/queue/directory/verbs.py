@@ -194,7 +194,7 @@ def request_cancel(q: QueueState, job_id: str, *, dry_run: bool = False) -> Move
     watcher stops the job's group (SIGTERM, SIGKILL after kill_grace) and its settler, the
     runner or a recoverer, moves it to failed/ with reason `cancelled` (the Moved says from
     where to where). A job that is not running is a UsageError and nothing is written."""
-    from lanekit.run import watcher
+    from lanekit.queue import outcome as job_outcome
 
     validate_job_id(job_id)
     check(q)
@@ -204,7 +204,7 @@ def request_cancel(q: QueueState, job_id: str, *, dry_run: bool = False) -> Move
     if not dry_run:
         with io_errors("ask the job's watcher to stop it"):
             fsops.replace_file(
-                watcher.cancel_path(location.where),
+                job_outcome.cancel_path(location.where),
                 f"{CANCELLED} {iso_utc(q.clock())} by pid {os.getpid()}\n".encode(),
                 tmp=q.tmp_name("cancel"),
                 durable=False,

@@ -43,10 +43,10 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from typing import Any
 
-    from lanekit.jobs.history import JobView, Page
     from lanekit.queue.counts import QueueCounts
     from lanekit.queue.model import Dropped
-    from lanekit.run.watcher import Outcome
+    from lanekit.queue.outcome import Outcome
+    from lanekit.queue.paging import JobView, Page
 
 
 class _Handle:
@@ -237,9 +237,13 @@ class MemoryQueue:
             job.handle.release()
         if job.file is not None:
             Path(job.file).unlink(missing_ok=True)
-            from lanekit.run import watcher
+            from lanekit.queue import outcome as job_outcome
 
-            for beside in (watcher.status_path, watcher.cancel_path, watcher.started_path):
+            for beside in (
+                job_outcome.status_path,
+                job_outcome.cancel_path,
+                job_outcome.started_path,
+            ):
                 Path(beside(job.file)).unlink(missing_ok=True)
         job.record, job.not_before = record, not_before
         job.owner = job.handle = job.file = job.outcome = None
@@ -289,9 +293,9 @@ class MemoryQueue:
         """What the claim's watcher recorded, in memory or in its status file."""
         if job.outcome is not None or job.file is None:
             return job.outcome
-        from lanekit.run import watcher
+        from lanekit.queue import outcome as job_outcome
 
-        return watcher.read_outcome(watcher.status_path(job.file))
+        return job_outcome.read_outcome(job_outcome.status_path(job.file))
 
     def record_outcome(self, claim: Claim, outcome: Outcome) -> None:
         """What the claim's watcher saw of the job's end, for recover() if its owner dies."""
@@ -305,23 +309,25 @@ class MemoryQueue:
 
     def request_cancel(self, job_id: str, *, dry_run: bool = False) -> Moved:
         """Ask a running job's watcher to stop it: the request beside its job file, where the
-        watcher looks (lanekit.run.watcher.cancel_path); it then fails as cancelled."""
-        from lanekit.run import watcher
+        watcher looks (lanekit.queue.outcome.cancel_path); it then fails as cancelled."""
+        from lanekit.queue import outcome as job_outcome
 
         with self._lock:
             job = self._waiting(job_id, JobState.RUNNING)
             if job.file is None:  # mypy: a running job has its file
                 raise QueueError(f"{self.where}: job {job_id} has no file", "a bug: report it")
             if not dry_run:
-                Path(watcher.cancel_path(job.file)).write_text(f"{CANCELLED}\n", encoding="utf-8")
+                Path(job_outcome.cancel_path(job.file)).write_text(
+                    f"{CANCELLED}\n", encoding="utf-8"
+                )
             source = self._place(job_id)
         return Moved(job_id, source, self._place(job_id, JobState.FAILED), JobState.FAILED)
 
     def cancel_requested(self, claim: Claim) -> bool:
         """Whether `lanekit cancel --stop` asked for the claim's job to stop."""
-        from lanekit.run import watcher
+        from lanekit.queue import outcome as job_outcome
 
-        return self.renew(claim) and Path(watcher.cancel_path(claim.file)).exists()
+        return self.renew(claim) and Path(job_outcome.cancel_path(claim.file)).exists()
 
     def recover(
         self,
@@ -344,9 +350,9 @@ class MemoryQueue:
                     kind = VerdictKind.STOPPED
                     error = f"owner {owner} died before its job's end was recorded: run again"
                 else:
-                    from lanekit.run import watcher
+                    from lanekit.queue import outcome as job_outcome
 
-                    error = watcher.describe(outcome)
+                    error = job_outcome.describe(outcome)
                     if outcome.cancelled:
                         kind, error = VerdictKind.GAVE_UP, CANCELLED
                     elif outcome.exit == 0:
@@ -408,7 +414,7 @@ class MemoryQueue:
 
     def page(self, page: int = 1, per_page: int = 20, state: JobState | None = None) -> Page:
         """Page `page` of the jobs (all, or those in `state`), newest first."""
-        from lanekit.jobs.history import Page, adjust_item_count, paginate
+        from lanekit.queue.paging import Page, adjust_item_count, paginate
 
         newest = sorted(self._jobs.values(), key=lambda job: job.seq, reverse=True)
         chosen = [job.record for job in newest if state is None or job.record.state is state]
@@ -419,8 +425,8 @@ class MemoryQueue:
 
     def job(self, job_id: str) -> JobView | None:
         """Everything known about one job, or None when there is no trace of it."""
-        from lanekit.jobs.history import JobView
         from lanekit.queue.ids import validate_job_id
+        from lanekit.queue.paging import JobView
 
         validate_job_id(job_id)
         job = self._jobs.get(job_id)

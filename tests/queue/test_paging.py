@@ -12,11 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lanekit.errors import UsageError
-from lanekit.jobs.history import adjust_item_count, find_job, page_jobs, paginate
 from lanekit.queue import open_queue
 from lanekit.queue.directory.backend import Queue
 from lanekit.queue.ids import new_job_id, own_owner
 from lanekit.queue.model import Verdict
+from lanekit.queue.paging import adjust_item_count, paginate
 from lanekit.queue.protocol import JobQueue
 from lanekit.queue.records import JobState, Record
 
@@ -114,14 +114,14 @@ def test_adjust_item_count() -> None:
 def test_newest_first(queue: Queue) -> None:
     """Page 1 holds the newest jobs, in descending age order."""
     ids = finished(queue, 30)
-    page = page_jobs(queue, 1, 10)
+    page = queue.page(1, 10)
     assert [r.job_id for r in page.items] == ids[::-1][:10]
     assert (page.meta.total, page.meta.total_pages, page.meta.next_page) == (30, 3, 2)
 
 
 def test_empty_queue_is_page_one_of_nothing(queue: Queue) -> None:
     """No jobs: page 1, total 0, from/to 0, no items."""
-    page = page_jobs(queue, 3, 10)
+    page = queue.page(3, 10)
     assert page.items == [] and page.unreadable == []
     assert (page.meta.page, page.meta.total, page.meta.from_, page.meta.to) == (1, 0, 0, 0)
 
@@ -129,7 +129,7 @@ def test_empty_queue_is_page_one_of_nothing(queue: Queue) -> None:
 def test_out_of_range_page_is_the_last_page(queue: Queue) -> None:
     """Asking for page 99 shows the last page (the oldest jobs)."""
     ids = finished(queue, 25)
-    page = page_jobs(queue, 99, 10)
+    page = queue.page(99, 10)
     assert page.meta.page == 3
     assert [r.job_id for r in page.items] == ids[:5][::-1]
 
@@ -137,7 +137,7 @@ def test_out_of_range_page_is_the_last_page(queue: Queue) -> None:
 def test_per_page_zero_returns_everything(queue: Queue) -> None:
     """per_page <= 0 is no paging: all jobs, newest first."""
     ids = finished(queue, 12)
-    assert [r.job_id for r in page_jobs(queue, 2, 0).items] == ids[::-1]
+    assert [r.job_id for r in queue.page(2, 0).items] == ids[::-1]
 
 
 @given(count=st.integers(min_value=0, max_value=40), per_page=st.integers(min_value=1, max_value=9))
@@ -150,9 +150,9 @@ def test_pages_cover_every_job_once_newest_first(count: int, per_page: int) -> N
         queue.ensure()
         ids = finished(queue, count)
         seen: list[str] = []
-        first = page_jobs(queue, 1, per_page)
+        first = queue.page(1, per_page)
         for number in range(1, max(first.meta.total_pages, 1) + 1):
-            page = page_jobs(queue, number, per_page)
+            page = queue.page(number, per_page)
             assert page.meta.from_ == (len(seen) + 1 if page.items else 0)
             seen.extend(r.job_id for r in page.items)
             assert page.meta.to == len(seen)
@@ -163,7 +163,7 @@ def test_only_the_page_records_are_read(queue: Queue) -> None:
     """Records off the page are never opened: a damaged one there does not show up."""
     ids = finished(queue, 30)
     queue.store.path(ids[0]).write_bytes(b"{broken")  # the oldest: on page 3 of 3
-    page = page_jobs(queue, 1, 10)
+    page = queue.page(1, 10)
     assert page.unreadable == [] and len(page.items) == 10
 
 
@@ -173,7 +173,7 @@ def test_unreadable_records_are_reported_not_dropped(queue: Queue) -> None:
     ids = finished(queue, 5)
     damaged = ids[-1]
     queue.store.path(damaged).write_bytes(b'{"state": "succeeded", "state": "running"}')
-    page = page_jobs(queue, 1, 10)
+    page = queue.page(1, 10)
     assert [r.job_id for r in page.items] == ids[::-1][1:]
     assert [(u.job_id, u.path) for u in page.unreadable] == [(damaged, queue.store.path(damaged))]
     assert "duplicate key 'state'" in page.unreadable[0].reason
@@ -196,7 +196,7 @@ def test_state_filter_follows_the_directories(queue: Queue) -> None:
     queue.release(claims[c], max_attempts=3, error="exit 1")
 
     def listed(state: JobState | None) -> set[str]:
-        return {r.job_id for r in page_jobs(queue, 1, 0, state).items}
+        return {r.job_id for r in queue.page(1, 0, state).items}
 
     assert listed(JobState.FAILED) == {a}
     assert listed(JobState.QUEUED) == {b, c}
@@ -209,7 +209,7 @@ def test_producer_job_without_record_is_listed(queue: Queue) -> None:
     """A job a producer dropped into queue/ has no record yet; it is listed from its file."""
     (queue.queue / "report-7.json").write_text("{}")
     os.utime(queue.queue / "report-7.json", (1_700_000_000, 1_700_000_000))
-    (item,) = page_jobs(queue).items
+    (item,) = queue.page().items
     assert (item.job_id, item.state, item.attempts) == ("report-7", JobState.QUEUED, 0)
     assert item.queued_at == "2023-11-14T22:13:20.000Z"
 
@@ -220,7 +220,7 @@ def test_custom_ids_sort_by_file_time(queue: Queue) -> None:
     old_ns = int(old[:20])
     (queue.queue / "zzz-custom.json").write_text("{}")
     os.utime(queue.queue / "zzz-custom.json", ns=(old_ns + 1, old_ns + 1))
-    assert [r.job_id for r in page_jobs(queue).items] == [new, "zzz-custom", old]
+    assert [r.job_id for r in queue.page().items] == [new, "zzz-custom", old]
 
 
 def test_an_id_with_files_in_several_places_is_one_job(queue: Queue) -> None:
@@ -237,7 +237,7 @@ def test_an_id_with_files_in_several_places_is_one_job(queue: Queue) -> None:
     (queue.failed / f"{twice}.error").write_text("exit 1\n")
     (queue.queue / ".hidden.json").write_text("{}")
     (queue.queue / "notes.txt").write_text("")
-    page = page_jobs(queue, 1, 10)
+    page = queue.page(1, 10)
     assert page.meta.total == 4
     assert [r.job_id for r in page.items] == [ids[2], twice, "custom.7", ids[0]]
 
@@ -252,8 +252,8 @@ def test_custom_ids_among_generated_ones_in_one_directory(queue: Queue) -> None:
         (queue.queue / f"{name}.json").write_text("{}")
         os.utime(queue.queue / f"{name}.json", ns=(ns, ns))
     expected = ["late", *generated[::-1], "early"]
-    assert [r.job_id for r in page_jobs(queue, 1, 0).items] == expected
-    assert [r.job_id for r in page_jobs(queue, 1, 2).items] == expected[:2]
+    assert [r.job_id for r in queue.page(1, 0).items] == expected
+    assert [r.job_id for r in queue.page(1, 2).items] == expected[:2]
 
 
 def test_a_custom_id_shaped_like_a_generated_one_sorts_by_file_time(queue: Queue) -> None:
@@ -267,18 +267,18 @@ def test_a_custom_id_shaped_like_a_generated_one_sorts_by_file_time(queue: Queue
         (queue.queue / f"{job_id}.json").write_text("{}")
     os.utime(queue.queue / f"{lookalike}.json", ns=(base + 10**9 + 1, base + 10**9 + 1))
     expected = [generated[3], generated[2], lookalike, generated[1], generated[0]]
-    assert [r.job_id for r in page_jobs(queue, 1, 0).items] == expected
+    assert [r.job_id for r in queue.page(1, 0).items] == expected
 
 
 def test_find_job(queue: Queue) -> None:
     """find_job reports where a job is, its record, and a failed job's .error text."""
     job_id = queue.enqueue({})
-    view = find_job(queue, job_id)
+    view = queue.job(job_id)
     assert view is not None and view.state is JobState.QUEUED and view.error is None
     claim = queue.claimer().claim()
     assert claim is not None
     queue.fail(claim, "exit 9")
-    view = find_job(queue, job_id)
+    view = queue.job(job_id)
     assert view is not None
     assert (view.state, view.path, view.error) == (
         JobState.FAILED,
@@ -286,9 +286,9 @@ def test_find_job(queue: Queue) -> None:
         "exit 9\n",
     )
     assert view.record is not None and view.record.error == "exit 9"
-    assert find_job(queue, "unknown") is None
+    assert queue.job("unknown") is None
     with pytest.raises(UsageError):
-        find_job(queue, "../etc/passwd")
+        queue.job("../etc/passwd")
 
 
 def test_find_job_reads_why_from_the_record_before_the_error_file_exists(queue: Queue) -> None:
@@ -299,22 +299,22 @@ def test_find_job_reads_why_from_the_record_before_the_error_file_exists(queue: 
     assert claim is not None
     queue.fail(claim, "exit 9\nthe job's stderr tail\n\n")
     error_file = queue.failed / f"{job_id}.error"
-    from_file = find_job(queue, job_id)
+    from_file = queue.job(job_id)
     error_file.unlink()
-    view = find_job(queue, job_id)
+    view = queue.job(job_id)
     assert view is not None and from_file is not None
     assert view.state is JobState.FAILED
     assert view.error == from_file.error == "exit 9\nthe job's stderr tail\n"
     # A record that does not say failed (a retry by hand rewrote it) is no reason of this file.
     queue.store.write(Record(job_id, JobState.QUEUED, 0, "q", "u", error="exit 9"))
-    view = find_job(queue, job_id)
+    view = queue.job(job_id)
     assert view is not None and view.error is None
 
 
 def test_find_job_with_only_a_record(queue: Queue) -> None:
     """A job whose file was cleaned away is still known from its record."""
     queue.store.write(Record("gone", JobState.SUCCEEDED, 1, "q", time.strftime("%Y")))
-    view = find_job(queue, "gone")
+    view = queue.job("gone")
     assert view is not None and (view.state, view.path) == (JobState.SUCCEEDED, None)
 
 
@@ -331,12 +331,12 @@ def test_memory_pages_are_newest_first_and_clamped(memory: JobQueue) -> None:
     """The page rules hold whatever backend fills the page: newest first, out-of-range pages
     clamp to the last, per_page 0 is everything."""
     ids = [memory.enqueue({"n": n}) for n in range(25)]
-    page = page_jobs(memory, 1, 10)
+    page = memory.page(1, 10)
     assert [r.job_id for r in page.items] == ids[::-1][:10]
     assert (page.meta.total, page.meta.total_pages, page.meta.next_page) == (25, 3, 2)
-    last = page_jobs(memory, 99, 10)
+    last = memory.page(99, 10)
     assert last.meta.page == 3 and [r.job_id for r in last.items] == ids[:5][::-1]
-    assert [r.job_id for r in page_jobs(memory, 2, 0).items] == ids[::-1]
+    assert [r.job_id for r in memory.page(2, 0).items] == ids[::-1]
 
 
 @given(count=st.integers(min_value=0, max_value=30), per_page=st.integers(min_value=1, max_value=7))
@@ -350,9 +350,9 @@ def test_memory_pages_cover_every_job_once(count: int, per_page: int) -> None:
     try:
         ids = [queue.enqueue({"n": n}) for n in range(count)]
         seen: list[str] = []
-        page = page_jobs(queue, 1, per_page)
+        page = queue.page(1, per_page)
         for number in range(1, page.meta.total_pages + 1):
-            seen.extend(r.job_id for r in page_jobs(queue, number, per_page).items)
+            seen.extend(r.job_id for r in queue.page(number, per_page).items)
     finally:
         queue.close()
     assert seen == ids[::-1]
@@ -370,12 +370,12 @@ def test_memory_state_filter_follows_the_jobs(memory: JobQueue) -> None:
     memory.settle(second, Verdict.failed("exit 1", max_attempts=3))
 
     def listed(state: JobState | None) -> set[str]:
-        return {r.job_id for r in page_jobs(memory, 1, 0, state).items}
+        return {r.job_id for r in memory.page(1, 0, state).items}
 
     assert listed(JobState.FAILED) == {a}
     assert listed(JobState.QUEUED) == {b, c}
     assert listed(None) == {a, b, c}
-    empty = page_jobs(memory, 1, 10, JobState.SUCCEEDED)
+    empty = memory.page(1, 10, JobState.SUCCEEDED)
     assert (empty.items, empty.elsewhere) == ([], 3)
 
 
@@ -383,21 +383,21 @@ def test_memory_find_job(memory: JobQueue) -> None:
     """find_job tells where a job is, its record, a failed job's reason and a retry's due
     time; an unknown id is None and an unsafe one a UsageError."""
     job_id = memory.enqueue({})
-    view = find_job(memory, job_id)
+    view = memory.job(job_id)
     assert view is not None and view.state is JobState.QUEUED and view.error is None
     claim = memory.claimer().claim()
     assert claim is not None
-    running = find_job(memory, job_id)
+    running = memory.job(job_id)
     assert running is not None and running.state is JobState.RUNNING
     assert running.path == claim.path
     memory.settle(claim, Verdict.failed("exit 9", max_attempts=3))
-    waiting = find_job(memory, job_id)
+    waiting = memory.job(job_id)
     assert waiting is not None and waiting.state is JobState.QUEUED
     assert waiting.retry_at is not None
     assert waiting.record is not None and waiting.record.error == "exit 9"
     memory.cancel(job_id)
-    failed = find_job(memory, job_id)
+    failed = memory.job(job_id)
     assert failed is not None and (failed.state, failed.error) == (JobState.FAILED, "cancelled\n")
-    assert find_job(memory, "unknown") is None
+    assert memory.job("unknown") is None
     with pytest.raises(UsageError):
-        find_job(memory, "../etc/passwd")
+        memory.job("../etc/passwd")

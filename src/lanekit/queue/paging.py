@@ -1,6 +1,6 @@
-"""Newest-first paging of a queue's jobs (`lanekit jobs`) and one job's story (`lanekit job`):
-the page's shape and its rules, whatever backend fills it (the directory backend's is
-lanekit.queue.directory.pages, which reads only the page's records).
+"""Newest-first paging of a queue's jobs (`lanekit jobs`, JobQueue.page) and one job's story
+(`lanekit job`, JobQueue.job): the page's shape and its rules, whatever backend fills it (the
+directory backend's is lanekit.queue.directory.pages, which reads only the page's records).
 
 PageMeta follows the shape of seed 003's paging: pages are 1-based, out-of-range pages clamp to
 the last page, per_page <= 0 returns everything, and from/to are adjusted to the items actually
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Protocol
 
 from lanekit.queue.records import JobState, Record
 
@@ -139,31 +138,3 @@ class JobView:
     """The failed/<id>.error text, for failed jobs."""
     retry_at: str | None = None
     """For a retry waiting in delayed/, when it is due (ISO 8601 UTC); None otherwise."""
-
-
-class JobSource(Protocol):
-    """What history needs of a queue (lanekit.queue.JobQueue has it): its pages and its jobs.
-    Declared here so that history and the JobQueue protocol do not import each other."""
-
-    def page(self, page: int = 1, per_page: int = 20, state: JobState | None = None) -> Page:
-        """Page `page` of the jobs, newest first."""
-        ...
-
-    def job(self, job_id: str) -> JobView | None:
-        """Everything known about one job."""
-        ...
-
-
-def page_jobs(
-    queue: JobSource, page: int = 1, per_page: int = 20, state: JobState | None = None
-) -> Page:
-    """Page `page` of the queue's jobs (all, or those in `state`), newest first."""
-    return queue.page(page, per_page, state)
-
-
-def find_job(queue: JobSource, job_id: str) -> JobView | None:
-    """The job with this id, or None if neither its file nor its record exists.
-
-    UsageError for an id that is not a valid job id; RecordError if its record is unreadable.
-    """
-    return queue.job(job_id)

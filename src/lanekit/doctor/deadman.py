@@ -1,34 +1,45 @@
 """The watchdog's dead man's switch, as facts: how long since its last completed pass.
 
-A pass records when it completed in the watchdog's memory (lanekit.watch.memory); more than
-OVERDUE_PASSES periods ago (or never, since it was installed) is a silence. doctor's
-`watch.not-running` (lanekit.doctor.checks.watch) explains it with launchd's facts; `lanekit status`
-shows it on the watchdog's row. Kept free of the check registry so `status` stays cheap.
+Every completed pass ends with a `finish` line in the watchdog lane's own log (the lane log,
+lanekit.run.lanelog, like every lane's run); none within OVERDUE_PASSES periods (or none since
+it was installed) is a silence. doctor's `watch.not-running` (lanekit.doctor.checks.watch)
+explains it with launchd's facts; `lanekit status` shows it on the watchdog's row. Read from
+the log, not the watchdog's memory: the switch must not need the code it watches, and the
+healthy case reads only the log's last periods (a seek, lanekit.run.lanelog.read_between).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
 from lanekit.config import LaneSpec
-from lanekit.config.watch import memory_path
-from lanekit.errors import LanekitError
 from lanekit.schedule import format_duration
 
 OVERDUE_PASSES = 3
 """Passes in a row that may be missed before the watchdog itself is reported."""
 
 
-def last_completed_pass(lane: LaneSpec) -> float | None:
-    """Epoch seconds of the watchdog's last completed pass; None when it has none (or its
-    memory cannot be read, which a pass would report by failing)."""
-    from lanekit.watch.memory import load
+def last_completed_pass(lane: LaneSpec, since: float | None = None) -> float | None:
+    """Epoch seconds of the watchdog's last completed pass (its last `finish` in its lane
+    log, rotated files included), looking no further back than `since` when given; None when
+    there is none."""
+    from lanekit.run.lanelog import EventName, read_between, read_events
+    from lanekit.timeline.events import parse_ts
 
-    try:
-        return load(memory_path(lane.queue.dir)).completed_at
-    except (LanekitError, OSError):
-        return None
+    if since is not None:
+        events: Iterable[dict[str, str]] = read_between(
+            lane.log_path, since, since + 10 * 365 * 86400
+        )
+    else:
+        events = read_events(lane.log_path, rotated=True)
+    last = None
+    for event in events:
+        if event.get("event") == EventName.FINISH:
+            last = event.get("ts", last)
+    when = None if last is None else parse_ts(last)
+    return None if when is None else when.timestamp()
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,12 +73,14 @@ def watchdog_silence(lane: LaneSpec, now: datetime, installed_at: float | None) 
     every = lane.schedule.interval
     if every is None:
         return None
+    limit = OVERDUE_PASSES * every
+    if last_completed_pass(lane, since=now.timestamp() - limit) is not None:
+        return None  # the common case: a pass within the limit, found reading only its tail
     last = last_completed_pass(lane)
     reference = max((t for t in (last, installed_at) if t is not None), default=None)
     if reference is None:
         return None
     quiet = now.timestamp() - reference
-    limit = OVERDUE_PASSES * every
     if quiet <= limit:
         return None
     return Silence(last, quiet, limit)

@@ -12,9 +12,9 @@ import pytest
 
 from lanekit.config import load_config, run_spec
 from lanekit.errors import ExitCode, UsageError
+from lanekit.proof.tryrun import TryRequest, decode_status, try_run
 from lanekit.queue.directory.backend import Queue
 from lanekit.run.runner import run_lane
-from lanekit.run.tryrun import TryRequest, decode_status, try_run
 from lanekit.service.launchd.plist import render_lane
 from lanekit.state.paths import Paths
 from places import FAKE_LAUNCHCTL

@@ -246,7 +246,7 @@ def _as_launchd_job(
     timeout: float | None,
 ) -> TryResult:
     """A launchd job has neither the terminal's privacy grants nor its session: run it as one."""
-    from lanekit.run.tryjob import run_one_shot
+    from lanekit.proof.tryjob import run_one_shot
     from lanekit.service import open_manager
 
     shot = run_one_shot(plist, open_manager(paths, env), paths.state / "try", timeout=timeout)
