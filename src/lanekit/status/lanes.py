@@ -128,7 +128,7 @@ def status_of(
     now: datetime | None = None,
 ) -> list[LaneStatus]:
     """Status of these lanes (of one project or several: lanekit.config.projects), in order."""
-    from lanekit.reconcile.pause import paused_labels
+    from lanekit.state.paths import paused_labels
 
     now = datetime.now() if now is None else now
     manager = manager_of(launchd, paths.launch_agents)
