@@ -32,8 +32,7 @@ from lanekit.state.paths import Paths, is_paused, paused_labels
 from lanekit.system.atomic import write_atomic
 from lanekit.system.quoting import cmdline
 
-# The marker check lives in state/ (status and doctor ask it without loading reconcile); it is
-# part of this module's rule, so apply and kick take it from here.
+# The marker check lives in state/ (status and doctor ask it without loading reconcile).
 __all__ = ["PauseResult", "is_paused", "pause", "paused_labels", "resume"]
 
 

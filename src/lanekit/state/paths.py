@@ -99,9 +99,8 @@ class Paths:
 
 
 def is_paused(paths: Paths, label: str) -> bool:
-    """True while `lanekit pause` holds the lane with this label (lanekit.reconcile.pause has
-    the rule; the check lives here, beside the marker's path, so status and doctor read it
-    without loading reconcile)."""
+    """True while `lanekit pause` holds the lane with this label (the rule: reconcile.pause;
+    here, beside the marker's path, status and doctor ask it without loading reconcile)."""
     return paths.pause_marker_for(label).exists()
 
 
