@@ -137,18 +137,21 @@ def bench_cli_startup(root: Path, runs: int) -> tuple[Figure, Figure]:
             f"ms; {typer_text}; {runs} rounds, each ratio against the round's own typer run, "
             f"median; in CPU time (user + system of the process) {x_cpu('status'):.2f}x",
         ],
-        limits="lanekit's own imports (about 53 modules; most of their cost is creating the 23 "
-        "frozen dataclasses they define, ~1 ms each on Python 3.11: the schedule and config "
+        limits="lanekit's own imports (63 modules; most of their cost is creating the 23 "
+        "dataclasses they define, ~0.5-1 ms each on Python 3.11: the schedule and config "
         "models, the emulated domain, the queue's counts, the status rows), lanes.toml "
-        "(tomllib), and one emulated-launchd transaction per lane (`print`, for its runs; on "
-        "a Mac each is a `launchctl print` process, not measured here). Reading lanes.toml "
-        "builds no snapshot and looks for no collision, counting a queue reads no record and "
+        "(tomllib), and one observation of the emulated domain for all lanes (on a Mac, "
+        "`launchctl print` processes, not measured here). Reading lanes.toml builds no "
+        "snapshot and looks for no collision, counting a queue reads no record and "
         "classifies no claim, and no pattern of a parser status does not run is compiled "
-        "(tests/cli/test_registry.py pins each). typer's coercion does not import "
-        "pydantic for flag, str and Path parameters (lanekit.cli.coercion), off a terminal the "
-        "table is written without rich, the queue package imports its claim, settle, recovery "
-        "and enqueue paths only when they are used, the emulated domain keeps each job's "
-        "`print` definition from bootstrap (no plist parser on a read, as launchd parses a "
-        "plist once), and describing an exit does not load the launchctl parsers.",
+        "(tests/cli/test_registry.py pins each). Whether a lane is paused is asked of "
+        "lanekit.state.paths, beside the marker's path: reconcile (plan, apply, observe, "
+        "stopper, kick; 20 modules and 20 dataclasses) is not imported. typer's coercion "
+        "does not import pydantic for flag, str and Path parameters (lanekit.cli.coercion), "
+        "off a terminal the table is written without rich, the queue package imports its "
+        "claim, settle, recovery and enqueue paths only when they are used, the emulated "
+        "domain keeps each job's `print` definition from bootstrap (no plist parser on a "
+        "read, as launchd parses a plist once), and describing an exit does not load the "
+        "launchctl parsers.",
     )
     return version, status

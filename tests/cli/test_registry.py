@@ -39,11 +39,16 @@ flags are coerced by lanekit.cli.coercion, which imports only typer)."""
 VOCABULARIES = {
     "lanekit.cli.options",
     "lanekit.errors",
+    "lanekit.queue",
     "lanekit.queue.records",
+    "lanekit.state",
+    "lanekit.state.schemas",
     "lanekit.system.fsops",
 }
 """What a command module may import at module level besides typer: the shared options, the
-error types and the vocabularies its options offer (JobState for `jobs --state`)."""
+error types and the vocabularies its options offer (JobState for `jobs --state`). The records
+module moved into the queue package (whose __init__ imports nothing) and takes its schema
+version from lanekit.state.schemas (constants only), so those packages come with it."""
 HEAVY = ("rich", "jinja2", "psutil", "tomllib")
 """What commands need and a root call must not pay for (pydantic comes with typer itself:
 typer 0.29 coerces parameter values through it, except the flags, str and Path ones that

@@ -21,16 +21,19 @@ The marker is lanekit's own state (the state dir, mode 0700), written atomically
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lanekit.config import LaneSpec
 from lanekit.service import manager_of
 from lanekit.service.launchd import Launchd, clock_for
 from lanekit.service.manager import ServiceManager
-from lanekit.state.paths import Paths
+from lanekit.state.paths import Paths, is_paused, paused_labels
 from lanekit.system.atomic import write_atomic
 from lanekit.system.quoting import cmdline
+
+# The marker check lives in state/ (status and doctor ask it without loading reconcile).
+__all__ = ["PauseResult", "is_paused", "pause", "paused_labels", "resume"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,16 +54,6 @@ class PauseResult:
     def changed(self) -> bool:
         """False when the lane already was paused (or resumed)."""
         return bool(self.steps)
-
-
-def is_paused(paths: Paths, label: str) -> bool:
-    """True while `lanekit pause` holds the lane with this label."""
-    return paths.pause_marker_for(label).exists()
-
-
-def paused_labels(paths: Paths, labels: Iterable[str]) -> frozenset[str]:
-    """The labels among `labels` that are paused."""
-    return frozenset(label for label in labels if is_paused(paths, label))
 
 
 def pause(

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from lanekit.state.backend import backend_name
 from lanekit.state.snapshot_schema import pause_marker
 
-__all__ = ["Paths", "backend_name"]
+__all__ = ["Paths", "backend_name", "is_paused", "paused_labels"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,3 +96,14 @@ class Paths:
             state=state.absolute(),
             cwd=Path.cwd(),
         )
+
+
+def is_paused(paths: Paths, label: str) -> bool:
+    """True while `lanekit pause` holds the lane with this label (the rule: reconcile.pause;
+    here, beside the marker's path, status and doctor ask it without loading reconcile)."""
+    return paths.pause_marker_for(label).exists()
+
+
+def paused_labels(paths: Paths, labels: Iterable[str]) -> frozenset[str]:
+    """The labels among `labels` that are paused."""
+    return frozenset(label for label in labels if is_paused(paths, label))

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from lanekit.config import Config, LaneSpec, is_watchdog, select_lanes
 from lanekit.errors import LanekitError
 from lanekit.service import manager_of
-from lanekit.state.paths import Paths
+from lanekit.state.paths import Paths, paused_labels
 
 if TYPE_CHECKING:
     from lanekit.service.launchd import Launchd
@@ -128,8 +128,6 @@ def status_of(
     now: datetime | None = None,
 ) -> list[LaneStatus]:
     """Status of these lanes (of one project or several: lanekit.config.projects), in order."""
-    from lanekit.reconcile.pause import paused_labels
-
     now = datetime.now() if now is None else now
     manager = manager_of(launchd, paths.launch_agents)
     seen = manager.observe(lane.label for lane in selected)

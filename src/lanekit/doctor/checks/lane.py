@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 from lanekit.doctor import DoctorContext, Problem, Severity, Target, check
 from lanekit.doctor.checks.launchd import LOOP_STATES
 from lanekit.errors import LanekitError
-from lanekit.reconcile.pause import is_paused
 from lanekit.run.lanelog import EventName, Reason
+from lanekit.state.paths import is_paused
 from lanekit.system.quoting import cmdline
 
 if TYPE_CHECKING:

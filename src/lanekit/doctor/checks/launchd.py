@@ -8,8 +8,8 @@ import signal
 from collections.abc import Iterator, Sequence
 
 from lanekit.doctor import DoctorContext, Finding, Problem, Severity, Target, check
-from lanekit.reconcile.pause import is_paused
 from lanekit.service.exits import signal_label
+from lanekit.state.paths import is_paused
 from lanekit.system.quoting import cmdline
 
 CRASH_LOOP_RUNS = 5
