@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from lanekit.config import Config, select_lanes
 from lanekit.errors import ExitCode, LaunchdError, NotStartedError
@@ -17,14 +18,13 @@ from lanekit.reconcile.starts import (
     throttle_of,
 )
 from lanekit.service import manager_of
-from lanekit.service.launchd import LaunchctlError, Launchd
-from lanekit.service.launchd.codes import NOT_LOADED
-from lanekit.service.manager import ServiceManager
+from lanekit.service.manager import Refusal, ServiceError, ServiceManager
 from lanekit.state.paths import Paths
-from lanekit.system.owned import (
-    check_private,
-)
+from lanekit.system.owned import check_private
 from lanekit.system.quoting import cmdline
+
+if TYPE_CHECKING:
+    from lanekit.service.launchd import Launchd
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +63,8 @@ def kick(
     start launchd could not carry out (exit 78: the program never ran) is a NotStartedError."""
     (lane,) = select_lanes(config, [name])
     check_state(paths)
-    check_private(paths.plist_for(lane.label), "plist")
+    manager = manager_of(launchd, paths.launch_agents)
+    check_private(manager.artifact_path(lane.label), "plist")
     check_private(paths.snapshot_for(lane.label), "lane snapshot")
     from lanekit.reconcile.pause import is_paused
 
@@ -72,7 +73,6 @@ def kick(
             f"lane {name!r} is paused (`lanekit pause`): not started",
             cmdline("lanekit", "resume", name),
         )
-    manager = manager_of(launchd, paths.launch_agents)
     seen = manager.observe([lane.label])[lane.label]
     if not seen.loaded:
         raise LaunchdError(
@@ -87,8 +87,8 @@ def kick(
     asked = clock()
     try:
         pid = manager.kick(lane.label)
-    except LaunchctlError as exc:
-        if exc.code in NOT_LOADED:
+    except ServiceError as exc:
+        if exc.reason is Refusal.NOT_LOADED:
             raise LaunchdError(
                 f"lane {name!r} is not loaded ({manager.domain}/{lane.label})",
                 "run `lanekit apply` to install and load it",

@@ -1,6 +1,6 @@
 """What `plan` is fed: the lanes as lanes.toml wants them, and what is installed and loaded.
 
-Reads the LaunchAgents directory, the run snapshots, ONE observation of the service manager
+Reads what the service manager has installed, the run snapshots, ONE observation of it
 (lanekit.service.manager) and the lane locks; refuses state someone else could have written.
 """
 
@@ -17,8 +17,7 @@ from lanekit.config.provenance import MARKER
 from lanekit.errors import LanekitError
 from lanekit.reconcile.plan import Desired, Installed
 from lanekit.run import lanelock
-from lanekit.service.launchd import ListEntry, ServiceInfo
-from lanekit.service.launchd.model import PlistError, load_plist
+from lanekit.service.launchd import ServiceInfo
 from lanekit.service.manager import ServiceManager
 from lanekit.state.paths import Paths
 from lanekit.state.snapshot import RunSpec
@@ -35,7 +34,7 @@ class Observed:
     """The facts `plan` needs, from one observation of the service manager."""
 
     installed: Mapping[str, Installed]
-    loaded: Mapping[str, ListEntry]
+    loaded: frozenset[str]
     running: Mapping[str, int | None]
     disabled: frozenset[str]
     definitions: Mapping[str, ServiceInfo] = field(default_factory=dict)
@@ -43,19 +42,26 @@ class Observed:
 
 
 def desired_lane(
-    lane: LaneSpec, paths: Paths, *, interpreter: str, templates: Path | None = None
+    lane: LaneSpec,
+    paths: Paths,
+    *,
+    interpreter: str,
+    templates: Path | None = None,
+    manager: ServiceManager | None = None,
 ) -> Desired:
-    """Render a lane's plist and snapshot bytes exactly as apply would write them."""
-    from lanekit.service.launchd.plist import (
-        rendered_lane,  # jinja2: only when rendering, not for status
-    )
+    """A lane's main artifact (`manager.render`; by default this machine's manager) and run
+    snapshot bytes exactly as apply would write them."""
+    if manager is None:
+        from lanekit.service import open_manager
 
+        manager = open_manager(paths)
     snapshot_path = paths.snapshot_for(lane.label)
-    plist, job = rendered_lane(
+    made = manager.render(
         lane, interpreter=interpreter, snapshot=snapshot_path, templates=templates
     )
+    plist = made.files[manager.artifact_path(lane.label).name]
     snapshot = run_spec(lane).to_json().encode("utf-8")
-    return Desired(lane=lane.name, label=lane.label, plist=plist, snapshot=snapshot, job=job)
+    return Desired(lane.name, lane.label, plist, snapshot, job=made.parsed)
 
 
 def observe(
@@ -64,18 +70,14 @@ def observe(
     desired: Sequence[Desired],
     specs: Mapping[str, RunSpec],
 ) -> Observed:
-    """Read the LaunchAgents dir, snapshots, ONE observation of the manager and the lane
+    """Read what the manager has installed, snapshots, ONE observation of it and the lane
     locks. Refuses (UnsafeStateError) state someone else could have written (check_state)."""
     check_state(paths)
     wanted = {d.label for d in desired}
-    installed = scan_installed(paths, wanted)
+    installed = scan_installed(paths, manager, wanted)
     labels = wanted | {k for k, v in installed.items() if v.lane is not None}
     seen = manager.observe(labels)
-    loaded = {
-        label: ListEntry(lane.pid, lane.last_exit, label)
-        for label, lane in seen.lanes.items()
-        if lane.loaded
-    }
+    loaded = frozenset(label for label, lane in seen.lanes.items() if lane.loaded)
     running: dict[str, int | None] = {}
     for label in labels:
         pid = seen[label].pid
@@ -103,16 +105,15 @@ def check_state(paths: Paths) -> None:
         check_private(directory, "state directory", directory=True)
 
 
-def scan_installed(paths: Paths, wanted: Set[str]) -> dict[str, Installed]:
-    """lanekit's plists (marker present) and any plist at a wanted label, keyed by label.
+def scan_installed(paths: Paths, manager: ServiceManager, wanted: Set[str]) -> dict[str, Installed]:
+    """lanekit's plists (marker present) and any plist at a wanted label, keyed by label,
+    among what the manager has installed (`manager.installed()`).
 
     Files are read without blocking and only when regular (a FIFO named *.plist is refused,
     naming it); a plist lanekit would manage that someone else owns is refused too. A plist
     may be a symlink (users link agents in); the target is then what is judged."""
     found: dict[str, Installed] = {}
-    directory = paths.launch_agents
-    files = sorted(directory.glob("*.plist")) if directory.is_dir() else []
-    for file in files:
+    for file in manager.installed().values():
         try:
             read = read_regular(file, "plist", follow=True)
         except LanekitError:
@@ -122,10 +123,10 @@ def scan_installed(paths: Paths, wanted: Set[str]) -> dict[str, Installed]:
         if read is None:
             continue
         data, info = read
-        label, lane = identify(data, fallback=file.stem)
+        label, lane = identify(manager, data, fallback=file.stem)
         if lane is None and label not in wanted:
             continue
-        if file != paths.plist_for(label) and label in found:
+        if file != manager.artifact_path(label) and label in found:
             continue  # the canonical file name wins over a stray copy
         if info.st_uid != os.geteuid():
             raise unsafe_error(file, unsafe_reason(info) or "is not yours", "plist", info)
@@ -145,9 +146,7 @@ def scan_installed(paths: Paths, wanted: Set[str]) -> dict[str, Installed]:
     return found
 
 
-def installed_lane(
-    paths: Paths, label: str, parsed: Mapping[str, object] | None = None
-) -> Installed | None:
+def installed_lane(paths: Paths, label: str, parsed: Mapping[str, object]) -> Installed | None:
     """What is installed for one label at its own plist path, read as `scan_installed` reads
     it (None when neither plist nor snapshot exists). Raises UnsafeStateError for a file
     that is not regular or, for the snapshot, not ours; OSError when one cannot be read.
@@ -163,7 +162,7 @@ def installed_lane(
         label,
         data,
         snapshot,
-        lane=identify(data, fallback=label)[1] if parsed is None else lane_marker(parsed),
+        lane=lane_marker(parsed),
         plist_mode=stat.S_IMODE(info.st_mode),
         snapshot_mode=snapshot_mode,
     )
@@ -180,15 +179,14 @@ def _read_snapshot(path: Path) -> tuple[bytes | None, int | None]:
     return data, stat.S_IMODE(info.st_mode)
 
 
-def identify(data: bytes, *, fallback: str) -> tuple[str, str | None]:
+def identify(manager: ServiceManager, data: bytes, *, fallback: str) -> tuple[str, str | None]:
+    """The label an artifact defines (`fallback` when it defines no job) and the lane lanekit
+    installed it for (its marker; None for anyone else's), as the manager reads it."""
     try:
-        parsed = load_plist(data)
-    except PlistError:
+        job = manager.define(data)
+    except ValueError:
         return fallback, None
-    if not isinstance(parsed, dict):
-        return fallback, None
-    label = parsed.get("Label")
-    return label if isinstance(label, str) and label else fallback, lane_marker(parsed)
+    return job.label or fallback, job.env.get(MARKER)
 
 
 def lane_marker(plist: Mapping[str, object]) -> str | None:

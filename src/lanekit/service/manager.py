@@ -9,8 +9,9 @@ implement it today: launchd through `launchctl` (lanekit.service.launchd.manager
 emulated domain (lanekit.service.emulated.manager); `lanekit.service.open_manager` picks one.
 The contract every implementation passes is tests/service/test_service_contract.py.
 
-Builtin and typing imports only at the top: `lanekit status` imports this on every call (what
-a lane installs and the job it defines, which status never asks, are lanekit.service.artifacts).
+Builtin and typing imports (and the error root) only at the top: `lanekit status` imports this
+on every call (what a lane installs and the job it defines, which status never asks, are
+lanekit.service.artifacts).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol
+
+from lanekit.errors import LaunchdError
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -58,6 +61,26 @@ class Ending(StrEnum):
 NOT_STARTED_CODE = 78
 """What launchd (and the emulated domain) record when a job could not be set up; lanekit's
 runner never exits with it (docs/exit-codes.md), so 78 means the manager's refusal."""
+
+
+class Refusal(StrEnum):
+    """Why a manager refused a verb, in no manager's words (`ServiceError.reason`)."""
+
+    NOT_LOADED = "not-loaded"
+    """The lane is not loaded (start, unload, observe one)."""
+    STILL_STOPPING = "still-stopping"
+    """The lane was already asked to stop and is still exiting."""
+    BUSY = "busy"
+    """A previous instance of the lane is still on its way out: retry once it is gone (load)."""
+    REFUSED = "refused"
+    """Any other refusal: the error's message and hint say why."""
+
+
+class ServiceError(LaunchdError):
+    """A manager refused a verb: `reason` is what callers act on, the message and hint what
+    the user reads (launchd's `LaunchctlError` adds its code and meaning)."""
+
+    reason: Refusal = Refusal.REFUSED
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +179,8 @@ class ServiceManager(Protocol):
     def render(
         self, lane: LaneSpec, *, interpreter: str, snapshot: Path, templates: Path | None = None
     ) -> Artifacts:
-        """The lane's artifacts, byte for byte as `apply` installs them."""
+        """The lane's artifacts, byte for byte as `apply` installs them; the main one is
+        named `artifact_path(lane.label).name`."""
         ...
 
     def installed(self) -> dict[str, Path]:
@@ -187,17 +211,20 @@ class ServiceManager(Protocol):
         ...
 
     def load(self, artifact: Path) -> None:
-        """Load a lane from its installed artifact."""
+        """Load a lane from its installed artifact; ServiceError BUSY while its previous
+        instance is still on its way out."""
         ...
 
     def unload(self, label: str, *, grace: float = 0.0) -> bool:
         """Unload (a running process is stopped: SIGTERM, SIGKILL after its exit timeout) and
         wait up to `grace` seconds for the label to be gone; True once it is known gone (at
-        once when it was not loaded), False while it is still on its way out."""
+        once when it was not loaded), False while it is still on its way out (never a
+        ServiceError for NOT_LOADED or STILL_STOPPING)."""
         ...
 
     def kick(self, label: str, *, kill: bool = False) -> int | None:
-        """Start the lane now (restart a running one when `kill`); its pid when known."""
+        """Start the lane now (restart a running one when `kill`); its pid when known;
+        ServiceError NOT_LOADED when the lane is not loaded."""
         ...
 
     def disable(self, label: str) -> None:

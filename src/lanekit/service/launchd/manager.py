@@ -10,12 +10,13 @@ and the loaded definition. The emulated domain answers the same in one read of i
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping, Set
+from collections.abc import Iterable, Iterator, Mapping, Set
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lanekit.service.exits import describe_exit
-from lanekit.service.launchd.codes import NOT_LOADED, LaunchctlCode
+from lanekit.service.launchd.codes import NOT_LOADED, STILL_LOADED, LaunchctlCode
 from lanekit.service.launchd.model import (
     FAILED_REAP,
     LaunchctlError,
@@ -25,7 +26,13 @@ from lanekit.service.launchd.model import (
     ServiceInfo,
     load_plist,
 )
-from lanekit.service.manager import LaneObservation, ManagerKind, Observation
+from lanekit.service.manager import (
+    LaneObservation,
+    ManagerKind,
+    Observation,
+    Refusal,
+    ServiceError,
+)
 
 if TYPE_CHECKING:
     from lanekit.config import LaneSpec
@@ -73,12 +80,14 @@ class LaunchdManager:
     def render(
         self, lane: LaneSpec, *, interpreter: str, snapshot: Path, templates: Path | None = None
     ) -> Artifacts:
-        """The lane's plist (jinja2, imported only when rendering)."""
+        """The lane's plist, and its dictionary (jinja2, imported only when rendering)."""
         from lanekit.service.artifacts import Artifacts
-        from lanekit.service.launchd.plist import render_lane
+        from lanekit.service.launchd.plist import rendered_lane
 
-        data = render_lane(lane, interpreter=interpreter, snapshot=snapshot, templates=templates)
-        return Artifacts(self._install_dir, {f"{lane.label}.plist": data})
+        data, job = rendered_lane(
+            lane, interpreter=interpreter, snapshot=snapshot, templates=templates
+        )
+        return Artifacts(self._install_dir, {self.artifact_path(lane.label).name: data}, job)
 
     def installed(self) -> dict[str, Path]:
         """label -> plist for every *.plist in the LaunchAgents directory (named for its
@@ -142,18 +151,21 @@ class LaunchdManager:
         return {entry.label: entry.pid for entry in self.launchd.list()}
 
     def load(self, artifact: Path) -> None:
-        """`launchctl bootstrap DOMAIN PLIST`."""
-        self.launchd.bootstrap(artifact)
+        """`launchctl bootstrap DOMAIN PLIST`; 5/37 there mean the previous instance is
+        still draining (BUSY)."""
+        with refusals(busy=STILL_LOADED):
+            self.launchd.bootstrap(artifact)
 
     def unload(self, label: str, *, grace: float = 0.0) -> bool:
         """bootout (asynchronous in launchd), then poll list() up to `grace` seconds. Not
         loaded (3/113) is gone; already stopping (36) is on its way out."""
         try:
-            self.launchd.bootout(label)
-        except LaunchctlError as exc:
-            if exc.code in NOT_LOADED:
+            with refusals():
+                self.launchd.bootout(label)
+        except ServiceError as exc:
+            if exc.reason is Refusal.NOT_LOADED:
                 return True
-            if exc.code != LaunchctlCode.STILL_STOPPING:
+            if exc.reason is not Refusal.STILL_STOPPING:
                 raise
         if grace <= 0:
             return False
@@ -166,21 +178,41 @@ class LaunchdManager:
 
     def kick(self, label: str, *, kill: bool = False) -> int | None:
         """`launchctl kickstart [-k] -p`."""
-        return self.launchd.kickstart(label, kill=kill)
+        with refusals():
+            return self.launchd.kickstart(label, kill=kill)
 
     def disable(self, label: str) -> None:
         """`launchctl disable`."""
-        self.launchd.disable(label)
+        with refusals():
+            self.launchd.disable(label)
 
     def enable(self, label: str) -> None:
         """`launchctl enable`."""
-        self.launchd.enable(label)
+        with refusals():
+            self.launchd.enable(label)
 
     def describe_exit(
         self, exit_code: int | None, sig: int | None = None, *, lanekit_runner: bool = True
     ) -> str:
         """lanekit.service.exits' wording (launchd's 78, the shell's 126/127, signals)."""
         return describe_exit(exit_code, sig, lanekit_runner=lanekit_runner)
+
+
+@contextmanager
+def refusals(busy: Set[int] = frozenset()) -> Iterator[None]:
+    """launchctl's codes as the seam's `Refusal`, the one place that maps them: 3/113 not
+    loaded, 36 still stopping, `busy` (the codes that mean "retry" for this verb) busy; any
+    other code stays REFUSED. The error itself (message, meaning, hint) is raised unchanged."""
+    try:
+        yield
+    except LaunchctlError as exc:
+        if exc.code in NOT_LOADED:
+            exc.reason = Refusal.NOT_LOADED
+        elif exc.code == LaunchctlCode.STILL_STOPPING:
+            exc.reason = Refusal.STILL_STOPPING
+        elif exc.code in busy:
+            exc.reason = Refusal.BUSY
+        raise
 
 
 def read_job(data: bytes) -> dict[str, Any]:
