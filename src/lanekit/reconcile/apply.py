@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lanekit.config import Config, LaneSpec, run_spec, select_lanes
 from lanekit.config.provenance import ours, refuse_takeover
@@ -19,7 +19,7 @@ from lanekit.reconcile.plan import Action, ActionKind, Desired, Installed, plan
 from lanekit.reconcile.preflight import preflight, untrusted_dirs
 from lanekit.reconcile.stopper import Progress, Stopper, Timing, exit_timeout
 from lanekit.service import manager_of
-from lanekit.service.launchd import clock_for
+from lanekit.service.launchd import Launchd, clock_for
 from lanekit.service.launchd.domain import domain_notes
 from lanekit.service.manager import ServiceManager
 from lanekit.state.paths import Paths
@@ -31,9 +31,6 @@ from lanekit.system.interpreter import inspect as inspect_interpreter
 from lanekit.system.interpreter import install_rescue
 from lanekit.system.owned import make_private_dirs
 from lanekit.system.quoting import cmdline
-
-if TYPE_CHECKING:
-    from lanekit.service.launchd import Launchd
 
 
 class Result(StrEnum):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from lanekit.config import Config, select_lanes
 from lanekit.errors import ExitCode, LaunchdError, NotStartedError
@@ -18,13 +17,11 @@ from lanekit.reconcile.starts import (
     throttle_of,
 )
 from lanekit.service import manager_of
+from lanekit.service.launchd import Launchd
 from lanekit.service.manager import Refusal, ServiceError, ServiceManager
 from lanekit.state.paths import Paths
 from lanekit.system.owned import check_private
 from lanekit.system.quoting import cmdline
-
-if TYPE_CHECKING:
-    from lanekit.service.launchd import Launchd
 
 
 @dataclass(frozen=True, slots=True)

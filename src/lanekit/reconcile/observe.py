@@ -112,7 +112,7 @@ def scan_installed(paths: Paths, manager: ServiceManager, wanted: Set[str]) -> d
     Files are read without blocking and only when regular (a FIFO named *.plist is refused,
     naming it); a plist lanekit would manage that someone else owns is refused too. A plist
     may be a symlink (users link agents in); the target is then what is judged."""
-    found: dict[str, Installed] = {}
+    reads: dict[str, tuple[tuple[bytes, os.stat_result], str | None]] = {}
     for file in manager.installed().values():
         try:
             read = read_regular(file, "plist", follow=True)
@@ -122,27 +122,18 @@ def scan_installed(paths: Paths, manager: ServiceManager, wanted: Set[str]) -> d
             continue  # vanished or unreadable: not something apply may overwrite blindly
         if read is None:
             continue
-        data, info = read
-        label, lane = identify(manager, data, fallback=file.stem)
+        label, lane = identify(manager, read[0], fallback=file.stem)
         if lane is None and label not in wanted:
             continue
-        if file != manager.artifact_path(label) and label in found:
+        if file != manager.artifact_path(label) and label in reads:
             continue  # the canonical file name wins over a stray copy
-        if info.st_uid != os.geteuid():
-            raise unsafe_error(file, unsafe_reason(info) or "is not yours", "plist", info)
-        snapshot, snapshot_mode = _read_snapshot(paths.snapshot_for(label))
-        found[label] = Installed(
-            label,
-            data,
-            snapshot,
-            lane=lane,
-            plist_mode=stat.S_IMODE(info.st_mode),
-            snapshot_mode=snapshot_mode,
-        )
-    for label in wanted - found.keys():
-        snapshot, snapshot_mode = _read_snapshot(paths.snapshot_for(label))
-        if snapshot is not None:
-            found[label] = Installed(label, None, snapshot, snapshot_mode=snapshot_mode)
+        if read[1].st_uid != os.geteuid():
+            raise unsafe_error(file, unsafe_reason(read[1]) or "is not yours", "plist", read[1])
+        reads[label] = read, lane
+    found: dict[str, Installed] = {}
+    for label in [*reads, *(wanted - reads.keys())]:
+        if (item := _installed(paths, label, *reads.get(label, (None, None)))) is not None:
+            found[label] = item
     return found
 
 
@@ -152,20 +143,22 @@ def installed_lane(paths: Paths, label: str, parsed: Mapping[str, object]) -> In
     that is not regular or, for the snapshot, not ours; OSError when one cannot be read.
     `parsed`: the plist as the caller already parsed it (doctor's target), not parsed again."""
     read = read_regular(paths.plist_for(label), "plist", follow=True)
+    return _installed(paths, label, read, lane_marker(parsed))
+
+
+def _installed(
+    paths: Paths, label: str, read: tuple[bytes, os.stat_result] | None, lane: str | None
+) -> Installed | None:
+    """A label's plist as read (None: no file) with its snapshot; None when neither exists."""
     snapshot, snapshot_mode = _read_snapshot(paths.snapshot_for(label))
     if read is None:
-        if snapshot is None:
-            return None
-        return Installed(label, None, snapshot, snapshot_mode=snapshot_mode)
-    data, info = read
-    return Installed(
-        label,
-        data,
-        snapshot,
-        lane=lane_marker(parsed),
-        plist_mode=stat.S_IMODE(info.st_mode),
-        snapshot_mode=snapshot_mode,
-    )
+        return (
+            None
+            if snapshot is None
+            else Installed(label, None, snapshot, snapshot_mode=snapshot_mode)
+        )
+    mode = stat.S_IMODE(read[1].st_mode)
+    return Installed(label, read[0], snapshot, lane, plist_mode=mode, snapshot_mode=snapshot_mode)
 
 
 def _read_snapshot(path: Path) -> tuple[bytes | None, int | None]:
@@ -194,11 +187,6 @@ def lane_marker(plist: Mapping[str, object]) -> str | None:
     env = plist.get("EnvironmentVariables")
     lane = env.get(MARKER) if isinstance(env, dict) else None
     return lane if isinstance(lane, str) else None
-
-
-def read_plist_file(path: Path) -> bytes | None:
-    read = read_regular(path, "plist")
-    return None if read is None else read[0]
 
 
 def installed_spec(paths: Paths, label: str) -> RunSpec | None:

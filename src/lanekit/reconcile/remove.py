@@ -4,23 +4,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from lanekit.config import Config, run_spec
 from lanekit.config.provenance import MARKER, refuse_removal
 from lanekit.errors import LaunchdError, UsageError
 from lanekit.reconcile.applylock import OnWait, apply_lock
-from lanekit.reconcile.observe import identify, installed_spec, read_plist_file, scan_installed
+from lanekit.reconcile.observe import identify, installed_spec, scan_installed
 from lanekit.reconcile.stopper import Progress, Stopper, Timing
 from lanekit.service import manager_of
+from lanekit.service.launchd import Launchd
 from lanekit.service.manager import ServiceManager
 from lanekit.state.paths import Paths
 from lanekit.state.snapshot import RunSpec
 from lanekit.system.owned import read_regular
 from lanekit.system.quoting import cmdline
-
-if TYPE_CHECKING:
-    from lanekit.service.launchd import Launchd
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +81,8 @@ def _remove(
 ) -> RemoveResult:
     lane, label = _resolve_installed(config, paths, manager, name)
     plist = manager.artifact_path(label)
-    data = read_plist_file(plist)
+    read = read_regular(plist, "plist")
+    data = None if read is None else read[0]
     if data is not None and identify(manager, data, fallback=label)[1] is None:
         raise UsageError(
             f"{plist}: not installed by lanekit (no {MARKER} in EnvironmentVariables); not removed",

@@ -9,9 +9,8 @@ implement it today: launchd through `launchctl` (lanekit.service.launchd.manager
 emulated domain (lanekit.service.emulated.manager); `lanekit.service.open_manager` picks one.
 The contract every implementation passes is tests/service/test_service_contract.py.
 
-Builtin and typing imports (and the error root) only at the top: `lanekit status` imports this
-on every call (what a lane installs and the job it defines, which status never asks, are
-lanekit.service.artifacts).
+Builtin, typing and error-root imports only at the top: `lanekit status` imports this on every
+call (what a lane installs and the job it defines, which status never asks, are in artifacts).
 """
 
 from __future__ import annotations
@@ -67,9 +66,7 @@ class Refusal(StrEnum):
     """Why a manager refused a verb, in no manager's words (`ServiceError.reason`)."""
 
     NOT_LOADED = "not-loaded"
-    """The lane is not loaded (start, unload, observe one)."""
-    STILL_STOPPING = "still-stopping"
-    """The lane was already asked to stop and is still exiting."""
+    """The lane is not loaded (kick)."""
     BUSY = "busy"
     """A previous instance of the lane is still on its way out: retry once it is gone (load)."""
     REFUSED = "refused"
@@ -218,8 +215,7 @@ class ServiceManager(Protocol):
     def unload(self, label: str, *, grace: float = 0.0) -> bool:
         """Unload (a running process is stopped: SIGTERM, SIGKILL after its exit timeout) and
         wait up to `grace` seconds for the label to be gone; True once it is known gone (at
-        once when it was not loaded), False while it is still on its way out (never a
-        ServiceError for NOT_LOADED or STILL_STOPPING)."""
+        once when it was not loaded), False while it is still on its way out."""
         ...
 
     def kick(self, label: str, *, kill: bool = False) -> int | None:

@@ -26,13 +26,7 @@ from lanekit.service.launchd.model import (
     ServiceInfo,
     load_plist,
 )
-from lanekit.service.manager import (
-    LaneObservation,
-    ManagerKind,
-    Observation,
-    Refusal,
-    ServiceError,
-)
+from lanekit.service.manager import LaneObservation, ManagerKind, Observation, Refusal
 
 if TYPE_CHECKING:
     from lanekit.config import LaneSpec
@@ -151,21 +145,20 @@ class LaunchdManager:
         return {entry.label: entry.pid for entry in self.launchd.list()}
 
     def load(self, artifact: Path) -> None:
-        """`launchctl bootstrap DOMAIN PLIST`; 5/37 there mean the previous instance is
-        still draining (BUSY)."""
-        with refusals(busy=STILL_LOADED):
+        """`launchctl bootstrap DOMAIN PLIST`; 5/37 there: the previous instance is still
+        draining (BUSY)."""
+        with refusals(Refusal.BUSY, STILL_LOADED):
             self.launchd.bootstrap(artifact)
 
     def unload(self, label: str, *, grace: float = 0.0) -> bool:
         """bootout (asynchronous in launchd), then poll list() up to `grace` seconds. Not
         loaded (3/113) is gone; already stopping (36) is on its way out."""
         try:
-            with refusals():
-                self.launchd.bootout(label)
-        except ServiceError as exc:
-            if exc.reason is Refusal.NOT_LOADED:
+            self.launchd.bootout(label)
+        except LaunchctlError as exc:
+            if exc.code in NOT_LOADED:
                 return True
-            if exc.reason is not Refusal.STILL_STOPPING:
+            if exc.code != LaunchctlCode.STILL_STOPPING:
                 raise
         if grace <= 0:
             return False
@@ -177,19 +170,17 @@ class LaunchdManager:
         return True
 
     def kick(self, label: str, *, kill: bool = False) -> int | None:
-        """`launchctl kickstart [-k] -p`."""
-        with refusals():
+        """`launchctl kickstart [-k] -p`; 3/113: NOT_LOADED."""
+        with refusals(Refusal.NOT_LOADED, NOT_LOADED):
             return self.launchd.kickstart(label, kill=kill)
 
     def disable(self, label: str) -> None:
         """`launchctl disable`."""
-        with refusals():
-            self.launchd.disable(label)
+        self.launchd.disable(label)
 
     def enable(self, label: str) -> None:
         """`launchctl enable`."""
-        with refusals():
-            self.launchd.enable(label)
+        self.launchd.enable(label)
 
     def describe_exit(
         self, exit_code: int | None, sig: int | None = None, *, lanekit_runner: bool = True
@@ -199,19 +190,15 @@ class LaunchdManager:
 
 
 @contextmanager
-def refusals(busy: Set[int] = frozenset()) -> Iterator[None]:
-    """launchctl's codes as the seam's `Refusal`, the one place that maps them: 3/113 not
-    loaded, 36 still stopping, `busy` (the codes that mean "retry" for this verb) busy; any
-    other code stays REFUSED. The error itself (message, meaning, hint) is raised unchanged."""
+def refusals(reason: Refusal, codes: Set[int]) -> Iterator[None]:
+    """A verb's launchctl `codes` as the seam's `reason` (what a code means depends on the
+    verb: 5 from bootstrap is "still draining"); other codes stay REFUSED. The error itself
+    (message, meaning, hint) is raised unchanged."""
     try:
         yield
     except LaunchctlError as exc:
-        if exc.code in NOT_LOADED:
-            exc.reason = Refusal.NOT_LOADED
-        elif exc.code == LaunchctlCode.STILL_STOPPING:
-            exc.reason = Refusal.STILL_STOPPING
-        elif exc.code in busy:
-            exc.reason = Refusal.BUSY
+        if exc.code in codes:
+            exc.reason = reason
         raise
 
 
