@@ -21,6 +21,7 @@ import pytest
 from fakes import FakeLaunchd
 from lanekit.config import Config, load_config
 from lanekit.config.provenance import MARKER
+from lanekit.errors import Refusal, ServiceError
 from lanekit.queue import open_queue
 from lanekit.reconcile import ActionKind, Result, apply, remove
 from lanekit.reconcile.pause import is_paused, pause
@@ -29,13 +30,7 @@ from lanekit.service.emulated.emulator import EmulatedDomain
 from lanekit.service.emulated.manager import EmulatedManager
 from lanekit.service.launchd.launchctl import LaunchctlDomain
 from lanekit.service.launchd.manager import LaunchdManager
-from lanekit.service.manager import (
-    Ending,
-    ManagerKind,
-    Refusal,
-    ServiceError,
-    ServiceManager,
-)
+from lanekit.service.manager import Ending, ManagerKind, ServiceManager
 from lanekit.state.paths import Paths
 from lanekit.system.atomic import write_atomic
 

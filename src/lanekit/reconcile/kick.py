@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from lanekit.config import Config, select_lanes
-from lanekit.errors import ExitCode, LaunchdError, NotStartedError
+from lanekit.errors import ExitCode, LaunchdError, NotStartedError, Refusal, ServiceError
 from lanekit.reconcile.observe import check_state
 from lanekit.reconcile.starts import (
     StartOutcome,
@@ -18,7 +18,7 @@ from lanekit.reconcile.starts import (
 )
 from lanekit.service import manager_of
 from lanekit.service.launchd import Launchd
-from lanekit.service.manager import Refusal, ServiceError, ServiceManager
+from lanekit.service.manager import ServiceManager
 from lanekit.state.paths import Paths
 from lanekit.system.owned import check_private
 from lanekit.system.quoting import cmdline
@@ -70,12 +70,13 @@ def kick(
             f"lane {name!r} is paused (`lanekit pause`): not started",
             cmdline("lanekit", "resume", name),
         )
+    not_loaded = LaunchdError(
+        f"lane {name!r} is not loaded ({manager.domain}/{lane.label})",
+        "run `lanekit apply` to install and load it",
+    )
     seen = manager.observe([lane.label])[lane.label]
     if not seen.loaded:
-        raise LaunchdError(
-            f"lane {name!r} is not loaded ({manager.domain}/{lane.label})",
-            "run `lanekit apply` to install and load it",
-        )
+        raise not_loaded
     if seen.pid is not None:
         return KickResult(
             name, lane.label, seen.pid, already_running=True, outcome=StartOutcome.ALREADY_RUNNING
@@ -86,10 +87,7 @@ def kick(
         pid = manager.kick(lane.label)
     except ServiceError as exc:
         if exc.reason is Refusal.NOT_LOADED:
-            raise LaunchdError(
-                f"lane {name!r} is not loaded ({manager.domain}/{lane.label})",
-                "run `lanekit apply` to install and load it",
-            ) from None
+            raise not_loaded from None
         raise
     after = manager.observe([lane.label])[lane.label].definition
     outcome = classify_start(pid, before, after)

@@ -11,10 +11,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from lanekit.errors import LaunchdError
+from lanekit.errors import LaunchdError, Refusal, ServiceError
 from lanekit.reconcile.observe import lock_path
 from lanekit.run import lanelock
-from lanekit.service.manager import Refusal, ServiceError, ServiceManager
+from lanekit.service.manager import ServiceManager
 from lanekit.state.snapshot import RunSpec
 from lanekit.state.snapshot_schema import DEFAULT_EXIT_TIMEOUT
 from lanekit.system.quoting import cmdline

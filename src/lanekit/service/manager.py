@@ -9,8 +9,8 @@ implement it today: launchd through `launchctl` (lanekit.service.launchd.manager
 emulated domain (lanekit.service.emulated.manager); `lanekit.service.open_manager` picks one.
 The contract every implementation passes is tests/service/test_service_contract.py.
 
-Builtin, typing and error-root imports only at the top: `lanekit status` imports this on every
-call (what a lane installs and the job it defines, which status never asks, are in artifacts).
+Builtin and typing imports only at the top: `lanekit status` imports this on every call (what
+a lane installs and the job it defines, which status never asks, are lanekit.service.artifacts).
 """
 
 from __future__ import annotations
@@ -19,8 +19,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol
-
-from lanekit.errors import LaunchdError
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -60,24 +58,6 @@ class Ending(StrEnum):
 NOT_STARTED_CODE = 78
 """What launchd (and the emulated domain) record when a job could not be set up; lanekit's
 runner never exits with it (docs/exit-codes.md), so 78 means the manager's refusal."""
-
-
-class Refusal(StrEnum):
-    """Why a manager refused a verb, in no manager's words (`ServiceError.reason`)."""
-
-    NOT_LOADED = "not-loaded"
-    """The lane is not loaded (kick)."""
-    BUSY = "busy"
-    """A previous instance of the lane is still on its way out: retry once it is gone (load)."""
-    REFUSED = "refused"
-    """Any other refusal: the error's message and hint say why."""
-
-
-class ServiceError(LaunchdError):
-    """A manager refused a verb: `reason` is what callers act on, the message and hint what
-    the user reads (launchd's `LaunchctlError` adds its code and meaning)."""
-
-    reason: Refusal = Refusal.REFUSED
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lanekit.errors import Refusal
 from lanekit.service.exits import describe_exit
 from lanekit.service.launchd.codes import NOT_LOADED, STILL_LOADED, LaunchctlCode
 from lanekit.service.launchd.model import (
@@ -26,7 +27,7 @@ from lanekit.service.launchd.model import (
     ServiceInfo,
     load_plist,
 )
-from lanekit.service.manager import LaneObservation, ManagerKind, Observation, Refusal
+from lanekit.service.manager import LaneObservation, ManagerKind, Observation
 
 if TYPE_CHECKING:
     from lanekit.config import LaneSpec

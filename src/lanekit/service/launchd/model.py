@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from lanekit.service.manager import ServiceError
+from lanekit.errors import ServiceError
 
 
 class PlistError(ValueError):
