@@ -140,8 +140,7 @@ class Stopper:
             self.timing.sleep(self.timing.poll)
 
     def bootstrap(self, label: str, plist: Path, exit_timeout: float) -> None:
-        """Load the plist; while the previous instance is still draining (BUSY) drain and
-        retry once."""
+        """Load the plist; while the previous instance still drains (BUSY), drain, retry once."""
         try:
             self.manager.load(plist)
         except ServiceError as exc:

@@ -188,8 +188,7 @@ class ServiceManager(Protocol):
         ...
 
     def load(self, artifact: Path) -> None:
-        """Load a lane from its installed artifact; ServiceError BUSY while its previous
-        instance is still on its way out."""
+        """Load a lane from its installed artifact (ServiceError BUSY: its last one drains)."""
         ...
 
     def unload(self, label: str, *, grace: float = 0.0) -> bool:
@@ -199,8 +198,8 @@ class ServiceManager(Protocol):
         ...
 
     def kick(self, label: str, *, kill: bool = False) -> int | None:
-        """Start the lane now (restart a running one when `kill`); its pid when known;
-        ServiceError NOT_LOADED when the lane is not loaded."""
+        """Start the lane now (restart a running one when `kill`); its pid when known.
+        ServiceError NOT_LOADED when it is not loaded."""
         ...
 
     def disable(self, label: str) -> None:

@@ -10,8 +10,7 @@ and the loaded definition. The emulated domain answers the same in one read of i
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator, Mapping, Set
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping, Set
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -146,10 +145,14 @@ class LaunchdManager:
         return {entry.label: entry.pid for entry in self.launchd.list()}
 
     def load(self, artifact: Path) -> None:
-        """`launchctl bootstrap DOMAIN PLIST`; 5/37 there: the previous instance is still
-        draining (BUSY)."""
-        with refusals(Refusal.BUSY, STILL_LOADED):
+        """`launchctl bootstrap DOMAIN PLIST`; 5/37 from it (only) mean the previous instance
+        still drains: the seam's BUSY (the error is otherwise raised unchanged)."""
+        try:
             self.launchd.bootstrap(artifact)
+        except LaunchctlError as exc:
+            if exc.code in STILL_LOADED:
+                exc.reason = Refusal.BUSY
+            raise
 
     def unload(self, label: str, *, grace: float = 0.0) -> bool:
         """bootout (asynchronous in launchd), then poll list() up to `grace` seconds. Not
@@ -172,8 +175,12 @@ class LaunchdManager:
 
     def kick(self, label: str, *, kill: bool = False) -> int | None:
         """`launchctl kickstart [-k] -p`; 3/113: NOT_LOADED."""
-        with refusals(Refusal.NOT_LOADED, NOT_LOADED):
+        try:
             return self.launchd.kickstart(label, kill=kill)
+        except LaunchctlError as exc:
+            if exc.code in NOT_LOADED:
+                exc.reason = Refusal.NOT_LOADED
+            raise
 
     def disable(self, label: str) -> None:
         """`launchctl disable`."""
@@ -188,19 +195,6 @@ class LaunchdManager:
     ) -> str:
         """lanekit.service.exits' wording (launchd's 78, the shell's 126/127, signals)."""
         return describe_exit(exit_code, sig, lanekit_runner=lanekit_runner)
-
-
-@contextmanager
-def refusals(reason: Refusal, codes: Set[int]) -> Iterator[None]:
-    """A verb's launchctl `codes` as the seam's `reason` (what a code means depends on the
-    verb: 5 from bootstrap is "still draining"); other codes stay REFUSED. The error itself
-    (message, meaning, hint) is raised unchanged."""
-    try:
-        yield
-    except LaunchctlError as exc:
-        if exc.code in codes:
-            exc.reason = reason
-        raise
 
 
 def read_job(data: bytes) -> dict[str, Any]:

@@ -92,7 +92,7 @@ FAILED_REAP = "failed reap"
 
 class LaunchctlError(ServiceError):
     """A launchctl failure with its numeric code, what it means and how to fix it; launchd's
-    manager gives it the seam's `reason` (lanekit.service.launchd.manager.refusals)."""
+    manager gives it the seam's `reason` (lanekit.service.launchd.manager: load, kick)."""
 
     def __init__(self, code: int, message: str, meaning: str, hint: str = "") -> None:
         super().__init__(message, hint)
