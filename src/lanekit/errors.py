@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from enum import IntEnum
+from enum import IntEnum, StrEnum
 
 
 class ExitCode(IntEnum):
@@ -65,6 +65,24 @@ class StopPendingError(LanekitError):
 
 class LaunchdError(LanekitError):
     """launchd (real or emulated) refused an operation; see launchd.LaunchctlError for details."""
+
+
+class Refusal(StrEnum):
+    """Why a manager refused a verb, in no manager's words (`ServiceError.reason`)."""
+
+    NOT_LOADED = "not-loaded"
+    """The lane is not loaded (kick)."""
+    BUSY = "busy"
+    """A previous instance of the lane is still on its way out: retry once it is gone (load)."""
+    REFUSED = "refused"
+    """Any other refusal: the error's message and hint say why."""
+
+
+class ServiceError(LaunchdError):
+    """A service manager refused a verb: `reason` is what callers act on, the message and hint
+    what the user reads (launchd's `LaunchctlError` adds its code and meaning)."""
+
+    reason: Refusal = Refusal.REFUSED
 
 
 class NotStartedError(LaunchdError):

@@ -20,6 +20,8 @@ import pytest
 
 from fakes import FakeLaunchd
 from lanekit.config import Config, load_config
+from lanekit.config.provenance import MARKER
+from lanekit.errors import Refusal, ServiceError
 from lanekit.queue import open_queue
 from lanekit.reconcile import ActionKind, Result, apply, remove
 from lanekit.reconcile.pause import is_paused, pause
@@ -30,6 +32,7 @@ from lanekit.service.launchd.launchctl import LaunchctlDomain
 from lanekit.service.launchd.manager import LaunchdManager
 from lanekit.service.manager import Ending, ManagerKind, ServiceManager
 from lanekit.state.paths import Paths
+from lanekit.system.atomic import write_atomic
 
 LANES = ("alpha", "beta", "gamma", "delta", "epsilon")
 
@@ -150,6 +153,50 @@ def test_apply_twice_changes_nothing(subject: Subject, paths: Paths) -> None:
     assert set(labels) <= manager.installed().keys()
     with pytest.raises(ValueError, match="not a valid"):
         manager.define(b"not an artifact")
+
+
+def test_what_render_makes_is_what_installed_lists(subject: Subject, paths: Paths) -> None:
+    """A lane's artifacts, put in the install directory they name, are what `installed()`
+    lists (the main one at `artifact_path`) and what `define()` reads back: the lane's
+    label, the interpreter it runs and lanekit's marker naming the lane. Not loaded yet."""
+    manager = subject.manager
+    lane = _config(paths).lanes["alpha"]
+    made = manager.render(lane, interpreter=sys.executable, snapshot=paths.snapshot_for(lane.label))
+    main = manager.artifact_path(lane.label)
+    assert made.install_dir == manager.install_dir == main.parent
+    assert main.name in made.files
+    assert lane.label not in manager.installed()
+    for name, data in made.files.items():
+        write_atomic(made.install_dir / name, data)
+    assert manager.installed()[lane.label] == main
+    defined = manager.define(main.read_bytes())
+    assert (defined.label, defined.program) == (lane.label, sys.executable)
+    assert defined.env[MARKER] == lane.name
+    assert not manager.observe([lane.label])[lane.label].loaded
+
+
+def test_refusals_are_neutral(subject: Subject, paths: Paths) -> None:
+    """What a manager refuses it says in the seam's words (ServiceError.reason): starting a
+    lane that is not loaded is NOT_LOADED, loading one still loaded is BUSY (retry once it is
+    gone), loading a disabled one is REFUSED; unloading one that is not loaded is no error,
+    it is gone already."""
+    manager = subject.manager
+    config = _config(paths)
+    apply(config, paths, manager)
+    label = config.lanes["alpha"].label
+    with pytest.raises(ServiceError) as caught:
+        manager.kick("test.never.loaded")
+    assert caught.value.reason is Refusal.NOT_LOADED
+    assert manager.unload("test.never.loaded")
+    with pytest.raises(ServiceError) as caught:
+        manager.load(manager.artifact_path(label))
+    assert caught.value.reason is Refusal.BUSY
+    manager.disable(label)
+    assert manager.unload(label, grace=15.0)
+    with pytest.raises(ServiceError) as caught:
+        manager.load(manager.artifact_path(label))
+    assert caught.value.reason is Refusal.REFUSED
+    assert caught.value.message
 
 
 def test_a_changed_lane_needs_reload_until_applied(subject: Subject, paths: Paths) -> None:

@@ -33,8 +33,10 @@ from lanekit.queue.records import JobState
 from lanekit.reconcile import ApplyResult, Outcome, Result, apply, remove
 from lanekit.run.lanelog import EventName
 from lanekit.schedule import CalendarEntry, next_fires
-from lanekit.service.emulated.emulator import EmulatedDomain
-from lanekit.service.launchd import Launchd, clock_for, open_launchd
+from lanekit.service import open_manager
+from lanekit.service.emulated.manager import EmulatedManager
+from lanekit.service.launchd import clock_for
+from lanekit.service.manager import ServiceManager
 from lanekit.state.paths import Paths, backend_name
 from lanekit.timeline.build import TimelineRequest, TimelineResult, timeline_of
 
@@ -191,28 +193,26 @@ def _ledger(root: Path) -> list[tuple[str, str]]:
     return rows
 
 
-def _fire_all(launchd: Launchd, config: Config) -> tuple[str, ...]:
+def _fire_all(manager: ServiceManager, config: Config) -> tuple[str, ...]:
     """Fire the five lanes at one moment: the emulated calendar minute, or kickstart on a Mac."""
     labels = {config.lanes[name].label: name for name in LANES}
-    if isinstance(launchd, EmulatedDomain):
+    if isinstance(manager, EmulatedManager):
         # The next 10:40 on the emulated clock: an outage ends, every lane's minute arrives.
         # The domain's clock moves there first, so the runs log, record and show 10:40.
-        (when,) = next_fires(
-            (CalendarEntry(hour=FIRE_AT[0], minute=FIRE_AT[1]),),
-            launchd.clock().now(),
-            1,
-        )
-        launchd.set_clock(when.timestamp())
-        fired = [labels[label] for label in launchd.tick(when) if label in labels]
+        domain = manager.emulator
+        at = CalendarEntry(hour=FIRE_AT[0], minute=FIRE_AT[1])
+        (when,) = next_fires((at,), domain.clock().now(), 1)
+        domain.set_clock(when.timestamp())
+        fired = [labels[label] for label in domain.tick(when) if label in labels]
         return tuple(sorted(fired))
     for label in labels:
-        launchd.kickstart(label)
+        manager.kick(label)
     return tuple(sorted(labels.values()))
 
 
-def _running(launchd: Launchd, labels: Mapping[str, str]) -> tuple[str, ...]:
+def _running(manager: ServiceManager, labels: Mapping[str, str]) -> tuple[str, ...]:
     return tuple(
-        sorted(labels[e.label] for e in launchd.list() if e.label in labels and e.pid is not None)
+        sorted(labels[label] for label, pid in manager.loaded().items() if label in labels and pid)
     )
 
 
@@ -220,7 +220,7 @@ def _drain(
     *,
     root: Path,
     config: Config,
-    launchd: Launchd,
+    manager: ServiceManager,
     queue: JobQueue,
     ids: set[str],
     progress: Callable[[Progress], None],
@@ -228,11 +228,11 @@ def _drain(
 ) -> DrainReport:
     labels = {config.lanes[name].label: name for name in LANES}
     started = time.monotonic()
-    fired = _fire_all(launchd, config)
+    fired = _fire_all(manager, config)
     deadline = started + timeout
     while True:
         counts = queue.counts()
-        running = _running(launchd, labels)
+        running = _running(manager, labels)
         progress(Progress(done=counts.done, total=len(ids), running=running))
         if counts.queued == counts.claimed == counts.delayed == 0 and not running:
             break
@@ -263,27 +263,27 @@ def _outcome(result: ApplyResult, lane: str) -> Outcome:
 
 
 def _reload_mid_run(
-    root: Path, prefix: str, paths: Paths, launchd: Launchd, queue: JobQueue
+    root: Path, prefix: str, paths: Paths, manager: ServiceManager, queue: JobQueue
 ) -> ReloadReport:
     """Change funnel's plist while it runs a slow job: skipped, then applied once it is idle."""
     config_path = root / "lanes.toml"
     queue.enqueue({"seconds": SLOW_JOB_SECONDS}, job_id="slow-report")
     config = load_config(config_path, paths)
     label = config.lanes["funnel"].label
-    pid = launchd.kickstart(label)
+    pid = manager.kick(label)
     deadline = time.monotonic() + 10
     # Asking launchd also lets the emulated domain start a throttled kick when it comes due.
     while queue.counts().claimed == 0 and time.monotonic() < deadline:
-        launchd.list()
+        manager.loaded()
         time.sleep(0.05)
     # The seed's funnel ran at 10:40 and 16:40: adding the second time changes its plist.
     config_path.write_text(
         _lanes_toml(root, prefix, f"{FIRE_AT[1]} {FIRE_AT[0]},16 * * *"), encoding="utf-8"
     )
     config = load_config(config_path, paths)
-    skipped = _outcome(apply(config, paths, launchd), "funnel")
+    skipped = _outcome(apply(config, paths, manager), "funnel")
     started = time.monotonic()
-    applied = _outcome(apply(config, paths, launchd, wait=SLOW_JOB_SECONDS + 15), "funnel")
+    applied = _outcome(apply(config, paths, manager, wait=SLOW_JOB_SECONDS + 15), "funnel")
     return ReloadReport(
         lane="funnel",
         pid=skipped.pid or pid,
@@ -293,15 +293,15 @@ def _reload_mid_run(
     )
 
 
-def _kick_broken_lane(config: Config, launchd: Launchd, timeout: float = 15.0) -> None:
+def _kick_broken_lane(config: Config, manager: ServiceManager, timeout: float = 15.0) -> None:
     """Give the sixth lane a job and start it: its command is not on the lane's PATH, so the
     run puts the job back and ends with an error (exit 69), as it would under launchd."""
     lane = config.lanes[BROKEN_LANE]
     open_queue(lane.queue.dir, durable=False).enqueue({"to": "newsletter"}, job_id="weekly-issue")
-    launchd.kickstart(lane.label)
+    manager.kick(lane.label)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if _running(launchd, {lane.label: BROKEN_LANE}) == () and lane.log_path.exists():
+        if _running(manager, {lane.label: BROKEN_LANE}) == () and lane.log_path.exists():
             text = lane.log_path.read_text(encoding="utf-8", errors="replace")
             if f"event={EventName.ERROR}" in text or f"event={EventName.FINISH}" in text:
                 return
@@ -309,14 +309,14 @@ def _kick_broken_lane(config: Config, launchd: Launchd, timeout: float = 15.0) -
 
 
 def _write_timeline(
-    config: Config, paths: Paths, launchd: Launchd, env: Mapping[str, str]
+    config: Config, paths: Paths, manager: ServiceManager, env: Mapping[str, str]
 ) -> tuple[TimelineResult, Path]:
     """The day's timeline of every demo lane as of the domain's clock (the emulated 10:40's
     day), and its page under lanekit's own state dir (so it outlives the demo directory)."""
     from lanekit.timeline.html import page_name, save
 
     now = clock_for(paths, env).now()
-    result = timeline_of(config, TimelineRequest(), launchd, now=now)
+    result = timeline_of(config, TimelineRequest(), manager, now=now)
     folder = Paths.from_env(env).state / "timeline"
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     day = result.day or now.date()
@@ -345,7 +345,7 @@ def run_demo(
     # A temporary label prefix keeps a real Mac's own agents out of the demo's way.
     prefix = f"local.lanekit-demo-{secrets.token_hex(3)}"
     paths = _demo_paths(root, backend)
-    launchd = open_launchd(paths, env)
+    manager = open_manager(paths, env)
     config: Config | None = None
     try:
         tools = _write_files(root)
@@ -354,7 +354,7 @@ def run_demo(
         )
         config = load_config(root / "lanes.toml", paths)
         # The publish lane's tool is missing from its PATH on purpose (doctor's finding).
-        installed = apply(config, paths, launchd, install_anyway=True)
+        installed = apply(config, paths, manager, install_anyway=True)
         failed = [o for o in installed.outcomes if o.result is Result.FAILED]
         if failed:
             raise failed[0].error or LanekitError(f"demo: apply failed: {failed[0].detail}")
@@ -363,26 +363,26 @@ def run_demo(
         drain = _drain(
             root=root,
             config=config,
-            launchd=launchd,
+            manager=manager,
             queue=queue,
             ids=ids,
             progress=progress,
             timeout=timeout,
         )
-        reload = _reload_mid_run(root, prefix, paths, launchd, queue)
-        _kick_broken_lane(config, launchd)
+        reload = _reload_mid_run(root, prefix, paths, manager, queue)
+        _kick_broken_lane(config, manager)
         user_env = {**env, "PATH": f"{tools}{os.pathsep}{env.get('PATH', '')}"}
         doctor = diagnose(
             DoctorRequest(lanes=(BROKEN_LANE,), config_path=root / "lanes.toml"),
             paths,
             env=user_env,
-            launchd=launchd,
+            launchd=manager,
         )
         findings = tuple(f for f in doctor.findings if f.id == "path.command-missing")
-        day, page = _write_timeline(load_config(root / "lanes.toml", paths), paths, launchd, env)
+        day, page = _write_timeline(load_config(root / "lanes.toml", paths), paths, manager, env)
     finally:
         if not keep:
-            _clean_up(root, paths, launchd, config, remove_root=created)
+            _clean_up(root, paths, manager, config, remove_root=created)
     hint = {
         "LANEKIT_CONFIG": str(root / "lanes.toml"),
         "LANEKIT_STATE_DIR": str(paths.state),
@@ -392,13 +392,13 @@ def run_demo(
 
 
 def _clean_up(
-    root: Path, paths: Paths, launchd: Launchd, config: Config | None, *, remove_root: bool
+    root: Path, paths: Paths, manager: ServiceManager, config: Config | None, *, remove_root: bool
 ) -> None:
     """Boot out every demo lane (stopping its processes), then delete what the demo wrote."""
     if config is not None:
         for name in config.lanes:
             try:
-                remove(config, paths, launchd, name, force=True)
+                remove(config, paths, manager, name, force=True)
             except LanekitError:
                 continue
     if remove_root:

@@ -39,10 +39,10 @@ busy). The plist and snapshot are written after the bootout succeeded, so a fail
 leaves the old, still-loaded files in place and the next `apply` tries again.
 
 Other decisions:
-- bootout is followed by polling list() until the label is gone, bounded by ExitTimeOut + 5 s;
-  36 (already stopping) is waited out, 3/113 (not loaded) count as gone. bootstrap failing
-  with 5 or 37 (the old instance still draining) is retried once after another drain; every
-  other code fails that lane only, with launchctl's meaning and hint.
+- an unload is followed by polling until the label is gone, bounded by ExitTimeOut + 5 s
+  (still stopping is waited out, not loaded counts as gone). A load the manager refuses as
+  BUSY (the old instance still draining) is retried once after another drain; any other
+  refusal (lanekit.errors.ServiceError) fails that lane only, with its words.
 - A label disabled in launchd by something other than `lanekit pause` is enabled before its
   bootstrap, as `brew services start` does: lanes.toml lists the lane, and apply is the user's
   explicit request to run it. A paused lane stays paused (lanekit.reconcile.pause has the whole

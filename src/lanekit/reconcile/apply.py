@@ -29,9 +29,7 @@ from lanekit.system.atomic import write_atomic
 from lanekit.system.interpreter import apply_notes as interpreter_notes
 from lanekit.system.interpreter import inspect as inspect_interpreter
 from lanekit.system.interpreter import install_rescue
-from lanekit.system.owned import (
-    make_private_dirs,
-)
+from lanekit.system.owned import make_private_dirs
 from lanekit.system.quoting import cmdline
 
 
@@ -192,7 +190,9 @@ def _apply(
             raise untrusted[0]
     interpreter = interpreter or sys.executable
     desired = [
-        desired_lane(lane, paths, interpreter=interpreter, templates=config.templates)
+        desired_lane(
+            lane, paths, interpreter=interpreter, templates=config.templates, manager=manager
+        )
         for lane in selected
     ]
     specs = {lane.label: run_spec(lane) for lane in selected}
@@ -209,7 +209,7 @@ def _apply(
     actions = plan(
         desired,
         seen.installed,
-        seen.loaded.keys(),
+        seen.loaded,
         seen.running,
         disabled=seen.disabled,
         definitions=seen.definitions,
@@ -349,18 +349,17 @@ def _carry_out(
                 )
             notes.extend(stop.notes)
         if action.write_plist:
-            from lanekit.service.launchd.plist import write_plist
-
             # Dated by the launchd backend's clock, as the fires it is compared with are (the
             # emulated domain's runs ahead of the real one after `lanekit emulator tick`).
-            write_plist(paths.plist_for(label), want.plist, mtime=clock_for(paths).time())
+            mtime = clock_for(paths).time()
+            write_atomic(stopper.manager.artifact_path(label), want.plist, mtime=mtime)
         if action.write_snapshot:
             write_atomic(paths.snapshot_for(label), want.snapshot)
         if action.enable:
             stopper.manager.enable(label)
             notes.append("it was disabled in launchd (not by `lanekit pause`): enabled it")
         if action.bootstrap:
-            stopper.bootstrap(label, paths.plist_for(label), exit_timeout(specs))
+            stopper.bootstrap(label, stopper.manager.artifact_path(label), exit_timeout(specs))
         elif action.paused:
             notes.append(f"paused: not loaded until `{cmdline('lanekit', 'resume', action.lane)}`")
     except LanekitError as exc:

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from lanekit.config import Config, select_lanes
-from lanekit.errors import ExitCode, LaunchdError, NotStartedError
+from lanekit.errors import ExitCode, LaunchdError, NotStartedError, Refusal, ServiceError
 from lanekit.reconcile.observe import check_state
 from lanekit.reconcile.starts import (
     StartOutcome,
@@ -17,13 +17,10 @@ from lanekit.reconcile.starts import (
     throttle_of,
 )
 from lanekit.service import manager_of
-from lanekit.service.launchd import LaunchctlError, Launchd
-from lanekit.service.launchd.codes import NOT_LOADED
+from lanekit.service.launchd import Launchd
 from lanekit.service.manager import ServiceManager
 from lanekit.state.paths import Paths
-from lanekit.system.owned import (
-    check_private,
-)
+from lanekit.system.owned import check_private
 from lanekit.system.quoting import cmdline
 
 
@@ -63,7 +60,8 @@ def kick(
     start launchd could not carry out (exit 78: the program never ran) is a NotStartedError."""
     (lane,) = select_lanes(config, [name])
     check_state(paths)
-    check_private(paths.plist_for(lane.label), "plist")
+    manager = manager_of(launchd, paths.launch_agents)
+    check_private(manager.artifact_path(lane.label), "plist")
     check_private(paths.snapshot_for(lane.label), "lane snapshot")
     from lanekit.reconcile.pause import is_paused
 
@@ -72,13 +70,13 @@ def kick(
             f"lane {name!r} is paused (`lanekit pause`): not started",
             cmdline("lanekit", "resume", name),
         )
-    manager = manager_of(launchd, paths.launch_agents)
+    not_loaded = LaunchdError(
+        f"lane {name!r} is not loaded ({manager.domain}/{lane.label})",
+        "run `lanekit apply` to install and load it",
+    )
     seen = manager.observe([lane.label])[lane.label]
     if not seen.loaded:
-        raise LaunchdError(
-            f"lane {name!r} is not loaded ({manager.domain}/{lane.label})",
-            "run `lanekit apply` to install and load it",
-        )
+        raise not_loaded
     if seen.pid is not None:
         return KickResult(
             name, lane.label, seen.pid, already_running=True, outcome=StartOutcome.ALREADY_RUNNING
@@ -87,12 +85,9 @@ def kick(
     asked = clock()
     try:
         pid = manager.kick(lane.label)
-    except LaunchctlError as exc:
-        if exc.code in NOT_LOADED:
-            raise LaunchdError(
-                f"lane {name!r} is not loaded ({manager.domain}/{lane.label})",
-                "run `lanekit apply` to install and load it",
-            ) from None
+    except ServiceError as exc:
+        if exc.reason is Refusal.NOT_LOADED:
+            raise not_loaded from None
         raise
     after = manager.observe([lane.label])[lane.label].definition
     outcome = classify_start(pid, before, after)

@@ -1,6 +1,6 @@
 """What `plan` is fed: the lanes as lanes.toml wants them, and what is installed and loaded.
 
-Reads the LaunchAgents directory, the run snapshots, ONE observation of the service manager
+Reads what the service manager has installed, the run snapshots, ONE observation of it
 (lanekit.service.manager) and the lane locks; refuses state someone else could have written.
 """
 
@@ -17,8 +17,7 @@ from lanekit.config.provenance import MARKER
 from lanekit.errors import LanekitError
 from lanekit.reconcile.plan import Desired, Installed
 from lanekit.run import lanelock
-from lanekit.service.launchd import ListEntry, ServiceInfo
-from lanekit.service.launchd.model import PlistError, load_plist
+from lanekit.service.launchd import ServiceInfo
 from lanekit.service.manager import ServiceManager
 from lanekit.state.paths import Paths
 from lanekit.state.snapshot import RunSpec
@@ -35,7 +34,7 @@ class Observed:
     """The facts `plan` needs, from one observation of the service manager."""
 
     installed: Mapping[str, Installed]
-    loaded: Mapping[str, ListEntry]
+    loaded: frozenset[str]
     running: Mapping[str, int | None]
     disabled: frozenset[str]
     definitions: Mapping[str, ServiceInfo] = field(default_factory=dict)
@@ -43,19 +42,26 @@ class Observed:
 
 
 def desired_lane(
-    lane: LaneSpec, paths: Paths, *, interpreter: str, templates: Path | None = None
+    lane: LaneSpec,
+    paths: Paths,
+    *,
+    interpreter: str,
+    templates: Path | None = None,
+    manager: ServiceManager | None = None,
 ) -> Desired:
-    """Render a lane's plist and snapshot bytes exactly as apply would write them."""
-    from lanekit.service.launchd.plist import (
-        rendered_lane,  # jinja2: only when rendering, not for status
-    )
+    """A lane's main artifact (`manager.render`; by default this machine's manager) and run
+    snapshot bytes exactly as apply would write them."""
+    if manager is None:
+        from lanekit.service import open_manager
 
+        manager = open_manager(paths)
     snapshot_path = paths.snapshot_for(lane.label)
-    plist, job = rendered_lane(
+    made = manager.render(
         lane, interpreter=interpreter, snapshot=snapshot_path, templates=templates
     )
+    plist = made.files[manager.artifact_path(lane.label).name]
     snapshot = run_spec(lane).to_json().encode("utf-8")
-    return Desired(lane=lane.name, label=lane.label, plist=plist, snapshot=snapshot, job=job)
+    return Desired(lane.name, lane.label, plist, snapshot, job=made.parsed)
 
 
 def observe(
@@ -64,18 +70,14 @@ def observe(
     desired: Sequence[Desired],
     specs: Mapping[str, RunSpec],
 ) -> Observed:
-    """Read the LaunchAgents dir, snapshots, ONE observation of the manager and the lane
+    """Read what the manager has installed, snapshots, ONE observation of it and the lane
     locks. Refuses (UnsafeStateError) state someone else could have written (check_state)."""
     check_state(paths)
     wanted = {d.label for d in desired}
-    installed = scan_installed(paths, wanted)
+    installed = scan_installed(paths, manager, wanted)
     labels = wanted | {k for k, v in installed.items() if v.lane is not None}
     seen = manager.observe(labels)
-    loaded = {
-        label: ListEntry(lane.pid, lane.last_exit, label)
-        for label, lane in seen.lanes.items()
-        if lane.loaded
-    }
+    loaded = frozenset(label for label, lane in seen.lanes.items() if lane.loaded)
     running: dict[str, int | None] = {}
     for label in labels:
         pid = seen[label].pid
@@ -103,16 +105,15 @@ def check_state(paths: Paths) -> None:
         check_private(directory, "state directory", directory=True)
 
 
-def scan_installed(paths: Paths, wanted: Set[str]) -> dict[str, Installed]:
-    """lanekit's plists (marker present) and any plist at a wanted label, keyed by label.
+def scan_installed(paths: Paths, manager: ServiceManager, wanted: Set[str]) -> dict[str, Installed]:
+    """lanekit's plists (marker present) and any plist at a wanted label, keyed by label,
+    among what the manager has installed (`manager.installed()`).
 
     Files are read without blocking and only when regular (a FIFO named *.plist is refused,
     naming it); a plist lanekit would manage that someone else owns is refused too. A plist
     may be a symlink (users link agents in); the target is then what is judged."""
-    found: dict[str, Installed] = {}
-    directory = paths.launch_agents
-    files = sorted(directory.glob("*.plist")) if directory.is_dir() else []
-    for file in files:
+    reads: dict[str, tuple[tuple[bytes, os.stat_result], str | None]] = {}
+    for file in manager.installed().values():
         try:
             read = read_regular(file, "plist", follow=True)
         except LanekitError:
@@ -121,52 +122,43 @@ def scan_installed(paths: Paths, wanted: Set[str]) -> dict[str, Installed]:
             continue  # vanished or unreadable: not something apply may overwrite blindly
         if read is None:
             continue
-        data, info = read
-        label, lane = identify(data, fallback=file.stem)
+        label, lane = identify(manager, read[0], fallback=file.stem)
         if lane is None and label not in wanted:
             continue
-        if file != paths.plist_for(label) and label in found:
+        if file != manager.artifact_path(label) and label in reads:
             continue  # the canonical file name wins over a stray copy
-        if info.st_uid != os.geteuid():
-            raise unsafe_error(file, unsafe_reason(info) or "is not yours", "plist", info)
-        snapshot, snapshot_mode = _read_snapshot(paths.snapshot_for(label))
-        found[label] = Installed(
-            label,
-            data,
-            snapshot,
-            lane=lane,
-            plist_mode=stat.S_IMODE(info.st_mode),
-            snapshot_mode=snapshot_mode,
-        )
-    for label in wanted - found.keys():
-        snapshot, snapshot_mode = _read_snapshot(paths.snapshot_for(label))
-        if snapshot is not None:
-            found[label] = Installed(label, None, snapshot, snapshot_mode=snapshot_mode)
+        if read[1].st_uid != os.geteuid():
+            raise unsafe_error(file, unsafe_reason(read[1]) or "is not yours", "plist", read[1])
+        reads[label] = read, lane
+    found: dict[str, Installed] = {}
+    for label in [*reads, *(wanted - reads.keys())]:
+        if (item := _installed(paths, label, *reads.get(label, (None, None)))) is not None:
+            found[label] = item
     return found
 
 
-def installed_lane(
-    paths: Paths, label: str, parsed: Mapping[str, object] | None = None
-) -> Installed | None:
+def installed_lane(paths: Paths, label: str, parsed: Mapping[str, object]) -> Installed | None:
     """What is installed for one label at its own plist path, read as `scan_installed` reads
     it (None when neither plist nor snapshot exists). Raises UnsafeStateError for a file
     that is not regular or, for the snapshot, not ours; OSError when one cannot be read.
     `parsed`: the plist as the caller already parsed it (doctor's target), not parsed again."""
     read = read_regular(paths.plist_for(label), "plist", follow=True)
+    return _installed(paths, label, read, lane_marker(parsed))
+
+
+def _installed(
+    paths: Paths, label: str, read: tuple[bytes, os.stat_result] | None, lane: str | None
+) -> Installed | None:
+    """A label's plist as read (None: no file) with its snapshot; None when neither exists."""
     snapshot, snapshot_mode = _read_snapshot(paths.snapshot_for(label))
     if read is None:
-        if snapshot is None:
-            return None
-        return Installed(label, None, snapshot, snapshot_mode=snapshot_mode)
-    data, info = read
-    return Installed(
-        label,
-        data,
-        snapshot,
-        lane=identify(data, fallback=label)[1] if parsed is None else lane_marker(parsed),
-        plist_mode=stat.S_IMODE(info.st_mode),
-        snapshot_mode=snapshot_mode,
-    )
+        return (
+            None
+            if snapshot is None
+            else Installed(label, None, snapshot, snapshot_mode=snapshot_mode)
+        )
+    mode = stat.S_IMODE(read[1].st_mode)
+    return Installed(label, read[0], snapshot, lane, plist_mode=mode, snapshot_mode=snapshot_mode)
 
 
 def _read_snapshot(path: Path) -> tuple[bytes | None, int | None]:
@@ -180,15 +172,14 @@ def _read_snapshot(path: Path) -> tuple[bytes | None, int | None]:
     return data, stat.S_IMODE(info.st_mode)
 
 
-def identify(data: bytes, *, fallback: str) -> tuple[str, str | None]:
+def identify(manager: ServiceManager, data: bytes, *, fallback: str) -> tuple[str, str | None]:
+    """The label an artifact defines (`fallback` when it defines no job) and the lane lanekit
+    installed it for (its marker; None for anyone else's), as the manager reads it."""
     try:
-        parsed = load_plist(data)
-    except PlistError:
+        job = manager.define(data)
+    except ValueError:
         return fallback, None
-    if not isinstance(parsed, dict):
-        return fallback, None
-    label = parsed.get("Label")
-    return label if isinstance(label, str) and label else fallback, lane_marker(parsed)
+    return job.label or fallback, job.env.get(MARKER)
 
 
 def lane_marker(plist: Mapping[str, object]) -> str | None:
@@ -196,11 +187,6 @@ def lane_marker(plist: Mapping[str, object]) -> str | None:
     env = plist.get("EnvironmentVariables")
     lane = env.get(MARKER) if isinstance(env, dict) else None
     return lane if isinstance(lane, str) else None
-
-
-def read_plist_file(path: Path) -> bytes | None:
-    read = read_regular(path, "plist")
-    return None if read is None else read[0]
 
 
 def installed_spec(paths: Paths, label: str) -> RunSpec | None:

@@ -108,7 +108,7 @@ def resume(
             steps.append("enable in launchd")
             if not dry_run:
                 manager.enable(lane.label)
-        plist = paths.plist_for(lane.label)
+        plist = manager.artifact_path(lane.label)
         was_loaded = is_loaded = seen[lane.label].loaded
         if not is_loaded and plist.exists():
             steps.append("bootstrap")

@@ -9,7 +9,7 @@ from lanekit.config import Config, run_spec
 from lanekit.config.provenance import MARKER, refuse_removal
 from lanekit.errors import LaunchdError, UsageError
 from lanekit.reconcile.applylock import OnWait, apply_lock
-from lanekit.reconcile.observe import identify, installed_spec, read_plist_file, scan_installed
+from lanekit.reconcile.observe import identify, installed_spec, scan_installed
 from lanekit.reconcile.stopper import Progress, Stopper, Timing
 from lanekit.service import manager_of
 from lanekit.service.launchd import Launchd
@@ -79,10 +79,11 @@ def _remove(
     timing: Timing,
     progress: Progress | None,
 ) -> RemoveResult:
-    lane, label = _resolve_installed(config, paths, name)
-    plist = paths.plist_for(label)
-    data = read_plist_file(plist)
-    if data is not None and identify(data, fallback=label)[1] is None:
+    lane, label = _resolve_installed(config, paths, manager, name)
+    plist = manager.artifact_path(label)
+    read = read_regular(plist, "plist")
+    data = None if read is None else read[0]
+    if data is not None and identify(manager, data, fallback=label)[1] is None:
         raise UsageError(
             f"{plist}: not installed by lanekit (no {MARKER} in EnvironmentVariables); not removed",
             f"if you mean it: {cmdline('launchctl', 'bootout', f'{manager.domain}/{label}')}"
@@ -129,14 +130,16 @@ def _remove(
     )
 
 
-def _resolve_installed(config: Config | None, paths: Paths, name: str) -> tuple[str, str]:
+def _resolve_installed(
+    config: Config | None, paths: Paths, manager: ServiceManager, name: str
+) -> tuple[str, str]:
     """(lane, label) for a lane name in lanes.toml, or an installed lane name or label."""
     if config is not None and name in config.lanes:
         return name, config.lanes[name].label
-    for label, item in scan_installed(paths, frozenset()).items():
+    for label, item in scan_installed(paths, manager, frozenset()).items():
         if name in {item.lane, label}:
             return item.lane or label, label
-    if paths.plist_for(name).exists() or paths.snapshot_for(name).exists():
+    if manager.artifact_path(name).exists() or paths.snapshot_for(name).exists():
         return name, name
     raise UsageError(
         f"no lane named {name!r} in lanes.toml or among installed lanekit plists",

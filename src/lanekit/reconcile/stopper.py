@@ -11,11 +11,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from lanekit.errors import LaunchdError
+from lanekit.errors import LaunchdError, Refusal, ServiceError
 from lanekit.reconcile.observe import lock_path
 from lanekit.run import lanelock
-from lanekit.service.launchd import LaunchctlError
-from lanekit.service.launchd.codes import STILL_LOADED
 from lanekit.service.manager import ServiceManager
 from lanekit.state.snapshot import RunSpec
 from lanekit.state.snapshot_schema import DEFAULT_EXIT_TIMEOUT
@@ -142,11 +140,11 @@ class Stopper:
             self.timing.sleep(self.timing.poll)
 
     def bootstrap(self, label: str, plist: Path, exit_timeout: float) -> None:
-        """Load the plist; on 5/37 (previous instance still draining) drain and retry once."""
+        """Load the plist; while the previous instance still drains (BUSY), drain, retry once."""
         try:
             self.manager.load(plist)
-        except LaunchctlError as exc:
-            if exc.code not in STILL_LOADED:
+        except ServiceError as exc:
+            if exc.reason is not Refusal.BUSY:
                 raise
             self._drain(label, exit_timeout)
             self.manager.load(plist)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -46,3 +46,6 @@ class Artifacts:
 
     install_dir: Path
     files: Mapping[str, bytes] = field(default_factory=dict)
+    parsed: Mapping[str, Any] | None = field(default=None, compare=False)
+    """The main artifact as its manager parsed it while rendering (the manager's own form,
+    e.g. the plist's dictionary), so comparing it with what is loaded parses nothing again."""

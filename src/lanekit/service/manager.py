@@ -156,7 +156,8 @@ class ServiceManager(Protocol):
     def render(
         self, lane: LaneSpec, *, interpreter: str, snapshot: Path, templates: Path | None = None
     ) -> Artifacts:
-        """The lane's artifacts, byte for byte as `apply` installs them."""
+        """The lane's artifacts, byte for byte as `apply` installs them; the main one is
+        named `artifact_path(lane.label).name`."""
         ...
 
     def installed(self) -> dict[str, Path]:
@@ -187,7 +188,7 @@ class ServiceManager(Protocol):
         ...
 
     def load(self, artifact: Path) -> None:
-        """Load a lane from its installed artifact."""
+        """Load a lane from its installed artifact (ServiceError BUSY: its last one drains)."""
         ...
 
     def unload(self, label: str, *, grace: float = 0.0) -> bool:
@@ -197,7 +198,8 @@ class ServiceManager(Protocol):
         ...
 
     def kick(self, label: str, *, kill: bool = False) -> int | None:
-        """Start the lane now (restart a running one when `kill`); its pid when known."""
+        """Start the lane now (restart a running one when `kill`); its pid when known.
+        ServiceError NOT_LOADED when it is not loaded."""
         ...
 
     def disable(self, label: str) -> None:

@@ -14,8 +14,9 @@ from collections.abc import Iterable, Mapping, Set
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lanekit.errors import Refusal
 from lanekit.service.exits import describe_exit
-from lanekit.service.launchd.codes import NOT_LOADED, LaunchctlCode
+from lanekit.service.launchd.codes import NOT_LOADED, STILL_LOADED, LaunchctlCode
 from lanekit.service.launchd.model import (
     FAILED_REAP,
     LaunchctlError,
@@ -73,12 +74,14 @@ class LaunchdManager:
     def render(
         self, lane: LaneSpec, *, interpreter: str, snapshot: Path, templates: Path | None = None
     ) -> Artifacts:
-        """The lane's plist (jinja2, imported only when rendering)."""
+        """The lane's plist, and its dictionary (jinja2, imported only when rendering)."""
         from lanekit.service.artifacts import Artifacts
-        from lanekit.service.launchd.plist import render_lane
+        from lanekit.service.launchd.plist import rendered_lane
 
-        data = render_lane(lane, interpreter=interpreter, snapshot=snapshot, templates=templates)
-        return Artifacts(self._install_dir, {f"{lane.label}.plist": data})
+        data, job = rendered_lane(
+            lane, interpreter=interpreter, snapshot=snapshot, templates=templates
+        )
+        return Artifacts(self._install_dir, {self.artifact_path(lane.label).name: data}, job)
 
     def installed(self) -> dict[str, Path]:
         """label -> plist for every *.plist in the LaunchAgents directory (named for its
@@ -142,8 +145,14 @@ class LaunchdManager:
         return {entry.label: entry.pid for entry in self.launchd.list()}
 
     def load(self, artifact: Path) -> None:
-        """`launchctl bootstrap DOMAIN PLIST`."""
-        self.launchd.bootstrap(artifact)
+        """`launchctl bootstrap DOMAIN PLIST`; 5/37 from it (only) mean the previous instance
+        still drains: the seam's BUSY (the error is otherwise raised unchanged)."""
+        try:
+            self.launchd.bootstrap(artifact)
+        except LaunchctlError as exc:
+            if exc.code in STILL_LOADED:
+                exc.reason = Refusal.BUSY
+            raise
 
     def unload(self, label: str, *, grace: float = 0.0) -> bool:
         """bootout (asynchronous in launchd), then poll list() up to `grace` seconds. Not
@@ -165,8 +174,13 @@ class LaunchdManager:
         return True
 
     def kick(self, label: str, *, kill: bool = False) -> int | None:
-        """`launchctl kickstart [-k] -p`."""
-        return self.launchd.kickstart(label, kill=kill)
+        """`launchctl kickstart [-k] -p`; 3/113: NOT_LOADED."""
+        try:
+            return self.launchd.kickstart(label, kill=kill)
+        except LaunchctlError as exc:
+            if exc.code in NOT_LOADED:
+                exc.reason = Refusal.NOT_LOADED
+            raise
 
     def disable(self, label: str) -> None:
         """`launchctl disable`."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from lanekit.errors import LaunchdError
+from lanekit.errors import ServiceError
 
 
 class PlistError(ValueError):
@@ -90,8 +90,9 @@ FAILED_REAP = "failed reap"
 """print's `last exit reason` for a job whose process vanished without an exit status."""
 
 
-class LaunchctlError(LaunchdError):
-    """A launchctl failure with its numeric code, what it means and how to fix it."""
+class LaunchctlError(ServiceError):
+    """A launchctl failure with its numeric code, what it means and how to fix it; launchd's
+    manager gives it the seam's `reason` (lanekit.service.launchd.manager: load, kick)."""
 
     def __init__(self, code: int, message: str, meaning: str, hint: str = "") -> None:
         super().__init__(message, hint)
