@@ -54,10 +54,11 @@ from __future__ import annotations
 
 from lanekit.reconcile.apply import ApplyResult, Outcome, Result, apply
 from lanekit.reconcile.kick import KickResult, kick
-from lanekit.reconcile.observe import desired_lane, lock_held, observe
-from lanekit.reconcile.plan import Action, ActionKind, Desired, Installed, plan
+from lanekit.reconcile.observe import lock_held, observe
+from lanekit.reconcile.plan import Action, ActionKind, plan
 from lanekit.reconcile.remove import RemoveResult, remove
 from lanekit.reconcile.stopper import Progress, Timing, Waiting
+from lanekit.service.installs import Desired, Installed, desired_lane
 from lanekit.state.schemas import APPLY_SCHEMA
 
 __all__ = [

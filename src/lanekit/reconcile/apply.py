@@ -14,11 +14,12 @@ from lanekit.config import Config, LaneSpec, run_spec, select_lanes
 from lanekit.config.provenance import ours, refuse_takeover
 from lanekit.errors import ExitCode, LanekitError
 from lanekit.reconcile.applylock import OnWait, apply_lock
-from lanekit.reconcile.observe import desired_lane, installed_spec, observe
-from lanekit.reconcile.plan import Action, ActionKind, Desired, Installed, plan
+from lanekit.reconcile.observe import installed_spec, observe
+from lanekit.reconcile.plan import Action, ActionKind, plan
 from lanekit.reconcile.preflight import preflight, untrusted_dirs
 from lanekit.reconcile.stopper import Progress, Stopper, Timing, exit_timeout
 from lanekit.service import manager_of
+from lanekit.service.installs import Desired, Installed, desired_lane
 from lanekit.service.launchd import Launchd, clock_for
 from lanekit.service.launchd.domain import domain_notes
 from lanekit.service.manager import ServiceManager

@@ -7,16 +7,14 @@ Reads what the service manager has installed, the run snapshots, ONE observation
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lanekit.config import LaneSpec, run_spec
 from lanekit.config.provenance import MARKER
 from lanekit.errors import LanekitError
-from lanekit.reconcile.plan import Desired, Installed
 from lanekit.run import lanelock
+from lanekit.service.installs import Desired, Installed, read_installed
 from lanekit.service.launchd import ServiceInfo
 from lanekit.service.manager import ServiceManager
 from lanekit.state.paths import Paths
@@ -39,29 +37,6 @@ class Observed:
     disabled: frozenset[str]
     definitions: Mapping[str, ServiceInfo] = field(default_factory=dict)
     """label -> what launchd has loaded for it (its own copy, not the file)."""
-
-
-def desired_lane(
-    lane: LaneSpec,
-    paths: Paths,
-    *,
-    interpreter: str,
-    templates: Path | None = None,
-    manager: ServiceManager | None = None,
-) -> Desired:
-    """A lane's main artifact (`manager.render`; by default this machine's manager) and run
-    snapshot bytes exactly as apply would write them."""
-    if manager is None:
-        from lanekit.service import open_manager
-
-        manager = open_manager(paths)
-    snapshot_path = paths.snapshot_for(lane.label)
-    made = manager.render(
-        lane, interpreter=interpreter, snapshot=snapshot_path, templates=templates
-    )
-    plist = made.files[manager.artifact_path(lane.label).name]
-    snapshot = run_spec(lane).to_json().encode("utf-8")
-    return Desired(lane.name, lane.label, plist, snapshot, job=made.parsed)
 
 
 def observe(
@@ -132,44 +107,9 @@ def scan_installed(paths: Paths, manager: ServiceManager, wanted: Set[str]) -> d
         reads[label] = read, lane
     found: dict[str, Installed] = {}
     for label in [*reads, *(wanted - reads.keys())]:
-        if (item := _installed(paths, label, *reads.get(label, (None, None)))) is not None:
+        if (item := read_installed(paths, label, *reads.get(label, (None, None)))) is not None:
             found[label] = item
     return found
-
-
-def installed_lane(paths: Paths, label: str, parsed: Mapping[str, object]) -> Installed | None:
-    """What is installed for one label at its own plist path, read as `scan_installed` reads
-    it (None when neither plist nor snapshot exists). Raises UnsafeStateError for a file
-    that is not regular or, for the snapshot, not ours; OSError when one cannot be read.
-    `parsed`: the plist as the caller already parsed it (doctor's target), not parsed again."""
-    read = read_regular(paths.plist_for(label), "plist", follow=True)
-    return _installed(paths, label, read, lane_marker(parsed))
-
-
-def _installed(
-    paths: Paths, label: str, read: tuple[bytes, os.stat_result] | None, lane: str | None
-) -> Installed | None:
-    """A label's plist as read (None: no file) with its snapshot; None when neither exists."""
-    snapshot, snapshot_mode = _read_snapshot(paths.snapshot_for(label))
-    if read is None:
-        return (
-            None
-            if snapshot is None
-            else Installed(label, None, snapshot, snapshot_mode=snapshot_mode)
-        )
-    mode = stat.S_IMODE(read[1].st_mode)
-    return Installed(label, read[0], snapshot, lane, plist_mode=mode, snapshot_mode=snapshot_mode)
-
-
-def _read_snapshot(path: Path) -> tuple[bytes | None, int | None]:
-    """A lane snapshot's bytes and mode; someone else's snapshot is refused, not replaced."""
-    read = read_regular(path, "lane snapshot")
-    if read is None:
-        return None, None
-    data, info = read
-    if info.st_uid != os.geteuid():
-        raise unsafe_error(path, unsafe_reason(info) or "is not yours", "lane snapshot", info)
-    return data, stat.S_IMODE(info.st_mode)
 
 
 def identify(manager: ServiceManager, data: bytes, *, fallback: str) -> tuple[str, str | None]:
@@ -180,13 +120,6 @@ def identify(manager: ServiceManager, data: bytes, *, fallback: str) -> tuple[st
     except ValueError:
         return fallback, None
     return job.label or fallback, job.env.get(MARKER)
-
-
-def lane_marker(plist: Mapping[str, object]) -> str | None:
-    """The lane a plist says lanekit installed it for (its marker), None for anyone else's."""
-    env = plist.get("EnvironmentVariables")
-    lane = env.get(MARKER) if isinstance(env, dict) else None
-    return lane if isinstance(lane, str) else None
 
 
 def installed_spec(paths: Paths, label: str) -> RunSpec | None:

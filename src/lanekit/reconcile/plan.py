@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import Any
 
+from lanekit.service.installs import Desired, Installed
 from lanekit.service.launchd import ServiceInfo
 from lanekit.service.launchd.drift import Drift, lane_drift
 from lanekit.system.owned import (
@@ -33,35 +33,6 @@ class ActionKind(StrEnum):
     UNCHANGED = "unchanged"
     REMOVE = "remove"
     SKIP_RUNNING = "skip-running"
-
-
-@dataclass(frozen=True, slots=True)
-class Desired:
-    """A lane as lanes.toml wants it: rendered plist and run snapshot bytes."""
-
-    lane: str
-    label: str
-    plist: bytes
-    snapshot: bytes
-    job: Mapping[str, Any] | None = field(default=None, compare=False)
-    """`plist` parsed, when the renderer had it (else it is parsed when compared)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Installed:
-    """What is on disk for one label."""
-
-    label: str
-    plist: bytes | None
-    """The plist file's bytes; None when there is no plist file."""
-    snapshot: bytes | None
-    """The run snapshot's bytes; None when there is none."""
-    lane: str | None = None
-    """The LANEKIT_LANE marker's value; None when the plist was not installed by lanekit."""
-    plist_mode: int | None = None
-    """The plist file's permission bits; None when unknown (no file)."""
-    snapshot_mode: int | None = None
-    """The snapshot file's permission bits; None when unknown (no file)."""
 
 
 @dataclass(frozen=True, slots=True)

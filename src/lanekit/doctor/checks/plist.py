@@ -113,11 +113,12 @@ def _user_name(uid: int) -> str:
 )
 def drift(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """lanes.toml changed (or someone edited or replaced the plist) and `apply` has not run
-    since. The answer is `plan`'s own (lanekit.reconcile.plan.plan_lane, on the files as apply
-    reads them), so doctor and plan cannot disagree: a file that differs in formatting only is
-    no warning, a loaded job older than its file is."""
-    from lanekit.reconcile.observe import desired_lane, installed_lane
-    from lanekit.reconcile.plan import plan_lane
+    since. The answer is `plan`'s own comparison (lanekit.service.launchd.drift.lane_drift, on
+    the files as apply reads them: lanekit.service.installs), so doctor and plan cannot
+    disagree: a file that differs in formatting only is no warning, a loaded job older than
+    its file is."""
+    from lanekit.service.installs import desired_lane, installed_lane
+    from lanekit.service.launchd.drift import lane_drift
 
     lane, path = target.lane, target.plist_path
     if lane is None or path is None or not target.installed or target.plist is None:
@@ -127,16 +128,21 @@ def drift(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
         ctx.paths,
         interpreter=lane_interpreter(target.plist),
         templates=ctx.config.templates if ctx.config is not None else None,
+        manager=ctx.manager,
     )
     try:
         have = installed_lane(ctx.paths, lane.label, target.plist)
     except (OSError, LanekitError):
         return  # unreadable or not ours: plist.permissions and the state checks say so
     loaded = ctx.seen(lane.label).definition if ctx.launchd_available else None
-    action = plan_lane(
-        want, have, loaded={lane.label} if loaded is not None else set(), definition=loaded
+    found = lane_drift(
+        want_plist=want.plist,
+        wanted=want.job,
+        want_snapshot=want.snapshot,
+        have_plist=have.plist if have else None,
+        have_snapshot=have.snapshot if have else None,
+        loaded=loaded,
     )
-    found = action.drift
     changed: list[str] = []
     if found.plist_meaning:
         changed.append(f"plist ({found.plist_change})")
