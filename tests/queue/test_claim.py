@@ -89,7 +89,7 @@ def test_a_file_over_max_job_bytes_goes_to_failed_unread(
 ) -> None:
     """A file dropped in queue/ larger than the queue's max_job_bytes goes to failed/ by its
     fstat size, never read (issue 30 item 12); one at the limit runs."""
-    from lanekit.system.fsops import read_all as real_read_all
+    from lanekit.system.fdio import read_all as real_read_all
 
     queue = make_queue(tmp_path, max_job_bytes=64)
     big = b'{"pad": "' + b"x" * 100 + b'"}'

@@ -180,7 +180,7 @@ class QueueMachine(RuleBasedStateMachine):
         """In the child: claim, settle, and exit at `point` (the claim's id said first)."""
         from lanekit.queue.directory import claim as claiming
         from lanekit.queue.directory import settle as settling
-        from lanekit.system import fsops
+        from lanekit.system import fdio, fsops
 
         patch = pytest.MonkeyPatch()  # in the child only: it exits without undoing
 
@@ -213,7 +213,7 @@ class QueueMachine(RuleBasedStateMachine):
                 os.write(fd, data[: len(data) // 2])
                 os._exit(0)
 
-            patch.setattr(fsops, "write_all", half_then_die)  # the record line's append
+            patch.setattr(fdio, "write_all", half_then_die)  # the record line's append
         elif point == "mid-replace":
             from lanekit.queue.directory import recordstore
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from lanekit.system import fsops
+from lanekit.system import fdio, fsops
 from lanekit.system.fsops import NoReplaceRename
 
 STRATEGIES = [
@@ -315,25 +315,25 @@ def test_read_all_reads_to_the_end_sized_or_not(tmp_path: Path) -> None:
     for size in (100_000, 10, 0):
         fd = os.open(path, os.O_RDONLY)
         try:
-            assert fsops.read_all(fd, size) == b"x" * 100_000
+            assert fdio.read_all(fd, size) == b"x" * 100_000
         finally:
             os.close(fd)
     (tmp_path / "empty").write_bytes(b"")
     fd = os.open(tmp_path / "empty", os.O_RDONLY)
     try:
-        assert fsops.read_all(fd, 0) == b""
+        assert fdio.read_all(fd, 0) == b""
     finally:
         os.close(fd)
     read_end, write_end = os.pipe()
 
     def write() -> None:
-        fsops.write_all(write_end, b"y" * 200_000)
+        fdio.write_all(write_end, b"y" * 200_000)
         os.close(write_end)
 
     writer = threading.Thread(target=write)
     writer.start()
     try:
-        assert fsops.read_all(read_end) == b"y" * 200_000
+        assert fdio.read_all(read_end) == b"y" * 200_000
     finally:
         writer.join()
         os.close(read_end)
@@ -360,13 +360,13 @@ def _read_loops(source: str) -> list[int]:
 
 
 def test_read_all_is_the_only_read_to_end_loop() -> None:
-    """No module but lanekit.system.fsops reads a descriptor to its end itself."""
+    """No module but lanekit.system.fdio reads a descriptor to its end itself."""
     src = Path(__file__).resolve().parents[2] / "src" / "lanekit"
     exempt: set[str] = set()
     offenders = {}
     for path in sorted(src.rglob("*.py")):
         relative = str(path.relative_to(src))
-        if relative in exempt or relative == "system/fsops.py":
+        if relative in exempt or relative == "system/fdio.py":
             continue
         found = _read_loops(path.read_text(encoding="utf-8"))
         if found:

@@ -61,13 +61,13 @@ from lanekit.queue.outcome import (
     tail,
 )
 from lanekit.run.stop import LEFTOVER_GRACE, STOP_SIGNALS
+from lanekit.system.fdio import write_all
 from lanekit.system.processes import (
     close_fds_except,
     find_program,
     group_alive,
     read_tail,
     signal_group,
-    write_all,
 )
 
 TYPE_CHECKING = False

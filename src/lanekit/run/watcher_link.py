@@ -16,7 +16,7 @@ import signal
 from lanekit.queue.outcome import Outcome, read_outcome
 from lanekit.run.stop import STOP_SIGNALS
 from lanekit.run.watcher import KILL_NOW, serve
-from lanekit.system.fsops import read_all
+from lanekit.system.fdio import read_all
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -35,6 +35,8 @@ import itertools
 import os
 import sys
 
+from lanekit.system import fdio
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -218,33 +220,6 @@ def fsync_dir(path: str) -> None:
         os.close(fd)
 
 
-def read_all(fd: int, size: int = 0) -> bytes:
-    """Everything `fd` has left, to EOF (a file, or a pipe until its writers close it).
-
-    `size` (a regular file's fstat size) sizes the first read: a regular file's read comes
-    back short only at its end, so a first read shorter than the size+1 asked for is the whole
-    file (one read, not a second one to see EOF); longer means it grew, and reads go on."""
-    if size:
-        data = os.read(fd, size + 1)
-        if len(data) <= size:
-            return data
-        chunks = [data]
-    else:
-        chunks = []
-    while chunk := os.read(fd, 1 << 16):
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-def write_all(fd: int, data: bytes) -> None:
-    """Write all of `data` to `fd` (a short write goes on where it stopped)."""
-    written = os.write(fd, data)
-    if written < len(data):  # a short write: only for large data, or on a signal
-        view = memoryview(data)[written:]
-        while view:
-            view = view[os.write(fd, view) :]
-
-
 _tmp_serial = itertools.count()
 _pid = os.getpid()
 _rng = int.from_bytes(os.urandom(8), "little") | 1
@@ -281,7 +256,7 @@ def write_new(path: str, data: bytes, *, durable: bool, mode: int = 0o600) -> No
     """Create `path` holding `data`; FileExistsError if it exists. Removed again on failure."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
-        write_all(fd, data)
+        fdio.write_all(fd, data)
         if durable:
             fsync_fd(fd)
     except BaseException:
@@ -341,7 +316,7 @@ def append_line(path: str, line: bytes, *, limit: int, durable: bool) -> bool:
             or os.pread(fd, 1, size - 1) != b"\n"
         ):
             return False
-        write_all(fd, line)
+        fdio.write_all(fd, line)
         if durable:
             full_fsync(fd)  # the append is its own commit point: no name changes
     finally:

@@ -35,6 +35,8 @@ from __future__ import annotations
 import os
 import stat
 
+from lanekit.system.fdio import read_all
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from lanekit.errors import LanekitError
@@ -198,8 +200,6 @@ def read_regular(
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise unsafe_error(path, f"is {kind_of(info.st_mode)}, not a regular file", what, info)
-        from lanekit.system.fsops import read_all  # not at the top: entry imports this module
-
         data = read_all(fd, info.st_size)
     finally:
         os.close(fd)

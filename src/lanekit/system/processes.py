@@ -22,6 +22,8 @@ import contextlib
 import errno
 import os
 
+from lanekit.system.fdio import write_all
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -74,13 +76,6 @@ def close_fds_except(keep: Iterable[int]) -> None:
             os.closerange(low, fd)
             low = fd + 1
     os.closerange(low, 1 << 16)
-
-
-def write_all(fd: int, data: bytes) -> None:
-    """Write all of `data` (os.write may take part of it)."""
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
 
 
 def read_tail(fd: int, kept: bytearray, keep: int, *, echo: int | None = None) -> bool:

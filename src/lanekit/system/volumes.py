@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 
-from lanekit.system.fsops import read_all
+from lanekit.system.fdio import read_all
 
 _SYNC_PARENTS = {
     "/Library/Mobile Documents/": "iCloud Drive (~/Library/Mobile Documents)",

@@ -36,7 +36,7 @@ from lanekit.queue.model import Claim, Dropped, DropReason
 from lanekit.queue.payload import payload_problem
 from lanekit.queue.records import JobState, Record, RecordError, iso_utc
 from lanekit.system import fsops
-from lanekit.system.fsops import read_all
+from lanekit.system.fdio import read_all
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -19,7 +19,7 @@ from lanekit.queue.ids import owned_id, split_owned_name, validate_job_id
 from lanekit.queue.observed import ClaimState, ClaimView, JobLocation
 from lanekit.queue.records import JobState, RecordError
 from lanekit.system import fsops, procinfo
-from lanekit.system.fsops import read_all
+from lanekit.system.fdio import read_all
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from lanekit.errors import UsageError
 from lanekit.queue.records import JobState, Record, RecordError
-from lanekit.system import fsops
+from lanekit.system import fdio, fsops
 from lanekit.system.fsops import tmp_suffix
 
 FILE_LIMIT = 4096
@@ -65,7 +65,7 @@ class OpenRecord:
         False, with nothing written, otherwise (no descriptor, a line cut short, too long)."""
         if self.fd < 0 or not self.whole or self.size + len(line) > FILE_LIMIT:
             return False
-        fsops.write_all(self.fd, line)
+        fdio.write_all(self.fd, line)
         if durable:
             fsops.full_fsync(self.fd)
         self.size += len(line)
@@ -159,7 +159,7 @@ class RecordStore:
             ) from None
         held = OpenRecord(fd, st.st_size, whole=False, ino=st.st_ino)
         try:
-            data = fsops.read_all(fd, st.st_size)
+            data = fdio.read_all(fd, st.st_size)
             record = self._parsed(Record.from_file(data, path), job_id, path)
         except OSError as exc:
             held.close()

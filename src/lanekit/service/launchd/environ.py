@@ -39,7 +39,7 @@ from lanekit.service.launchd.launch import (
 )
 from lanekit.state.schemas import SPAWN_STATUS_SCHEMA
 from lanekit.system.atomic import write_atomic
-from lanekit.system.fsops import read_all
+from lanekit.system.fdio import read_all
 from lanekit.system.processes import close_fds_except, read_tail, signal_group
 from lanekit.system.procinfo import start_token
 
