@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -97,13 +97,18 @@ class RunSpec:
 
     def to_json(self) -> str:
         """Stable JSON (sorted keys) so an unchanged lane writes an unchanged snapshot."""
-        data = asdict(self)
+        # One level deep: asdict's recursive copy was a third of rendering a lane for doctor.
+        data: dict[str, Any] = {item.name: getattr(self, item.name) for item in fields(self)}
+        if self.environment is not None:
+            data["environment"] = dict(self.environment)
         for key in _PATH_FIELDS:
             value = getattr(self, key)
             data[key] = None if value is None else str(value)
         data["command"] = list(self.command)
         if self.watch is None:
             del data["watch"]  # a lane's snapshot: only the watchdog's has channels
+        else:
+            data["watch"] = asdict(self.watch)
         data["schema"] = SNAPSHOT_SCHEMA
         return json.dumps(data, sort_keys=True, indent=2) + "\n"
 

@@ -66,9 +66,21 @@ def _real(path: Path) -> str:
     return os.path.realpath(path)
 
 
-def tcc_folder(path: str, home: Path) -> str | None:
-    """The privacy-guarded folder holding `path` (a real path), or None."""
-    real_home = _real(home).rstrip("/") + "/"
+_REAL: weakref.WeakKeyDictionary[DoctorContext, dict[Path, str]] = weakref.WeakKeyDictionary()
+"""Each doctor run's real paths: every lane names the same home, queue and log folders."""
+
+
+def _real_in(ctx: DoctorContext, path: Path) -> str:
+    known = _REAL.setdefault(ctx, {})
+    if path not in known:
+        known[path] = _real(path)
+    return known[path]
+
+
+def tcc_folder(path: str, home: Path, real_home: str | None = None) -> str | None:
+    """The privacy-guarded folder holding `path` (a real path), or None (`real_home`: the
+    home's real path, when the caller has it)."""
+    real_home = (_real(home) if real_home is None else real_home).rstrip("/") + "/"
     if path.startswith(VOLUMES):
         return "a removable or external volume (/Volumes)"
     if not path.startswith(real_home):
@@ -89,7 +101,7 @@ def tcc_protected_path(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     permitted", or waits on a consent prompt nobody sees."""
     reported: set[str] = set()
     for what, path in _paths(target):
-        folder = tcc_folder(_real(path), ctx.paths.home)
+        folder = tcc_folder(_real_in(ctx, path), ctx.paths.home, _real_in(ctx, ctx.paths.home))
         if folder is None or folder in reported:
             continue
         reported.add(folder)
