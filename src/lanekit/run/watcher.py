@@ -33,8 +33,8 @@ the file that becomes the status) and by the claim their environment names (job_
 the claim stays until none is left. Between jobs the watcher holds no claim; it exits at
 the end of the run, or, when the runner died, once the job it watches has ended.
 
-What this shares with launchd's supervisor (lanekit.service.launchd.environ: the emulated domain
-and `lanekit try`) is lanekit.system.processes, which says why the two loops differ.
+Its loop is launchd's supervisor's too (lanekit.service.launchd.environ: the emulated domain and
+`lanekit try`), with this policy: lanekit.system.processes.supervise.
 
 Processes start here and in the three seams design.md names; tests/test_process_seams.py lists
 this module deliberately.
@@ -47,7 +47,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import select
 import signal
 import sys
 import time
@@ -63,18 +62,17 @@ from lanekit.queue.outcome import (
 from lanekit.run.stop import LEFTOVER_GRACE, STOP_SIGNALS
 from lanekit.system.fdio import write_all
 from lanekit.system.processes import (
+    Supervision,
     close_fds_except,
     find_program,
-    group_alive,
-    read_tail,
     signal_group,
+    supervise,
 )
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import socket
     from collections.abc import Mapping, Sequence
-    from types import FrameType
     from typing import Any
 
 CANCEL_POLL = 0.25
@@ -87,72 +85,27 @@ watcher itself would orphan the job with its claim unlocked)."""
 # --- the watcher's side -------------------------------------------------------------------
 
 
-class _Watch:
-    """The watcher's state while its job runs (signal handlers set flags; the loop acts)."""
-
-    def __init__(self, job: int, stop_grace: float) -> None:
-        self.job = job
-        self.stop_grace = stop_grace
-        self.leader_code: int | None = None
-        self.stop_at: float | None = None
-        self.stopped = False
-        self.kill_now = False
-        self.wake = -1
-        """The read end of the signal wake-up pipe (set_wakeup_fd)."""
-
-    def on_stop(self, signum: int, frame: FrameType | None) -> None:
-        if self.leader_code is None:
-            self.stopped = True
-        if self.stop_at is None:
-            self.stop_at = time.monotonic()
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.job, signum)
-
-    def on_kill(self, signum: int, frame: FrameType | None) -> None:
-        self.kill_now = True
-
-
-class _Current:
-    """The watcher's job of the moment, which the signal handlers act on (none between jobs:
-    a stop that arrives then is a late one for the job before, and is dropped)."""
-
-    def __init__(self) -> None:
-        self.watch: _Watch | None = None
-        self.wake = -1
-        """The read end of the signal wake-up pipe (set_wakeup_fd)."""
-
-    def on_stop(self, signum: int, frame: FrameType | None) -> None:
-        if self.watch is not None:
-            self.watch.on_stop(signum, frame)
-
-    def on_kill(self, signum: int, frame: FrameType | None) -> None:
-        if self.watch is not None:
-            self.watch.on_kill(signum, frame)
-
-
-def _become_watcher(keep: Sequence[int]) -> _Current:
+def _become_watcher(keep: Sequence[int]) -> int:
     """What a watcher does once, before any job: its own session, every descriptor but
-    stdin/stdout/stderr and `keep` closed, its signal handlers in place, stops unblocked."""
+    stdin/stdout/stderr and `keep` closed, its signals unblocked and written to a wake-up pipe
+    (whose read end is returned) for the loop to act on: a stop that comes between jobs is a
+    late one for the job before, and is dropped at the next job's start."""
     os.setsid()  # out of the runner's process group and session: its death is not ours
     close_fds_except(keep)
     wake_r, wake_w = os.pipe()
     for fd in (wake_r, wake_w):
         os.set_blocking(fd, False)
-    current = _Current()
-    current.wake = wake_r
     signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
-    for sig in STOP_SIGNALS:
-        signal.signal(sig, current.on_stop)
-    signal.signal(KILL_NOW, current.on_kill)
-    signal.signal(signal.SIGCHLD, lambda _s, _f: None)  # only to wake the select below
+    for sig in (*STOP_SIGNALS, KILL_NOW, signal.SIGCHLD):
+        signal.signal(sig, lambda _s, _f: None)  # only to be written to the wake-up pipe
     signal.pthread_sigmask(signal.SIG_UNBLOCK, (*STOP_SIGNALS, KILL_NOW))
-    return current
+    return wake_r
 
 
 def serve(sock: socket.socket) -> int:
     """The run watcher's life (lanekit.run.watcher_link forks it): each request the runner sends,
     watched to its end; 0 at the socket's EOF (the run is over, or the runner died)."""
-    current = _become_watcher([sock.fileno()])
+    wake = _become_watcher([sock.fileno()])
     while (got := _receive(sock)) is not None:
         request, fds = got
         if len(fds) != 2:  # not the runner's request: what came is closed, nothing runs
@@ -171,10 +124,9 @@ def serve(sock: socket.socket) -> int:
                 timeout=request["timeout"],
                 kill_grace=request["kill_grace"],
                 stop_grace=request["stop_grace"],
-                current=current,
+                wake=wake,
             )
         finally:
-            current.watch = None
             os.close(lock_fd)  # the lock drops once the status is written (in _follow)
             os.close(report)  # then the runner's wait() sees EOF
     return 0
@@ -214,17 +166,12 @@ def _watch(
     timeout: float | None,
     kill_grace: float,
     stop_grace: float,
-    current: _Current | None = None,
+    wake: int = -1,
 ) -> int:
-    """Watch one job to its end. `current`: the run watcher's state (serve); None for a
+    """Watch one job to its end. `wake`: the run watcher's wake-up pipe (serve); -1 for a
     process that watches this one job only, which becomes a watcher first."""
-    if current is None:
-        current = _become_watcher([lock_fd, report])
-    watch = _Watch(0, stop_grace)
-    watch.wake = current.wake
-    with contextlib.suppress(BlockingIOError):
-        while os.read(current.wake, 512):  # wake-ups left from between jobs
-            pass
+    if wake < 0:
+        wake = _become_watcher([lock_fd, report])
     err_r, err_w = os.pipe()
     began = time.monotonic()
     try:
@@ -242,33 +189,45 @@ def _watch(
         with contextlib.suppress(OSError):  # a runner that died meanwhile reads nothing
             os.write(report, b"E%d" % (exc.errno or errno.ENOEXEC))
         return 0
-    watch.job = job
-    current.watch = watch  # before the start report: the runner's stops come after it
+    with contextlib.suppress(BlockingIOError):
+        while os.read(wake, 512):  # signals from before this job's start: not for it
+            pass
+    policy = Supervision(
+        group=True,
+        kill_grace=kill_grace,
+        stop_grace=min(kill_grace, stop_grace),
+        stop_signals=frozenset(STOP_SIGNALS),
+        kill_signal=KILL_NOW,
+        leftover_grace=min(LEFTOVER_GRACE, kill_grace),
+        poll=1.0,  # woken by SIGCHLD, stderr or a stop long before this
+        look_every=CANCEL_POLL,
+        echo=2,
+        tail=TAIL_BYTES,
+    )
     try:
-        _follow(watch, err_r, err_w, report, status, tmp_dir, timeout, kill_grace, began)
+        _follow(job, policy, wake, err_r, err_w, report, status, tmp_dir, timeout, began)
     except BaseException:
         # Never leave the job running without the lock this process is about to drop.
         signal_group(job, signal.SIGKILL)
         raise
     finally:
-        current.watch = None
         os.close(err_r)
     return 0
 
 
 def _follow(  # noqa: PLR0917 - private, called once by _watch with its own values
-    watch: _Watch,
+    job: int,
+    policy: Supervision,
+    wake: int,
     err_r: int,
     err_w: int,
     report: int,
     status: str,
     tmp_dir: str,
     timeout: float | None,
-    kill_grace: float,
     began: float,
 ) -> None:
-    """The watcher's loop from the job's start to its status (see the module docstring)."""
-    job = watch.job
+    """The watcher's part from the job's start to its status (see the module docstring)."""
     signal.pthread_sigmask(signal.SIG_UNBLOCK, (*STOP_SIGNALS, KILL_NOW))
     os.close(err_w)
     note = _note_started(started_beside(status), job)
@@ -278,67 +237,24 @@ def _follow(  # noqa: PLR0917 - private, called once by _watch with its own valu
         os.write(report, b"S")
     os.set_blocking(err_r, False)
     kept = bytearray()
-    timed_out = False
-    look = _CancelLook(cancel_beside(status), began)
-    term_sent_at: float | None = None
-    """When SIGTERM went to the group for a timeout or for leftovers (kill deadline base)."""
-    kill_after = kill_grace
-    killed = False
-    reading = True
-    while True:
-        _reap(watch)
-        now = time.monotonic()
-        alive = watch.leader_code is None or group_alive(job)
-        if not alive:
-            break
-        if watch.kill_now and not killed:
-            signal_group(job, signal.SIGKILL)
-            killed = True
-        if (
-            not timed_out
-            and timeout is not None
-            and watch.leader_code is None
-            and now - began >= timeout
-        ):
-            timed_out = True
-            signal_group(job, signal.SIGTERM)
-            term_sent_at, kill_after = now, kill_grace
-        term_sent_at, kill_after = look.act(watch, now, (term_sent_at, kill_after), kill_grace)
-        if watch.leader_code is not None and term_sent_at is None and watch.stop_at is None:
-            # The leader exited; what it left in its group gets a short grace, then SIGKILL.
-            signal_group(job, signal.SIGTERM)
-            term_sent_at, kill_after = now, min(LEFTOVER_GRACE, kill_grace)
-        kill_at = None if term_sent_at is None else term_sent_at + kill_after
-        limit = None if timeout is None or timed_out else began + timeout
-        due = _next_due(watch, kill_at, kill_grace, limit)
-        if due is not None and now >= due and not killed:
-            signal_group(job, signal.SIGKILL)
-            killed = True
-        if killed and watch.leader_code is not None:
-            # SIGKILL cannot be refused; an orphan's zombie (which a group probe still sees
-            # until its new parent reaps it) holds nothing.
-            break
-        wait = look.pause(watch, _pause(due, now, killed=killed), now)
-        fds = [watch.wake, err_r] if reading else [watch.wake]
-        try:
-            ready, _, _ = select.select(fds, [], [], wait)
-        except InterruptedError:  # pragma: no cover - PEP 475 retries select itself
-            ready = []
-        if watch.wake in ready:
-            with contextlib.suppress(BlockingIOError):
-                os.read(watch.wake, 512)
-        if reading and err_r in ready:
-            reading = read_tail(err_r, kept, TAIL_BYTES, echo=2)
-    if reading:
-        read_tail(err_r, kept, TAIL_BYTES, echo=2)  # whatever is still buffered in the pipe
+    cancel = cancel_beside(status)
+    ended = supervise(
+        job,
+        policy,
+        wake=wake,
+        deadline=None if timeout is None else began + timeout,
+        requested=lambda: os.path.lexists(cancel),
+        capture=err_r,
+        kept=kept,
+    )
     outcome = Outcome(
-        exit=-signal.SIGKILL if watch.leader_code is None else watch.leader_code,
-        stopped=watch.stopped,
-        timed_out=timed_out,
+        exit=os.waitstatus_to_exitcode(ended.status),
+        stopped=ended.stopped,
+        timed_out=ended.timed_out,
         duration=time.monotonic() - began,
         stderr=tail(bytes(kept)),
         limit=timeout,
-        cancelled=look.seen,
+        cancelled=ended.requested,
     )
     from lanekit.system import fsops
     from lanekit.system.fsops import tmp_suffix
@@ -390,72 +306,6 @@ def _note_to_status(note: int, started: str, status: str, data: bytes) -> bool:
     finally:
         os.close(note)
     return True
-
-
-class _CancelLook:
-    """`lanekit cancel --stop`'s request next to the claim, looked for every CANCEL_POLL
-    seconds (one stat) while the leader lives."""
-
-    def __init__(self, path: str, began: float) -> None:
-        self.path = path
-        self.next = began
-        self.seen = False
-
-    def act(
-        self,
-        watch: _Watch,
-        now: float,
-        term: tuple[float | None, float],
-        kill_grace: float,
-    ) -> tuple[float | None, float]:
-        """On the request: SIGTERM to the job's group, SIGKILL kill_grace later (as for a
-        timeout); `term` is the loop's (SIGTERM sent at, SIGKILL after), returned updated."""
-        if self.seen or watch.leader_code is not None or now < self.next:
-            return term
-        self.next = now + CANCEL_POLL
-        self.seen = os.path.lexists(self.path)
-        if not self.seen:
-            return term
-        signal_group(watch.job, signal.SIGTERM)
-        return (now, kill_grace) if term[0] is None else term
-
-    def pause(self, watch: _Watch, wait: float, now: float) -> float:
-        """`wait`, cut short so that the next look is on time."""
-        if self.seen or watch.leader_code is not None:
-            return wait
-        return max(0.0, min(wait, self.next - now))
-
-
-def _reap(watch: _Watch) -> None:
-    """Record the leader's exit code once it has exited (never blocks)."""
-    if watch.leader_code is not None:
-        return
-    with contextlib.suppress(ChildProcessError):
-        done, wait_status = os.waitpid(watch.job, os.WNOHANG)
-        if done:
-            watch.leader_code = os.waitstatus_to_exitcode(wait_status)
-
-
-def _next_due(
-    watch: _Watch, kill_at: float | None, kill_grace: float, limit: float | None
-) -> float | None:
-    """The next moment the loop must act: SIGKILL after a SIGTERM's grace (`kill_at`) or a
-    stop's, or the job's timeout (`limit`); None when nothing is pending."""
-    deadlines = [] if kill_at is None else [kill_at]
-    if watch.stop_at is not None:
-        deadlines.append(watch.stop_at + min(kill_grace, watch.stop_grace))
-    if limit is not None:
-        deadlines.append(limit)
-    return min(deadlines) if deadlines else None
-
-
-def _pause(due: float | None, now: float, *, killed: bool) -> float:
-    """How long the loop may sleep in select before it looks again."""
-    if killed:
-        return 0.05
-    if due is None:
-        return 1.0  # woken by SIGCHLD, stderr or a stop long before this
-    return max(0.0, min(due - now, 1.0))
 
 
 if __name__ == "__main__":  # pragma: no cover - not an entry point

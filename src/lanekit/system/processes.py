@@ -1,17 +1,17 @@
-"""What lanekit's two fork-and-watch supervisors do alike with the processes they start.
+"""How lanekit's fork-and-watch supervisors start, stop and wait for the processes they start.
 
-The two supervise at two levels and promise different things, so each keeps its own loop:
-launchd's (lanekit.service.launchd.environ: the emulated domain's watcher and `lanekit try`)
-starts a lane's process as its plist says (cwd, log files, umask, nice, a session of its own)
-and stops it as launchd does (SIGTERM to the process, SIGKILL after ExitTimeOut, one SIGTERM for
-what it left in its group); the run's job watcher (lanekit.run.watcher) starts each claimed job
-in a group of its own and holds the claim's lock until nothing of the group is left (stops,
-timeouts and cancel requests sent to the whole group, leftovers SIGKILLed, the outcome
-recorded), which is how two copies of one job never run at once. What they share is here, once:
-finding the program on the job's PATH, signalling and probing a process group, closing every
-descriptor a watcher must not hold, and keeping the tail of a job's stderr pipe.
+There is one loop, `supervise`, for two callers whose promises differ only by its `Supervision`
+policy: launchd's (lanekit.service.launchd.environ: the emulated domain's watcher and `lanekit
+try`) stops a lane's process as launchd does (SIGTERM to the process, SIGKILL after ExitTimeOut,
+never for 0) and returns when it exits; the run's job watcher (lanekit.run.watcher) sends every
+stop, timeout and cancel request to the job's whole process group and returns only once nothing
+of the group is left (leftovers get a short grace, then SIGKILL), so that the claim's lock it
+holds meanwhile keeps two copies of one job from ever running at once. Also here, once: finding
+the program on the job's PATH, signalling and probing a process group, closing every descriptor
+a watcher must not hold, and keeping the tail of a job's stderr pipe.
 
-Builtin modules only: the run watcher is a fork of the runner, whose start-up is measured.
+Builtin modules and dataclasses only (which lanekit.queue.outcome, beside the run watcher,
+imports already): the run watcher is a fork of the runner, whose start-up is measured.
 """
 
 # ruff: noqa: PTH113, PTH118
@@ -21,12 +21,16 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import select
+import signal
+import time
+from dataclasses import dataclass
 
 from lanekit.system.fdio import write_all
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
 
 
 def find_program(name: str, path: str, cwd: str = "") -> str:
@@ -95,3 +99,118 @@ def read_tail(fd: int, kept: bytearray, keep: int, *, echo: int | None = None) -
         kept += data
         if len(kept) > 2 * keep:
             del kept[: len(kept) - keep]
+
+
+@dataclass(frozen=True, slots=True)
+class Supervision:
+    """How `supervise` stops a job and how long it waits for it."""
+
+    group: bool
+    """Signals go to the job's whole process group (the run's watcher), else to its leader."""
+    kill_grace: float | None
+    """SIGKILL this long after the SIGTERM of a deadline or a request; None: never."""
+    stop_grace: float | None
+    """SIGKILL this long after a stop signal read from the wake-up pipe; None: never."""
+    stop_signals: frozenset[int] = frozenset({signal.SIGTERM})
+    """Read from the wake-up pipe, each is passed on to the job (a stop)."""
+    kill_signal: int | None = None
+    """Read from the wake-up pipe, it means SIGKILL now."""
+    leftover_grace: float | None = None
+    """None: return once the leader exited. Else wait until its group is gone too: SIGTERM to
+    what it left (unless a stop was sent already), SIGKILL this long after."""
+    poll: float | None = None
+    """The longest sleep between looks; None: until a signal, stderr or a deadline wakes it."""
+    look_every: float = 0.25
+    """Seconds between two calls of the `requested` look."""
+    echo: int | None = None
+    """Where the job's stderr is copied on as it comes, if anywhere."""
+    tail: int = 8192
+    """How many bytes of the job's stderr are kept at least."""
+
+
+@dataclass(frozen=True, slots=True)
+class Supervised:
+    """How a supervised job ended."""
+
+    status: int
+    """Its leader's raw wait(2) status."""
+    stopped: bool
+    """A stop signal came while its leader lived."""
+    timed_out: bool
+    requested: bool
+    """The `requested` look asked for a stop."""
+
+
+def supervise(  # noqa: C901 - one loop on purpose: the one both supervisors run
+    job: int,
+    policy: Supervision,
+    *,
+    wake: int | None = None,
+    deadline: float | None = None,
+    requested: Callable[[], bool] | None = None,
+    capture: int | None = None,
+    kept: bytearray | None = None,
+) -> Supervised:
+    """Wait for the job (our child, leader of process group `job`) as `policy` says, stopping
+    it with SIGTERM (SIGKILL after the policy's grace) when the monotonic `deadline` passes,
+    when `requested()` says so or when a stop signal comes through the signal wake-up pipe
+    `wake`. Meanwhile the job's stderr pipe `capture` (non-blocking) is read into `kept`."""
+    status: int | None = None
+    kill_at: float | None = None
+    stopped = timed_out = asked = killed = False
+    next_look = 0.0
+    reading = capture is not None
+    kept = bytearray() if kept is None else kept
+
+    def send(sig: int, grace: float | None) -> None:
+        nonlocal kill_at
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            (os.killpg if policy.group else os.kill)(job, sig)
+        if grace is not None:  # the earliest SIGKILL promised stands
+            kill_at = _sooner(kill_at, time.monotonic() + grace)
+
+    while True:
+        if status is None:
+            pid, raw = os.waitpid(job, os.WNOHANG)
+            status = raw if pid == job else None
+        if status is not None and (policy.leftover_grace is None or killed or not group_alive(job)):
+            break  # (after SIGKILL, an orphan's zombie a group probe still sees holds nothing)
+        now = time.monotonic()
+        if status is None and deadline is not None and not timed_out and now >= deadline:
+            timed_out = True
+            send(signal.SIGTERM, policy.kill_grace)
+        if status is None and requested is not None and not asked and now >= next_look:
+            next_look = now + policy.look_every
+            if asked := requested():
+                send(signal.SIGTERM, policy.kill_grace)
+        if status is not None and kill_at is None:  # what the leader left in its group
+            send(signal.SIGTERM, policy.leftover_grace)
+        due = _sooner(None if killed else kill_at, None if timed_out else deadline)
+        if due is not None and now >= due and not killed:
+            send(signal.SIGKILL, None)
+            killed = True
+            continue
+        wait = 0.05 if killed else _sooner(policy.poll, None if due is None else due - now)
+        if status is None and requested is not None and not asked:
+            wait = _sooner(wait, next_look - now)
+        fds = [fd for fd in (wake, capture if reading else None) if fd is not None]
+        ready = select.select(fds, [], [], None if wait is None else max(0.0, wait))[0]
+        if wake is not None and wake in ready:
+            with contextlib.suppress(BlockingIOError):
+                for sig in os.read(wake, 512):
+                    if sig == policy.kill_signal and not killed:
+                        send(signal.SIGKILL, None)
+                        killed = True
+                    elif sig in policy.stop_signals:
+                        stopped = stopped or status is None
+                        send(sig, policy.stop_grace)
+        if reading and capture is not None and capture in ready:
+            reading = read_tail(capture, kept, policy.tail, echo=policy.echo)
+    if reading and capture is not None:  # whatever is still buffered in the pipe
+        read_tail(capture, kept, policy.tail, echo=policy.echo)
+    return Supervised(status, stopped, timed_out, asked)
+
+
+def _sooner(a: float | None, b: float | None) -> float | None:
+    """The earlier of two moments, either of which may be None (none)."""
+    return b if a is None else a if b is None else min(a, b)

@@ -10,9 +10,8 @@ the same way on Linux as under launchd on macOS. Facts: shared/launchd-semantics
 *watcher*; the watcher forks the job and stays its parent. Launchd's duties for the job are then
 the watcher's: wait for it, record its raw wait status in a status file, kill its process group
 after it exits (AbandonProcessGroup), and on a stop request send SIGTERM then SIGKILL after
-ExitTimeOut. The watcher is a fork without exec, so it lives inside this module. What it shares
-with the run's job watcher (lanekit.run.watcher: finding the program, process groups, closing
-descriptors, the stderr tail) is lanekit.system.processes, which says why the two loops differ.
+ExitTimeOut. The watcher is a fork without exec, so it lives inside this module. Its loop is
+the run's job watcher's too (lanekit.run.watcher), with launchd's policy: lanekit.system.processes.
 """
 
 from __future__ import annotations
@@ -22,7 +21,6 @@ import fcntl
 import gc
 import json
 import os
-import select
 import signal
 import time
 from dataclasses import dataclass, field
@@ -40,7 +38,7 @@ from lanekit.service.launchd.launch import (
 from lanekit.state.schemas import SPAWN_STATUS_SCHEMA
 from lanekit.system.atomic import write_atomic
 from lanekit.system.fdio import read_all
-from lanekit.system.processes import close_fds_except, read_tail, signal_group
+from lanekit.system.processes import Supervision, close_fds_except, signal_group, supervise
 from lanekit.system.procinfo import start_token
 
 STDERR_TAIL_BYTES = 8192
@@ -354,7 +352,7 @@ def _watch(launch: JobLaunch, prep: _Prepared, report_w: int, status_file: Path 
     os.write(report_w, f"{job} {token} {os.getpid()} {process_token(os.getpid()) or 0}".encode())
     os.close(report_w)
     prep.close()
-    status, _ = _supervise(launch, job, wake_r=wake_r)
+    status = supervise(job, _launchd_stop(launch), wake=wake_r).status
     if not launch.abandon_process_group:
         signal_group(job, signal.SIGTERM)
     if status_file is not None:
@@ -369,70 +367,13 @@ def _watch(launch: JobLaunch, prep: _Prepared, report_w: int, status_file: Path 
     os._exit(0)
 
 
-def _supervise(
-    launch: JobLaunch,
-    job: int,
-    *,
-    wake_r: int | None = None,
-    deadline: float | None = None,
-    capture: int | None = None,
-    captured: bytearray | None = None,
-    stopping: bool = False,
-) -> tuple[int, bool]:
-    """Wait for the job as launchd does, whoever waits (the emulated domain's watcher, `lanekit
-    try`): a stop (SIGTERM read from the signal wake-up pipe `wake_r`, the `deadline`
-    passing, or `stopping` from the start) sends the job SIGTERM, then SIGKILL after its
-    ExitTimeOut (never for 0). Meanwhile the stderr pipe `capture`, if any, is drained into
-    `captured` (its tail). Without a wake-up pipe the loop polls every 50 ms. The job's raw
-    wait status, and whether the deadline stopped it."""
-    kill_at: float | None = None
-    stopped = timed_out = False
-    reading = capture is not None
-
-    def stop() -> None:
-        nonlocal kill_at, stopped
-        stopped = True
-        with contextlib.suppress(OSError):
-            os.kill(job, signal.SIGTERM)
-        if launch.exit_timeout > 0:
-            kill_at = time.monotonic() + launch.exit_timeout
-
-    if stopping:
-        stop()
-    while True:
-        pid, status = os.waitpid(job, os.WNOHANG)
-        if pid == job:
-            if capture is not None and captured is not None and reading:
-                read_tail(capture, captured, STDERR_TAIL_BYTES)
-            return status, timed_out
-        now = time.monotonic()
-        if deadline is not None and now >= deadline and not stopped:
-            timed_out = True
-            stop()
-        if kill_at is not None and now >= kill_at:
-            kill_at = None
-            with contextlib.suppress(OSError):
-                os.kill(job, signal.SIGKILL)
-        if wake_r is None:
-            wait: float | None = 0.05
-        else:  # SIGCHLD and SIGTERM arrive through the pipe: sleep until then, or a deadline
-            due = [at for at in (kill_at, None if stopped else deadline) if at is not None]
-            wait = max(0.0, min(due) - now) if due else None
-        fds = [fd for fd in (wake_r, capture if reading else None) if fd is not None]
-        if fds:
-            ready = select.select(fds, [], [], wait)[0]
-        else:
-            time.sleep(wait or 0.0)
-            ready = []
-        if wake_r is not None and wake_r in ready:
-            try:
-                received = os.read(wake_r, 512)
-            except BlockingIOError:
-                received = b""
-            if signal.SIGTERM in received and not stopped:
-                stop()
-        if capture is not None and captured is not None and capture in ready:
-            reading = read_tail(capture, captured, STDERR_TAIL_BYTES)
+def _launchd_stop(launch: JobLaunch, *, poll: float | None = None) -> Supervision:
+    """launchd's stop, whoever waits (the emulated domain's watcher, `lanekit try`): SIGTERM to
+    the job's process, SIGKILL after its ExitTimeOut (never for 0); its return at the exit."""
+    grace = launch.exit_timeout if launch.exit_timeout > 0 else None
+    return Supervision(
+        group=False, kill_grace=grace, stop_grace=grace, poll=poll, tail=STDERR_TAIL_BYTES
+    )
 
 
 def run_foreground(launch: JobLaunch, timeout: float | None = None) -> ForegroundResult:
@@ -465,16 +406,16 @@ def run_foreground(launch: JobLaunch, timeout: float | None = None) -> Foregroun
         prep.close()
     captured = bytearray()
     try:
-        status, timed_out = _supervise(
-            launch,
+        ended = supervise(
             job,
+            _launchd_stop(launch, poll=0.05),  # no wake-up pipe: it polls
             deadline=None if timeout is None else started + timeout,
             capture=capture,
-            captured=captured,
+            kept=captured,
         )
     except BaseException:
         with contextlib.suppress(ChildProcessError):  # reaped already
-            _supervise(launch, job, stopping=True)
+            supervise(job, _launchd_stop(launch, poll=0.05), deadline=time.monotonic())
         raise
     finally:
         if capture is not None:
@@ -483,13 +424,13 @@ def run_foreground(launch: JobLaunch, timeout: float | None = None) -> Foregroun
     if not launch.abandon_process_group:
         signal_group(job, signal.SIGTERM)
     tail = bytes(captured) if launch.stderr_path is None else _read_tail(launch, tail_from)
-    result = JobExit(pid=job, wait_status=status, ended_at=time.time())
+    result = JobExit(pid=job, wait_status=ended.status, ended_at=time.time())
     return ForegroundResult(
         exit_code=result.exit_code,
         signal=result.signal,
         duration=duration,
         stderr_tail=tail[-STDERR_TAIL_BYTES:].decode(errors="replace"),
-        timed_out=timed_out,
+        timed_out=ended.timed_out,
     )
 
 
