@@ -24,14 +24,14 @@ from lanekit.config.provenance import MARKER
 from lanekit.errors import Refusal, ServiceError
 from lanekit.queue import open_queue
 from lanekit.reconcile import ActionKind, Result, apply, remove
-from lanekit.reconcile.pause import is_paused, pause
+from lanekit.reconcile.pause import pause
 from lanekit.service import manager_of, open_manager
 from lanekit.service.emulated.emulator import EmulatedDomain
 from lanekit.service.emulated.manager import EmulatedManager
 from lanekit.service.launchd.launchctl import LaunchctlDomain
 from lanekit.service.launchd.manager import LaunchdManager
 from lanekit.service.manager import Ending, ManagerKind, ServiceManager
-from lanekit.state.paths import Paths
+from lanekit.state.paths import Paths, is_paused
 from lanekit.system.atomic import write_atomic
 
 LANES = ("alpha", "beta", "gamma", "delta", "epsilon")

@@ -196,6 +196,7 @@ def try_run(request: TryRequest, paths: Paths, env: Mapping[str, str] | None = N
     from lanekit.doctor.checks import jobfacts
     from lanekit.service.launchd.environ import run_foreground
     from lanekit.service.launchd.launch import JobSetupError, launch_for
+    from lanekit.service.launchd.manager import plist_definition
 
     env = os.environ if env is None else env
     target = _target(request, paths, env)
@@ -204,13 +205,14 @@ def try_run(request: TryRequest, paths: Paths, env: Mapping[str, str] | None = N
     for check_id in PREFLIGHT:
         problems.extend(ctx.findings(check_id, target))
     job = target.plist or {}
-    argv = tuple(jobfacts.arguments(job))
+    defined = target.definition or plist_definition(job)
+    argv = tuple(jobfacts.arguments(defined))
     entrypoint = target.lane is not None and request.job is None
     base = TryResult(
         subject=target.subject,
         argv=argv,
-        cwd=jobfacts.cwd(job),
-        env_path=jobfacts.job_path(job),
+        cwd=jobfacts.cwd(defined),
+        env_path=jobfacts.job_path(defined),
         problems=tuple(problems),
         ran=False,
         stdout_path=job.get("StandardOutPath"),

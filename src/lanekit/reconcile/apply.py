@@ -204,7 +204,7 @@ def _apply(
             [(lane.name, lane.label) for lane in selected],
             {label: item.snapshot for label, item in seen.installed.items()},
         )
-    from lanekit.reconcile.pause import paused_labels
+    from lanekit.state.paths import paused_labels
 
     paused = paused_labels(paths, [d.label for d in desired])
     actions = plan(

@@ -63,7 +63,7 @@ def kick(
     manager = manager_of(launchd, paths.launch_agents)
     check_private(manager.artifact_path(lane.label), "plist")
     check_private(paths.snapshot_for(lane.label), "lane snapshot")
-    from lanekit.reconcile.pause import is_paused
+    from lanekit.state.paths import is_paused
 
     if is_paused(paths, lane.label):
         raise LaunchdError(

@@ -25,15 +25,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lanekit.config import LaneSpec
+from lanekit.queue.records import iso_utc
 from lanekit.service import manager_of
 from lanekit.service.launchd import Launchd, clock_for
 from lanekit.service.manager import ServiceManager
-from lanekit.state.paths import Paths, is_paused, paused_labels
+from lanekit.state.paths import Paths
 from lanekit.system.atomic import write_atomic
 from lanekit.system.quoting import cmdline
 
 # The marker check lives in state/ (status and doctor ask it without loading reconcile).
-__all__ = ["PauseResult", "is_paused", "pause", "paused_labels", "resume"]
+__all__ = ["PauseResult", "pause", "resume"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,8 +67,6 @@ def pause(
 ) -> list[PauseResult]:
     """Pause `lanes`: marker first (from then on no run claims a job), then launchd's
     disabled override. Idempotent; a lane that is running finishes the job it has."""
-    from lanekit.queue.records import iso_utc  # here: `lanekit status` asks only paused_labels
-
     stamp = iso_utc(clock_for(paths).time() if now is None else now)
     manager = manager_of(launchd, paths.launch_agents)
     seen = manager.observe(lane.label for lane in lanes)

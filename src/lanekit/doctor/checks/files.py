@@ -132,9 +132,9 @@ def logs_unwritable(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
 @check("workdir.missing", summary="WorkingDirectory does not exist (launchd cannot chdir into it)")
 def workdir_missing(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """launchd cannot chdir: modern launchd fails the spawn (78), older ones run from `/`."""
-    if target.plist is None:
+    if target.definition is None:
         return
-    workdir = jobfacts.workdir(target.plist)
+    workdir = jobfacts.workdir(target.definition)
     if workdir is None or Path(workdir).is_dir():
         return
     if os.path.lexists(workdir):
@@ -163,10 +163,10 @@ def workdir_missing(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
 def workdir_default_root(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """Relative paths (and files a script writes next to itself) land in `/`, which is
     read-only: the job fails in ways that depend on where you tested it from."""
-    job = target.plist
-    if job is None or jobfacts.workdir(job) is not None:
+    job, defined = target.plist, target.definition
+    if job is None or defined is None or jobfacts.workdir(defined) is not None:
         return
-    written = jobfacts.arguments(job)[:1] + [
+    written = jobfacts.arguments(defined)[:1] + [
         value for key in jobfacts.LOG_KEYS if isinstance(value := job.get(key), str)
     ]
     relative = [v for v in written if v and "/" in v and not v.startswith("/")]

@@ -12,13 +12,11 @@ import re
 import shlex
 import shutil
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from lanekit.doctor import Target
 from lanekit.service.artifacts import JobDefinition
-from lanekit.service.launchd.manager import plist_definition
 
 LAUNCHD_PATH = "/usr/bin:/bin:/usr/sbin:/sbin"
 """The PATH launchd gives a job whose plist sets none (launchd-semantics.md section 3)."""
@@ -73,62 +71,40 @@ _PLAIN_WORD = re.compile(r"[A-Za-z0-9_.+@%-]+|/[A-Za-z0-9_.+@%/-]+")
 _UNEXPANDED = re.compile(r"(?:^|[:=\s])~|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?")
 
 
-_READ: dict[int, tuple[Mapping[str, Any], JobDefinition]] = {}
-"""Each plist dict's reading, kept while the dict lives in a run of checks: a dozen checks ask
-about one target's job, and reading it each time was a tenth of doctor's time per lane."""
-
-
-def _defined(job: Mapping[str, Any]) -> JobDefinition:
-    """plist_definition(job), once per dict (the plists checks receive are never changed)."""
-    kept = _READ.get(id(job))
-    if kept is not None and kept[0] is job:
-        return kept[1]
-    if len(_READ) >= 1024:
-        _READ.clear()
-    made = plist_definition(job)
-    _READ[id(job)] = (job, made)
-    return made
-
-
-def program(job: Mapping[str, Any]) -> str | None:
+def program(defined: JobDefinition) -> str | None:
     """What launchd execs: Program, else ProgramArguments[0]."""
-    return _defined(job).program
+    return defined.program
 
 
-def arguments(job: Mapping[str, Any]) -> list[str]:
+def arguments(defined: JobDefinition) -> list[str]:
     """ProgramArguments (argv), or [Program] when only Program is set."""
-    return list(_defined(job).argv)
+    return list(defined.argv)
 
 
-def environment(job: Mapping[str, Any]) -> dict[str, str]:
+def environment(defined: JobDefinition) -> dict[str, str]:
     """EnvironmentVariables with string values only (launchd ignores the others)."""
-    return dict(_defined(job).env)
+    return dict(defined.env)
 
 
-def job_path(job: Mapping[str, Any]) -> str:
+def job_path(defined: JobDefinition) -> str:
     """The PATH the job runs with: its own, else launchd's default. Never the caller's."""
-    return environment(job).get("PATH", LAUNCHD_PATH)
+    return environment(defined).get("PATH", LAUNCHD_PATH)
 
 
-def workdir(job: Mapping[str, Any]) -> str | None:
+def workdir(defined: JobDefinition) -> str | None:
     """WorkingDirectory when set."""
-    return _defined(job).cwd
+    return defined.cwd
 
 
-def cwd(job: Mapping[str, Any]) -> str:
+def cwd(defined: JobDefinition) -> str:
     """Where the job starts: WorkingDirectory, else `/` (launchd's default)."""
-    return workdir(job) or "/"
+    return workdir(defined) or "/"
 
 
-def absolute(value: str, job: Mapping[str, Any]) -> Path:
+def absolute(value: str, defined: JobDefinition) -> Path:
     """A path from the plist as the job sees it (relative paths start at its cwd)."""
     path = Path(value)
-    return path if path.is_absolute() else Path(cwd(job)) / path
-
-
-def log_files(job: Mapping[str, Any]) -> list[tuple[str, Path]]:
-    """(key, path) of the files launchd opens for the job's stdout and stderr."""
-    return defined_logs(_defined(job))
+    return path if path.is_absolute() else Path(cwd(defined)) / path
 
 
 def defined_logs(defined: JobDefinition) -> list[tuple[str, Path]]:
@@ -143,11 +119,11 @@ def defined_logs(defined: JobDefinition) -> list[tuple[str, Path]]:
     ]
 
 
-def resolve(name: str, job: Mapping[str, Any]) -> str | None:
+def resolve(name: str, defined: JobDefinition) -> str | None:
     """Where the job would find command `name`: on its own PATH, from its own cwd."""
     from lanekit.service.launchd.launch import resolve_command
 
-    return resolve_command(name, job_path(job), cwd(job))
+    return resolve_command(name, job_path(defined), cwd(defined))
 
 
 def caller_has(name: str) -> str | None:
@@ -250,8 +226,7 @@ def path_fix(target: Target, directory: str) -> str:
             "then run `lanekit apply`"
         )
     where = target.plist_path or "the plist"
-    job = target.plist or {}
-    if "PATH" in environment(job):
+    if target.definition is not None and "PATH" in environment(target.definition):
         return f"add {directory} to the PATH in EnvironmentVariables of {where}"
     return (
         f"add <key>PATH</key><string>{directory}:{LAUNCHD_PATH}</string> to "

@@ -194,7 +194,7 @@ def _executables(target: Target) -> list[tuple[str, Path]]:
     found: list[tuple[str, Path]] = []
     if target.plist_path is not None and target.installed:
         found.append(("the plist", target.plist_path))
-    job = target.plist
+    job = target.definition
     name = jobfacts.program(job) if job is not None else None
     if job is not None and name and "/" in name:
         found.append(("the program", jobfacts.absolute(name, job)))

@@ -16,7 +16,7 @@ from lanekit.system.quoting import cmdline
 
 def _exec_target(target: Target) -> tuple[str, Path] | None:
     """(as written, as launchd opens it) for a program given as a path; None for bare names."""
-    job = target.plist
+    job = target.definition
     name = jobfacts.program(job) if job is not None else None
     if job is None or name is None or "/" not in name:
         return None
@@ -25,12 +25,13 @@ def _exec_target(target: Target) -> tuple[str, Path] | None:
 
 def _job_command(target: Target) -> tuple[str, Path | None] | None:
     """The lane's job command argv[0], and where it is (None: not found on the job's PATH)."""
-    if target.lane is None or target.plist is None or not target.lane.command:
+    defined = target.definition
+    if target.lane is None or defined is None or not target.lane.command:
         return None
     name = target.lane.command[0]
     if "/" in name:
-        return name, jobfacts.absolute(name, target.plist)
-    found = jobfacts.resolve(name, target.plist)
+        return name, jobfacts.absolute(name, defined)
+    found = jobfacts.resolve(name, defined)
     return name, Path(found) if found else None
 
 
@@ -40,7 +41,7 @@ def _programs(target: Target) -> Iterator[tuple[str, str, Path]]:
     # A dangling symlink is missing (program.missing names its target), not "not executable".
     if exec_target is not None and exec_target[1].exists():
         yield "the program", exec_target[0], exec_target[1]
-    job = target.plist
+    job = target.definition
     inline = jobfacts.shell_command(jobfacts.arguments(job)) if job is not None else None
     if job is not None and inline is not None and "/" in inline:
         where = jobfacts.absolute(inline, job)
@@ -55,7 +56,7 @@ def _programs(target: Target) -> Iterator[tuple[str, str, Path]]:
 
 def _is_lanekit(target: Target) -> bool:
     """A lanekit lane's plist (its program is lanekit's interpreter)."""
-    job = target.plist
+    job = target.definition
     return target.lane is not None or (job is not None and MARKER in jobfacts.environment(job))
 
 
@@ -137,7 +138,7 @@ def program_not_executable(target: Target, ctx: DoctorContext) -> Iterator[Probl
 def bad_interpreter(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """`#!/usr/local/bin/python3` on a Mac without it, or `#!/usr/bin/env node` when node is
     only on the caller's PATH: the exec fails before the script's first line."""
-    job = target.plist
+    job = target.definition
     if job is None:
         return
     for role, name, path in _programs(target):
@@ -178,7 +179,7 @@ def bad_interpreter(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
 def command_missing(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """The classic silent failure: `jq` is in /usr/local/bin, the shell finds it, launchd's
     PATH does not have it, and the job dies with `command not found` in a log nobody reads."""
-    job = target.plist
+    job = target.definition
     if job is None:
         return
     path = jobfacts.job_path(job)
@@ -221,7 +222,7 @@ def command_missing(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
 )
 def path_unset(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """Homebrew, nvm and pyenv tools are invisible to a job without its own PATH."""
-    job = target.plist
+    job = target.definition
     if job is None or "PATH" in jobfacts.environment(job):
         return
     if target.lane is not None:
@@ -245,13 +246,14 @@ def path_unset(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
 )
 def unexpanded(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """launchd never runs a shell: `~/x` is a directory named `~` under the job's cwd."""
-    job = target.plist
-    if job is None:
+    job, defined = target.plist, target.definition
+    if job is None or defined is None:
         return
     values: list[tuple[str, str]] = [
-        (f"EnvironmentVariables {key}", value) for key, value in jobfacts.environment(job).items()
+        (f"EnvironmentVariables {key}", value)
+        for key, value in jobfacts.environment(defined).items()
     ]
-    argv = jobfacts.arguments(job)
+    argv = jobfacts.arguments(defined)
     shell_script = jobfacts.is_shell_c(argv)
     for i, arg in enumerate(argv):
         if shell_script and i > 0:
