@@ -286,6 +286,19 @@ def test_read_between_equals_a_full_read_filtered(tmp_path: Path, begin: float, 
     assert list(read_between(path, begin, end)) == expected
 
 
+@pytest.mark.parametrize("begin", [0.0, 1.7e9 + 1234.5, 1.7e9 + 22000.0, 3e9])
+def test_read_between_without_an_end_reads_to_the_log_end(tmp_path: Path, begin: float) -> None:
+    """No end: every event from `begin` on, across the rotated copy and the live log, as a
+    full read filtered by its start alone keeps them (none when `begin` is after the last)."""
+    path = tmp_path / "busy.log"
+    _busy_log(path, 1.7e9, 3000, 7.0)
+    os.replace(path, rotated_name(path, 1))
+    _busy_log(path, 1.7e9 + 21000, 3000, 7.0)
+    floor = format_ts(begin)
+    expected = [f for f in read_events(path, rotated=True) if floor <= f["ts"]]
+    assert list(read_between(path, begin)) == expected
+
+
 def test_read_between_tolerates_lines_a_little_out_of_order(tmp_path: Path) -> None:
     """Runners take their timestamp just before their one write, so lines land slightly out
     of order; a line a minute late at the span's edge is still found, and torn lines skipped."""

@@ -28,12 +28,11 @@ def last_completed_pass(lane: LaneSpec, since: float | None = None) -> float | N
     from lanekit.run.lanelog import EventName, read_between, read_events
     from lanekit.timeline.events import parse_ts
 
-    if since is not None:
-        events: Iterable[dict[str, str]] = read_between(
-            lane.log_path, since, since + 10 * 365 * 86400
-        )
-    else:
-        events = read_events(lane.log_path, rotated=True)
+    events: Iterable[dict[str, str]] = (
+        read_events(lane.log_path, rotated=True)
+        if since is None
+        else read_between(lane.log_path, since)
+    )
     last = None
     for event in events:
         if event.get("event") == EventName.FINISH:

@@ -475,14 +475,15 @@ def seek_ts(fd: int, floor: str) -> int:
     return _next_line_at(fd, lo, size)[0]
 
 
-def read_between(path: Path, start: float, end: float) -> Iterator[dict[str, str]]:
-    """Events with start <= ts < end (epoch seconds) from the log and its rotated copies,
-    oldest first, reading only the part of each file that can hold them (see seek_ts).
-    Malformed lines are skipped, as in read_events."""
+def read_between(path: Path, start: float, end: float | None = None) -> Iterator[dict[str, str]]:
+    """Events with start <= ts < end (epoch seconds; no end: to the log's end) from the log
+    and its rotated copies, oldest first, reading only the part of each file that can hold
+    them (see seek_ts). Malformed lines are skipped, as in read_events."""
     floor = format_ts(start)
-    ceiling = format_ts(end)
+    # "~" sorts after every timestamp (they start with a digit): no ceiling.
+    ceiling = "~" if end is None else format_ts(end)
     search_from = format_ts(start - SPAN_SLACK_SECONDS)
-    give_up_at = format_ts(end + SPAN_SLACK_SECONDS)
+    give_up_at = "~" if end is None else format_ts(end + SPAN_SLACK_SECONDS)
     for name in log_files(path, rotated=True):
         try:
             fd = os.open(name, os.O_RDONLY | os.O_CLOEXEC)
