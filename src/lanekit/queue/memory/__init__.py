@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from lanekit.errors import QueueError, UsageError
+from lanekit.queue import outcome as job_outcome
 from lanekit.queue.model import (
     CANCELLED,
     Claim,
@@ -237,8 +238,6 @@ class MemoryQueue:
             job.handle.release()
         if job.file is not None:
             Path(job.file).unlink(missing_ok=True)
-            from lanekit.queue import outcome as job_outcome
-
             for beside in (
                 job_outcome.status_path,
                 job_outcome.cancel_path,
@@ -293,8 +292,6 @@ class MemoryQueue:
         """What the claim's watcher recorded, in memory or in its status file."""
         if job.outcome is not None or job.file is None:
             return job.outcome
-        from lanekit.queue import outcome as job_outcome
-
         return job_outcome.read_outcome(job_outcome.status_path(job.file))
 
     def record_outcome(self, claim: Claim, outcome: Outcome) -> None:
@@ -310,8 +307,6 @@ class MemoryQueue:
     def request_cancel(self, job_id: str, *, dry_run: bool = False) -> Moved:
         """Ask a running job's watcher to stop it: the request beside its job file, where the
         watcher looks (lanekit.queue.outcome.cancel_path); it then fails as cancelled."""
-        from lanekit.queue import outcome as job_outcome
-
         with self._lock:
             job = self._waiting(job_id, JobState.RUNNING)
             if job.file is None:  # mypy: a running job has its file
@@ -325,8 +320,6 @@ class MemoryQueue:
 
     def cancel_requested(self, claim: Claim) -> bool:
         """Whether `lanekit cancel --stop` asked for the claim's job to stop."""
-        from lanekit.queue import outcome as job_outcome
-
         return self.renew(claim) and Path(job_outcome.cancel_path(claim.file)).exists()
 
     def recover(
@@ -350,8 +343,6 @@ class MemoryQueue:
                     kind = VerdictKind.STOPPED
                     error = f"owner {owner} died before its job's end was recorded: run again"
                 else:
-                    from lanekit.queue import outcome as job_outcome
-
                     error = job_outcome.describe(outcome)
                     if outcome.cancelled:
                         kind, error = VerdictKind.GAVE_UP, CANCELLED
