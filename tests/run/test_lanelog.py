@@ -339,3 +339,38 @@ def test_read_between_reads_awkward_bytes_as_a_full_read_does(tmp_path: Path) ->
     expected = list(read_events(path))
     assert len(expected) == 402
     assert list(read_between(path, 0.0, 3e9)) == expected
+
+
+_READ_ALL = """
+import sys
+from pathlib import Path
+from lanekit.run.lanelog import read_between, read_events
+from lanekit.status.logs import tail
+path = Path(sys.argv[1])
+print(len(list(read_events(path, rotated=True))), len(list(read_between(path, 0.0))),
+      len(tail(path, 5, rotated=True)))
+"""
+
+
+def test_readers_pass_over_a_fifo_or_a_symlink_planted_at_the_log(tmp_path: Path) -> None:
+    """A FIFO at the live log and a symlink at a rotated copy (pointing at a real log) are
+    not the lane's log: read_events and read_between read neither, and `lanekit logs`' tail
+    follows only the symlink (it shows StandardOutPath too, which launchd opens through
+    one); all return at once (a FIFO blocked every reader: doctor, status, timeline, logs).
+    The same files as regular files are read, so the check can fail."""
+    import subprocess
+    import sys
+
+    elsewhere = tmp_path / "elsewhere.log"
+    _busy_log(elsewhere, 1.7e9, 3, 1.0)
+    path = tmp_path / "lane.log"
+    os.mkfifo(path)
+    rotated_name(path, 1).symlink_to(elsewhere)
+    argv = [sys.executable, "-c", _READ_ALL, str(path)]
+    planted = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=True)
+    assert planted.stdout.split() == ["0", "0", "3"]
+    path.unlink()
+    rotated_name(path, 1).unlink()
+    _busy_log(path, 1.7e9, 3, 1.0)
+    regular = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=True)
+    assert regular.stdout.split() == ["3", "3", "3"]

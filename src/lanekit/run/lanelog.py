@@ -366,6 +366,26 @@ def log_files(path: Path, *, rotated: bool = False) -> list[Path]:
     return files
 
 
+def open_to_read(name: StrPath, *, follow: bool = False) -> int | None:
+    """A log file opened for reading; None when it is gone (rotated away meanwhile) or is not
+    a regular file: a FIFO planted there would block every reader (doctor, status, timeline,
+    logs), and a symlink is not the lane's log (the writer refuses both, and warns).
+    `follow`: a symlink is followed (StandardOutPath is launchd's to open, and it follows)."""
+    flags = os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | (0 if follow else os.O_NOFOLLOW)
+    try:
+        fd = os.open(name, flags)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENXIO, errno.EISDIR, errno.EOPNOTSUPP):
+            return None
+        raise
+    if stat.S_ISREG(os.fstat(fd).st_mode):
+        return fd
+    os.close(fd)
+    return None
+
+
 def read_events(
     path: Path,
     since: datetime | str | None = None,
@@ -379,11 +399,10 @@ def read_events(
     """
     floor = _ts_floor(since)
     for name in log_files(path, rotated=rotated):
-        try:
-            handle = name.open(encoding="utf-8", errors="replace")
-        except FileNotFoundError:
-            continue  # rotated away between listing and opening
-        with handle:
+        fd = open_to_read(name)
+        if fd is None:
+            continue
+        with open(fd, encoding="utf-8", errors="replace") as handle:  # noqa: PTH123 - an fd
             for line in handle:
                 try:
                     fields = parse_line(line)
@@ -485,10 +504,9 @@ def read_between(path: Path, start: float, end: float | None = None) -> Iterator
     search_from = format_ts(start - SPAN_SLACK_SECONDS)
     give_up_at = "~" if end is None else format_ts(end + SPAN_SLACK_SECONDS)
     for name in log_files(path, rotated=True):
-        try:
-            fd = os.open(name, os.O_RDONLY | os.O_CLOEXEC)
-        except FileNotFoundError:
-            continue  # rotated away between listing and opening
+        fd = open_to_read(name)
+        if fd is None:
+            continue
         try:
             size = os.fstat(fd).st_size
             first = _ts_from(fd, 0, size)[1]

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from lanekit.config import LaneSpec
 from lanekit.errors import LanekitError, UsageError
-from lanekit.run.lanelog import log_files
+from lanekit.run.lanelog import log_files, open_to_read
 from lanekit.state.paths import Paths
 from lanekit.system.quoting import cmdline
 
@@ -54,11 +54,13 @@ def tail(path: Path, n: int, *, rotated: bool = False) -> list[str]:
     files = log_files(path, rotated=rotated) if rotated else [path]
     lines: list[str] = []
     for name in reversed(files):
-        try:
-            with name.open("rb") as handle:
-                got = _tail_handle(handle.fileno(), n - len(lines), end=None)
-        except FileNotFoundError:
+        fd = open_to_read(name, follow=True)
+        if fd is None:
             continue
+        try:
+            got = _tail_handle(fd, n - len(lines), end=None)
+        finally:
+            os.close(fd)
         lines = got + lines
         if len(lines) >= n:
             break
@@ -91,9 +93,8 @@ class _Open:
 
 
 def _open(path: Path) -> _Open | None:
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
+    fd = open_to_read(path, follow=True)
+    if fd is None:
         return None
     st = os.fstat(fd)
     return _Open(fd=fd, ino=st.st_ino, dev=st.st_dev, pos=0)

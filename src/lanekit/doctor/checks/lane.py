@@ -25,10 +25,6 @@ MISSED_RUN_GRACE = timedelta(minutes=10)
 """How long after a fire a run may take to show up in the lane log (launchd fires ~5 s late,
 a wake from sleep later still)."""
 
-_NOT_BEFORE_END = 221845392000.0
-"""9000-01-01T00:00:00Z: read_between's end for "everything after the fire" (four-digit years
-keep lane-log timestamps comparable as text)."""
-
 BURST_BACKLOG = 20
 """Queued jobs from which a Nice/low-priority lane is draining a burst, not a trickle."""
 
@@ -157,7 +153,7 @@ def missed_run(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     if any(
         classify(event.get("event", ""), event) in RUN_KINDS
         # Only the part of a long log after the fire is read (a binary search on ts).
-        for event in read_between(lane.log_path, fire.timestamp(), _NOT_BEFORE_END)
+        for event in read_between(lane.log_path, fire.timestamp())
     ):
         return  # a run wrote something (apply's reload lines are not runs)
     facts = silence_facts(target, ctx, fire)
