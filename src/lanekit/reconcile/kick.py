@@ -101,8 +101,10 @@ def kick(
         )
         raise NotStartedError(
             f"lane {name!r}: launchd could not start it: {why}; the program never ran",
-            f"`lanekit doctor {name}` names the cause (a missing log or working directory, a bad"
-            f" interpreter); `launchctl print {manager.domain}/{lane.label}` shows launchd's view",
+            f"`{cmdline('lanekit', 'doctor', name)}` names the cause (a missing log or working"
+            " directory, a bad interpreter); "
+            f"`{cmdline('launchctl', 'print', f'{manager.domain}/{lane.label}')}` shows launchd's"
+            " view",
         )
     if outcome is StartOutcome.POSTPONED:
         throttle = throttle_of(after)
