@@ -109,12 +109,32 @@ def test_removable_and_noowners_volumes_are_external(
         "apfs", volumes.MNT_LOCAL | volumes.MNT_REMOVABLE | volumes.MNT_IGNORE_OWNERSHIP
     )
     findings = world.run("volume.external", world.target())
-    errors = [f for f in findings if f.severity is Severity.ERROR]
+    errors = [f for f in findings if f.severity is Severity.ERROR and "log" in f.message]
     assert errors and all("exits 78" in f.message for f in errors)
     assert any("noowners" in f.message for f in findings)
     assert any(f.fix.startswith("sudo diskutil enableOwnership ") for f in findings)
     plant_volume[home] = volumes.VolumeFacts("apfs", volumes.MNT_LOCAL | volumes.MNT_ROOTFS)
     assert world.run("volume.external", world.target()) == []
+
+
+def test_plist_on_an_external_volume_is_an_error(
+    tmp_path: Path, plant_volume: dict[str, volumes.VolumeFacts]
+) -> None:
+    """A relocated home puts ~/Library/LaunchAgents on an external disk, and launchd refuses
+    the plist with a bare error 5 (openclaw#60398): the plist's own path is checked, even when
+    the queue and the logs are on the startup disk."""
+    world = World.make(tmp_path)
+    world.install()
+    target = world.target()
+    assert target.plist_path is not None
+    plant_volume[str(target.plist_path.parent)] = volumes.VolumeFacts(
+        "apfs", volumes.MNT_LOCAL | volumes.MNT_REMOVABLE
+    )
+    [finding] = world.run("volume.external", target)
+    assert finding.severity is Severity.ERROR
+    assert str(target.plist_path) in finding.message
+    assert "5: Input/output error" in finding.message
+    assert "startup disk" in finding.fix
 
 
 def test_volume_facts_on_linux_reads_mountinfo(tmp_path: Path) -> None:
@@ -259,6 +279,31 @@ def test_background_item_switched_off(
     if fires:
         assert "Allow in the Background" in findings[0].message
         assert "Login Items & Extensions" in findings[0].fix
+
+
+def test_background_item_disabled_names_the_lane_and_the_interpreter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lane's record with the `disabled` word (enabled bit clear, the word of dumpbtm-03)
+    is switched off too; the finding names the lane and its label, and says the entry is
+    listed under the interpreter's name."""
+    from lanekit.service.launchd import probes
+
+    label = "uk.co.example.notes"
+    record = (BTM / "dumpbtm-03.txt").read_text().partition("# ---\n")[2].split(" #2:")[0]
+    record = record.replace("Type: developer (0x20)", "Type: legacy agent (0x10008)")
+    record = record.replace("Name: (null)", "Name: python3.13", 1)
+    record = record.replace("Identifier: Unknown Developer", f"Identifier: 8.{label}")
+    monkeypatch.setattr(probes, "dumpbtm", lambda: record)
+    monkeypatch.setenv("FAKE_LAUNCHCTL_SCRIPT", str(tmp_path / "script.json"))
+    world = World.make(tmp_path, HEALTHY + f'label = "{label}"\n')
+    world.install()
+    launchd = _fake_domain(tmp_path, "gui/501", {"print": {"stdout": "services = {\n}\n"}})
+    [finding] = world.run("launchd.background-item-off", world.target(), launchd=launchd)
+    assert finding.severity is Severity.ERROR
+    assert f"lane {world.lane().name} ({label})" in finding.message
+    assert '"python3.13"' in finding.message and "interpreter" in finding.message
+    assert "disabled" in finding.message
 
 
 def test_background_items_unreadable_says_nothing(

@@ -969,6 +969,24 @@ def test_error_samples_are_recognised_as_failures(name: str) -> None:
     assert reports_failure(body(name)) is (name != "errors-33")
 
 
+def test_bootstrap_error_5_lists_its_real_causes() -> None:
+    """A bare `Bootstrap failed: 5` (errors-01, errors-35) names the causes seen on real Macs:
+    an external volume (openclaw#60398), Allow in the Background, quarantine and the session
+    type, beside the label still loaded, and the doctor checks that tell them apart."""
+    for name in ("errors-01", "errors-35"):
+        error = parse_error(body(name), 5)
+        for cause in (
+            "external volume",
+            "Allow in the Background",
+            "quarantine",
+            "session type",
+            "already loaded",
+        ):
+            assert cause in error.meaning, (name, cause)
+        assert "volume.external" in error.hint
+        assert "launchd.background-item-off" in error.hint
+
+
 def test_the_exit_status_wins_over_the_words() -> None:
     """A real error exit status is the code; the words then choose the explanation."""
     error = parse_error("Bad request.\nCould not find domain for user gui: 501\n", 112)

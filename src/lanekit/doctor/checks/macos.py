@@ -37,6 +37,7 @@ VOLUMES = "/Volumes/"
 STUCK_AFTER = 3600.0
 """A run holding its lane longer than this (or twice its own budget) is stuck."""
 FULL_DISK_ACCESS = "System Settings > Privacy & Security > Full Disk Access"
+PLIST = "the plist"
 
 
 def _paths(target: Target) -> list[tuple[str, Path]]:
@@ -137,14 +138,29 @@ def _volume(path: Path, ctx: DoctorContext) -> tuple[str, volumes.VolumeFacts] |
 )
 def volume_external(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """launchd agents cannot open StandardOutPath under /Volumes (exit 78); a removable volume
-    may be absent at login; `noowners` voids the ownership checks lanekit relies on."""
-    for what, path in _paths(target):
+    may be absent at login; `noowners` voids the ownership checks lanekit relies on. The plist
+    itself is checked too: with a relocated home (~ on an external disk) ~/Library/LaunchAgents
+    is there, and launchd refuses to bootstrap it with a bare error 5 (openclaw#60398)."""
+    places = _paths(target)
+    if target.plist_path is not None:
+        places.insert(0, (PLIST, target.plist_path))
+    for what, path in places:
         found = _volume(path, ctx)
         if found is None:
             continue
         real, facts = found
         external = real.startswith(VOLUMES) or facts.has(volumes.MNT_REMOVABLE)
-        if external and what in jobfacts.LOG_KEYS:
+        if external and what == PLIST:
+            yield Problem(
+                Severity.ERROR,
+                f"{what} {path} is on an external volume (a home folder moved to another "
+                "disk): launchd refuses to load a LaunchAgent from there, and `launchctl "
+                'bootstrap` fails with a bare "5: Input/output error".',
+                "keep the home folder (or at least ~/Library/LaunchAgents) on the startup disk "
+                "(System Settings > Users & Groups > Advanced Options > Home directory), then "
+                "`lanekit apply`",
+            )
+        elif external and what in jobfacts.LOG_KEYS:
             yield Problem(
                 Severity.ERROR,
                 f"{what} {path} is on an external volume: launchd cannot open a LaunchAgent's "
@@ -193,7 +209,7 @@ def volume_no_rename_excl(target: Target, ctx: DoctorContext) -> Iterator[Proble
 def _executables(target: Target) -> list[tuple[str, Path]]:
     found: list[tuple[str, Path]] = []
     if target.plist_path is not None and target.installed:
-        found.append(("the plist", target.plist_path))
+        found.append((PLIST, target.plist_path))
     job = target.definition
     name = jobfacts.program(job) if job is not None else None
     if job is not None and name and "/" in name:
@@ -222,12 +238,12 @@ def program_quarantined(target: Target, ctx: DoctorContext) -> Iterator[Problem]
             continue
         effect = (
             "launchd may refuse to load it"
-            if what == "the plist"
+            if what == PLIST
             else "started in the background it waits on a Gatekeeper prompt nobody sees, then "
             "is killed"
         )
         yield Problem(
-            Severity.ERROR if what == "the plist" else Severity.WARNING,
+            Severity.ERROR if what == PLIST else Severity.WARNING,
             f"{what} {path} is quarantined (downloaded, com.apple.quarantine): {effect}.",
             f"xattr -d {volumes.QUARANTINE} {shell_quote(str(path))}",
         )
@@ -304,14 +320,20 @@ def background_item_off(target: Target, ctx: DoctorContext) -> Iterator[Problem]
         return
     plist = str(target.plist_path) if target.plist_path is not None else None
     item = btm.find_item(items, label=label, plist=plist)
-    if item is None or item.allowed is not False:
+    if item is None or not item.switched_off:
         return
+    subject = f"lane {target.lane.name} ({label})" if target.lane is not None else label
+    state = ", ".join(item.disposition) or (f"0x{item.bits:x}" if item.bits is not None else "")
+    shown = item.name or (Path(item.executable).name if item.executable else label)
     yield Problem(
         Severity.ERROR,
-        f"{label} is switched off under Allow in the Background (Login Items & Extensions, "
-        f"Disposition {', '.join(item.disposition)}), so launchd does not run it.",
+        f"{subject} is switched off under Allow in the Background (Login Items & Extensions, "
+        f"Disposition {state}), so launchd does not run it. The entry there shows the name of "
+        f'the program the plist starts, "{shown}" (for lanes, the Python interpreter: every '
+        f"lane is listed under that same name), not {label}.",
         "turn it on in System Settings > General > Login Items & Extensions > Allow in the "
-        f"Background (listed as {item.name or label}), then `lanekit doctor` again",
+        f'Background (the "{shown}" entry; with several, `sfltool dumpbtm` shows which one has '
+        f"URL {plist or label}), then `lanekit doctor` again",
     )
 
 

@@ -1,9 +1,14 @@
 """`sfltool dumpbtm`: macOS 13+'s Background Task Management records, parsed (pure).
 
 Each record is a block of `Key: value` lines under ` #N:`; what matters for a lane is its
-`Disposition`: `[enabled, allowed, ...]`, where `disallowed` means the user switched it off under
-System Settings > General > Login Items & Extensions ("Allow in the Background"), and launchd
-then does not run it. Captures: tests/launchd/samples/macos-tools/dumpbtm-*.txt.
+`Disposition`: `[enabled, allowed, notified] (0xb)`. Two separate bits decide whether launchd
+runs an agent: `enabled` (0x1) and `allowed` (0x2); the words `disabled` and `disallowed` are
+those bits clear (`[enabled, disallowed, notified] (0x9)`, `[disabled, allowed, not notified]
+(0x2)` in the captures). Sources disagree on which one the "Allow in the Background" switch
+(System Settings > General > Login Items & Extensions) clears, so either one counts as
+switched off. The words are read when present, else the bits of the number after them (hex as
+sfltool prints it, decimal as DumpBTM does). Captures: tests/service/launchd/samples/
+macos-tools/dumpbtm-*.txt.
 """
 
 from __future__ import annotations
@@ -15,6 +20,13 @@ from urllib.parse import unquote, urlsplit
 _RECORD = re.compile(r"^\s*#\d+:\s*$")
 _FIELD = re.compile(r"^\s*(?P<key>[A-Za-z][A-Za-z .]*?):\s(?P<value>.*)$")
 _UID = re.compile(r"Records for UID (?P<uid>-?\d+)")
+_BITS = re.compile(r"\((?P<bits>0x[0-9a-fA-F]+|\d+)\)")
+ENABLED = 0x1
+"""Disposition bit: the item is enabled (clear: `disabled`)."""
+ALLOWED = 0x2
+"""Disposition bit: the item is allowed to run in the background (clear: `disallowed`)."""
+_TYPE_PREFIX = re.compile(r"\d+\.")
+"""An identifier's type prefix: `8.` (agent), `16.` (daemon), `2.` (app) before the label."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,15 +41,39 @@ class BtmItem:
     identifier: str | None
     url: str | None
     executable: str | None
+    bits: int | None = None
+    """The disposition's number (`(0x9)`), None when not printed."""
+
+    def _flag(self, on: str, off: str, bit: int) -> bool | None:
+        if off in self.disposition:
+            return False
+        if on in self.disposition:
+            return True
+        return None if self.bits is None else bool(self.bits & bit)
+
+    @property
+    def enabled(self) -> bool | None:
+        """The `enabled` bit (0x1): False for `disabled`; None when not stated."""
+        return self._flag("enabled", "disabled", ENABLED)
 
     @property
     def allowed(self) -> bool | None:
-        """False when switched off under "Allow in the Background"; None when not stated."""
-        if "disallowed" in self.disposition:
-            return False
-        if "allowed" in self.disposition:
-            return True
-        return None
+        """The `allowed` bit (0x2): False for `disallowed`; None when not stated."""
+        return self._flag("allowed", "disallowed", ALLOWED)
+
+    @property
+    def switched_off(self) -> bool:
+        """True when launchd will not run it: `disabled` or `disallowed` (either bit clear)."""
+        return self.enabled is False or self.allowed is False
+
+    @property
+    def label(self) -> str | None:
+        """The launchd label in the identifier: `8.com.example.lane` -> `com.example.lane`;
+        only an all-digit type prefix is dropped (`uk.co.example` stays as it is)."""
+        if self.identifier is None:
+            return None
+        found = _TYPE_PREFIX.match(self.identifier)
+        return self.identifier[found.end() :] if found else self.identifier
 
     @property
     def path(self) -> str | None:
@@ -81,16 +117,24 @@ def _item(uid: int | None, fields: dict[str, str]) -> BtmItem:
 
     kind = value("Type")
     disposition = value("Disposition") or ""
-    flags = disposition.partition("]")[0].lstrip("[")
+    flags, _, rest = disposition.partition("]")
+    flags = flags.lstrip("[") if "[" in disposition else ""
+    number = _BITS.search(rest if "[" in disposition else disposition)
     return BtmItem(
         uid=uid,
         name=value("Name"),
         type=kind.rsplit(" (", 1)[0] if kind else None,
-        disposition=tuple(f.strip() for f in flags.split(",") if f.strip()),
+        disposition=tuple(f.strip() for f in _words(flags) if f.strip()),
         identifier=value("Identifier"),
         url=value("URL"),
         executable=value("Executable Path"),
+        bits=int(number.group("bits"), 0) if number else None,
     )
+
+
+def _words(flags: str) -> list[str]:
+    """sfltool separates the words with commas (`not notified` is one); DumpBTM with spaces."""
+    return flags.split(",") if "," in flags else flags.split()
 
 
 def find_item(items: list[BtmItem], *, label: str, plist: str | None) -> BtmItem | None:
@@ -99,6 +143,6 @@ def find_item(items: list[BtmItem], *, label: str, plist: str | None) -> BtmItem
         if plist is not None and item.path == plist:
             return item
     for item in items:
-        if item.identifier is not None and item.identifier.partition(".")[2] == label:
+        if item.label == label:
             return item
     return None

@@ -267,11 +267,16 @@ _SITUATIONS: tuple[_Situation, ...] = (
         "io-error",
         LaunchctlCode.IO_ERROR,
         ("Input/output error",),
-        "launchd refused without saying why; usually the label is already loaded or still "
-        "unloading, the job is disabled, the plist is invalid or writable by others, or the "
-        "gui domain has no login session",
-        "`lanekit doctor` checks each cause; `sudo launchctl bootstrap {domain} {path}` "
-        "prints the exact reason",
+        "launchd refused without saying why; the causes seen on real Macs: the label is "
+        "already loaded or still unloading; the plist is on an external volume (a home folder "
+        "moved to another disk); the job is switched off under Allow in the Background (System "
+        "Settings > General > Login Items & Extensions); the plist is quarantined "
+        "(com.apple.quarantine); its LimitLoadToSessionType does not list this domain's "
+        "session type (Aqua for gui/, Background for user/); the job is disabled; the plist "
+        "is invalid or writable by others",
+        "`lanekit doctor` checks each cause (volume.external, launchd.background-item-off, "
+        "program.quarantined, launchd.no-gui-session); `sudo launchctl bootstrap {domain} "
+        "{path}` prints the exact reason",
     ),
     _Situation(
         "timeout",
