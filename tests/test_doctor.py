@@ -86,6 +86,7 @@ ISSUE_CHECK_IDS = {
     "lane.stuck-run",
     "launchd.background-item-off",
     "launchd.no-login-after-reboot",
+    "launchd.loaded-twice",  # issue 32 item 6
 }
 
 HEALTHY = """

@@ -63,6 +63,7 @@ def test_the_macos_session_checks_are_launchd_only() -> None:
         "launchd.no-gui-session",
         "launchd.background-item-off",
         "launchd.no-login-after-reboot",
+        "launchd.loaded-twice",
     ):
         assert checks[check_id].managers == LAUNCHD_ONLY
     assert checks["launchd.not-loaded"].managers == frozenset(ManagerKind)

@@ -306,6 +306,43 @@ def test_background_item_disabled_names_the_lane_and_the_interpreter(
     assert "disabled" in finding.message
 
 
+def _services(*labels: str) -> dict[str, object]:
+    rows = "".join(f"\t\t     887      - \t{label}\n" for label in labels)
+    return {"stdout": f"gui/501 = {{\n\tservices = {{\n{rows}\t}}\n}}\n"}
+
+
+@pytest.mark.parametrize(
+    ("user_rows", "fires"),
+    [
+        (("LABEL",), True),  # loaded in gui/501 and user/501
+        (("other.job",), False),
+        (None, False),  # user/501 does not exist here (125)
+    ],
+)
+def test_label_loaded_in_both_domains(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, user_rows: tuple[str, ...] | None, fires: bool
+) -> None:
+    """One label in both gui/<uid> and user/<uid> is two jobs: a warning naming both domains
+    and the bootout of the one lanekit does not use."""
+    monkeypatch.setenv("FAKE_LAUNCHCTL_SCRIPT", str(tmp_path / "script.json"))
+    world = World.make(tmp_path)
+    world.install()
+    label = world.target().label
+    assert label is not None
+    user: dict[str, object] = (
+        {"stderr": "Bootstrap failed: 125: Domain does not support specified action", "exit": 125}
+        if user_rows is None
+        else _services(*(label if r == "LABEL" else r for r in user_rows))
+    )
+    script: dict[str, object] = {"print gui/501": _services(label), "print user/501": user}
+    launchd = _fake_domain(tmp_path, "gui/501", script)
+    findings = world.run("launchd.loaded-twice", world.target(), launchd=launchd)
+    assert bool(findings) is fires
+    if fires:
+        assert "gui/501 and user/501" in findings[0].message
+        assert findings[0].fix.startswith(f"launchctl bootout user/501/{label}")
+
+
 def test_background_items_unreadable_says_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -3,7 +3,8 @@ external, removable, no-owners and FAT volumes, quarantined files, a GUI-only la
 is at the screen, and a run stuck far past its schedule.
 
 Volume and attribute facts come from one seam, `lanekit.system.volumes` (`volume_facts`,
-`quarantine_of`); who is at the screen from `lanekit.service.launchd.domain.Caller`.
+`quarantine_of`); who is at the screen from `lanekit.service.launchd.domain.Caller`; a label
+loaded in both gui/ and user/ from the launchctl adapter's `loaded_domains`.
 """
 
 from __future__ import annotations
@@ -334,6 +335,45 @@ def background_item_off(target: Target, ctx: DoctorContext) -> Iterator[Problem]
         "turn it on in System Settings > General > Login Items & Extensions > Allow in the "
         f'Background (the "{shown}" entry; with several, `sfltool dumpbtm` shows which one has '
         f"URL {plist or label}), then `lanekit doctor` again",
+    )
+
+
+_LOADED: weakref.WeakKeyDictionary[DoctorContext, dict[str, frozenset[str]]] = (
+    weakref.WeakKeyDictionary()
+)
+"""One `launchctl print` of each candidate domain per doctor run, shared by every lane."""
+
+
+@check(
+    "launchd.loaded-twice",
+    summary="one label is loaded in both gui/<uid> and user/<uid>: each fire runs twice",
+    needs_launchd=True,
+    managers=LAUNCHD_ONLY,
+)
+def loaded_twice(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
+    """A lane bootstrapped once from the screen (gui/) and once over SSH or from another
+    session (user/) is two jobs: each fire starts both, and the second is skipped as busy (or,
+    without a lane lock, runs the queue twice)."""
+    from lanekit.service.launchd.launchctl import LaunchctlDomain
+
+    launchd = ctx.launchd
+    label = target.label
+    if not isinstance(launchd, LaunchctlDomain) or label is None:
+        return
+    if ctx not in _LOADED:
+        _LOADED[ctx] = launchd.loaded_domains()
+    domains = sorted(_LOADED[ctx].get(label, ()))
+    if not any(d.startswith("gui/") for d in domains) or not any(
+        d.startswith("user/") for d in domains
+    ):
+        return
+    others = [d for d in domains if d != launchd.domain]
+    yield Problem(
+        Severity.WARNING,
+        f"{label} is loaded in both {' and '.join(domains)}: launchd fires each copy, so every "
+        "scheduled run starts twice and the second is skipped as busy.",
+        "; ".join(f"launchctl bootout {d}/{label}" for d in others)
+        + f" (lanekit uses {launchd.domain}: {launchd.domain_reason})",
     )
 
 

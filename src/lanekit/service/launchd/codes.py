@@ -64,3 +64,6 @@ ABSENT = frozenset(
 """Codes meaning "not in this domain": no such service, or no such domain here (no GUI login)."""
 ABSENT_OR_GONE = ABSENT | {LaunchctlCode.NO_SUCH_PROCESS}
 """bootout also says 3 (No such process) for a label that is not loaded (errors-04, errors-06)."""
+NO_GUI = frozenset({LaunchctlCode.NO_DOMAIN, LaunchctlCode.DOMAIN_UNSUPPORTED})
+"""What launchd answers for gui/<uid> when the user has no GUI login here (errors-13: 125,
+errors-15/17: 112): the only answers on which lanekit falls back to user/<uid>."""

@@ -1,10 +1,15 @@
 """Which launchd domain lanekit's lanes live in, and why: one pure choice, explained.
 
 The rules follow Homebrew's `services/system.rb` (`domain_target`, `candidate_domain_targets`):
-a user at the Mac's screen owns `/dev/console` and has a `gui/<uid>` domain; over SSH that same
-user still has it (homebrew-services #638), while an SSH user who is not at the screen has only
-`user/<uid>`. Lookups and bootout try the candidates in Homebrew's order (the chosen domain, then
-`user/<uid>`, then `gui/<uid>`), so a lane loaded from the other kind of session is still found.
+`user/<uid>` only over SSH without the console, through sudo, or when uid and euid differ;
+otherwise `gui/<uid>`. A user at the Mac's screen owns `/dev/console` and has a `gui/<uid>`
+domain; over SSH that same user still has it (homebrew-services #638). A local user who is not
+at the screen (fast user switching: someone else owns the console) still gets `gui/<uid>`, so
+the lanes do not move between domains with whoever sits in front; only when launchd answers
+112 (no such domain) or 125 (domain does not support it) for `gui/<uid>` does lanekit fall back
+to `user/<uid>` (`fall_back`, probed by the launchctl adapter). Lookups and bootout try the
+candidates in Homebrew's order (the chosen domain, then `user/<uid>`, then `gui/<uid>`), so a
+lane loaded from the other kind of session is still found.
 
 Root is refused: `sudo lanekit apply` would load into `user/0` and leave root-owned plists,
 snapshots and queue directories in the user's home that the user's own runner then refuses. A
@@ -34,6 +39,7 @@ class DomainReason(StrEnum):
     SSH_CONSOLE_USER = "ssh-console-user"
     SSH = "ssh"
     NOT_AT_CONSOLE = "not-at-console"
+    NO_GUI_DOMAIN = "no-gui-domain"
     SUDO = "sudo"
 
 
@@ -42,7 +48,10 @@ REASON_TEXT: Mapping[DomainReason, str] = {
     DomainReason.CONSOLE: "you are logged in at the Mac's screen (you own /dev/console)",
     DomainReason.SSH_CONSOLE_USER: "over SSH, and you are also logged in at the Mac's screen",
     DomainReason.SSH: "over SSH, and you are not logged in at the Mac's screen",
-    DomainReason.NOT_AT_CONSOLE: "someone else, or no one, is logged in at the Mac's screen",
+    DomainReason.NOT_AT_CONSOLE: "not over SSH or sudo: your login's GUI domain, as Homebrew "
+    "chooses it (someone else, or no one, is at the Mac's screen now)",
+    DomainReason.NO_GUI_DOMAIN: "launchd has no GUI domain of yours here (it answered 112/125 "
+    "for gui/<uid>: no GUI login)",
     DomainReason.SUDO: "run through sudo as another user: that user has no GUI session here",
 }
 
@@ -63,6 +72,21 @@ class DomainChoice:
     def candidates(self) -> tuple[str, ...]:
         """Where lookups and bootout look, in order: the chosen domain, `user/`, `gui/`."""
         return candidate_domains(self.domain)
+
+    @property
+    def needs_probe(self) -> bool:
+        """True when the choice is `gui/<uid>` without proof that the GUI domain exists (no
+        console of ours): launchd is asked, and 112/125 means `fall_back`."""
+        return self.reason is DomainReason.NOT_AT_CONSOLE
+
+    def fall_back(self, code: int) -> DomainChoice:
+        """The choice once launchd answered `code` for the chosen gui domain: `user/<uid>` for
+        112 (no such domain) and 125 (domain does not support it), else unchanged."""
+        from lanekit.service.launchd.codes import NO_GUI
+
+        if code not in NO_GUI or not self.domain.startswith("gui/"):
+            return self
+        return DomainChoice(f"user/{self.domain.rsplit('/', 1)[-1]}", DomainReason.NO_GUI_DOMAIN)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,8 +122,10 @@ def choose_domain(
     """The launchd domain of this caller (pure: the caller passes ids and /dev/console's owner).
 
     `LANEKIT_LAUNCHD_DOMAIN=gui|user` (or a full `gui/<uid>` / `user/<uid>`) overrides the
-    detection. Without it: `gui/<uid>` when this uid owns the console, over SSH too; otherwise
-    `user/<uid>`. Root (euid 0) is refused with a UsageError.
+    detection. Without it, as Homebrew's `domain_target`: `user/<uid>` over SSH when this uid
+    does not own the console, through sudo, or when uid and euid differ; otherwise `gui/<uid>`
+    (`needs_probe` when this uid does not own the console). Root (euid 0) is refused with a
+    UsageError.
     """
     if euid == 0:
         raise UsageError(
@@ -126,7 +152,7 @@ def choose_domain(
         return DomainChoice(f"user/{uid}", DomainReason.SSH)
     if at_console:
         return DomainChoice(f"gui/{uid}", DomainReason.CONSOLE)
-    return DomainChoice(f"user/{uid}", DomainReason.NOT_AT_CONSOLE)
+    return DomainChoice(f"gui/{uid}", DomainReason.NOT_AT_CONSOLE)
 
 
 def domain_notes(domain: str) -> tuple[str, ...]:

@@ -122,12 +122,30 @@ class LaunchctlDomain:
         env = os.environ if env is None else env
         caller = caller or Caller.current()
         choice = choose_domain(caller.uid, caller.euid, env, caller.console_uid)
-        return cls(
-            choice.domain,
-            launchctl=env.get("LANEKIT_LAUNCHCTL") or DEFAULT_LAUNCHCTL,
-            timeout=_timeout_from(env),
-            reason=choice.reason,
-        )
+        launchctl = env.get("LANEKIT_LAUNCHCTL") or DEFAULT_LAUNCHCTL
+        timeout = _timeout_from(env)
+        if choice.needs_probe:
+            probe = cls(choice.domain, launchctl=launchctl, timeout=timeout)
+            try:
+                probe._run("print", choice.domain)
+            except LaunchctlError as exc:
+                choice = choice.fall_back(exc.code)
+        return cls(choice.domain, launchctl=launchctl, timeout=timeout, reason=choice.reason)
+
+    def loaded_domains(self) -> dict[str, frozenset[str]]:
+        """label -> every candidate domain that has it loaded (one `launchctl print DOMAIN`
+        each; a domain that does not exist here, 112/125, has none)."""
+        found: dict[str, set[str]] = {}
+        for domain in self.candidates:
+            try:
+                rows = self._domain_rows(domain)
+            except LaunchctlError as exc:
+                if exc.code not in ABSENT:
+                    raise
+                continue
+            for entry in rows:
+                found.setdefault(entry.label, set()).add(domain)
+        return {label: frozenset(domains) for label, domains in found.items()}
 
     @property
     def domain(self) -> str:
