@@ -86,9 +86,30 @@ def test_selftest_darwin_branch_drives_launchctl(
     assert not by_name["kickstart"].ok and "pid 4242" in by_name["kickstart"].detail
     calls = [json.loads(line) for line in log.read_text().splitlines()]
     target = f"gui/501/{report.label}"
-    assert ["bootstrap", "gui/501", f"{report.directory}/LaunchAgents/{report.label}.plist"] in (
-        calls
-    )
+    plist = Paths.under(tmp_path, backend="launchctl").state / "selftest" / f"{report.label}.plist"
+    assert ["bootstrap", "gui/501", str(plist)] in calls
     assert ["kickstart", "-p", target] in calls
     assert ["bootout", target] in calls
     assert ["list"] not in calls
+
+
+def test_selftest_uses_one_label_and_refuses_a_second_at_once(tmp_path: Path) -> None:
+    """Every selftest loads the same label from the same plist path (one Background Items
+    record on macOS 13+, not one per run); while one runs (its lock held) a second is refused
+    with one clear line, and nothing of the first is touched."""
+    from lanekit.errors import LanekitError
+    from lanekit.proof.selftest import LABEL
+    from lanekit.run.lanelock import try_lock
+
+    paths = Paths.under(tmp_path)
+    (paths.state / "selftest").mkdir(parents=True, exist_ok=True)
+    fd = try_lock(str(paths.state / "selftest" / ".lock"))  # a selftest in progress
+    assert fd is not None
+    try:
+        with pytest.raises(LanekitError) as refused:
+            run_selftest(paths, env={"LANEKIT_LAUNCHD": "emulated"})
+    finally:
+        os.close(fd)
+    assert "another `lanekit selftest`" in refused.value.message
+    assert LABEL in refused.value.message
+    assert not (paths.state / "selftest.json").exists()

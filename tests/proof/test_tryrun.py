@@ -308,9 +308,12 @@ def test_try_on_macos_runs_a_one_shot_launchd_job(
     assert result.launchd_job is not None
     target = result.launchd_job
     label = target.removeprefix("gui/501/")
-    assert label.startswith("test.try.funnel.try-")
+    assert label == "local.lanekit.try"  # one label for every try (one Background Items record)
     calls = [json.loads(line) for line in log.read_text().splitlines()]
     plist = paths.state / "try" / f"{label}.plist"
+    # the fake's print says "loaded" to every label: a leftover of a killed try is booted out
+    assert calls[:3] == [["print", target], ["bootout", target], ["bootout", "user/501/" + label]]
+    calls = calls[3:]
     assert [c[0] for c in calls] == [
         "bootstrap",
         "print",
@@ -330,3 +333,31 @@ def test_try_on_macos_runs_a_one_shot_launchd_job(
     )
     assert here.ran and here.exit_code == 0 and here.launchd_job is None
     assert not log.exists()
+
+
+def test_two_tries_at_once_are_refused(tmp_path: Path) -> None:
+    """try loads every lane under one label, so while one try holds it (its lock) a second
+    is refused with one line naming the label and `--here`; nothing is loaded or written."""
+    import os
+
+    from lanekit.errors import LanekitError
+    from lanekit.proof.tryjob import run_one_shot
+    from lanekit.run.jobenv import TRY_LABEL
+    from lanekit.run.lanelock import try_lock
+
+    directory = tmp_path / "try"
+    directory.mkdir()
+    fd = try_lock(str(directory / ".lock"))
+    assert fd is not None
+
+    class NoManager:
+        def __getattr__(self, name: str) -> object:
+            raise AssertionError(f"the refused try touched the manager: {name}")
+
+    try:
+        with pytest.raises(LanekitError) as refused:
+            run_one_shot({"Label": "test.try.funnel"}, NoManager(), directory)  # type: ignore[arg-type]
+    finally:
+        os.close(fd)
+    assert TRY_LABEL in refused.value.message and "--here" in refused.value.hint
+    assert list(directory.iterdir()) == [directory / ".lock"]

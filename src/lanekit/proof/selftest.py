@@ -1,13 +1,17 @@
 """`lanekit selftest`: prove this install against the real launchd (or the emulated domain).
 
-One temporary lane with a random label, its queue, plist and state in a temp directory, taken
-through what lanes rely on: bootstrap, print, a no-replace rename on that volume, a durable
+One temporary lane under selftest's one label (`local.lanekit.selftest`, its plist always at
+`<state>/selftest/local.lanekit.selftest.plist`, so macOS 13+ keeps one Background Items record
+for it rather than one per run), its queue and state in a temp directory, taken through what
+lanes rely on: bootstrap, print, a no-replace rename on that volume, a durable
 enqueue, a kickstart that runs a job, a second kick launchd throttles, and a bootout while a job
 runs (SIGTERM: the job goes back to the queue, nothing lost), then cleanup. Each step is timed
 and recorded; the report is also written as JSON, to attach to an issue.
 
 On a Mac this drives launchctl in your own domain; elsewhere a private emulated domain in the
-temp directory (so it never touches your lanes either way).
+temp directory (so it never touches your lanes either way). A selftest holds a flock on
+`<state>/selftest/.lock` throughout, so a second one at the same time is refused instead of
+loading over the first.
 """
 
 from __future__ import annotations
@@ -43,6 +47,8 @@ from lanekit.system.atomic import write_atomic
 THROTTLE = 2
 """The lane's ThrottleInterval: short, so the throttled second kick is seen in seconds."""
 JOB_TIMEOUT = 30.0
+LABEL = "local.lanekit.selftest"
+"""The selftest lane's one label (see the module docstring)."""
 LONG_JOB_SECONDS = 60.0
 """The job that bootout interrupts; it never finishes on its own within the test."""
 
@@ -103,13 +109,12 @@ class _StepFailedError(LanekitError):
     """A step's check did not hold."""
 
 
-def _lanes_toml(root: Path, prefix: str) -> str:
+def _lanes_toml(root: Path) -> str:
     job = root / "job.py"
     return "\n".join(
         [
             "# Written by `lanekit selftest`; removed when it ends.",
             "[defaults]",
-            f"label_prefix = {json.dumps(prefix)}",
             'path = ["/usr/bin", "/bin", "/usr/sbin", "/sbin"]',
             f"throttle_interval = {THROTTLE}",
             "exit_timeout = 10",
@@ -118,6 +123,7 @@ def _lanes_toml(root: Path, prefix: str) -> str:
             f"dir = {json.dumps(str(root / 'jobs'))}",
             "",
             "[lanes.selftest]",
+            f"label = {json.dumps(LABEL)}",
             'queue = "selftest"',
             f"command = [{json.dumps(sys.executable)}, {json.dumps(str(job))}, " + '"{job}"]',
             "max_jobs = 1",
@@ -127,11 +133,12 @@ def _lanes_toml(root: Path, prefix: str) -> str:
 
 
 def _paths(root: Path, backend: str, real: Paths) -> Paths:
-    # Plist and state in the temp dir: bootstrap takes any path, and a failed cleanup leaves
-    # nothing in ~/Library/LaunchAgents that would load again at the next login.
+    # The plist at one path of lanekit's state (one Background Items record), the rest in the
+    # temp dir: bootstrap takes any path, and a failed cleanup leaves nothing in
+    # ~/Library/LaunchAgents that would load again at the next login.
     return Paths(
         home=real.home,
-        launch_agents=root / "LaunchAgents",
+        launch_agents=real.state / "selftest",
         state=root / "state",
         cwd=root,
     )
@@ -194,23 +201,51 @@ def run_selftest(
 ) -> SelftestReport:
     """Run the steps (stopping at the first that later ones need), always clean up, and
     write the JSON report; `timeout` bounds each wait for a run."""
+    from lanekit.proof.tryjob import held_by_one
+
     env = dict(os.environ if env is None else env)
     backend = backend_name(env, sys.platform)
+    lock = held_by_one(
+        paths.state / "selftest",
+        "lanekit selftest",
+        LABEL,
+        "wait until it ends (it cleans up after itself), then run `lanekit selftest` again",
+    )
+    try:
+        report = _selftest(paths, env, backend, keep=keep, timeout=timeout)
+    finally:
+        os.close(lock)
+    target = report_path or paths.state / "selftest.json"
+    data = json.dumps(report.to_json(), indent=2, sort_keys=True).encode() + b"\n"
+    write_atomic(target, data, 0o600)
+    return SelftestReport(**{**_fields(report), "report_path": str(target)})
+
+
+def _selftest(
+    paths: Paths,
+    env: Mapping[str, str],
+    backend: str,
+    *,
+    keep: bool,
+    timeout: float,
+) -> SelftestReport:
+    from lanekit.proof.tryjob import clear_leftover
+
     root = Path(tempfile.mkdtemp(prefix="lanekit-selftest-")).resolve()
-    prefix = f"local.lanekit-selftest-{secrets.token_hex(4)}"
     spaths = _paths(root, backend, paths)
     (root / "job.py").write_text(JOB_SCRIPT, encoding="utf-8")
-    (root / "lanes.toml").write_text(_lanes_toml(root, prefix), encoding="utf-8")
+    (root / "lanes.toml").write_text(_lanes_toml(root), encoding="utf-8")
     launchd = open_manager(spaths, env)
     config = load_config(root / "lanes.toml", spaths)
     lane = config.lanes["selftest"]
     queue = open_queue(lane.queue.dir)
     run = _Run()
     try:
+        clear_leftover(launchd, lane.label)  # a selftest killed before its cleanup left it loaded
         _steps(run, config, spaths, launchd, queue, timeout=timeout)
     finally:
         run.step("cleanup", lambda: _clean_up(root, spaths, launchd, config, keep=keep))
-    report = SelftestReport(
+    return SelftestReport(
         backend=backend,
         domain=launchd.domain,
         label=lane.label,
@@ -223,10 +258,6 @@ def run_selftest(
             "domain_reason": launchd.domain_reason,
         },
     )
-    target = report_path or paths.state / "selftest.json"
-    data = json.dumps(report.to_json(), indent=2, sort_keys=True).encode() + b"\n"
-    write_atomic(target, data, 0o600)
-    return SelftestReport(**{**_fields(report), "report_path": str(target)})
 
 
 def _fields(report: SelftestReport) -> dict[str, Any]:

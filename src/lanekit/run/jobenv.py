@@ -53,16 +53,18 @@ def job_env(
 SERVICE_VARIABLE = "XPC_SERVICE_NAME"
 """launchd sets it to the label of the job it starts (every `launchctl print` capture shows it);
 a terminal has none, `0` (Terminal.app) or its own application's name."""
-TRY_INFIX = ".try-"
-"""`lanekit try` on a Mac runs a lane's plist under `<label>.try-<random>`
-(lanekit.proof.tryjob)."""
+TRY_LABEL = "local.lanekit.try"
+"""`lanekit try` on a Mac runs a lane's plist under this one label (lanekit.proof.tryjob): one
+label for every try of the user, so macOS keeps one Background Items record for it, not one
+per run."""
 
 
 def started_by_launchd(environ: Mapping[str, str], label: str) -> bool:
     """Whether launchd (or the emulated domain, or `lanekit try`) started this process as the
-    job labelled `label`: its XPC_SERVICE_NAME is that label, or `try`'s one-shot copy of it."""
+    job labelled `label`: its XPC_SERVICE_NAME is that label, or `try`'s one-shot label (only
+    `try` loads a lane's plist under it)."""
     name = environ.get(SERVICE_VARIABLE, "")
-    return name == label or name.startswith(label + TRY_INFIX)
+    return name in (label, TRY_LABEL)
 
 
 def launchd_environment(label: str, variables: Mapping[str, str]) -> dict[str, str]:
