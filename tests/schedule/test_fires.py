@@ -147,3 +147,23 @@ def test_fall_back_fires_repeated_wall_time_once(new_york: None) -> None:
         at(2026, 11, 1, 1, 30),
         at(2026, 11, 1, 2, 0),
     ]
+
+
+def test_previous_fire_in_the_repeated_autumn_hour(new_york: None) -> None:
+    """2026-11-01 in New York: 01:00 EDT, 01:30 EDT, then 01:00-01:59 again as EST, where
+    nothing fires (each wall minute fires once, at its first occurrence; launchd 10.9's
+    cronemu, ported in test_launchd_calendar, agrees). At the second 01:15 (EST, fold=1) the
+    last fire was 01:30 EDT; at the first 01:15 (EDT) it was 01:00 EDT."""
+    from zoneinfo import ZoneInfo
+
+    half_hourly = parse_cron("*/30 * * * *")
+    second = datetime(2026, 11, 1, 1, 15, fold=1)
+    assert second.timestamp() - datetime(2026, 11, 1, 1, 15).timestamp() == 3600
+    assert previous_fire(half_hourly, second) == at(2026, 11, 1, 1, 30)
+    assert previous_fire(half_hourly, at(2026, 11, 1, 1, 15)) == at(2026, 11, 1, 1, 0)
+    est = datetime(2026, 11, 1, 6, 15, tzinfo=UTC).astimezone(ZoneInfo("America/New_York"))
+    assert (est.hour, est.minute, est.tzname()) == (1, 15, "EST")
+    assert previous_fire(half_hourly, est) == at(2026, 11, 1, 1, 30)
+    # after the repeated hour, the wall clock's own order holds again
+    assert previous_fire(half_hourly, at(2026, 11, 1, 2, 10)) == at(2026, 11, 1, 2, 0)
+    assert previous_fire(parse_cron("0 9 * * *"), second) == at(2026, 10, 31, 9, 0)

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from lanekit.schedule.cron import day_and_warning, parse_cron, too_many_entries
 from lanekit.schedule.durations import parse_duration
 from lanekit.schedule.model import MAX_ENTRIES, CalendarEntry, Schedule, ScheduleError
+from lanekit.schedule.quirks import calendar_warnings
 from lanekit.schedule.tables import parse_table
 
 
@@ -40,12 +41,17 @@ def build_schedule(value: object, every: str | int | None = None) -> Schedule:
     for index, item in enumerate(items):
         try:
             if isinstance(item, str):
-                entries.update(parse_cron(item))
-                note = day_and_warning(item.strip())
+                parsed = parse_cron(item)
+                entries.update(parsed)
+                text = item.strip()
+                note = day_and_warning(text)
                 if note is not None:
                     warnings.append(note)
+                warnings.extend(calendar_warnings(text, parsed))
             elif isinstance(item, Mapping):
-                entries.add(parse_table(item))
+                entry = parse_table(item)
+                entries.add(entry)
+                warnings.extend(calendar_warnings(entry.to_table_text(), [entry]))
             else:
                 raise ScheduleError(
                     f"expected cron text or a table, got {type(item).__name__}",

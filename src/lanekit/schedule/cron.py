@@ -15,6 +15,7 @@ from lanekit.schedule.model import (
     ScheduleError,
     can_occur,
 )
+from lanekit.schedule.quirks import MONTHS_WITH
 
 _CRON_SYNTAX = "use numbers, *, lists (1,15), ranges (1-5) and steps (*/15 or 10-40/5)"
 
@@ -201,10 +202,37 @@ def _day_pairs(
     )
 
 
+def _launchd_dates(
+    month: int | None, day: int | None, weekday: int | None
+) -> list[tuple[int | None, int | None, int | None]]:
+    """(Month, Day, Weekday) of the entries for one cron date, written so that launchd cannot
+    normalise a day the month lacks (launchd 10.9 fires "April 31" on May 1; see
+    lanekit.schedule.quirks): Day 29-31 without a Month becomes one Month+Day entry per month
+    that has that day (February 29 included: it exists in leap years), and a Day the month
+    never has is dropped beside a Weekday (cron ORs the two, so only the weekday can match).
+    Nothing when the date never occurs."""
+    if day is None:
+        return [(month, None, weekday)]
+    if month is not None:
+        if can_occur(month, day, None):
+            return [(month, day, weekday)]
+        return [(month, None, weekday)] if weekday is not None else []
+    if day not in MONTHS_WITH:
+        return [(None, day, weekday)]
+    dates: list[tuple[int | None, int | None, int | None]] = [
+        (m, day, None) for m in MONTHS_WITH[day]
+    ]
+    if weekday is not None:
+        dates.append((None, None, weekday))
+    return dates
+
+
 def parse_cron(text: str) -> tuple[CalendarEntry, ...]:
     """Five-field cron text (or an @macro) -> StartCalendarInterval entries.
 
-    Full ranges become wildcards (None); the result is deduplicated and sorted. Raises
+    Full ranges become wildcards (None); Day 29-31 without a Month becomes one Month+Day
+    entry per month that has that day (_launchd_dates); the result is deduplicated and
+    sorted. Raises
     ScheduleError for what launchd cannot express (@reboot, seconds), bad syntax, values out of
     range, schedules that never fire and expansions over MAX_ENTRIES.
     """
@@ -216,7 +244,7 @@ def parse_cron(text: str) -> tuple[CalendarEntry, ...]:
         fields[2] == "*", fields[4] == "*", _wildcarded(days, _DAY), _wildcarded(weekdays, _WEEKDAY)
     )
     month_list = _wildcarded(months, _MONTH)
-    dates = [(m, d, w) for m in month_list for d, w in pairs if can_occur(m, d, w)]
+    dates = [date for m in month_list for d, w in pairs for date in _launchd_dates(m, d, w)]
     if not dates:
         month, day = month_list[0], pairs[0][0]
         raise ScheduleError(

@@ -59,10 +59,15 @@ def _day_times(matchers: Sequence[_Matcher], day: date) -> list[int]:
 
 
 def local_naive(moment: datetime) -> datetime:
-    """Aware datetimes become naive local wall time; naive ones already are."""
-    if moment.tzinfo is not None:
-        return moment.astimezone().replace(tzinfo=None)
-    return moment
+    """Aware datetimes become naive local wall time, with fold=1 in the second pass through a
+    repeated hour (so 01:15 EST stays after 01:30 EDT); naive ones already are."""
+    if moment.tzinfo is None:
+        return moment
+    wall = moment.astimezone().replace(tzinfo=None)
+    again = wall.replace(fold=1)
+    if again.timestamp() != wall.timestamp() and again.timestamp() == moment.timestamp():
+        return again
+    return wall
 
 
 def _exists(wall: datetime) -> bool:
@@ -150,10 +155,35 @@ def fires_at(entries: Iterable[CalendarEntry], minute: datetime) -> bool:
 def previous_fire(entries: Iterable[CalendarEntry], before: datetime) -> datetime | None:
     """The latest fire time at or before `before` (naive local wall time), looking back at most
     SEARCH_DAYS days, so every schedule lanekit accepts has one; None if there is none (a time
-    before year 1 plus the bound). Same DST rules as next_fires.
+    before year 1 plus the bound). Same DST rules as next_fires; `before` in the second pass
+    through a repeated hour (fold=1, or an aware time there) comes after every fire of that
+    hour, since they all fired in its first pass.
     """
-    end = local_naive(before).replace(second=0, microsecond=0)
+    end = _after_repeat(local_naive(before).replace(second=0, microsecond=0))
     return next(_backward(_matchers(entries), end), None)
+
+
+def _repeated(wall: datetime) -> bool:
+    """True for a wall time the local zone shows twice (the fall-back hour)."""
+    try:
+        first = wall.replace(fold=0).timestamp()
+        second = wall.replace(fold=1).timestamp()
+    except (OverflowError, OSError, ValueError):
+        return False
+    return first != second
+
+
+def _after_repeat(end: datetime) -> datetime:
+    """`end` itself, except in the second pass through a repeated hour (fold=1): every fire of
+    that hour happened in its first pass (fires are once, at the first occurrence), so all of
+    them are before `end`: the last minute of the repeated stretch. At the second 01:15 EST on
+    a New York fall-back night, `*/30` last fired at 01:30 EDT, not 01:00."""
+    if not end.fold or not _repeated(end):
+        return end
+    last = end.replace(fold=0)
+    while _repeated(last + timedelta(minutes=1)):
+        last += timedelta(minutes=1)
+    return last
 
 
 def schedule_next_fires(
