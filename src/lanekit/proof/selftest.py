@@ -20,7 +20,6 @@ import contextlib
 import json
 import os
 import platform
-import secrets
 import shutil
 import sys
 import tempfile
@@ -173,21 +172,9 @@ class _Run:
 
 def _rename_probe(queue_dir: Path) -> str:
     # Beside the queue, on its volume: the probe asks the file system, not the queue's layout.
-    probe = queue_dir.parent
-    a, b, c = (str(probe / f".selftest-{n}-{secrets.token_hex(4)}") for n in "abc")
-    for path in (a, b):
-        fsops.write_new(path, b"x", durable=False)
-    try:
-        try:
-            fsops.rename_noreplace(a, b)
-        except FileExistsError:
-            pass
-        else:
-            raise _StepFailedError("a no-replace rename replaced an existing file on this volume")
-        fsops.rename_noreplace(a, c)
-    finally:
-        for path in (a, b, c):
-            Path(path).unlink(missing_ok=True)
+    failed = fsops.probe_noreplace(str(queue_dir.parent))
+    if failed is not None:
+        raise _StepFailedError(f"the no-replace rename on this volume: {failed}")
     return f"refuses to replace, moves otherwise ({fsops.rename_strategy()})"
 
 

@@ -68,6 +68,12 @@ class JobQueue(Protocol):
         """Refuse (QueueError) a queue that could break the promise."""
         ...
 
+    def rename_failure(self) -> str | None:
+        """What goes wrong with the no-replace rename a claim relies on, asked of the storage
+        itself where the queue keeps its files (doctor's volume.no-rename-excl); None when it
+        works, when the backend needs none, or when it cannot be asked (not created)."""
+        ...
+
     def enqueue(self, payload: Mapping[str, Any] | bytes | str, job_id: str | None = None) -> str:
         """Add a job (a JSON object); its id. JobExistsError for an id already there."""
         ...

@@ -14,6 +14,7 @@
 - `write_new` / `replace_file`: create a file exclusively, or replace one atomically through a
   temporary file, durably when asked.
 - `tmp_suffix()`: the unique part of every temp file's name (no syscall per name).
+- `probe_noreplace(directory)`: whether the no-replace rename works there (doctor, selftest).
 - `append_line`: add a line to a small regular file that ends in one, in place: no inode is
   created (the settle's record, lanekit.queue.directory.recordstore).
 - `open_regular` / `flock_held`: open only a regular file, never through a symlink or into a
@@ -250,6 +251,49 @@ def tmp_suffix() -> str:
     x ^= (x << 17) & 0xFFFFFFFFFFFFFFFF
     _rng = x
     return f"{_pid}.{next(_tmp_serial)}.{x & 0xFFFFFFFF:08x}"
+
+
+def probe_noreplace(directory: str) -> str | None:
+    """Whether a no-replace rename works in `directory`, asked of the filesystem itself: two
+    files made there, one moved onto the other (must be refused), then onto a free name (must
+    move); everything removed again. None when it works, else what went wrong. OSError when the
+    probe files cannot be made (a missing or unwritable directory: nothing learnt).
+
+    The filesystem's name is no answer: exFAT through FSKit (macOS 15+) is not the kernel's, and
+    a volume may be mounted by a driver that supports more, or less, than its type suggests."""
+    stem = f"{directory}/.rename-probe-{tmp_suffix()}"
+    a, b, c = f"{stem}-a", f"{stem}-b", f"{stem}-c"
+    write_new(a, b"a", durable=False)
+    try:
+        write_new(b, b"b", durable=False)
+        return _probe_moves(a, b, c)
+    finally:
+        for path in (a, b, c):
+            try:  # noqa: SIM105 - contextlib stays out of the empty run's imports (test_entry)
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+
+
+def _probe_moves(a: str, b: str, c: str) -> str | None:
+    try:
+        rename_noreplace(a, b)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        return _failed(exc)
+    else:
+        return "it replaced an existing file there"
+    try:
+        rename_noreplace(a, c)
+    except OSError as exc:
+        return _failed(exc)
+    return None
+
+
+def _failed(exc: OSError) -> str:
+    name = errno.errorcode.get(exc.errno or 0, str(exc.errno))
+    return f"it fails there ({name}: {exc.strerror})"
 
 
 def write_new(path: str, data: bytes, *, durable: bool, mode: int = 0o600) -> None:

@@ -8,10 +8,15 @@ and getxattr(2), through ctypes, loaded only when asked (doctor and the queue's 
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
+from collections.abc import Callable
 
 from lanekit.system.fdio import read_all
+
+XattrCall = Callable[[str, str, int], tuple[bytes | int | None, int]]
+"""getxattr(path, name, size) -> (value bytes, or its length for size 0, or None; errno)."""
 
 _SYNC_PARENTS = {
     "/Library/Mobile Documents/": "iCloud Drive (~/Library/Mobile Documents)",
@@ -175,12 +180,13 @@ def mount_problem(path: str, *, platform: str | None = None) -> str | None:
 
 MNT_REMOVABLE = 0x00000200
 """xnu bsd/sys/mount.h: storage the user can remove (USB, SD card)."""
+MNT_QUARANTINE = 0x00000400
+"""xnu bsd/sys/mount.h: the file system is quarantined (a downloaded disk image mounted with
+its quarantine): every file on it is treated as downloaded, xattr or not."""
 MNT_LOCAL = _MNT_LOCAL
 MNT_ROOTFS = 0x00004000
 MNT_IGNORE_OWNERSHIP = 0x00200000
 """xnu bsd/sys/mount.h: the volume is mounted `noowners`; file owners are not enforced."""
-NO_RENAME_EXCL_FSTYPES = frozenset({"exfat", "msdos", "vfat", "fat", "fat32"})
-"""No RENAME_EXCL (ENOTSUP, xnu bsd/vfs/kpi_vfs.c) and no hard links: no exclusive rename."""
 XATTR_NOFOLLOW = 0x0001
 """sys/xattr.h: getxattr(2) on the link itself, never what it points at."""
 QUARANTINE = "com.apple.quarantine"
@@ -233,12 +239,37 @@ def quarantine_of(path: str, *, platform: str | None = None) -> str | None:
     return _darwin_getxattr(path, QUARANTINE)  # pragma: no cover - macOS only
 
 
+XATTR_FIRST_READ = 1024
+"""Bytes read first; a longer attribute is read again at the size getxattr(2) reports."""
+XATTR_TRIES = 3
+"""Reads before giving up on an attribute that keeps growing between the size and the read."""
+
+
+def read_xattr(getxattr: XattrCall, path: str, name: str) -> bytes | None:
+    """An attribute's value through `getxattr(path, name, size)`, which returns (the value's
+    bytes or, when `size` is 0, its length as an int, errno): None when absent or unreadable.
+    An ERANGE answer (the value is longer than the buffer) is retried with the size getxattr
+    reports for a zero-size read, so a long quarantine value is not taken for none at all."""
+    size = XATTR_FIRST_READ
+    for _ in range(XATTR_TRIES):
+        value, error = getxattr(path, name, size)
+        if isinstance(value, bytes):
+            return value
+        if error != errno.ERANGE:
+            return None  # ENOATTR, or the file is gone: not quarantined as far as we can tell
+        length, error = getxattr(path, name, 0)
+        if not isinstance(length, int) or length <= 0:
+            return None
+        size = length
+    return None
+
+
 def _darwin_getxattr(path: str, name: str) -> str | None:  # pragma: no cover - macOS only
     import ctypes
 
     libc = ctypes.CDLL(None, use_errno=True)
-    getxattr = libc.getxattr
-    getxattr.argtypes = [
+    call = libc.getxattr
+    call.argtypes = [
         ctypes.c_char_p,
         ctypes.c_char_p,
         ctypes.c_void_p,
@@ -246,9 +277,16 @@ def _darwin_getxattr(path: str, name: str) -> str | None:  # pragma: no cover - 
         ctypes.c_uint32,
         ctypes.c_int,
     ]
-    getxattr.restype = ctypes.c_ssize_t
-    buffer = ctypes.create_string_buffer(1024)
-    size = getxattr(os.fsencode(path), name.encode(), buffer, len(buffer), 0, XATTR_NOFOLLOW)
-    if size < 0:
-        return None  # ENOATTR, or the file is gone: not quarantined as far as we can tell
-    return buffer.raw[:size].decode("utf-8", "replace")
+    call.restype = ctypes.c_ssize_t
+
+    def getxattr(target: str, attribute: str, size: int) -> tuple[bytes | int | None, int]:
+        buffer = ctypes.create_string_buffer(size) if size else None
+        got = call(os.fsencode(target), attribute.encode(), buffer, size, 0, XATTR_NOFOLLOW)
+        if got < 0:
+            return None, ctypes.get_errno()
+        if buffer is None:
+            return int(got), 0
+        return buffer.raw[:got], 0
+
+    value = read_xattr(getxattr, path, name)
+    return None if value is None else value.decode("utf-8", "replace")

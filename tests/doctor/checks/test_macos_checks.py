@@ -81,20 +81,51 @@ def plant_volume(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, volumes.
 
 
 def test_queue_on_exfat_has_no_rename_excl(
-    tmp_path: Path, plant_volume: dict[str, volumes.VolumeFacts]
+    tmp_path: Path, plant_volume: dict[str, volumes.VolumeFacts], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """An exFAT queue volume: every claim would fail, an error naming the queue key; an APFS
-    volume is quiet."""
+    """The rename is probed in the queue's own tmp/, not judged by the filesystem's name: an
+    "exfat" volume whose rename works (FSKit exFAT, macOS 15+) is quiet; where the no-replace
+    rename fails (ENOTSUP, as on the kernel's exFAT, which has no hard links either) every
+    claim would fail: an error naming the volume, the probe's answer and the queue key. The
+    probe leaves nothing in tmp/."""
+    import errno
+
+    from lanekit.system import fsops
+
     world = World.make(tmp_path)
     world.install()
-    queue = str(world.lane().queue.dir)
-    plant_volume[queue] = volumes.VolumeFacts("apfs", volumes.MNT_LOCAL)
+    queue = world.lane().queue.dir
+    plant_volume[str(queue)] = volumes.VolumeFacts("apfs", volumes.MNT_LOCAL)
     assert world.run("volume.no-rename-excl", world.target()) == []
-    plant_volume[queue] = volumes.VolumeFacts("exfat", volumes.MNT_LOCAL | volumes.MNT_REMOVABLE)
+    plant_volume[str(queue)] = volumes.VolumeFacts(
+        "exfat", volumes.MNT_LOCAL | volumes.MNT_REMOVABLE
+    )
+    assert world.run("volume.no-rename-excl", world.target()) == []  # the rename works here
+
+    def unsupported(src: str, dst: str) -> None:
+        raise OSError(errno.ENOTSUP, os.strerror(errno.ENOTSUP), src, None, dst)
+
+    monkeypatch.setattr(fsops, "rename_noreplace", unsupported)
     [finding] = world.run("volume.no-rename-excl", world.target())
     assert finding.severity is Severity.ERROR
     assert "exfat" in finding.message
+    assert "ENOTSUP" in finding.message
     assert "[queues.notes]" in finding.fix
+    assert list((queue / "tmp").iterdir()) == []
+
+
+def test_a_rename_that_replaces_is_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A filesystem whose "no-replace" rename replaces the existing file (what a claim must
+    never do) is reported, whatever its type."""
+    from lanekit.system import fsops
+
+    world = World.make(tmp_path)
+    world.install()
+    monkeypatch.setattr(fsops, "rename_noreplace", os.replace)
+    [finding] = world.run("volume.no-rename-excl", world.target())
+    assert "replaced an existing file" in finding.message
 
 
 def test_removable_and_noowners_volumes_are_external(
@@ -144,6 +175,54 @@ def test_volume_facts_on_linux_reads_mountinfo(tmp_path: Path) -> None:
     assert not facts.has(volumes.MNT_REMOVABLE)
 
 
+@pytest.mark.parametrize(
+    ("inside", "folder"),
+    [
+        ("documents/q", "~/Documents"),  # APFS is case-insensitive: ~/documents is ~/Documents
+        ("DESKTOP/x", "~/Desktop"),
+        ("Library/Containers/com.other.app/Data/q", "another app's container"),
+        ("Library/Group Containers/group.com.other/q", "another app's container"),
+        ("Library/Mail/V10", "Mail's data"),
+        ("Library/Messages/chat.db", "Messages' data"),
+        ("library/safari/History.db", "Safari's data"),
+        ("Pictures/Photos Library.photoslibrary/originals", "a Photos library"),
+        ("notes", None),
+        ("Library/Application Support/lanekit", None),
+    ],
+)
+def test_tcc_folders_on_darwin(inside: str, folder: str | None) -> None:
+    """The guarded places, matched case-insensitively as on macOS's default APFS."""
+    from lanekit.doctor.checks.macos import tcc_folder
+
+    found = tcc_folder(f"/Users/me/{inside}", Path("/Users/me"), "/Users/me", fold_case=True)
+    assert (found is None) if folder is None else (found is not None and folder in found)
+    assert tcc_folder("/volumes/usb/q", Path("/Users/me"), "/Users/me", fold_case=True)
+
+
+def test_tcc_case_matters_only_where_the_filesystem_folds_it() -> None:
+    """On a case-sensitive filesystem ~/documents is another folder, not the guarded one."""
+    from lanekit.doctor.checks.macos import tcc_folder
+
+    home = Path("/Users/me")
+    assert tcc_folder("/Users/me/documents/q", home, "/Users/me", fold_case=False) is None
+    assert tcc_folder("/Users/me/Documents/q", home, "/Users/me", fold_case=False) == "~/Documents"
+
+
+def test_queue_on_a_network_volume_is_a_tcc_warning(
+    tmp_path: Path, plant_volume: dict[str, volumes.VolumeFacts]
+) -> None:
+    """A queue on a volume statfs calls non-local (SMB, NFS): network volumes have their own
+    privacy permission; a local volume is quiet."""
+    world = World.make(tmp_path)
+    world.install()
+    queue = str(world.lane().queue.dir)
+    plant_volume[queue] = volumes.VolumeFacts("smbfs", 0, "/Volumes/share")
+    [finding] = world.run("tcc.protected-path", world.target())
+    assert "a network volume" in finding.message
+    plant_volume[queue] = volumes.VolumeFacts("apfs", volumes.MNT_LOCAL)
+    assert world.run("tcc.protected-path", world.target()) == []
+
+
 # -------------------------------------------------------------------------- quarantine
 
 
@@ -166,6 +245,48 @@ def test_quarantined_plist_and_script(tmp_path: Path, monkeypatch: pytest.Monkey
     findings = world.run("program.quarantined", world.target())
     assert [f.severity for f in findings] == [Severity.ERROR, Severity.WARNING]
     assert findings[1].fix == f"xattr -d com.apple.quarantine '{script}'"
+
+
+def test_a_quarantined_mount_quarantines_its_files(
+    tmp_path: Path, plant_volume: dict[str, volumes.VolumeFacts]
+) -> None:
+    """Files on a volume mounted with MNT_QUARANTINE (a downloaded disk image) count as
+    downloaded though they carry no xattr: the plist is an error naming the volume."""
+    world = World.make(tmp_path)
+    world.install()
+    plist = world.paths.plist_for(world.lane().label)
+    plant_volume[str(plist.parent)] = volumes.VolumeFacts(
+        "hfs", volumes.MNT_LOCAL | volumes.MNT_QUARANTINE, "/Volumes/Tools"
+    )
+    [finding] = world.run("program.quarantined", world.target())
+    assert finding.severity is Severity.ERROR
+    assert "quarantined volume (/Volumes/Tools" in finding.message
+    assert "xattr -d com.apple.quarantine" in finding.fix
+    plant_volume[str(plist.parent)] = volumes.VolumeFacts("hfs", volumes.MNT_LOCAL)
+    assert world.run("program.quarantined", world.target()) == []
+
+
+def test_a_long_xattr_is_read_again_at_its_size() -> None:
+    """getxattr answering ERANGE (the value is longer than the first buffer) is asked its
+    size, then read at that size: a long quarantine value is not taken for none."""
+    import errno
+
+    value = b"0083;" + b"x" * 3000
+    calls: list[int] = []
+
+    def getxattr(path: str, name: str, size: int) -> tuple[bytes | int | None, int]:
+        calls.append(size)
+        if size == 0:
+            return len(value), 0
+        return (value, 0) if size >= len(value) else (None, errno.ERANGE)
+
+    assert volumes.read_xattr(getxattr, "/x", volumes.QUARANTINE) == value
+    assert calls == [volumes.XATTR_FIRST_READ, 0, len(value)]
+
+    def absent(path: str, name: str, size: int) -> tuple[bytes | int | None, int]:
+        return None, 93  # ENOATTR on macOS
+
+    assert volumes.read_xattr(absent, "/x", volumes.QUARANTINE) is None
 
 
 def test_quarantine_is_never_read_off_macos(tmp_path: Path) -> None:

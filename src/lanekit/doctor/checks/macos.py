@@ -10,6 +10,7 @@ loaded in both gui/ and user/ from the launchctl adapter's `loaded_domains`.
 from __future__ import annotations
 
 import os
+import sys
 import weakref
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,13 +32,24 @@ TCC_FOLDERS = {
     "Downloads": "~/Downloads",
     "Library/Mobile Documents": "iCloud Drive",
     "Library/CloudStorage": "~/Library/CloudStorage",
+    "Library/Containers": "another app's container (~/Library/Containers)",
+    "Library/Group Containers": "another app's container (~/Library/Group Containers)",
+    "Library/Mail": "Mail's data (~/Library/Mail)",
+    "Library/Messages": "Messages' data (~/Library/Messages)",
+    "Library/Safari": "Safari's data (~/Library/Safari)",
 }
 """Folders (under the home) that macOS privacy protection guards; a launchd job does not inherit
-the terminal's grant (launchd-semantics.md "Privacy (TCC)")."""
+the terminal's grant (launchd-semantics.md "Privacy (TCC)"): Files and Folders (Desktop,
+Documents, Downloads, iCloud Drive, cloud storage), App Data (other apps' containers, macOS 14+)
+and Full Disk Access (Mail, Messages, Safari)."""
+PHOTOS_LIBRARY = ".photoslibrary"
+"""A Photos library (a package anywhere, `~/Pictures/Photos Library.photoslibrary` by default):
+guarded by the Photos permission."""
 VOLUMES = "/Volumes/"
 STUCK_AFTER = 3600.0
 """A run holding its lane longer than this (or twice its own budget) is stuck."""
 FULL_DISK_ACCESS = "System Settings > Privacy & Security > Full Disk Access"
+MACOS = sys.platform == "darwin"
 PLIST = "the plist"
 
 
@@ -79,19 +91,36 @@ def _real_in(ctx: DoctorContext, path: Path) -> str:
     return known[path]
 
 
-def tcc_folder(path: str, home: Path, real_home: str | None = None) -> str | None:
+def tcc_folder(
+    path: str, home: Path, real_home: str | None = None, *, fold_case: bool = MACOS
+) -> str | None:
     """The privacy-guarded folder holding `path` (a real path), or None (`real_home`: the
-    home's real path, when the caller has it)."""
+    home's real path, when the caller has it). `fold_case`: names compare case-insensitively,
+    as on macOS's default APFS (`~/documents` is `~/Documents`)."""
     real_home = (_real(home) if real_home is None else real_home).rstrip("/") + "/"
-    if path.startswith(VOLUMES):
+
+    def same(text: str) -> str:
+        return text.lower() if fold_case else text
+
+    path, real_home = same(path), same(real_home)
+    if path.startswith(same(VOLUMES)):
         return "a removable or external volume (/Volumes)"
+    if any(part.endswith(PHOTOS_LIBRARY) for part in path.split("/")):
+        return "a Photos library"
     if not path.startswith(real_home):
         return None
     inside = path[len(real_home) :]
     for folder, name in TCC_FOLDERS.items():
-        if inside == folder or inside.startswith(folder + "/"):
+        if inside == same(folder) or inside.startswith(same(folder) + "/"):
             return name
     return None
+
+
+def _network_volume(path: Path, ctx: DoctorContext) -> bool:
+    """True when statfs says the volume holding `path` is not local (SMB, NFS, AFP...): macOS
+    guards network volumes with their own privacy permission."""
+    found = _volume(path, ctx)
+    return found is not None and found[1].flags is not None and not found[1].has(volumes.MNT_LOCAL)
 
 
 @check(
@@ -104,6 +133,8 @@ def tcc_protected_path(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     reported: set[str] = set()
     for what, path in _paths(target):
         folder = tcc_folder(_real_in(ctx, path), ctx.paths.home, _real_in(ctx, ctx.paths.home))
+        if folder is None and _network_volume(path, ctx):
+            folder = "a network volume"
         if folder is None or folder in reported:
             continue
         reported.add(folder)
@@ -186,22 +217,40 @@ def volume_external(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
             )
 
 
+_RENAMES: weakref.WeakKeyDictionary[DoctorContext, dict[str, str | None]] = (
+    weakref.WeakKeyDictionary()
+)
+"""Each doctor run's probe of each queue: lanes of one queue share it."""
+
+
 @check(
     "volume.no-rename-excl",
-    summary="the queue is on exFAT/FAT, which lacks the no-replace rename every claim needs",
+    summary="a no-replace rename does not work where the queue keeps its files (exFAT, FAT, "
+    "some network or FSKit volumes): every claim needs one",
 )
 def volume_no_rename_excl(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
-    """exFAT and FAT have neither RENAME_EXCL (ENOTSUP) nor hard links: every claim fails."""
+    """Asked of the queue itself (the directory queue probes its own tmp/ with two files,
+    removed again), not read from the filesystem's name: exFAT through FSKit (macOS 15+) and
+    third-party drivers differ from what their type suggests. Where neither RENAME_EXCL nor a
+    hard link works, every claim fails."""
+    from lanekit.queue import open_queue
+
     lane = target.lane
-    if lane is None or directory_of(lane.queue.dir) is None:
+    if lane is None or directory_of(lane.queue.dir) is None or not lane.queue.dir.is_dir():
+        return
+    known = _RENAMES.setdefault(ctx, {})
+    where = str(lane.queue.dir)
+    if where not in known:
+        known[where] = open_queue(lane.queue.dir).rename_failure()
+    failure = known[where]
+    if failure is None:
         return
     found = _volume(lane.queue.dir, ctx)
-    if found is None or found[1].fstype.lower() not in volumes.NO_RENAME_EXCL_FSTYPES:
-        return
+    kind = f" (a {found[1].fstype} volume)" if found is not None else ""
     yield Problem(
         Severity.ERROR,
-        f"the queue {lane.queue.dir} is on a {found[1].fstype} volume, which has no "
-        "no-replace rename and no hard links: every claim fails.",
+        f"the queue {lane.queue.dir}{kind} has no working no-replace rename: probed where it "
+        f"keeps its files, {failure}. Every claim needs one, so every claim fails.",
         f"move the queue to an APFS or Mac OS Extended volume (dir in [queues.{lane.queue.name}]"
         "), then `lanekit apply`",
     )
@@ -235,19 +284,31 @@ def program_quarantined(target: Target, ctx: DoctorContext) -> Iterator[Problem]
     """A downloaded file keeps com.apple.quarantine: newer launchd refuses such plists, and a
     quarantined program started in the background waits on a Gatekeeper prompt, then dies."""
     for what, path in _executables(target):
-        if volumes.quarantine_of(str(path)) is None:
-            continue
         effect = (
             "launchd may refuse to load it"
             if what == PLIST
             else "started in the background it waits on a Gatekeeper prompt nobody sees, then "
             "is killed"
         )
-        yield Problem(
-            Severity.ERROR if what == PLIST else Severity.WARNING,
-            f"{what} {path} is quarantined (downloaded, com.apple.quarantine): {effect}.",
-            f"xattr -d {volumes.QUARANTINE} {shell_quote(str(path))}",
-        )
+        severity = Severity.ERROR if what == PLIST else Severity.WARNING
+        if volumes.quarantine_of(str(path)) is not None:
+            yield Problem(
+                severity,
+                f"{what} {path} is quarantined (downloaded, com.apple.quarantine): {effect}.",
+                f"xattr -d {volumes.QUARANTINE} {shell_quote(str(path))}",
+            )
+            continue
+        found = _volume(path, ctx)
+        if found is not None and found[1].has(volumes.MNT_QUARANTINE):
+            volume = found[1].mount_point or found[0]
+            yield Problem(
+                severity,
+                f"{what} {path} is on a quarantined volume ({volume}: a downloaded disk image "
+                f"mounted with its quarantine), so macOS treats it as downloaded: {effect}.",
+                "copy it to the startup disk (and `lanekit apply`), or remove the quarantine "
+                "from the disk image before mounting it: `xattr -d com.apple.quarantine "
+                "<image>.dmg`",
+            )
 
 
 def _sessions(target: Target) -> list[str]:

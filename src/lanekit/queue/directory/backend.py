@@ -55,6 +55,16 @@ class Queue(QueueState):
 
         safety.check(self)
 
+    def rename_failure(self) -> str | None:
+        """The no-replace rename probed in this queue's own tmp/ (JobQueue.rename_failure):
+        its volume is asked, not judged by its type's name."""
+        from lanekit.system import fsops
+
+        try:
+            return fsops.probe_noreplace(self.tmp_dir)
+        except OSError:
+            return None  # tmp/ missing or unwritable: check() and doctor's queue checks say so
+
     def enqueue(self, payload: Mapping[str, Any] | bytes | str, job_id: str | None = None) -> str:
         """Add a job; returns its id (see lanekit.queue.directory.enqueue.enqueue)."""
         from lanekit.queue.directory import enqueue

@@ -129,6 +129,10 @@ class MemoryQueue:
         """None once ensure() created the queue."""
         return None if self._created else f"{self.where}: not created (`lanekit apply`)"
 
+    def rename_failure(self) -> str | None:
+        """None: an in-memory claim renames nothing (JobQueue.rename_failure)."""
+        return None
+
     def ensure(self) -> None:
         """Create the queue (and the scratch directory its claims are written to)."""
         if self._scratch is None:
