@@ -307,12 +307,15 @@ def _fake_domain(tmp_path: Path, domain: str, script: dict[str, object]) -> Laun
 
 
 @pytest.mark.parametrize(
-    ("console", "sessions", "domain", "fires"),
+    ("console", "sessions", "domain", "gui", "fires"),
     [
-        (502, '"Aqua"', "gui/501", True),  # gui-only lane, someone else at the screen
-        (0, '["Aqua", "Background"]', "gui/501", True),  # login window, gui domain chosen
-        (0, '["Aqua", "Background"]', "user/501", False),  # loads in the background domain
-        (501, '"Aqua"', "gui/501", False),  # we are at the screen
+        (502, '"Aqua"', "gui/501", False, True),  # gui-only lane, someone else at the screen
+        (0, '["Aqua", "Background"]', "gui/501", False, True),  # login window, gui chosen
+        (0, '["Aqua", "Background"]', "user/501", False, False),  # the background domain
+        (501, '"Aqua"', "gui/501", True, False),  # we are at the screen
+        # fast user switching: someone else at the screen, our GUI login behind it
+        (502, '"Aqua"', "gui/501", True, False),
+        (502, '"Aqua"', "user/501", True, True),  # gui-only lane cannot load in user/
     ],
 )
 def test_no_gui_session(
@@ -321,15 +324,24 @@ def test_no_gui_session(
     console: int,
     sessions: str,
     domain: str,
+    gui: bool,
     fires: bool,
 ) -> None:
     """On the launchctl backend (scripted fake), a lane that can load only in a GUI session,
-    or a gui domain, while nobody of ours is at the screen, is a warning with the fix."""
+    or a gui domain launchd says does not exist (112, as in test_parsers), while nobody of ours
+    is at the screen, is a warning with the fix; a gui domain that exists behind another
+    user's screen (fast user switching) runs its lanes."""
     monkeypatch.setenv("FAKE_LAUNCHCTL_SCRIPT", str(tmp_path / "script.json"))
     monkeypatch.setattr(Caller, "current", classmethod(lambda cls: Caller(501, 501, console)))
     world = World.make(tmp_path, HEALTHY + f"session_type = {sessions}\n")
     world.install()
-    launchd = _fake_domain(tmp_path, domain, {"print": {"stdout": "services = {\n}\n"}})
+    script: dict[str, object] = {"print": {"stdout": "services = {\n}\n"}}
+    if not gui:
+        script["print gui/501"] = {
+            "stderr": "Bad request.\nCould not find domain for user gui: 501\n",
+            "exit": 112,
+        }
+    launchd = _fake_domain(tmp_path, domain, script)
     findings = world.run("launchd.no-gui-session", world.target(), launchd=launchd)
     assert bool(findings) is fires
     if fires:

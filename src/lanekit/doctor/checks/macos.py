@@ -322,12 +322,15 @@ def _sessions(target: Target) -> list[str]:
 @check(
     "launchd.no-gui-session",
     summary="a lane that loads only in a GUI session, where nobody is logged in at the screen",
-    needs_launchd=True,
+    uses_launchd=True,  # it runs when launchd cannot list a missing gui/<uid>: that is its case
     managers=LAUNCHD_ONLY,
 )
 def no_gui_session(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
-    """gui/<uid> exists only while the user is logged in at the screen: over SSH, on a headless
-    Mac or after a reboot, a gui-only lane does not run until someone logs in."""
+    """gui/<uid> exists only while the user has a GUI login: over SSH, on a headless Mac or
+    after a reboot, a gui-only lane does not run until someone logs in. While another user has
+    the screen (fast user switching) a logged-in user's gui/<uid> is still there, so a lane in
+    it runs: launchd is asked (112/125 for gui/<uid> means no GUI login of ours)."""
+    from lanekit.service.launchd.codes import NO_GUI
     from lanekit.service.launchd.domain import Caller
     from lanekit.service.launchd.launchctl import LaunchctlDomain
 
@@ -338,8 +341,11 @@ def no_gui_session(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     if caller.console_uid == caller.uid:
         return
     gui_only = "Background" not in _sessions(target)
-    if not gui_only and not launchd.domain.startswith("gui/"):
+    in_gui = launchd.domain.startswith("gui/")
+    if not gui_only and not in_gui:
         return
+    if in_gui and launchd.domain_answer(launchd.domain) not in NO_GUI:
+        return  # our GUI login is there, behind another user's screen: the lane runs
     subject = target.lane.name if target.lane is not None else str(target.plist_path)
     why = (
         "its LimitLoadToSessionType lists only GUI sessions"

@@ -4,11 +4,13 @@ Each record is a block of `Key: value` lines under ` #N:`; what matters for a la
 `Disposition`: `[enabled, allowed, notified] (0xb)`. Two separate bits decide whether launchd
 runs an agent: `enabled` (0x1) and `allowed` (0x2); the words `disabled` and `disallowed` are
 those bits clear (`[enabled, disallowed, notified] (0x9)`, `[disabled, allowed, not notified]
-(0x2)` in the captures). Sources disagree on which one the "Allow in the Background" switch
-(System Settings > General > Login Items & Extensions) clears, so either one counts as
-switched off. The words are read when present, else the bits of the number after them (hex as
-sfltool prints it, decimal as DumpBTM does). Captures: tests/service/launchd/samples/
-macos-tools/dumpbtm-*.txt.
+(0x2)` in the captures). The bit values are those objective-see's DumpBTM decodes the same
+records by (https://github.com/objective-see/DumpBTM, library/code/dumpBTM.m,
+`dispositionDetails`: enabled 0x1, allowed 0x2, hidden 0x4, notified 0x8). Sources disagree on
+which one the "Allow in the Background" switch (System Settings > General > Login Items &
+Extensions) clears, so either one counts as switched off. The words are read when present, else
+the bits of the number after them (hex as sfltool prints it; decimal, as DumpBTM prints it,
+is read too). Captures: tests/service/launchd/samples/macos-tools/dumpbtm-*.txt.
 """
 
 from __future__ import annotations
@@ -133,7 +135,8 @@ def _item(uid: int | None, fields: dict[str, str]) -> BtmItem:
 
 
 def _words(flags: str) -> list[str]:
-    """sfltool separates the words with commas (`not notified` is one); DumpBTM with spaces."""
+    """sfltool separates the words with commas (`not notified` is one word); a list without
+    commas (DumpBTM's `[enabled allowed visible notified]`) is split at spaces."""
     return flags.split(",") if "," in flags else flags.split()
 
 

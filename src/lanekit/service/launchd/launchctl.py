@@ -126,11 +126,17 @@ class LaunchctlDomain:
         timeout = _timeout_from(env)
         if choice.needs_probe:
             probe = cls(choice.domain, launchctl=launchctl, timeout=timeout)
-            try:
-                probe._run("print", choice.domain)
-            except LaunchctlError as exc:
-                choice = choice.fall_back(exc.code)
+            choice = choice.fall_back(probe.domain_answer(choice.domain))
         return cls(choice.domain, launchctl=launchctl, timeout=timeout, reason=choice.reason)
+
+    def domain_answer(self, domain: str) -> int:
+        """What launchd answers to `launchctl print DOMAIN`: 0 when the domain exists here,
+        else launchctl's code (112 or 125 for a gui/<uid> without a GUI login: codes.NO_GUI)."""
+        try:
+            self._run("print", domain, domain=domain)
+        except LaunchctlError as exc:
+            return exc.code
+        return 0
 
     def loaded_domains(self) -> dict[str, frozenset[str]]:
         """label -> every candidate domain that has it loaded (one `launchctl print DOMAIN`
