@@ -60,3 +60,14 @@ def test_describe(crons_: list[str], text: str) -> None:
 def test_describe_schedule(schedule: Schedule, text: str) -> None:
     """Intervals read in their largest whole unit; an empty schedule is on demand."""
     assert describe_schedule(schedule) == text
+
+
+def test_day_29_to_31_reads_as_every_month_again() -> None:
+    """parse_cron writes day 29-31 as one Month+Day entry per month that has it; the words
+    are still the cron line's: "day 31 of every month", not a list of seven dates."""
+    from lanekit.schedule import describe, parse_cron
+
+    assert describe(parse_cron("0 0 31 * *")) == "at 00:00 on day 31 of every month"
+    assert describe(parse_cron("0 0 15,31 * *")) == "at 00:00 on days 15 and 31 of every month"
+    assert describe(parse_cron("0 0 */2 * *")).endswith("29 and 31 of every month")
+    assert describe(parse_cron("0 0 31 1,3 *")) == "at 00:00 on day 31 of January and March"

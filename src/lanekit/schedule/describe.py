@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from lanekit.schedule.model import MONTH_NAMES, WEEKDAY_NAMES, CalendarEntry, Schedule
+from lanekit.schedule.quirks import MONTHS_WITH
 
 
 def _join(items: Sequence[str]) -> str:
@@ -128,12 +129,33 @@ def _day_phrase(keys: Sequence[_DayKey]) -> tuple[str | None, str] | None:
 def _phrase(times: frozenset[tuple[int | None, int | None]], keys: Sequence[_DayKey]) -> str:
     day = _day_phrase(keys)
     if day is None:
+        # Days of every month beside days of some months (`0 0 15,31 * *`, written as Day=15
+        # and one Month+Day entry per month with a 31st): each group in its own words.
+        every = [key for key in keys if key[0] is None]
+        some = [key for key in keys if key[0] is not None]
+        if every and some and _day_phrase(every) is not None and _day_phrase(some) is not None:
+            return f"{_phrase(times, every)}; {_phrase(times, some)}"
         return "; ".join(_phrase(times, [key]) for key in keys)
     prefix, suffix = day
     time_text, is_clock = _time_phrase(times)
     if is_clock and prefix is not None:
         return f"{prefix} {time_text}"
     return f"{time_text} {suffix}".strip()
+
+
+def _every_month_again(by_day: dict[_DayKey, set[tuple[int | None, int | None]]]) -> None:
+    """Read parse_cron's one-entry-per-month form of day 29-31 (lanekit.schedule.quirks) as the
+    day of every month it stands for, when every such month is there at the same times."""
+    for day, months in MONTHS_WITH.items():
+        keys = [(month, day, None) for month in months]
+        if not all(key in by_day for key in keys):
+            continue
+        times = by_day[keys[0]]
+        if any(by_day[key] != times for key in keys):
+            continue
+        for key in keys:
+            del by_day[key]
+        by_day.setdefault((None, day, None), set()).update(times)
 
 
 def describe(entries: Iterable[CalendarEntry]) -> str:
@@ -147,6 +169,7 @@ def describe(entries: Iterable[CalendarEntry]) -> str:
     by_day: dict[_DayKey, set[tuple[int | None, int | None]]] = {}
     for e in ordered:
         by_day.setdefault((e.month, e.day, e.weekday), set()).add((e.hour, e.minute))
+    _every_month_again(by_day)
     by_times: dict[frozenset[tuple[int | None, int | None]], list[_DayKey]] = {}
     for key, times in by_day.items():
         by_times.setdefault(frozenset(times), []).append(key)
