@@ -138,8 +138,9 @@ def try_(
     or command missing under that PATH, a log directory missing) are reported before running.
     For a lanekit lane this runs the installed entrypoint, which drains real jobs from the
     queue; use --job FILE to run the job command on one file without the queue. On a Mac it
-    runs as a one-shot launchd job (a temporary label, booted out afterwards), so privacy
-    (TCC) and session limits apply as they will to the lane; --here runs it in this terminal.
+    runs as a one-shot launchd job (label local.lanekit.try, the same for every run, booted
+    out afterwards; a second try at the same time is refused), so privacy (TCC) and session
+    limits apply as they will to the lane; --here runs it in this terminal.
     From any directory, a LANE is looked up in the installed projects (`--project PATH`).
     """
     from lanekit.cli.render import doctor as show

@@ -27,7 +27,9 @@ def selftest(
 ) -> None:
     """Check this Mac's launchd with a temporary lane: load, run, throttle, stop, clean up.
 
-    A lane with a random label and its queue in a temp dir goes through bootstrap, print, a
+    A lane labelled local.lanekit.selftest (the same every run, so macOS lists it once under
+    Allow in the Background; a second selftest at the same time is refused), its queue in a
+    temp dir, goes through bootstrap, print, a
     no-replace rename on that volume, a durable enqueue, a kickstart, a throttled second kick
     and a bootout while a job runs (the job must come back to the queue). Prints a table and
     writes a JSON report to attach to an issue. Off macOS it runs against a private emulated
