@@ -353,3 +353,15 @@ def test_the_port_on_dst_days() -> None:
         (1, 30, "EDT"),
         (2, 0, "EST"),
     ]
+
+
+def test_too_many_per_month_entries_keep_the_day_and_warn() -> None:
+    """Day 31 every two minutes is 30 entries as {Day=31} but 210 as one per month: the Day
+    is kept as written (within launchd's limit) and the warning says what launchd 10.9 does
+    with it and the guard that makes it safe; duplicates do not count towards the limit."""
+    schedule = build_schedule("*/2 * 31 * *")
+    assert len(schedule.calendar) == 30 and {e.day for e in schedule.calendar} == {31}
+    assert all(e.month is None for e in schedule.calendar)
+    [warning] = schedule.warnings
+    assert "May 1" in warning and '[ "$(date +%d)" = 31 ] || exit 0' in warning
+    assert len(build_schedule("0 0 31 * 1,2").calendar) == 9  # 7 months + Monday + Tuesday

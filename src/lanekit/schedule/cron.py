@@ -203,21 +203,23 @@ def _day_pairs(
 
 
 def _launchd_dates(
-    month: int | None, day: int | None, weekday: int | None
+    month: int | None, day: int | None, weekday: int | None, *, split: bool = True
 ) -> list[tuple[int | None, int | None, int | None]]:
     """(Month, Day, Weekday) of the entries for one cron date, written so that launchd cannot
     normalise a day the month lacks (launchd 10.9 fires "April 31" on May 1; see
     lanekit.schedule.quirks): Day 29-31 without a Month becomes one Month+Day entry per month
     that has that day (February 29 included: it exists in leap years), and a Day the month
     never has is dropped beside a Weekday (cron ORs the two, so only the weekday can match).
-    Nothing when the date never occurs."""
+    Nothing when the date never occurs. `split=False` keeps Day 29-31 without a Month as one
+    entry (when one per month would be too many: calendar_warnings then says what launchd may
+    do with it)."""
     if day is None:
         return [(month, None, weekday)]
     if month is not None:
         if can_occur(month, day, None):
             return [(month, day, weekday)]
         return [(month, None, weekday)] if weekday is not None else []
-    if day not in MONTHS_WITH:
+    if day not in MONTHS_WITH or not split:
         return [(None, day, weekday)]
     dates: list[tuple[int | None, int | None, int | None]] = [
         (m, day, None) for m in MONTHS_WITH[day]
@@ -231,8 +233,8 @@ def parse_cron(text: str) -> tuple[CalendarEntry, ...]:
     """Five-field cron text (or an @macro) -> StartCalendarInterval entries.
 
     Full ranges become wildcards (None); Day 29-31 without a Month becomes one Month+Day
-    entry per month that has that day (_launchd_dates); the result is deduplicated and
-    sorted. Raises
+    entry per month that has that day (_launchd_dates), unless that passes MAX_ENTRIES where
+    the Day alone would not; the result is deduplicated and sorted. Raises
     ScheduleError for what launchd cannot express (@reboot, seconds), bad syntax, values out of
     range, schedules that never fire and expansions over MAX_ENTRIES.
     """
@@ -244,15 +246,31 @@ def parse_cron(text: str) -> tuple[CalendarEntry, ...]:
         fields[2] == "*", fields[4] == "*", _wildcarded(days, _DAY), _wildcarded(weekdays, _WEEKDAY)
     )
     month_list = _wildcarded(months, _MONTH)
-    dates = [date for m in month_list for d, w in pairs for date in _launchd_dates(m, d, w)]
+
+    def all_dates(split: bool) -> list[tuple[int | None, int | None, int | None]]:
+        found = (
+            date
+            for m in month_list
+            for d, w in pairs
+            for date in _launchd_dates(m, d, w, split=split)
+        )
+        return list(dict.fromkeys(found))
+
+    dates = all_dates(split=True)
+    hour_list, minute_list = _wildcarded(hours, _HOUR), _wildcarded(minutes, _MINUTE)
+    per_date = len(hour_list) * len(minute_list)
+    if len(dates) * per_date > MAX_ENTRIES and len(all_dates(split=False)) * per_date <= (
+        MAX_ENTRIES
+    ):
+        # One entry per month would pass the limit: Day 29-31 as written, warned about.
+        dates = all_dates(split=False)
     if not dates:
         month, day = month_list[0], pairs[0][0]
         raise ScheduleError(
             f"Day {day} never occurs in {MONTH_NAMES[(month or 1) - 1]}",
             "pick a day that exists in that month (February has at most 29 days)",
         )
-    hour_list, minute_list = _wildcarded(hours, _HOUR), _wildcarded(minutes, _MINUTE)
-    count = len(dates) * len(hour_list) * len(minute_list)
+    count = len(dates) * per_date
     if count > MAX_ENTRIES:
         raise too_many_entries(count)
     entries = {

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from lanekit.schedule.model import MONTH_NAMES, CalendarEntry
+from lanekit.schedule.model import MAX_ENTRIES, MONTH_NAMES, CalendarEntry
 
 MONTHS_WITH = {
     29: tuple(range(1, 13)),
@@ -79,7 +79,10 @@ def calendar_warnings(text: str, entries: Iterable[CalendarEntry]) -> list[str]:
         found.append(
             f'"{text}": in months without day {days} launchd may run it on the first days of '
             "the next month instead (launchd 10.9 normalises April 31 to May 1). To be sure, "
-            "write one entry per month that has the day, e.g. {Month=1, Day=31}, "
-            "{Month=3, Day=31}, ..."
+            "write one entry per month that has the day ({Month=1, Day=31}, {Month=3, Day=31}, "
+            f"...; lanekit does this for cron text when it stays within {MAX_ENTRIES} entries), "
+            "or have "
+            "the job exit at once when the day of the month is not the one scheduled (a guard "
+            f'at the start of its command, e.g. `[ "$(date +%d)" = {short[-1]} ] || exit 0`).'
         )
     return found
