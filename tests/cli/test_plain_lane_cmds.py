@@ -5,8 +5,6 @@ seen by jobs, status, doctor, timeline, pause and kick like any lane."""
 from __future__ import annotations
 
 import json
-import os
-import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -210,8 +208,8 @@ def test_pause_and_resume_a_plain_lane(project: Path) -> None:
 def test_a_run_cut_short_by_a_crash_is_repeated_only_with_retry_on_crash(
     project: Path, retry: bool
 ) -> None:
-    """A run cut short (SIGTERM, as a bootout or a shutdown sends: its job goes back to its
-    queue unspent, exactly where a crash's recovery puts it). The next fire without
+    """A run cut short (`lanekit stop`: SIGTERM, as a bootout or a shutdown sends; its job
+    goes back to its queue unspent, exactly where a crash's recovery puts it). The next fire without
     retry_on_crash records the cut-short run failed (`interrupted`) and runs a new one; with
     it, the next fire runs the cut-short one again (same id, no new job)."""
     c = str(project)
@@ -222,11 +220,7 @@ def test_a_run_cut_short_by_a_crash_is_repeated_only_with_retry_on_crash(
     queue = _queue(project)
     _wait_claimed(queue)
     [cut] = _jobs(project)
-    os.kill(pid, signal.SIGTERM)  # what a bootout sends: the run gives its job back, exit 75
-    deadline = time.monotonic() + 10
-    while json.loads(_ok("status", "--json", "-c", c).stdout)["lanes"][0]["pid"] is not None:
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    assert f"stopped its run (pid {pid})" in _ok("stop", "backup", "-c", c).stderr
     _wait_runs(project, 1)
     assert [e["exit"] for e in _log(project) if e.get("event") == EventName.FINISH] == ["75"]
     _write(project.parent, project.parent / "bin", **extra)

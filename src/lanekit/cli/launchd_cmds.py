@@ -1,4 +1,5 @@
-"""`lanekit plan|apply|remove|kick|status`: lanes.toml against launchd (real or emulated)."""
+"""`lanekit plan|apply|remove|kick|stop|restart|status`: lanes.toml against launchd (real or
+emulated)."""
 
 from __future__ import annotations
 
@@ -176,6 +177,63 @@ def kick(
     manager = open_manager(paths)
     result = reconcile_kick(_config(config, paths), paths, manager, lane)
     show.kicked(result, emulated=manager.kind == "emulated")
+    raise typer.Exit(int(result.exit_code))
+
+
+StopWaitOption = Annotated[
+    float | None,
+    typer.Option(
+        "--wait",
+        metavar="SECONDS",
+        min=0,
+        help="Wait at most SECONDS for the run to end (default: the lane's exit_timeout, when "
+        "it gets SIGKILL, plus 5 s); exit 3 if it is still running then.",
+        show_default=False,
+    ),
+]
+
+
+def stop(
+    lane: Annotated[str, typer.Argument(help="The lane whose current run to stop.")],
+    wait: StopWaitOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Stop a lane's current run the way a bootout would, and leave the lane loaded.
+
+    The run gets SIGTERM (SIGKILL after the lane's exit_timeout): it stops its job, puts the
+    job back in its queue without spending an attempt, and exits 75. The lane keeps its
+    schedule. Exit 3 when the run has not ended within the wait."""
+    from lanekit.cli.render import launchd as show
+    from lanekit.reconcile.stoprun import stop as reconcile_stop
+    from lanekit.service import open_manager
+    from lanekit.state.paths import Paths
+
+    paths = Paths.from_env()
+    result = reconcile_stop(_config(config, paths), paths, open_manager(paths), lane, wait=wait)
+    show.stopped(result)
+    raise typer.Exit(int(result.exit_code))
+
+
+def restart(
+    lane: Annotated[str, typer.Argument(help="The lane to restart.")],
+    wait: StopWaitOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Stop a lane's current run (as `lanekit stop`), then start it again (as `lanekit kick`).
+
+    Exit 3 when the run has not ended within the wait (nothing is started), 4 when launchd
+    postpones the new start (ThrottleInterval)."""
+    from lanekit.cli.render import launchd as show
+    from lanekit.reconcile.stoprun import restart as reconcile_restart
+    from lanekit.service import open_manager
+    from lanekit.state.paths import Paths
+
+    paths = Paths.from_env()
+    manager = open_manager(paths)
+    result = reconcile_restart(_config(config, paths), paths, manager, lane, wait=wait)
+    show.stopped(result.stop)
+    if result.start is not None:
+        show.kicked(result.start, emulated=manager.kind == "emulated")
     raise typer.Exit(int(result.exit_code))
 
 

@@ -97,6 +97,16 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "kick",
         "Start a lane now and return at once; prints the pid of its run.",
     ),
+    "stop": (
+        "launchd_cmds",
+        "stop",
+        "Stop a lane's current run the way a bootout would, and leave the lane loaded.",
+    ),
+    "restart": (
+        "launchd_cmds",
+        "restart",
+        "Stop a lane's current run (as `lanekit stop`), then start it again (as `lanekit kick`).",
+    ),
     "status": (
         "launchd_cmds",
         "status",

@@ -1,4 +1,4 @@
-"""Output of `lanekit plan`, `apply`, `remove`, `kick` and `status`."""
+"""Output of `lanekit plan`, `apply`, `remove`, `kick`, `stop`, `restart` and `status`."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from lanekit.reconcile import (
     Waiting,
 )
 from lanekit.reconcile.starts import StartOutcome
+from lanekit.reconcile.stoprun import StopResult
 from lanekit.service.launchd import LaunchctlError
 from lanekit.system.quoting import printable
 
@@ -209,3 +210,24 @@ def kicked(result: KickResult, *, emulated: bool = False) -> None:
         warning(f"lane {result.lane} started and already ended (launchd reported no pid)")
         return
     line(str(result.pid))
+
+
+def stopped(result: StopResult) -> None:
+    """One line on stderr: what became of the lane's run."""
+    if result.pid is None:
+        note(f"lane {result.lane} is not running: nothing to stop")
+    elif not result.ended:
+        warning(
+            f"lane {result.lane}: its run (pid {result.pid}) has not ended after"
+            f" {result.waited:g} s; it is still stopping"
+        )
+    elif result.killed:
+        note(
+            f"lane {result.lane}: stopped its run (pid {result.pid}) with SIGKILL after its"
+            " exit timeout; the next run gives its job back to the queue"
+        )
+    else:
+        note(
+            f"lane {result.lane}: stopped its run (pid {result.pid}); its job is back in the"
+            " queue, and the lane stays loaded"
+        )
