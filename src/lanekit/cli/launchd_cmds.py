@@ -180,6 +180,77 @@ def kick(
     raise typer.Exit(int(result.exit_code))
 
 
+def uninstall(
+    *,
+    project: Annotated[
+        bool,
+        typer.Option(
+            "--project", help="Remove every lane this lanes.toml installed (its watchdog too)."
+        ),
+    ] = False,
+    everything: Annotated[
+        bool,
+        typer.Option(
+            "--all",
+            help="Remove everything lanekit installed for you: every project's lanes, the "
+            "watchdogs, rescue.sh and the state directory.",
+        ),
+    ] = False,
+    delete_queues: Annotated[
+        bool,
+        typer.Option(
+            "--delete-queues",
+            help="Also delete the removed lanes' queues with their jobs (only lanekit's "
+            "directories in them; a queue another lane still drains is kept).",
+        ),
+    ] = False,
+    dry_run: DryRunOption = False,
+    wait: WaitOption = None,
+    force: ForceOption = False,
+    config: ConfigOption = None,
+) -> None:
+    """Remove lanekit's lanes: this project's (--project) or everything (--all).
+
+    Queues and their jobs are kept unless --delete-queues. A running lane is skipped (exit 3)
+    unless --wait lets it finish or --force stops it (its job goes back to the queue)."""
+    from lanekit.cli.render import launchd as show
+    from lanekit.reconcile.uninstall import Scope
+    from lanekit.reconcile.uninstall import uninstall as reconcile_uninstall
+    from lanekit.service import open_manager
+    from lanekit.state.paths import Paths
+
+    _check_wait_force(wait, force)
+    if project == everything:
+        raise UsageError(
+            "say what to uninstall: --project or --all (one of them)",
+            "lanekit uninstall --project --dry-run   lists what it would remove",
+        )
+    paths = Paths.from_env()
+    loaded = _config(config, paths) if project else _optional_config(config, paths)
+    result = reconcile_uninstall(
+        loaded,
+        paths,
+        open_manager(paths),
+        scope=Scope.ALL if everything else Scope.PROJECT,
+        dry_run=dry_run,
+        delete_queues=delete_queues,
+        wait=wait,
+        force=force,
+    )
+    show.uninstalled(result)
+    raise typer.Exit(int(result.exit_code))
+
+
+def _optional_config(config: Path | None, paths: Paths) -> Config | None:
+    """lanes.toml when there is one (or --config names it); --all needs none."""
+    try:
+        return _config(config, paths)
+    except ConfigError:
+        if config is not None:
+            raise
+        return None
+
+
 StopWaitOption = Annotated[
     float | None,
     typer.Option(

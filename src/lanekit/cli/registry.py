@@ -92,6 +92,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "plan": ("launchd_cmds", "plan", "Show what `lanekit apply` would do to each lane, and why."),
     "apply": ("launchd_cmds", "apply", "Install and (re)load lanes so launchd matches lanes.toml."),
     "remove": ("launchd_cmds", "remove", "Boot out a lane and delete its plist and snapshot."),
+    "uninstall": (
+        "launchd_cmds",
+        "uninstall",
+        "Remove lanekit's lanes: this project's (--project) or everything (--all).",
+    ),
     "kick": (
         "launchd_cmds",
         "kick",

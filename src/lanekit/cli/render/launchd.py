@@ -19,6 +19,7 @@ from lanekit.reconcile import (
 )
 from lanekit.reconcile.starts import StartOutcome
 from lanekit.reconcile.stoprun import StopResult
+from lanekit.reconcile.uninstall import ItemKind, UninstallResult
 from lanekit.service.launchd import LaunchctlError
 from lanekit.system.quoting import printable
 
@@ -231,3 +232,16 @@ def stopped(result: StopResult) -> None:
             f"lane {result.lane}: stopped its run (pid {result.pid}); its job is back in the"
             " queue, and the lane stays loaded"
         )
+
+
+def uninstalled(result: UninstallResult) -> None:
+    """One line per step: what, where, what became of it, and why."""
+    if not result.items:
+        note("nothing to uninstall: no lanekit lane is installed for this scope")
+        return
+    width = max(len(kind) for kind in ItemKind)  # one column whatever this run found
+    for item in result.items:
+        detail = f" ({item.detail})" if item.detail else ""
+        line(f"{item.kind:<{width}}  {item.done}  {printable(item.name)}{printable(detail)}")
+    if result.dry_run:
+        note("dry run: nothing was changed")
