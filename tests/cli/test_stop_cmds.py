@@ -69,6 +69,10 @@ def _finishes(config: Path) -> list[dict[str, str]]:
     return [e for e in read_events(lane.log_path) if e.get("event") == EventName.FINISH]
 
 
+def _claims(log: Path) -> list[dict[str, str]]:
+    return [e for e in read_events(log) if e.get("event") == EventName.CLAIMED]
+
+
 def test_stop_puts_the_job_back_and_leaves_the_lane_loaded(project: Path) -> None:
     """stop during a job: the run exits 75 with the job requeued unspent, the lane is still
     loaded and idle (launchd's last exit 75), and a second stop finds nothing to stop."""
@@ -99,12 +103,13 @@ def test_restart_stops_then_starts_a_new_run_that_takes_the_job_again(project: P
     result = _ok("restart", "slow", "-c", c)
     new_pid = int(result.stdout.strip())
     assert new_pid != pid
+    lane = load_config(project, Paths.from_env()).lanes["slow"]
     deadline = time.monotonic() + 20
-    while not queue.counts().claimed:
+    # The claim is a rename, logged just after: wait for the log line, not the file.
+    while len(claims := _claims(lane.log_path)) < 2:
         assert time.monotonic() < deadline
         time.sleep(0.05)
-    lane = load_config(project, Paths.from_env()).lanes["slow"]
-    claims = [e for e in read_events(lane.log_path) if e.get("event") == EventName.CLAIMED]
+    assert queue.counts().claimed == 1
     assert [(e["job"], e["attempt"]) for e in claims] == [(job, "1"), (job, "1")]
     _ok("stop", "slow", "-c", c)
 

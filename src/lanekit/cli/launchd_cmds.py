@@ -241,6 +241,62 @@ def uninstall(
     raise typer.Exit(int(result.exit_code))
 
 
+def adopt(
+    plists: Annotated[
+        list[Path],
+        typer.Argument(help="Hand-written launchd plist files to adopt.", show_default=False),
+    ],
+    *,
+    lane: Annotated[
+        str | None,
+        typer.Option("--lane", help="The new lane's name (one PLIST only).", show_default=False),
+    ] = None,
+    queue: Annotated[
+        str | None,
+        typer.Option(
+            "--queue",
+            help="Make the lane drain this queue of lanes.toml (default: a plain lane, run "
+            "once per fire).",
+            show_default=False,
+            metavar="NAME",
+        ),
+    ] = None,
+    keep_unknown: Annotated[
+        bool,
+        typer.Option(
+            "--keep-unknown",
+            help="Carry plist keys no lane key expresses into the lane's plist through a "
+            "template lanekit writes (refused otherwise).",
+        ),
+    ] = False,
+    dry_run: DryRunOption = False,
+    config: ConfigOption = None,
+) -> None:
+    """Turn hand-written launchd plists into lanes of lanes.toml (its comments kept).
+
+    Each plist becomes a [lanes.NAME] table: its program and arguments, schedule, environment,
+    logs and launchd options. Keys no lane key expresses are listed and refused unless
+    --keep-unknown. `lanekit apply` then boots the hand-written job out (never while it runs),
+    moves its plist aside (never deleted) and installs the lane in its place."""
+    from lanekit.cli.render import launchd as show
+    from lanekit.reconcile.adopt import adopt as reconcile_adopt
+    from lanekit.service import open_manager
+    from lanekit.state.paths import Paths
+
+    paths = Paths.from_env()
+    result = reconcile_adopt(
+        _config(config, paths),
+        paths,
+        plists,
+        lane=lane,
+        queue=queue,
+        keep_unknown=keep_unknown,
+        dry_run=dry_run,
+        install_dir=open_manager(paths).install_dir,
+    )
+    show.adopted(result)
+
+
 def _optional_config(config: Path | None, paths: Paths) -> Config | None:
     """lanes.toml when there is one (or --config names it); --all needs none."""
     try:

@@ -91,6 +91,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     ),
     "plan": ("launchd_cmds", "plan", "Show what `lanekit apply` would do to each lane, and why."),
     "apply": ("launchd_cmds", "apply", "Install and (re)load lanes so launchd matches lanes.toml."),
+    "adopt": (
+        "launchd_cmds",
+        "adopt",
+        "Turn hand-written launchd plists into lanes of lanes.toml (its comments kept).",
+    ),
     "remove": ("launchd_cmds", "remove", "Boot out a lane and delete its plist and snapshot."),
     "uninstall": (
         "launchd_cmds",

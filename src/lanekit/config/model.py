@@ -112,6 +112,8 @@ LANE_KEYS = (
     "stdout_log",
     "stderr_log",
     "log",
+    "working_directory",
+    "replaces",
     "retry_on_crash",
     *OPTION_KEYS,
 )
@@ -186,6 +188,12 @@ class LaneSpec:
     throttle_interval: int | None = None
     exit_timeout: int | None = None
     run_at_load: bool = False
+    working_directory: Path | None = None
+    """launchd's WorkingDirectory for the lane (its runs and its jobs start there); None:
+    the queue's directory."""
+    replaces: str | None = None
+    """The label of a hand-written launchd job this lane takes over (`lanekit adopt` writes
+    it): `apply` boots that job out (never while it runs) and moves its plist aside."""
     plain: bool = False
     """No `queue` in lanes.toml: each fire runs `command` once (no `{job}`). `queue` is then a
     private one under the state dir (plain_dir) that holds one job per run: the run's record,

@@ -252,6 +252,8 @@ class DocumentReader(ConfigReader):
             for field_name in ("stdout_log", "stderr_log", "log")
         }
         options = {**default_options, **self.options(table, key)}
+        working_directory = self.path(table, (*key, "working_directory"))
+        replaces = self.replaces(table, key)
 
         self.in_file_order(before, table, 2)
         # A lane of a broken queue has no error of its own: the queue's error covers it.
@@ -278,10 +280,24 @@ class DocumentReader(ConfigReader):
             log_path=logs["log"] or log_dir / f"{name}.log",
             env=env or {},
             path=path or default_path,
+            working_directory=working_directory,
+            replaces=replaces,
             plain=plain,
             retry_on_crash=bool(retry_on_crash),
             **options,
         )
+
+    def replaces(self, table: Mapping[str, Any], key: Key) -> str | None:
+        """The label of the hand-written job the lane takes over: a label launchd could
+        load, and not one of lanekit's reserved prefixes' (checked like `label`)."""
+        label = self.string(table, (*key, "replaces"))
+        if label is None:
+            return None
+        problem = _label_problem(label, check_reserved=True)
+        if problem is not None:
+            self.fail((*key, "replaces"), f"label {quoted(label)} {problem[0]}", problem[1])
+            return None
+        return label
 
     def plain_keys(
         self,
