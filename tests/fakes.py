@@ -195,6 +195,15 @@ class FakeLaunchd:
             job.last_exit = -SIGTERM
         return self.start(label)
 
+    def kill(self, label: str, signum: int) -> None:
+        """Signal the running instance (recorded in `signalled`); the job stays loaded."""
+        self._record(f"kill-{signum}", label)
+        job = self._job(label)
+        if job.pid is not None:
+            self.signalled.append((label, job.pid))
+            job.pid = None
+            job.last_exit = -signum
+
     def enable(self, label: str) -> None:
         """Clear the disabled override."""
         self._record("enable", label)

@@ -73,6 +73,7 @@ SAMPLE = {
     "throttle_interval": "30",
     "exit_timeout": "20",
     "run_at_load": "true",
+    "working_directory": '"~/work"',
 }
 ALONE = {"every": '"15m"'}
 

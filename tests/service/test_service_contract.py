@@ -311,3 +311,22 @@ def test_the_factory_picks_and_wraps_managers(paths: Paths) -> None:
     assert real.domain == "gui/501"
     assert real.artifact_path("x.y") == paths.launch_agents / "x.y.plist"
     assert manager_of(real, paths.state) is real
+
+
+def test_stop_ends_the_run_and_leaves_the_lane_loaded(subject: Subject, paths: Paths) -> None:
+    """stop signals the running instance as unloading would, waits for it to end, and leaves
+    the lane loaded and idle (kickable again); an idle lane is left alone (no pid, nothing
+    sent); a lane that is not loaded is NOT_LOADED."""
+    manager = subject.manager
+    config = _config(paths)
+    apply(config, paths, manager)
+    label = config.lanes["alpha"].label
+    pid = subject.run(config, "alpha")
+    stopped = manager.stop(label, kill_after=5.0, grace=15.0)
+    assert (stopped.pid, stopped.ended, stopped.killed) == (pid, True, False)
+    seen = manager.observe([label])[label]
+    assert seen.loaded and seen.pid is None
+    assert manager.stop(label, kill_after=5.0, grace=1.0).pid is None
+    with pytest.raises(ServiceError) as caught:
+        manager.stop("test.never.loaded", kill_after=None, grace=1.0)
+    assert caught.value.reason is Refusal.NOT_LOADED

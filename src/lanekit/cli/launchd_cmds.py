@@ -1,4 +1,5 @@
-"""`lanekit plan|apply|remove|kick|status`: lanes.toml against launchd (real or emulated)."""
+"""`lanekit plan|apply|remove|kick|stop|restart|status`: lanes.toml against launchd (real or
+emulated)."""
 
 from __future__ import annotations
 
@@ -176,6 +177,190 @@ def kick(
     manager = open_manager(paths)
     result = reconcile_kick(_config(config, paths), paths, manager, lane)
     show.kicked(result, emulated=manager.kind == "emulated")
+    raise typer.Exit(int(result.exit_code))
+
+
+def uninstall(
+    *,
+    project: Annotated[
+        bool,
+        typer.Option(
+            "--project", help="Remove every lane this lanes.toml installed (its watchdog too)."
+        ),
+    ] = False,
+    everything: Annotated[
+        bool,
+        typer.Option(
+            "--all",
+            help="Remove everything lanekit installed for you: every project's lanes, the "
+            "watchdogs, rescue.sh and the state directory.",
+        ),
+    ] = False,
+    delete_queues: Annotated[
+        bool,
+        typer.Option(
+            "--delete-queues",
+            help="Also delete the removed lanes' queues with their jobs (only lanekit's "
+            "directories in them; a queue another lane still drains is kept).",
+        ),
+    ] = False,
+    dry_run: DryRunOption = False,
+    wait: WaitOption = None,
+    force: ForceOption = False,
+    config: ConfigOption = None,
+) -> None:
+    """Remove lanekit's lanes: this project's (--project) or everything (--all).
+
+    Queues and their jobs are kept unless --delete-queues. A running lane is skipped (exit 3)
+    unless --wait lets it finish or --force stops it (its job goes back to the queue)."""
+    from lanekit.cli.render import launchd as show
+    from lanekit.reconcile.uninstall import Scope
+    from lanekit.reconcile.uninstall import uninstall as reconcile_uninstall
+    from lanekit.service import open_manager
+    from lanekit.state.paths import Paths
+
+    _check_wait_force(wait, force)
+    if project == everything:
+        raise UsageError(
+            "say what to uninstall: --project or --all (one of them)",
+            "lanekit uninstall --project --dry-run   lists what it would remove",
+        )
+    paths = Paths.from_env()
+    loaded = _config(config, paths) if project else _optional_config(config, paths)
+    result = reconcile_uninstall(
+        loaded,
+        paths,
+        open_manager(paths),
+        scope=Scope.ALL if everything else Scope.PROJECT,
+        dry_run=dry_run,
+        delete_queues=delete_queues,
+        wait=wait,
+        force=force,
+    )
+    show.uninstalled(result)
+    raise typer.Exit(int(result.exit_code))
+
+
+def adopt(
+    plists: Annotated[
+        list[Path],
+        typer.Argument(help="Hand-written launchd plist files to adopt.", show_default=False),
+    ],
+    *,
+    lane: Annotated[
+        str | None,
+        typer.Option("--lane", help="The new lane's name (one PLIST only).", show_default=False),
+    ] = None,
+    queue: Annotated[
+        str | None,
+        typer.Option(
+            "--queue",
+            help="Make the lane drain this queue of lanes.toml (default: a plain lane, run "
+            "once per fire).",
+            show_default=False,
+            metavar="NAME",
+        ),
+    ] = None,
+    keep_unknown: Annotated[
+        bool,
+        typer.Option(
+            "--keep-unknown",
+            help="Carry plist keys no lane key expresses into the lane's plist through a "
+            "template lanekit writes (refused otherwise).",
+        ),
+    ] = False,
+    dry_run: DryRunOption = False,
+    config: ConfigOption = None,
+) -> None:
+    """Turn hand-written launchd plists into lanes of lanes.toml (its comments kept).
+
+    Each plist becomes a [lanes.NAME] table: its program and arguments, schedule, environment,
+    logs and launchd options. Keys no lane key expresses are listed and refused unless
+    --keep-unknown. `lanekit apply` then boots the hand-written job out (never while it runs),
+    moves its plist aside (never deleted) and installs the lane in its place."""
+    from lanekit.cli.render import launchd as show
+    from lanekit.reconcile.adopt import adopt as reconcile_adopt
+    from lanekit.service import open_manager
+    from lanekit.state.paths import Paths
+
+    paths = Paths.from_env()
+    result = reconcile_adopt(
+        _config(config, paths),
+        paths,
+        plists,
+        lane=lane,
+        queue=queue,
+        keep_unknown=keep_unknown,
+        dry_run=dry_run,
+        install_dir=open_manager(paths).install_dir,
+    )
+    show.adopted(result)
+
+
+def _optional_config(config: Path | None, paths: Paths) -> Config | None:
+    """lanes.toml when there is one (or --config names it); --all needs none."""
+    try:
+        return _config(config, paths)
+    except ConfigError:
+        if config is not None:
+            raise
+        return None
+
+
+StopWaitOption = Annotated[
+    float | None,
+    typer.Option(
+        "--wait",
+        metavar="SECONDS",
+        min=0,
+        help="Wait at most SECONDS for the run to end (default: the lane's exit_timeout, when "
+        "it gets SIGKILL, plus 5 s); exit 3 if it is still running then.",
+        show_default=False,
+    ),
+]
+
+
+def stop(
+    lane: Annotated[str, typer.Argument(help="The lane whose current run to stop.")],
+    wait: StopWaitOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Stop a lane's current run the way a bootout would, and leave the lane loaded.
+
+    The run gets SIGTERM (SIGKILL after the lane's exit_timeout): it stops its job, puts the
+    job back in its queue without spending an attempt, and exits 75. The lane keeps its
+    schedule. Exit 3 when the run has not ended within the wait."""
+    from lanekit.cli.render import launchd as show
+    from lanekit.reconcile.stoprun import stop as reconcile_stop
+    from lanekit.service import open_manager
+    from lanekit.state.paths import Paths
+
+    paths = Paths.from_env()
+    result = reconcile_stop(_config(config, paths), paths, open_manager(paths), lane, wait=wait)
+    show.stopped(result)
+    raise typer.Exit(int(result.exit_code))
+
+
+def restart(
+    lane: Annotated[str, typer.Argument(help="The lane to restart.")],
+    wait: StopWaitOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Stop a lane's current run (as `lanekit stop`), then start it again (as `lanekit kick`).
+
+    Exit 3 when the run has not ended within the wait (nothing is started), 4 when launchd
+    postpones the new start (ThrottleInterval)."""
+    from lanekit.cli.render import launchd as show
+    from lanekit.reconcile.stoprun import restart as reconcile_restart
+    from lanekit.service import open_manager
+    from lanekit.state.paths import Paths
+
+    paths = Paths.from_env()
+    manager = open_manager(paths)
+    result = reconcile_restart(_config(config, paths), paths, manager, lane, wait=wait)
+    show.stopped(result.stop)
+    if result.start is not None:
+        show.kicked(result.start, emulated=manager.kind == "emulated")
     raise typer.Exit(int(result.exit_code))
 
 

@@ -180,7 +180,15 @@ def enqueue(
             "which queue? give a LANE or --queue NAME", "lanekit enqueue LANE [FILE|-]"
         )
     else:
-        spec = select_lanes(loaded, [target])[0].queue
+        lane = select_lanes(loaded, [target])[0]
+        if lane.plain:
+            raise UsageError(
+                f"lane {lane.name} in {loaded.path.name} has no queue: it runs its command once "
+                "per fire, and takes no jobs",
+                f"`lanekit kick {lane.name}` runs it now; to give it jobs, add "
+                f'queue = "NAME" to [lanes.{lane.name}]',
+            )
+        spec = lane.queue
     _refuse_watchdog_queue(loaded, spec)
     if jsonl is not None:
         from lanekit.jobs.batch import enqueue_jsonl

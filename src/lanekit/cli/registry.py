@@ -91,11 +91,31 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     ),
     "plan": ("launchd_cmds", "plan", "Show what `lanekit apply` would do to each lane, and why."),
     "apply": ("launchd_cmds", "apply", "Install and (re)load lanes so launchd matches lanes.toml."),
+    "adopt": (
+        "launchd_cmds",
+        "adopt",
+        "Turn hand-written launchd plists into lanes of lanes.toml (its comments kept).",
+    ),
     "remove": ("launchd_cmds", "remove", "Boot out a lane and delete its plist and snapshot."),
+    "uninstall": (
+        "launchd_cmds",
+        "uninstall",
+        "Remove lanekit's lanes: this project's (--project) or everything (--all).",
+    ),
     "kick": (
         "launchd_cmds",
         "kick",
         "Start a lane now and return at once; prints the pid of its run.",
+    ),
+    "stop": (
+        "launchd_cmds",
+        "stop",
+        "Stop a lane's current run the way a bootout would, and leave the lane loaded.",
+    ),
+    "restart": (
+        "launchd_cmds",
+        "restart",
+        "Stop a lane's current run (as `lanekit stop`), then start it again (as `lanekit kick`).",
     ),
     "status": (
         "launchd_cmds",

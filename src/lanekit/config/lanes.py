@@ -145,4 +145,6 @@ def run_spec(lane: LaneSpec) -> RunSpec:
         project=lane.project,
         environment=lane_environment(lane),
         watch=channels,
+        plain=lane.plain,
+        retry_on_crash=lane.retry_on_crash,
     )

@@ -112,8 +112,21 @@ LANE_KEYS = (
     "stdout_log",
     "stderr_log",
     "log",
+    "working_directory",
+    "replaces",
+    "retry_on_crash",
     *OPTION_KEYS,
 )
+
+
+QUEUE_ONLY_KEYS = ("max_jobs", "max_seconds", "max_attempts", "stale_after")
+"""Lane keys that only mean something for a lane with a queue: a plain lane (no `queue`) runs
+once per fire, one run at a time, and a failed run is not retried."""
+
+
+PLAIN_QUEUE_PREFIX = "plain:"
+"""A plain lane's private queue is named `plain:<lane>`: no queue of lanes.toml can be (queue
+names start with a letter or digit and hold no colon), so no two lanes ever share one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,9 +146,16 @@ class QueueSpec:
     dropped in queue/ goes to failed/ unread (lanekit.state.snapshot_schema says why 1 MiB)."""
 
 
+def plain_dir(state: Path, label: str) -> Path:
+    """A plain lane's directory under the state dir: its private queue (one job per run, the
+    run's record) and its logs."""
+    return state / "plain" / label
+
+
 @dataclass(frozen=True, slots=True)
 class LaneSpec:
-    """One lane: a launchd job that drains `queue` by running `command` once per job."""
+    """One lane: a launchd job that drains `queue` by running `command` once per job, or, for
+    a plain lane (no `queue` in lanes.toml), runs `command` once per fire."""
 
     name: str
     label: str
@@ -168,6 +188,19 @@ class LaneSpec:
     throttle_interval: int | None = None
     exit_timeout: int | None = None
     run_at_load: bool = False
+    working_directory: Path | None = None
+    """launchd's WorkingDirectory for the lane (its runs and its jobs start there); None:
+    the queue's directory."""
+    replaces: str | None = None
+    """The label of a hand-written launchd job this lane takes over (`lanekit adopt` writes
+    it): `apply` boots that job out (never while it runs) and moves its plist aside."""
+    plain: bool = False
+    """No `queue` in lanes.toml: each fire runs `command` once (no `{job}`). `queue` is then a
+    private one under the state dir (plain_dir) that holds one job per run: the run's record,
+    so the runner, `runs`/`jobs`, doctor, watch and timeline treat it as any lane's job."""
+    retry_on_crash: bool = False
+    """A plain lane's run cut short by a crash (or `lanekit stop`) runs again at the next fire
+    instead of the new one; False (the default): it is recorded as failed and not repeated."""
     project: Path | None = field(default=None, compare=False)
     """The lanes.toml the lane comes from (resolved): the project that owns its label. Where
     a lane was read from is not part of what it is, so it does not take part in ==."""

@@ -19,7 +19,9 @@ from lanekit.config.model import (
     MAX_INT,
     MAX_LABEL_BYTES,
     MIN_JOB_BYTES,
+    PLAIN_QUEUE_PREFIX,
     QUEUE_KEYS,
+    QUEUE_ONLY_KEYS,
     RESERVED_ENV,
     RESERVED_LABEL_PREFIX,
     RETENTION_MINIMUM,
@@ -27,6 +29,7 @@ from lanekit.config.model import (
     Config,
     LaneSpec,
     QueueSpec,
+    plain_dir,
 )
 from lanekit.config.text import (
     Key,
@@ -232,14 +235,14 @@ class DocumentReader(ConfigReader):
             return None
         self.known_keys(table, key, LANE_KEYS, "keys of a lane")
 
-        queue = self.lane_queue(table, key, queues, broken_queues)
+        plain = "queue" not in table
+        queue = None if plain else self.lane_queue(table, key, queues, broken_queues)
         command = self.command(table, (*key, "command"))
-        for required, example in (
-            ("queue", 'queue = "notes"'),
-            ("command", 'command = ["/path/to/tool", "{job}"]'),
-        ):
-            if required not in table:
-                self.fail(key, f"missing required key {quoted(required)}", f"add {example}")
+        if "command" not in table:
+            example = '["/path/to/tool"]' if plain else '["/path/to/tool", "{job}"]'
+            self.fail(key, 'missing required key "command"', f"add command = {example}")
+        retry_on_crash = self.boolean(table, (*key, "retry_on_crash"))
+        self.plain_keys(table, key, plain=plain, command=command)
         schedule = self.schedule(table, key)
         env = self.env(table, (*key, "env"))
         path = self.dir_list(table, (*key, "path"))
@@ -249,12 +252,22 @@ class DocumentReader(ConfigReader):
             for field_name in ("stdout_log", "stderr_log", "log")
         }
         options = {**default_options, **self.options(table, key)}
+        working_directory = self.path(table, (*key, "working_directory"))
+        replaces = self.replaces(table, key)
 
         self.in_file_order(before, table, 2)
         # A lane of a broken queue has no error of its own: the queue's error covers it.
-        if len(self.failures) > before or queue is None:
+        if len(self.failures) > before or (queue is None and not plain):
             return None
         assert command is not None and schedule is not None and label is not None
+        if queue is None:
+            queue = QueueSpec(
+                name=f"{PLAIN_QUEUE_PREFIX}{name}", dir=plain_dir(self.paths.state, label)
+            )
+            # One run per fire, never retried: the options of a queue lane that say otherwise
+            # (from [defaults]) do not apply.
+            options = {k: v for k, v in options.items() if k not in QUEUE_ONLY_KEYS}
+            options.update(max_jobs=1, max_attempts=1)
         log_dir = queue.dir / "logs"
         return LaneSpec(
             name=name,
@@ -267,8 +280,58 @@ class DocumentReader(ConfigReader):
             log_path=logs["log"] or log_dir / f"{name}.log",
             env=env or {},
             path=path or default_path,
+            working_directory=working_directory,
+            replaces=replaces,
+            plain=plain,
+            retry_on_crash=bool(retry_on_crash),
             **options,
         )
+
+    def replaces(self, table: Mapping[str, Any], key: Key) -> str | None:
+        """The label of the hand-written job the lane takes over: a label launchd could
+        load, and not one of lanekit's reserved prefixes' (checked like `label`)."""
+        label = self.string(table, (*key, "replaces"))
+        if label is None:
+            return None
+        problem = _label_problem(label, check_reserved=True)
+        if problem is not None:
+            self.fail((*key, "replaces"), f"label {quoted(label)} {problem[0]}", problem[1])
+            return None
+        return label
+
+    def plain_keys(
+        self,
+        table: Mapping[str, Any],
+        key: Key,
+        *,
+        plain: bool,
+        command: tuple[str, ...] | None,
+    ) -> None:
+        """What a plain lane (no `queue`) refuses: `{job}` (there is no job file) and the
+        per-job options; and what a queue lane refuses: `retry_on_crash = true` (a queue's jobs
+        always run again after a crash: the queue promises at-least-once)."""
+        if not plain:
+            if table.get("retry_on_crash") is True:
+                self.fail(
+                    (*key, "retry_on_crash"),
+                    "applies to plain lanes only (a lane without `queue`)",
+                    "remove it: a queue lane's jobs always run again after a crash",
+                )
+            return
+        if command is not None and any("{job}" in part for part in command):
+            self.fail(
+                (*key, "command"),
+                "uses {job}, but a lane without `queue` has no job file",
+                'add queue = "NAME" to run the command once per job, or remove {job}',
+            )
+        for name in QUEUE_ONLY_KEYS:
+            if name in table:
+                self.fail(
+                    (*key, name),
+                    "applies to lanes with a queue only: a plain lane runs its command once "
+                    "per fire, one run at a time",
+                    f'remove {name}, or add queue = "NAME"',
+                )
 
     def lane_queue(
         self,

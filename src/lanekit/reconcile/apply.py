@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ from lanekit.config import Config, LaneSpec, run_spec, select_lanes
 from lanekit.config.provenance import ours, refuse_takeover
 from lanekit.errors import ExitCode, LanekitError
 from lanekit.reconcile.applylock import OnWait, apply_lock
-from lanekit.reconcile.observe import installed_spec, observe
+from lanekit.reconcile.observe import identify, installed_spec, observe
 from lanekit.reconcile.plan import Action, ActionKind, plan
 from lanekit.reconcile.preflight import preflight, untrusted_dirs
 from lanekit.reconcile.stopper import Progress, Stopper, Timing, exit_timeout
@@ -30,8 +31,12 @@ from lanekit.system.atomic import write_atomic
 from lanekit.system.interpreter import apply_notes as interpreter_notes
 from lanekit.system.interpreter import inspect as inspect_interpreter
 from lanekit.system.interpreter import install_rescue
-from lanekit.system.owned import make_private_dirs
+from lanekit.system.owned import make_private_dirs, read_regular
 from lanekit.system.quoting import cmdline
+
+ADOPTED_SUFFIX = ".adopted"
+"""What apply appends to the plist file name of a hand-written job a lane `replaces` (launchd
+loads only *.plist at login), moving it aside instead of deleting it."""
 
 
 class Result(StrEnum):
@@ -230,7 +235,10 @@ def _apply(
     notes = (*domain_notes(manager.domain), *interpreter_notes(health))
     if dry_run:
         return ApplyResult(
-            tuple(refused.get(a.label) or _planned(a) for a in actions),
+            tuple(
+                refused.get(a.label) or _planned(a, _replacing(lane_by_label.get(a.label), manager))
+                for a in actions
+            ),
             dry_run=True,
             notes=notes,
         )
@@ -254,9 +262,13 @@ def _apply(
             outcomes[i] = Outcome(action, Result.OFFERED, action.reason, action.pid)
         else:
             label = action.label
+            skipped, replaced = _take_over(action, lane_by_label[label], stopper)
+            if skipped is not None:
+                outcomes[i] = skipped
+                continue
             old_spec = installed_spec(paths, label)
             lane_specs = [s for s in (old_spec, specs[label]) if s is not None]
-            outcomes[i] = _carry_out(
+            outcome = _carry_out(
                 action,
                 lane_by_label[label],
                 want_by_label[label],
@@ -264,6 +276,9 @@ def _apply(
                 paths=paths,
                 stopper=stopper,
             )
+            if replaced and outcome.result is Result.DONE:
+                outcome = replace(outcome, detail=f"{outcome.detail}; {replaced}")
+            outcomes[i] = outcome
     return ApplyResult(tuple(outcomes[i] for i in range(len(actions))), notes=notes)
 
 
@@ -306,12 +321,86 @@ def _cannot_start(
     return refused
 
 
-def _planned(action: Action) -> Outcome:
-    if action.kind is ActionKind.UNCHANGED:
-        return Outcome(action, Result.UNCHANGED, action.reason)
+def _planned(action: Action, replacing: str = "") -> Outcome:
     if action.kind is ActionKind.REMOVE:
         return Outcome(action, Result.OFFERED, action.reason, action.pid)
+    if replacing:
+        return Outcome(action, Result.PLANNED, f"{action.reason}; {replacing}", action.pid)
+    if action.kind is ActionKind.UNCHANGED:
+        return Outcome(action, Result.UNCHANGED, action.reason)
     return Outcome(action, Result.PLANNED, action.reason, action.pid)
+
+
+def _replacing(lane: LaneSpec | None, manager: ServiceManager) -> str:
+    """What taking over the lane's `replaces` job would do (empty: nothing left to do)."""
+    if lane is None or lane.replaces is None:
+        return ""
+    label = lane.replaces
+    plist = manager.artifact_path(label)
+    loaded = manager.loaded()
+    steps = []
+    if label in loaded:
+        pid = loaded[label]
+        steps.append(f"boot out {label}" + ("" if pid is None else f" (running pid {pid})"))
+    if os.path.lexists(plist):
+        steps.append(f"move {plist.name} aside to {plist.name}{ADOPTED_SUFFIX}")
+    return f"replaces {label}: {', '.join(steps)}" if steps else ""
+
+
+def _take_over(action: Action, lane: LaneSpec, stopper: Stopper) -> tuple[Outcome | None, str]:
+    """Replace the hand-written job the lane `replaces` (lanekit adopt): boot it out, never
+    while it runs unless --wait/--force, and move its plist aside (never deleted), before the
+    lane is installed: the two never run side by side. (a SKIPPED outcome, "") when it cannot
+    be done now; (None, what was done) otherwise."""
+    label = lane.replaces
+    if label is None:
+        return None, ""
+    manager = stopper.manager
+    plist = manager.artifact_path(label)
+    read = read_regular(plist, "plist") if os.path.lexists(plist) else None
+    if read is not None and identify(manager, read[0], fallback=label)[1] is not None:
+        error = LanekitError(
+            f"lane {lane.name}: replaces = {label!r} names a lanekit lane, not a hand-written job",
+            f"remove `replaces` from [lanes.{lane.name}] (`lanekit remove` removes a lane)",
+        )
+        return Outcome(action, Result.FAILED, error.message, error=error), ""
+    loaded = manager.loaded()
+    done = []
+    if label in loaded:
+        pid = loaded[label]
+        stop = stopper.stop(label, [], running=pid is not None, pid=pid, lane=lane.name)
+        if not stop.stopped:
+            return Outcome(
+                action,
+                Result.SKIPPED,
+                f"the job it replaces, {label}, is running (pid {stop.pid}): not replaced, "
+                "nothing installed; rerun `lanekit apply` when it is idle, or use --wait "
+                "SECONDS / --force",
+                stop.pid,
+            ), ""
+        done.append("booted out")
+    if read is not None:
+        aside = _move_aside(plist)
+        done.append(f"moved its plist to {aside.name}")
+    return None, f"replaced {label} ({', '.join(done)})" if done else ""
+
+
+def _move_aside(plist: Path) -> Path:
+    """Rename a replaced job's plist to `<name>.adopted` (launchd loads only *.plist at login),
+    never over an existing file: `.adopted.2`, `.3`... when taken."""
+    from lanekit.system.fsops import rename_noreplace
+
+    for attempt in range(1, 100):
+        suffix = ADOPTED_SUFFIX if attempt == 1 else f"{ADOPTED_SUFFIX}.{attempt}"
+        target = plist.with_name(plist.name + suffix)
+        try:
+            rename_noreplace(str(plist), str(target))
+        except FileExistsError:
+            continue
+        return target
+    raise LanekitError(
+        f"{plist}: 99 copies moved aside already", f"tidy {plist.parent} and rerun lanekit apply"
+    )
 
 
 def _carry_out(

@@ -11,7 +11,8 @@ pulls in re and compiles its patterns), and the path stays clear of dataclasses
 cost several times `python -c pass`.
 
 The fast path only handles the case it can vouch for: `LANE --snapshot PATH`, a snapshot that
-reads cleanly with every field present, and nothing in queue/, delayed/ or claimed/. Then it
+reads cleanly with every field present, a lane with a queue (a plain lane's every fire runs its
+command), and nothing in queue/, delayed/ or claimed/. Then it
 does what the full run would do for an empty queue: rotate the lane log (and launchd's
 stdout/stderr files: launchd reopens them at each spawn, so a rename here only affects the
 next run), take the lane lock (held: `skipped reason=lane-busy`, exit 0), log `start` and
@@ -71,8 +72,8 @@ def empty_run(argv: Sequence[str], *, clock: Callable[[], float] = time.monotoni
         # Any refusal (a lanekit.errors class, imported only when raised) or read error: the
         # full run reads the snapshot again and explains, or refuses, what is wrong.
         return None
-    if spec["lane"] != lane:
-        return None
+    if spec["lane"] != lane or spec.get("plain") is True:
+        return None  # another lane's snapshot, or a plain lane: every fire of it runs
     queue_dir, log_path = spec["queue_dir"], spec["log_path"]
     max_bytes, keep = spec["log_max_bytes"], spec["log_keep"]
     keep_done = spec["keep_done"]

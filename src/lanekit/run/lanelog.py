@@ -74,6 +74,7 @@ class Reason:
     RUNNER_ERROR = "runner-error"
     RUNNING = "running"  # apply left a running lane's reload for later
     ALREADY_SUCCEEDED = "already-succeeded"  # the guard's skip (DropReason's, as logged)
+    INTERRUPTED = "interrupted"  # a plain lane's run cut short, not repeated (retry_on_crash)
 
 
 MAX_VALUE_CHARS = 1000

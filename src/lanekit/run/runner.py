@@ -45,7 +45,15 @@ from lanekit.run import watcher_link
 from lanekit.run.args import USAGE, split_args
 from lanekit.run.jobenv import job_env, lane_process_env
 from lanekit.run.lanelock import LaneLock, lane_lock_path
-from lanekit.run.lanelog import EventName, LaneLog, Reason, log_finish, log_warner, rotate_if_needed
+from lanekit.run.lanelog import (
+    EventName,
+    LaneLog,
+    Reason,
+    format_ts,
+    log_finish,
+    log_warner,
+    rotate_if_needed,
+)
 from lanekit.run.purgeday import purge_due, purge_stamp, utc_day
 from lanekit.run.stop import StopHandler, grace_seconds
 from lanekit.run.which_snapshot import load_spec, resolve_snapshot
@@ -169,6 +177,10 @@ def open_queue(spec: RunSpec) -> JobQueue:
     return queue.open_queue(spec.queue_dir, durable=spec.durable, max_job_bytes=spec.max_job_bytes)
 
 
+_PLAIN_BACKLOG = 100
+"""How many waiting jobs a plain lane's fire looks at. Its queue holds at most the one run cut
+short (each fire enqueues one job only when none waits), so this bounds a look, not a promise."""
+
 _COPIES_POLL = 0.5
 """Seconds between looks for a job's copies once its watcher died. Each look reads every
 process's environment: 4.5 ms over 76 processes here, so ~60 us a process; a Mac with
@@ -203,6 +215,8 @@ class _LaneRun:
         started = self.clock()
         self.log.event(EventName.START, pid=os.getpid())
         reason = Reason.EMPTY
+        if self.spec.plain:
+            self._fire()
         if not nothing_queued(self.spec.queue_dir):
             reason = self._work(started)
         if not self.stop.stopping():
@@ -261,7 +275,8 @@ class _LaneRun:
         try:
             while not self.stop.stopping():
                 if ran >= spec.max_jobs:
-                    return Reason.MAX_JOBS
+                    # A plain lane's queue holds this fire's one job: it is empty now.
+                    return Reason.EMPTY if spec.plain else Reason.MAX_JOBS
                 if deadline is not None and self.clock() >= deadline:
                     return Reason.MAX_SECONDS
                 claim = claimer.claim()
@@ -273,6 +288,41 @@ class _LaneRun:
         finally:
             watcher_link.stop_watching()  # the run's watcher, idle once its last job is settled
         return Reason.EMPTY
+
+    def _fire(self) -> None:
+        """A plain lane's fire: its one job for this run, in its private queue. A job already
+        waiting there is a run cut short (a crash, `lanekit stop`): with `retry_on_crash` it is
+        this fire's run; without, it goes to failed/ (`failed reason=interrupted`) and a new
+        job is enqueued. Under the lane lock, so two fires never make two jobs."""
+        from lanekit.queue.records import JobState
+
+        spec = self.spec
+        queue = open_queue(spec)
+        queue.check()
+        for item in queue.recover(stale_after=spec.stale_after, max_attempts=spec.max_attempts):
+            self.recovered += 1
+            self.log.event(
+                EventName.RECOVERED,
+                job=item.job_id,
+                reason=str(item.reason),
+                to=str(item.state),
+                owner=item.owner or None,
+                attempts=item.attempts,
+                exit=item.exit,
+            )
+        waiting = [record.job_id for record in queue.page(1, _PLAIN_BACKLOG, JobState.QUEUED).items]
+        if spec.retry_on_crash and waiting:
+            return
+        for job_id in waiting:
+            # The run it stood for was an earlier fire's: this run's exit code is its own.
+            queue.cancel(job_id)
+            self.log.event(
+                EventName.FAILED,
+                job=job_id,
+                reason=Reason.INTERRUPTED,
+                error="cut short by a crash or a stop; not repeated (retry_on_crash = false)",
+            )
+        queue.enqueue({"lane": spec.lane, "fired_at": format_ts(epoch())})
 
     def _purge_daily(self) -> None:
         """Purge the queue once per UTC day (the run that creates the day's stamp does it).

@@ -4,7 +4,8 @@ selftest ask of the thing that runs lanes, in facts that name no backend.
 A manager renders a lane to its artifacts (file name -> bytes, and the directory they install
 into), observes every lane it is asked about in ONE call (loaded, running pid, last exit and how
 the run ended, disabled, the definition it has loaded and whether that is older than the
-artifact), and loads, unloads (with a grace period), starts now, disables and enables. Two
+artifact), and loads, unloads (with a grace period), starts now, stops a run (leaving the lane
+loaded), disables and enables. Two
 implement it today: launchd through `launchctl` (lanekit.service.launchd.manager) and the
 emulated domain (lanekit.service.emulated.manager); `lanekit.service.open_manager` picks one.
 The contract every implementation passes is tests/service/test_service_contract.py.
@@ -126,6 +127,18 @@ class Observation:
         return LaneObservation(label, loaded=label in self.loaded, disabled=label in self.disabled)
 
 
+@dataclass(frozen=True, slots=True)
+class Stopped:
+    """What `ServiceManager.stop` did to a lane's running instance."""
+
+    pid: int | None
+    """The process signalled (None: nothing was running, so nothing was sent)."""
+    ended: bool
+    """It ended within the grace asked (True too when nothing ran)."""
+    killed: bool = False
+    """It outlived its exit timeout and was sent SIGKILL."""
+
+
 class ServiceManager(Protocol):
     """What runs lanes: render, observe all at once, load, unload, start, disable, enable."""
 
@@ -200,6 +213,13 @@ class ServiceManager(Protocol):
     def kick(self, label: str, *, kill: bool = False) -> int | None:
         """Start the lane now (restart a running one when `kill`); its pid when known.
         ServiceError NOT_LOADED when it is not loaded."""
+        ...
+
+    def stop(self, label: str, *, kill_after: float | None, grace: float) -> Stopped:
+        """Stop the lane's running instance the way unloading it would (SIGTERM; SIGKILL once
+        `kill_after` seconds passed without it ending, None: never), but leave the lane
+        loaded; wait up to `grace` seconds for it to end. ServiceError NOT_LOADED when it is
+        not loaded."""
         ...
 
     def disable(self, label: str) -> None:

@@ -94,6 +94,12 @@ class RunSpec:
     None in snapshots written before lanekit recorded it."""
     watch: WatchChannels | None = None
     """The watchdog lane's channels (None for every other lane, and then not written)."""
+    plain: bool = False
+    """A plain lane (no `queue` in lanes.toml): each run enqueues one job for itself into its
+    private queue and runs it (lanekit.run.runner). Written only when true."""
+    retry_on_crash: bool = False
+    """A plain lane's run cut short (crash, stop) runs again at the next fire; otherwise it is
+    failed there and not repeated. Written only for plain lanes."""
 
     def to_json(self) -> str:
         """Stable JSON (sorted keys) so an unchanged lane writes an unchanged snapshot."""
@@ -109,6 +115,8 @@ class RunSpec:
             del data["watch"]  # a lane's snapshot: only the watchdog's has channels
         else:
             data["watch"] = asdict(self.watch)
+        if not self.plain:
+            del data["plain"], data["retry_on_crash"]  # a queue lane's snapshot is unchanged
         data["schema"] = SNAPSHOT_SCHEMA
         return json.dumps(data, sort_keys=True, indent=2) + "\n"
 

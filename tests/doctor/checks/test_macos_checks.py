@@ -361,7 +361,8 @@ def test_no_gui_session_is_quiet_on_the_emulator(tmp_path: Path) -> None:
 
 def test_a_run_holding_the_lane_for_hours_is_stuck(tmp_path: Path) -> None:
     """A live runner process (a real one) that started long before `now` is reported with the
-    kickstart -k fix; the same run seen a minute after it started is quiet."""
+    `lanekit restart` fix (not a raw `launchctl kickstart -k`); the same run seen a minute after
+    it started is quiet."""
     world = World.make(tmp_path)
     world.install()
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
@@ -373,7 +374,8 @@ def test_a_run_holding_the_lane_for_hours_is_stuck(tmp_path: Path) -> None:
         later = datetime.now() + timedelta(hours=3)
         [finding] = world.run("lane.stuck-run", world.target(), launchd=fake, now=later)
         assert f"pid {sleeper.pid}" in finding.message
-        assert f"launchctl kickstart -k gui/501/{world.lane().label}" in finding.fix
+        assert f"lanekit restart {world.lane().name}" in finding.fix
+        assert "kickstart" not in finding.fix
     finally:
         sleeper.kill()
         sleeper.wait()

@@ -46,7 +46,8 @@ def validation(check: ConfigCheck, *, as_json: bool) -> None:
     for name, lane in lanes.items():
         line(
             f"  {name:<{width}}  {lane.label:<{label_width}}  "
-            f"queue={lane.queue.name}  {describe_schedule(lane.schedule)}"
+            f"{'plain' if lane.plain else f'queue={lane.queue.name}'}  "
+            f"{describe_schedule(lane.schedule)}"
         )
 
 

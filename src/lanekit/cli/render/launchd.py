@@ -1,11 +1,11 @@
-"""Output of `lanekit plan`, `apply`, `remove`, `kick` and `status`."""
+"""Output of `lanekit plan`, `apply`, `remove`, `kick`, `stop`, `restart` and `status`."""
 
 from __future__ import annotations
 
 import contextlib
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from lanekit.cli.render import error, json_out, line, note, table_row, warning
 from lanekit.reconcile import (
@@ -20,6 +20,11 @@ from lanekit.reconcile import (
 from lanekit.reconcile.starts import StartOutcome
 from lanekit.service.launchd import LaunchctlError
 from lanekit.system.quoting import printable
+
+if TYPE_CHECKING:  # the cores of adopt, stop and uninstall load only with their commands
+    from lanekit.reconcile.adopt import AdoptResult
+    from lanekit.reconcile.stoprun import StopResult
+    from lanekit.reconcile.uninstall import UninstallResult
 
 _RESULT_STYLE = {
     Result.DONE: "green",
@@ -209,3 +214,58 @@ def kicked(result: KickResult, *, emulated: bool = False) -> None:
         warning(f"lane {result.lane} started and already ended (launchd reported no pid)")
         return
     line(str(result.pid))
+
+
+def stopped(result: StopResult) -> None:
+    """One line on stderr: what became of the lane's run."""
+    if result.pid is None:
+        note(f"lane {result.lane} is not running: nothing to stop")
+    elif not result.ended:
+        warning(
+            f"lane {result.lane}: its run (pid {result.pid}) has not ended after"
+            f" {result.waited:g} s; it is still stopping"
+        )
+    elif result.killed:
+        note(
+            f"lane {result.lane}: stopped its run (pid {result.pid}) with SIGKILL after its"
+            " exit timeout; the next run gives its job back to the queue"
+        )
+    else:
+        note(
+            f"lane {result.lane}: stopped its run (pid {result.pid}); its job is back in the"
+            " queue, and the lane stays loaded"
+        )
+
+
+def uninstalled(result: UninstallResult) -> None:
+    """One line per step: what, where, what became of it, and why."""
+    if not result.items:
+        note("nothing to uninstall: no lanekit lane is installed for this scope")
+        return
+    from lanekit.reconcile.uninstall import ItemKind
+
+    width = max(len(kind) for kind in ItemKind)  # one column whatever this run found
+    for item in result.items:
+        detail = f" ({item.detail})" if item.detail else ""
+        line(f"{item.kind:<{width}}  {item.done}  {printable(item.name)}{printable(detail)}")
+    if result.dry_run:
+        note("dry run: nothing was changed")
+
+
+def adopted(result: AdoptResult) -> None:
+    """Each lane written (its notes and kept keys), then what `apply` will do."""
+    verb = "would add" if result.dry_run else "added"
+    for item in result.adopted:
+        line(
+            f"{verb} [lanes.{item.lane}] to {printable(str(result.config))} from "
+            f"{printable(str(item.plist))} ({printable(item.translation.label)})"
+        )
+        for text in item.translation.notes:
+            note(f"  {printable(text)}")
+        if item.kept:
+            note(f"  kept through the template: {printable(', '.join(item.kept))}")
+    if result.template is not None:
+        note(f"template with the kept keys: {printable(str(result.template / 'lane.plist.j2'))}")
+    line("`lanekit apply` will then:")
+    for step in result.apply_steps:
+        line(f"  {printable(step)}")

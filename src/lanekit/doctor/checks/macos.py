@@ -554,6 +554,6 @@ def stuck_run(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
         "schedule: every fire since was skipped as busy; it may wait on a prompt nobody sees "
         "(privacy, keychain) or on a hung job.",
         f"`lanekit logs {shell_quote(lane.name)}` shows what it last did; "
-        f"`launchctl kickstart -k {ctx.domain}/{label}` restarts it (its job goes back to the "
-        "queue)",
+        f"`lanekit restart {shell_quote(lane.name)}` restarts it (its job goes back to the "
+        f"queue; `lanekit stop {shell_quote(lane.name)}` only stops it)",
     )

@@ -245,6 +245,9 @@ def failed_jobs(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
         return
     if not counts.failed:
         return
+    if lane.plain:
+        yield from _last_run_failed(lane, ctx)
+        return
     yield Problem(
         Severity.WARNING,
         f"{counts.failed} job{'s' if counts.failed != 1 else ''} in "
@@ -253,6 +256,25 @@ def failed_jobs(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
         f"{cmdline('lanekit', 'jobs', lane.name, '--state', 'failed')}  (each job's .error "
         "says why), then enqueue "
         "the fixed ones again",
+    )
+
+
+def _last_run_failed(lane: LaneSpec, ctx: DoctorContext) -> Iterator[Problem]:
+    """A plain lane's failed/ is its history of failed runs, and the next fire runs the
+    command again: only its latest run failing needs a person."""
+    try:
+        latest = ctx.queue(lane).page(1, 1).items
+    except LanekitError:
+        return
+    if not latest or latest[0].state is not JobState.FAILED:
+        return
+    record = latest[0]
+    why = (record.error or "failed").partition("\n")[0]
+    yield Problem(
+        Severity.WARNING,
+        f"the last run of plain lane {lane.name} failed ({why}); the next fire runs it again.",
+        f"{cmdline('lanekit', 'job', lane.name, record.job_id)}  (its stderr tail), then "
+        f"{cmdline('lanekit', 'kick', lane.name)} to run it now",
     )
 
 

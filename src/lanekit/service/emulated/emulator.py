@@ -252,6 +252,17 @@ class EmulatedDomain:
                 )
             time.sleep(POLL_SECONDS)
 
+    def kill(self, label: str, signum: int) -> None:
+        """Send `signum` to the job's main process, as `launchctl kill` does: the job stays
+        loaded, and its watcher records how it ended. Nothing when it is not running; 113
+        when it is not loaded."""
+        command = ("kill", str(signum), f"{self.domain}/{label}")
+        with self._transaction() as state:
+            job = self._job(state, label, command)
+            if job.running and job.pid is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(job.pid, signum)
+
     def enable(self, label: str) -> None:
         """Clear the disabled override (persisted)."""
         with self._transaction() as state:

@@ -311,6 +311,13 @@ class LaunchctlDomain:
         found = _KICKSTART_PID.search(out.strip())
         return int(found.group(1)) if found else None
 
+    def kill(self, label: str, signum: int) -> None:
+        """`launchctl kill SIGNUM DOMAIN/LABEL` where the job is loaded (the chosen domain
+        when none has it, for launchctl's own 113). launchctl takes the number or the name;
+        the number needs no table of names."""
+        domain = self.where(label) or self._domain
+        self._run("kill", str(signum), self._target(label, domain), label=label, domain=domain)
+
     def enable(self, label: str) -> None:
         """`launchctl enable DOMAIN/LABEL`."""
         self._run("enable", self._target(label), label=label)

@@ -9,12 +9,13 @@ and the loaded definition. The emulated domain answers the same in one read of i
 
 from __future__ import annotations
 
+import signal
 import time
 from collections.abc import Iterable, Mapping, Set
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from lanekit.errors import Refusal
+from lanekit.errors import Refusal, ServiceError
 from lanekit.service.exits import describe_exit
 from lanekit.service.launchd.codes import NOT_LOADED, STILL_LOADED, LaunchctlCode
 from lanekit.service.launchd.model import (
@@ -26,7 +27,7 @@ from lanekit.service.launchd.model import (
     ServiceInfo,
     load_plist,
 )
-from lanekit.service.manager import LaneObservation, ManagerKind, Observation
+from lanekit.service.manager import LaneObservation, ManagerKind, Observation, Stopped
 
 if TYPE_CHECKING:
     from lanekit.config import LaneSpec
@@ -181,6 +182,44 @@ class LaunchdManager:
             if exc.code in NOT_LOADED:
                 exc.reason = Refusal.NOT_LOADED
             raise
+
+    def stop(self, label: str, *, kill_after: float | None, grace: float) -> Stopped:
+        """`launchctl kill SIGTERM`, then poll list() for the pid to go: `launchctl kill
+        SIGKILL` once `kill_after` passed (what a bootout does after ExitTimeOut), until
+        `grace`. 113: NOT_LOADED."""
+        loaded = self.loaded()
+        if label not in loaded:
+            self._not_loaded(label)
+        pid = loaded[label]
+        if pid is None:
+            return Stopped(pid=None, ended=True)
+        started = time.monotonic()
+        self._signal(label, signal.SIGTERM)
+        killed = False
+        while self.loaded().get(label) == pid:
+            waited = time.monotonic() - started
+            if not killed and kill_after is not None and waited >= kill_after:
+                self._signal(label, signal.SIGKILL)
+                killed = True
+            if waited >= grace:
+                return Stopped(pid=pid, ended=False, killed=killed)
+            time.sleep(POLL_SECONDS)
+        return Stopped(pid=pid, ended=True, killed=killed)
+
+    def _signal(self, label: str, signum: int) -> None:
+        try:
+            self.launchd.kill(label, signum)
+        except LaunchctlError as exc:
+            if exc.code in NOT_LOADED:
+                exc.reason = Refusal.NOT_LOADED
+            raise
+
+    def _not_loaded(self, label: str) -> NoReturn:
+        error = ServiceError(
+            f"{label} is not loaded in {self.domain}", "run `lanekit apply` to load it"
+        )
+        error.reason = Refusal.NOT_LOADED
+        raise error
 
     def disable(self, label: str) -> None:
         """`launchctl disable`."""

@@ -136,6 +136,11 @@ class Launchd(Protocol):
         """Start the job now (kill a running instance first when `kill`); returns its pid."""
         ...
 
+    def kill(self, label: str, signum: int) -> None:
+        """Send `signum` to the running instance (`launchctl kill`), leaving the job loaded;
+        nothing when it is not running. LaunchctlError 113 when it is not loaded."""
+        ...
+
     def enable(self, label: str) -> None:
         """Clear the disabled override."""
         ...
