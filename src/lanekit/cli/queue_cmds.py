@@ -79,29 +79,11 @@ def _refuse_watchdog_queue(config: Config, spec: QueueSpec) -> None:
             )
 
 
-def _read_payload(source: str, spec: QueueSpec) -> bytes:
-    """The job payload from FILE, or from stdin for `-`: at most the queue's max_job_bytes
-    are read (one byte more tells a larger job, refused without reading the rest)."""
-    from lanekit.queue.payload import too_large
-
-    limit = spec.max_job_bytes
-    try:
-        if source == "-":
-            data = sys.stdin.buffer.read(limit + 1)
-        else:
-            with Path(source).open("rb") as handle:
-                data = handle.read(limit + 1)
-    except FileNotFoundError:
-        raise UsageError(
-            f"{source}: no such file", "give a JSON file, or - to read the job from stdin"
-        ) from None
-    except OSError as exc:
-        raise UsageError(f"{source}: cannot read ({exc.strerror})", "check the path") from None
-    if len(data) > limit:
-        refusal = too_large(None, limit, spec.name)
-        where = "stdin" if source == "-" else source
-        raise UsageError(f"{where}: {refusal.message}", refusal.hint)
-    return data
+def _no_job() -> UsageError:
+    return UsageError(
+        "no job given: name a FILE, or pipe the job's JSON into stdin",
+        "lanekit enqueue LANE job.json   or   echo '{...}' | lanekit enqueue LANE",
+    )
 
 
 def enqueue(
@@ -161,11 +143,22 @@ def enqueue(
     ] = None,
     config: ConfigOption = None,
 ) -> None:
-    """Add a job (a JSON object) to a lane's queue and print its id."""
+    """Add a job (a JSON object) to a lane's queue and print its id. The queue is the one the
+    installed lane drains (its snapshot from `apply`) when the lane is installed from this
+    lanes.toml (or, with none here, by exactly one project); otherwise, and with --config or
+    --queue, the one lanes.toml names."""
     from lanekit.cli.render import queue as show
     from lanekit.config import select_lanes
+    from lanekit.jobs.add import QueueTarget, enqueue_one, installed_target
     from lanekit.state.paths import Paths
 
+    if config is None and queue is None and jsonl is None and id_field is None and target:
+        installed = installed_target(target)
+        if installed is not None:
+            if file is None and sys.stdin.isatty():
+                raise _no_job()
+            show.enqueued(enqueue_one(installed, file or "-", job_id))
+            return
     paths = Paths.from_env()
     loaded = _config(config, paths)
     if queue is not None:
@@ -198,12 +191,11 @@ def enqueue(
             "--id-field goes with --jsonl", "lanekit enqueue LANE --jsonl FILE --id-field id"
         )
     if file is None and sys.stdin.isatty():
-        raise UsageError(
-            "no job given: name a FILE, or pipe the job's JSON into stdin",
-            "lanekit enqueue LANE job.json   or   echo '{...}' | lanekit enqueue LANE",
-        )
-    data = _read_payload(file or "-", spec)
-    show.enqueued(_open(spec).enqueue(data, job_id))
+        raise _no_job()
+    where = QueueTarget(
+        str(spec.dir), durable=spec.durable, max_job_bytes=spec.max_job_bytes, name=spec.name
+    )
+    show.enqueued(enqueue_one(where, file or "-", job_id))
 
 
 def run(

@@ -24,7 +24,8 @@ from lanekit.queue.directory.observe import error_text, locate
 from lanekit.queue.ids import is_job_name, new_job_id, owned_id, validate_job_id
 from lanekit.queue.model import error_file_text
 from lanekit.queue.paging import JobView, Page, Unreadable, adjust_item_count, paginate
-from lanekit.queue.records import JobState, Record, RecordError, iso_utc
+from lanekit.queue.recordline import iso_utc
+from lanekit.queue.records import JobState, Record, RecordError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -35,7 +35,8 @@ from lanekit.queue.model import (
 )
 from lanekit.queue.observed import ClaimState, ClaimView, JobLocation, RecoverReason
 from lanekit.queue.policy import DEFAULT_BACKOFF_BASE, DEFAULT_BACKOFF_MAX, backoff, gave_up
-from lanekit.queue.records import JobState, Record, iso_utc
+from lanekit.queue.recordline import iso_utc
+from lanekit.queue.records import JobState, Record
 from lanekit.state.clock import epoch
 from lanekit.state.snapshot_schema import DEFAULT_MAX_JOB_BYTES
 
