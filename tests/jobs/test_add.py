@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from lanekit.cli import app
 from lanekit.config import CONFIG_ENV, CONFIG_NAME
 from lanekit.config.watch import WATCH_LANE
-from lanekit.jobs import add
+from lanekit.jobs import add, installed
 from lanekit.queue.directory.backend import Queue
 from lanekit.queue.records import JobState
 
@@ -68,7 +68,7 @@ def lanekit(*args: str, cwd: Path, stdin: str = "", probe: bool = False) -> tupl
 
 def test_the_constants_are_lanekit_configs() -> None:
     """The names this lean module keeps are lanekit.config's (it must not import config)."""
-    assert (add.CONFIG_VARIABLE, add.CONFIG_NAME, add.WATCH_LANE) == (
+    assert (installed.CONFIG_VARIABLE, installed.CONFIG_NAME, installed.WATCH_LANE) == (
         CONFIG_ENV,
         CONFIG_NAME,
         WATCH_LANE,

@@ -11,7 +11,14 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from lanekit import PROMISE
-from lanekit.cli.options import ConfigOption, DryRunOption, JsonOption, ProjectOption
+from lanekit.cli.options import (
+    ConfigOption,
+    DryRunOption,
+    JsonOption,
+    ProjectOption,
+    complete_job,
+    complete_lane,
+)
 from lanekit.errors import ExitCode, LanekitError, UsageError
 from lanekit.queue.records import JobState  # the --state vocabulary
 
@@ -23,7 +30,12 @@ if TYPE_CHECKING:
 # The core and the renderer are imported inside each command (lanekit.cli.registry).
 
 LaneArgument = Annotated[
-    str, typer.Argument(help="The lane (a [lanes.NAME] in lanes.toml).", metavar="LANE")
+    str,
+    typer.Argument(
+        help="The lane (a [lanes.NAME] in lanes.toml).",
+        metavar="LANE",
+        autocompletion=complete_lane,
+    ),
 ]
 
 
@@ -93,6 +105,7 @@ def enqueue(
             help="The lane whose queue gets the job (or give --queue).",
             show_default=False,
             metavar="LANE",
+            autocompletion=complete_lane,
         ),
     ] = None,
     file: Annotated[
@@ -244,6 +257,7 @@ def recover(
             help="Only this lane's queue (default: every lane's).",
             show_default=False,
             metavar="LANE",
+            autocompletion=complete_lane,
         ),
     ] = None,
     dry_run: DryRunOption = False,
@@ -286,7 +300,9 @@ def jobs(
 
 def job(
     lane: LaneArgument,
-    job_id: Annotated[str, typer.Argument(help="The job id.", metavar="ID")],
+    job_id: Annotated[
+        str, typer.Argument(help="The job id.", metavar="ID", autocompletion=complete_job)
+    ],
     *,
     as_json: JsonOption = False,
     config: ConfigOption = None,

@@ -19,7 +19,7 @@ not installed yet, `--config`, `--queue`, a queue kept elsewhere than a director
 says, through lanekit.config, as every other command reads it.
 """
 
-# ruff: noqa: PTH100, PTH113, PTH118, PTH123, PTH208
+# ruff: noqa: PTH118, PTH123
 # (os.path and open() on str paths: pathlib is one of the imports this path avoids)
 from __future__ import annotations
 
@@ -29,15 +29,6 @@ import sys
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
-
-CONFIG_VARIABLE = "LANEKIT_CONFIG"
-"""lanekit.config's CONFIG_ENV (a test pins the two together; importing config costs the
-start-up this module exists to save)."""
-CONFIG_NAME = "lanes.toml"
-"""lanekit.config's CONFIG_NAME (pinned as CONFIG_VARIABLE is)."""
-WATCH_LANE = "watch"
-"""The watchdog lane's name (lanekit.config.watch.WATCH_NAME, pinned likewise): it runs no jobs,
-so nothing is ever enqueued for it."""
 
 
 class QueueTarget:
@@ -82,30 +73,9 @@ def installed_target(
     """The queue the installed lane `lane` drains, from its snapshot; None when the lane is not
     installed from the lanes.toml in use (see the module's docstring), is the watchdog, or is
     installed by several projects and no lanes.toml here says which."""
-    from lanekit.state.backend import state_dir
-    from lanekit.state.snapshot_schema import read_snapshot
+    from lanekit.jobs.installed import installed_lanes
 
-    env = os.environ if env is None else env
-    platform = sys.platform if platform is None else platform
-    if lane == WATCH_LANE:
-        return None
-    snapshots = os.path.join(state_dir(env, platform), "lanes")
-    try:
-        names = [n for n in os.listdir(snapshots) if n.endswith(f".{lane}.json")]
-    except OSError:
-        return None
-    config = os.path.abspath(env.get(CONFIG_VARIABLE) or CONFIG_NAME)
-    here = os.path.realpath(config) if os.path.isfile(config) else None
-    found: list[dict[str, object]] = []
-    for name in sorted(names):
-        # A label is `<label_prefix>.<lane>`; a snapshot that cannot be read is the full
-        # path's to explain (it reads the snapshots again when it needs one).
-        spec = read_snapshot(os.path.join(snapshots, name))
-        project = spec["project"]
-        if spec["lane"] != lane or spec.get("watch") is not None:
-            continue
-        if here is None or (isinstance(project, str) and os.path.realpath(project) == here):
-            found.append(spec)
+    found = installed_lanes(lane, env, platform)
     if len(found) != 1:
         return None
     spec = found[0]

@@ -165,6 +165,19 @@ def nothing_queued(location: str | PathLike[str]) -> bool:
     return peek(directory)
 
 
+def job_ids(location: str | PathLike[str], states: tuple[str, ...], prefix: str = "") -> list[str]:
+    """The ids starting with `prefix` of the queue's jobs in `states` ("queued", "delayed",
+    "running", "failed", or "any": every job it has a file or a record of), from a listing
+    that loads no queue machinery (shell completion of job ids: lanekit.jobs.complete). None
+    for a queue kept elsewhere than a directory (completion offers nothing there)."""
+    directory = directory_of(location)
+    if directory is None:
+        return []
+    from lanekit.queue.directory.peek import job_ids as listed
+
+    return listed(directory, states, prefix)
+
+
 def purgeable(location: str | PathLike[str], now: float, keep_done: float) -> bool:
     """True when the queue may hold finished jobs past `keep_done`, or failed ones: the daily
     purge is worth loading the queue for (a peek, as for nothing_queued). A queue with no
