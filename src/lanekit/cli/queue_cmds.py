@@ -20,7 +20,7 @@ from lanekit.cli.options import (
     complete_lane,
 )
 from lanekit.errors import ExitCode, LanekitError, UsageError
-from lanekit.queue.records import JobState  # the --state vocabulary
+from lanekit.queue.records import ListedState  # the --state vocabulary
 
 if TYPE_CHECKING:
     from lanekit.config import Config, LaneSpec, QueueSpec
@@ -154,6 +154,45 @@ def enqueue(
             metavar="FIELD",
         ),
     ] = None,
+    at: Annotated[
+        str | None,
+        typer.Option(
+            "--at",
+            help="Run the job no earlier than TIME, local: HH:MM (the next one), YYYY-MM-DD "
+            "HH:MM, or ISO 8601. It waits in delayed/ until then (`lanekit jobs` shows when).",
+            show_default=False,
+            metavar="TIME",
+        ),
+    ] = None,
+    delay: Annotated[
+        str | None,
+        typer.Option(
+            "--delay",
+            help="Run the job no earlier than DURATION from now (90s, 15m, 2h, 1d).",
+            show_default=False,
+            metavar="DURATION",
+        ),
+    ] = None,
+    at_field: Annotated[
+        str | None,
+        typer.Option(
+            "--at-field",
+            help="With --jsonl: take each job's TIME from this field of its line (when "
+            "present; else --at or --delay).",
+            show_default=False,
+            metavar="FIELD",
+        ),
+    ] = None,
+    delay_field: Annotated[
+        str | None,
+        typer.Option(
+            "--delay-field",
+            help="With --jsonl: take each job's DURATION from this field of its line (when "
+            "present; else --at or --delay).",
+            show_default=False,
+            metavar="FIELD",
+        ),
+    ] = None,
     config: ConfigOption = None,
 ) -> None:
     """Add a job (a JSON object) to a lane's queue and print its id. The queue is the one the
@@ -165,12 +204,17 @@ def enqueue(
     from lanekit.jobs.add import QueueTarget, enqueue_one, installed_target
     from lanekit.state.paths import Paths
 
-    if config is None and queue is None and jsonl is None and id_field is None and target:
+    if jsonl is None and (id_field or at_field or delay_field):
+        raise UsageError(
+            "--id-field, --at-field and --delay-field go with --jsonl",
+            "lanekit enqueue LANE --jsonl FILE --id-field id",
+        )
+    if config is None and queue is None and jsonl is None and target:
         installed = installed_target(target)
         if installed is not None:
             if file is None and sys.stdin.isatty():
                 raise _no_job()
-            show.enqueued(enqueue_one(installed, file or "-", job_id))
+            show.enqueued(enqueue_one(installed, file or "-", job_id, at=at, delay=delay))
             return
     paths = Paths.from_env()
     loaded = _config(config, paths)
@@ -196,19 +240,21 @@ def enqueue(
                 "--jsonl reads every job from its file: give no FILE and no --id",
                 "lanekit enqueue LANE --jsonl jobs.jsonl [--id-field FIELD]",
             )
-        result = enqueue_jsonl(_open(spec), jsonl, id_field=id_field)
+        from lanekit.jobs.batch import Timing
+        from lanekit.jobs.when import not_before
+        from lanekit.service.launchd import clock_for
+
+        clock = clock_for(paths)
+        timing = Timing(clock, not_before(at, delay, clock), at_field, delay_field)
+        result = enqueue_jsonl(_open(spec), jsonl, id_field=id_field, timing=timing)
         show.batch(result)
         raise typer.Exit(int(result.exit_code))
-    if id_field is not None:
-        raise UsageError(
-            "--id-field goes with --jsonl", "lanekit enqueue LANE --jsonl FILE --id-field id"
-        )
     if file is None and sys.stdin.isatty():
         raise _no_job()
     where = QueueTarget(
         str(spec.dir), durable=spec.durable, max_job_bytes=spec.max_job_bytes, name=spec.name
     )
-    show.enqueued(enqueue_one(where, file or "-", job_id))
+    show.enqueued(enqueue_one(where, file or "-", job_id, at=at, delay=delay))
 
 
 def run(
@@ -280,8 +326,12 @@ def jobs(
     lane: LaneArgument,
     *,
     state: Annotated[
-        JobState | None,
-        typer.Option("--state", help="Only jobs in this state.", show_default=False),
+        ListedState | None,
+        typer.Option(
+            "--state",
+            help="Only jobs in this state (delayed: queued, waiting for their time).",
+            show_default=False,
+        ),
     ] = None,
     page: Annotated[int, typer.Option("--page", help="Page number (1 = newest).", metavar="N")] = 1,
     per_page: Annotated[
@@ -295,7 +345,9 @@ def jobs(
     from lanekit.cli.render import queue as show
 
     spec = _lane(config, lane, project)
-    show.jobs_page(spec.name, _open(spec.queue).page(page, per_page, state), as_json=as_json)
+    wanted, delayed = (None, None) if state is None else state.page_filter()
+    listed = _open(spec.queue).page(page, per_page, wanted, delayed=delayed)
+    show.jobs_page(spec.name, listed, as_json=as_json, state=state)
 
 
 def job(

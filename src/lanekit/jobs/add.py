@@ -120,24 +120,34 @@ def enqueue_one(
     source: str,
     job_id: str | None = None,
     env: Mapping[str, str] | None = None,
+    *,
+    at: str | None = None,
+    delay: str | None = None,
 ) -> str:
     """Read the payload from `source` (a file, `-` for stdin) and add it to `target`'s queue as
-    one job (id `job_id`, else a generated one); returns the id. The time it records by is the
-    launchd backend's (lanekit.service.emulated.offset.command_clock)."""
+    one job (id `job_id`, else a generated one); returns the id. With `at` (a TIME) or `delay`
+    (a DURATION) it waits until then (lanekit.jobs.when). The time it records and judges by is
+    the launchd backend's (lanekit.service.emulated.offset.command_clock)."""
     from lanekit.queue import enqueue_into
     from lanekit.service.emulated.offset import command_clock
     from lanekit.state.backend import state_dir
 
     env = os.environ if env is None else env
+    clock = command_clock(os.path.join(state_dir(env, sys.platform), "emulator"), env)
+    when = None
+    if at is not None or delay is not None:
+        from lanekit.jobs.when import not_before
+
+        when = not_before(at, delay, clock)
     data = read_payload(source, target.max_job_bytes, target.name)
-    clock = command_clock(os.path.join(state_dir(env, sys.platform), "emulator"), env).time
     return enqueue_into(
         target.location,
         data,
         job_id,
         durable=target.durable,
-        clock=clock,
+        clock=clock.time,
         max_job_bytes=target.max_job_bytes,
+        not_before=when,
     )
 
 

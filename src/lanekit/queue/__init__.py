@@ -72,16 +72,17 @@ def enqueue_into(
     durable: bool = True,
     clock: Callable[[], float] | None = None,
     max_job_bytes: int | None = None,
+    not_before: float | None = None,
 ) -> str:
-    """`open_queue(location, ...).enqueue(payload, job_id)`, for one job: a queue directory
-    adds it without a Queue object (lanekit.queue.directory.enqueue.add, the function
-    Queue.enqueue runs; builtin imports only, for a single `lanekit enqueue`'s start-up:
-    lanekit.jobs.add); any other backend is opened and asked."""
+    """`open_queue(location, ...).enqueue(payload, job_id, not_before=...)`, for one job: a
+    queue directory adds it without a Queue object (lanekit.queue.directory.enqueue.add, the
+    function Queue.enqueue runs; builtin imports only, for a single `lanekit enqueue`'s
+    start-up: lanekit.jobs.add); any other backend is opened and asked."""
     directory = directory_of(location)
     if directory is None:
         return open_queue(
             location, durable=durable, clock=clock, max_job_bytes=max_job_bytes
-        ).enqueue(payload, job_id)
+        ).enqueue(payload, job_id, not_before=not_before)
     import os
 
     from lanekit.queue.directory.enqueue import add
@@ -95,6 +96,7 @@ def enqueue_into(
         durable=durable,
         clock=epoch if clock is None else clock,
         max_job_bytes=DEFAULT_MAX_JOB_BYTES if max_job_bytes is None else max_job_bytes,
+        not_before=not_before,
     )
 
 

@@ -47,6 +47,25 @@ class JobState(StrEnum):
     FAILED = "failed"
 
 
+class ListedState(StrEnum):
+    """What `lanekit jobs --state` filters on: a record's state, with the queued jobs that wait
+    for their time (a retry's backoff, `enqueue --at`) apart as `delayed`."""
+
+    QUEUED = "queued"
+    DELAYED = "delayed"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+
+    def page_filter(self) -> tuple[JobState, bool | None]:
+        """The (state, delayed) JobQueue.page filters on for this choice."""
+        if self is ListedState.DELAYED:
+            return JobState.QUEUED, True
+        if self is ListedState.QUEUED:
+            return JobState.QUEUED, False
+        return JobState(self.value), None
+
+
 class RecordError(LanekitError):
     """A job record cannot be trusted: not strict JSON, or not a valid record."""
 

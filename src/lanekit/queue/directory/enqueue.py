@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 
-from lanekit.queue.directory.layout import has_id
+from lanekit.queue.directory.layout import delayed_name, has_id
 from lanekit.queue.directory.recordfile import create_record, stage_record
 from lanekit.queue.directory.safety import check_root
 from lanekit.queue.ids import new_job_id, validate_job_id
@@ -36,7 +36,11 @@ QUEUED = "queued"
 
 
 def enqueue(
-    q: QueueState, payload: Mapping[str, Any] | bytes | str, job_id: str | None = None
+    q: QueueState,
+    payload: Mapping[str, Any] | bytes | str,
+    job_id: str | None = None,
+    *,
+    not_before: float | None = None,
 ) -> str:
     """Add a job to the queue `q`; returns its id (see `add`)."""
     return add(
@@ -47,6 +51,7 @@ def enqueue(
         clock=q.clock,
         max_job_bytes=q.max_job_bytes,
         state=q,
+        not_before=not_before,
     )
 
 
@@ -59,13 +64,17 @@ def add(
     clock: Callable[[], float],
     max_job_bytes: int,
     state: QueueState | None = None,
+    not_before: float | None = None,
 ) -> str:
     """Add a job to the queue directory `root`; returns its id. The payload must be a JSON
     object of at most `max_job_bytes` (UsageError otherwise). `state`: the queue's QueueState
-    when the caller has one (a given id's checks need it; made here otherwise).
+    when the caller has one (a given id's checks need it; made here otherwise). `not_before`
+    (epoch seconds) later than now: the job waits in delayed/<id>.<not-before>.json (the
+    second rounded up, so it never runs early), as a retry waits out its backoff; each run
+    moves it into queue/ once due.
 
-    Written to tmp/, fsynced, renamed without replacing into queue/<id>.json, directory
-    fsynced (no fsyncs when not `durable`). A given id must pass validate_job_id and must
+    Written to tmp/, fsynced, renamed without replacing into queue/<id>.json (or delayed/),
+    directory fsynced (no fsyncs when not `durable`). A given id must pass validate_job_id and must
     not be anywhere in the queue already; an id whose record says succeeded is refused too
     (JobExistsError), because the guard would only skip it.
 
@@ -90,8 +99,10 @@ def add(
                 Path(root), durable=durable, clock=clock, max_job_bytes=max_job_bytes
             )
         refuse_existing(state, job_id)
+    now = clock()
+    wait = None if not_before is None or not_before <= now else -int(-not_before // 1)
     try:
-        write_job(root, job_id, data, durable=durable, stamp=iso_utc(clock()))
+        write_job(root, job_id, data, durable=durable, stamp=iso_utc(now), not_before=wait)
     except OSError as exc:
         from lanekit.queue.directory.fileio import queue_error
 
@@ -99,9 +110,11 @@ def add(
     return job_id
 
 
-def write_job(root: str, job_id: str, data: bytes, *, durable: bool, stamp: str) -> None:
-    """Stage the record, move the job into queue/, create its record, then commit both with
-    ONE full flush.
+def write_job(
+    root: str, job_id: str, data: bytes, *, durable: bool, stamp: str, not_before: int | None = None
+) -> None:
+    """Stage the record, move the job into queue/ (delayed/ when it waits until `not_before`),
+    create its record, then commit both with ONE full flush.
 
     Durably, the job file and the staged record are fsync'd (plain), the record's directory
     entry is fsync'd (plain) once it is in place, and the commit point is the full flush of
@@ -112,12 +125,18 @@ def write_job(root: str, job_id: str, data: bytes, *, durable: bool, stamp: str)
     power cut before the commit point loses the enqueue (it had not returned): the job
     without its record (the settle of its first claim writes one), or a `queued` record
     without its job (which nothing runs)."""
-    tmp_dir, queue_dir, records_dir = f"{root}/tmp", f"{root}/queue", f"{root}/records"
+    tmp_dir, records_dir = f"{root}/tmp", f"{root}/records"
+    if not_before is None:
+        queue_dir, target = f"{root}/queue", f"{root}/queue/{job_id}.json"
+        where = "is already queued"
+    else:
+        queue_dir = f"{root}/delayed"
+        target = f"{queue_dir}/{delayed_name(job_id, not_before)}"
+        where = "already waits for its time"
     job_tmp = f"{tmp_dir}/.job.{fsops.tmp_suffix()}"
     fsops.write_new(job_tmp, data, durable=durable)
     tmp: str | None = job_tmp
     staged: str | None = None
-    target = f"{queue_dir}/{job_id}.json"
     try:
         # Staged before the job is visible: a full disk then queues nothing. Moving it into
         # records/ later is a rename, which needs no free space.
@@ -130,7 +149,7 @@ def write_job(root: str, job_id: str, data: bytes, *, durable: bool, stamp: str)
             from lanekit.queue.model import JobExistsError
 
             raise JobExistsError(
-                f"job {job_id} is already queued ({target})", "give the new job another id"
+                f"job {job_id} {where} ({target})", "give the new job another id"
             ) from None
         tmp = None
         # create_record() owns the staged file from here on (it removes it unless it moved it).
