@@ -329,13 +329,16 @@ AFTER = ("--after", "2026-11-30T12:00", "--next", "2")
 
 
 def test_schedule_json_matches_doc(sandbox: Path) -> None:
-    """`schedule --json` for a cron with every field set, and for every=, is as documented."""
+    """`schedule --json` for a cron with every field set, for every=, and with the lanes of
+    lanes.toml to collide with (one collision, none), is as documented."""
     _check_all(
         "schedule",
         [
             _json("schedule", "5 4 3 2 1", "--json", *AFTER),
             _json("schedule", "40 10,16 * * *", "--json", *AFTER),
             _json("schedule", "every=15m", "--json", *AFTER),
+            _json("schedule", "40 10 * * *", "--lane", "trickle", "--json", *AFTER),
+            _json("schedule", "0 3 * * 1-5", "-c", "lanes.toml", "--json", *AFTER),
         ],
     )
 
