@@ -20,7 +20,8 @@
 (i) `lanekit status` on 5 lanes vs `python -c "import typer"`;
 (j) one `lanekit watch` pass over 20 lanes vs `lanekit doctor` over the same lanes, and a pass
     over 100 lanes in CPU as a share of one CPU at the default `every` (5 min);
-(k) `lanekit status` and `lanekit doctor` at 100 lanes vs at 1 lane.
+(k) `lanekit status` and `lanekit doctor` at 100 lanes vs at 1 lane;
+(l) a single `lanekit enqueue` of an installed lane vs `python -c pass`, in CPU.
 
 Timings only; nothing here is a test (tests never assert timings). Needs the `bench` extra
 (dirq, litequeue, persist-queue) for (b).
@@ -37,7 +38,7 @@ from pathlib import Path
 from benchkit.common import Figure, empty_trash, say
 from benchkit.cycle import bench_cycle
 from benchkit.drain import bench_drain, worker_main
-from benchkit.interactive import bench_cli_startup, bench_enqueue
+from benchkit.interactive import bench_cli_startup, bench_enqueue, bench_single_enqueue
 from benchkit.report import DOCS, GROUPS, machine_info, render, write_docs
 from benchkit.scale import bench_scale
 from benchkit.startup import bench_backlog, bench_paging, bench_startup
@@ -51,7 +52,7 @@ def parse_options(args_list: list[str]) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="small sizes: a smoke run")
     parser.add_argument("--write-docs", action="store_true", help="rewrite docs/benchmarks.md")
     parser.add_argument("--dir", type=Path, default=None, help="work dir (default: temp dir)")
-    parser.add_argument("--only", default="abcdefghijk", help="which figures, e.g. --only ce")
+    parser.add_argument("--only", default="abcdefghijkl", help="which figures, e.g. --only ce")
     parser.add_argument("--workers", type=int, default=8, help="processes for (b)")
     parser.add_argument(
         "--repeat",
@@ -94,6 +95,7 @@ def sizes_for(*, quick: bool, repeat: int) -> dict[str, int]:
         "share_log_lines": 200 if quick else 2_000,
         "scale_lanes": 100,
         "scale_runs": 3 if quick else 7,
+        "single_runs": (10 if quick else 60) * repeat,
     }
 
 
@@ -148,6 +150,9 @@ def measure(
     if "k" in args.only:
         say("(k) status and doctor at scale")
         figures.append(bench_scale(root, sizes["scale_lanes"], sizes["scale_runs"]))
+    if "l" in args.only:
+        say("(l) a single enqueue")
+        figures.append(bench_single_enqueue(root, sizes["single_runs"]))
     return figures, table
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -328,13 +329,16 @@ AFTER = ("--after", "2026-11-30T12:00", "--next", "2")
 
 
 def test_schedule_json_matches_doc(sandbox: Path) -> None:
-    """`schedule --json` for a cron with every field set, and for every=, is as documented."""
+    """`schedule --json` for a cron with every field set, for every=, and with the lanes of
+    lanes.toml to collide with (one collision, none), is as documented."""
     _check_all(
         "schedule",
         [
             _json("schedule", "5 4 3 2 1", "--json", *AFTER),
             _json("schedule", "40 10,16 * * *", "--json", *AFTER),
             _json("schedule", "every=15m", "--json", *AFTER),
+            _json("schedule", "40 10 * * *", "--lane", "trickle", "--json", *AFTER),
+            _json("schedule", "0 3 * * 1-5", "-c", "lanes.toml", "--json", *AFTER),
         ],
     )
 
@@ -407,14 +411,17 @@ def test_doctor_list_checks_json_matches_doc(sandbox: Path) -> None:
 
 
 def test_jobs_json_matches_doc(sandbox: Path) -> None:
-    """`jobs LANE --json`: a middle page (prev and next set), the last page, and a page with an
-    unreadable record are as documented."""
+    """`jobs LANE --json`: a middle page (prev and next set), the last page, a page of jobs
+    for later, and a page with an unreadable record are as documented."""
     ids = _jobs(sandbox, 5)
     documents = [
         _json("jobs", "funnel", "--json", "--per-page", "2", "--page", "2"),
         _json("jobs", "funnel", "--json", "--per-page", "2", "--page", "9"),
         _json("jobs", "funnel", "--json", "--state", "queued"),
     ]
+    _queue(sandbox).enqueue({"note": "later"}, not_before=time.time() + 3600)
+    documents.append(_json("jobs", "funnel", "--json", "--state", "delayed"))
+    assert documents[-1]["delayed"], "the job for later is listed with its time"
     _unreadable_record(sandbox, ids[-1])
     documents.append(_json("jobs", "funnel", "--json"))
     assert documents[-1]["unreadable"], "the damaged record is listed as unreadable"

@@ -395,11 +395,11 @@ def test_enqueue_whose_record_cannot_be_created_says_the_job_is_queued(
     says the job is queued (so nobody enqueues it twice), no temp file stays, and it runs as
     any producer's job: claimed as attempt 1, its record written when it settles."""
 
-    def broken(staged: str, job_id: str, *, durable: bool | None = None) -> bool:
+    def broken(records_dir: str, staged: str, job_id: str, *, durable: bool) -> bool:
         os.unlink(staged)
         raise OSError(errno.EIO, "Input/output error", str(queue.store.path(job_id)))
 
-    monkeypatch.setattr(queue.store, "create", broken)
+    monkeypatch.setattr(enqueue_module, "create_record", broken)
     with pytest.raises(QueueError, match="job late-record is queued, but its record") as info:
         queue.enqueue({}, job_id="late-record")
     assert info.value.exit_code == ExitCode.UNAVAILABLE

@@ -13,7 +13,8 @@ from pathlib import Path
 from benchkit.common import Figure, fill, fresh, median, p10_p90
 from lanekit.queue.directory.backend import Queue
 from lanekit.queue.payload import payload_problem
-from lanekit.queue.records import JobState, Record, iso_utc
+from lanekit.queue.recordline import iso_utc
+from lanekit.queue.records import JobState, Record
 
 
 def native_noreplace() -> Callable[[bytes, bytes], int]:

@@ -4,6 +4,10 @@
 (start-up on an empty queue is a benchmark figure); with --config/-c (a developer running a
 lane from lanes.toml), --help or --debug it takes the typer app like everything else,
 `lanekit watch` included (a pass is doctor's checks plus the watchdog's memory: it needs them).
+
+`lanekit enqueue LANE [FILE|-] [--id ID]` for an installed lane goes to lanekit.jobs.add the
+same way (a single enqueue's CPU is a benchmark figure); any other enqueue, and every case that
+path does not vouch for, takes the typer command, which adds through the same function.
 """
 
 from __future__ import annotations
@@ -18,9 +22,38 @@ def main(argv: list[str] | None = None) -> None:
         from lanekit.run.entry import main as run_main
 
         sys.exit(run_main(args[1:]))
+    if args[:1] == ["enqueue"]:
+        code = _enqueue(args[1:])
+        if code is not None:
+            sys.exit(code)
     from lanekit.cli import main as cli_main
 
     cli_main(args)
+
+
+def _enqueue(args: list[str]) -> int | None:
+    """The single enqueue's fast path: its exit code, having printed the new id (as the
+    command's `lanekit.cli.render.queue.enqueued` does) or the refusal (as the CLI's error
+    handler does); None to leave the call to the typer command."""
+    from lanekit.jobs.add import quick_enqueue
+
+    try:
+        job_id = quick_enqueue(args)
+    except Exception as exc:
+        from lanekit.errors import LanekitError
+
+        if not isinstance(exc, LanekitError):
+            raise
+        from lanekit.cli import render
+
+        render.error(exc.message, exc.hint)
+        return int(exc.exit_code)
+    if job_id is None:
+        return None
+    from lanekit.system.quoting import printable
+
+    sys.stdout.write(printable(job_id) + "\n")
+    return 0
 
 
 if __name__ == "__main__":

@@ -407,7 +407,7 @@ def test_jobs_state_filter_and_table(config: Path) -> None:
     code, out, _ = invoke("jobs", "work", "--per-page", "2", "-c", str(config))
     assert code == 0
     lines = out.splitlines()
-    assert lines[0].split() == ["ID", "STATE", "ATTEMPTS", "UPDATED", "ERROR"]
+    assert lines[0].split() == ["ID", "LANE", "STATE", "ATTEMPTS", "UPDATED", "ERROR"]
     assert lines[-1] == "1-2 of 5 (page 1/3); next: --page 2"
     code, out, _ = invoke("jobs", "work", "--state", "bogus", "-c", str(config))
     assert code == 2
@@ -535,3 +535,48 @@ def test_job_shows_the_stderr_tail_and_when_the_retry_is_due(tmp_path: Path) -> 
     document = json.loads(out)
     assert document["retry_at"].endswith("Z")
     assert document["record"]["error"] == "exit 4\ndisk on fire"
+
+
+def test_enqueue_for_later_waits_in_delayed_and_jobs_shows_when(config: Path) -> None:
+    """`enqueue --delay` (or --at) puts the job in delayed/ with its time: a run leaves it,
+    `jobs` shows it `delayed` with when it is due, `--state delayed` lists only it and
+    `--state queued` only the ready ones."""
+    code, out, err = invoke("enqueue", "work", "--delay", "2h", "-c", str(config), input="{}")
+    assert code == 0, err
+    later = out.strip()
+    _fill(config, 1)
+    assert [p.name.split(".")[0] for p in (config.parent / "inbox" / "delayed").iterdir()] == [
+        later
+    ]
+    code, out, _ = invoke("jobs", "work", "--state", "delayed", "-c", str(config))
+    lines = out.splitlines()
+    assert lines[0].split() == ["ID", "LANE", "STATE", "ATTEMPTS", "UPDATED", "DUE", "ERROR"]
+    assert lines[1].split()[:3] == [later, "-", "delayed"]
+    data = json.loads(invoke("jobs", "work", "--json", "--state", "queued", "-c", str(config))[1])
+    assert later not in {item["job_id"] for item in data["items"]}
+    assert invoke("run", "work", "-c", str(config))[0] == 0
+    data = json.loads(invoke("jobs", "work", "--json", "-c", str(config))[1])
+    assert [d["job_id"] for d in data["delayed"]] == [later]
+    detail = invoke("job", "work", later, "-c", str(config))[1]
+    assert "due:" in detail and "retry due" not in detail
+    code, _, err = invoke(
+        "enqueue", "work", "--at", "09:00", "--delay", "1h", "-c", str(config), input="{}"
+    )
+    assert code == 2 and "either --at or --delay" in err
+
+
+def test_enqueue_jsonl_takes_each_lines_time_from_its_field(config: Path, tmp_path: Path) -> None:
+    """--jsonl with --delay-field: a line with the field waits that long, one without it is
+    queued at once (or waits for --delay, for every line without the field)."""
+    source = tmp_path / "jobs.jsonl"
+    source.write_text('{"n": 1, "wait": "1h"}\n{"n": 2}\n', encoding="utf-8")
+    code, out, err = invoke(
+        "enqueue", "work", "--jsonl", str(source), "--delay-field", "wait", "-c", str(config)
+    )
+    assert code == 0, err
+    first, second = out.split()
+    queue = inbox(config)
+    assert [p.name.split(".")[0] for p in queue.delayed.iterdir()] == [first]
+    assert (queue.queue / f"{second}.json").exists()
+    code, _, err = invoke("enqueue", "work", "--delay-field", "wait", "-c", str(config), input="{}")
+    assert code == 2 and "go with --jsonl" in err

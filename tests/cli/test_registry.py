@@ -40,6 +40,7 @@ VOCABULARIES = {
     "lanekit.cli.options",
     "lanekit.errors",
     "lanekit.queue",
+    "lanekit.queue.recordline",
     "lanekit.queue.records",
     "lanekit.state",
     "lanekit.state.schemas",
@@ -48,7 +49,8 @@ VOCABULARIES = {
 """What a command module may import at module level besides typer: the shared options, the
 error types and the vocabularies its options offer (JobState for `jobs --state`). The records
 module moved into the queue package (whose __init__ imports nothing) and takes its schema
-version from lanekit.state.schemas (constants only), so those packages come with it."""
+version from lanekit.state.schemas (constants only), so those packages come with it; a
+record's line is formatted by lanekit.queue.recordline (builtin imports only), which it imports."""
 HEAVY = ("rich", "jinja2", "psutil", "tomllib")
 """What commands need and a root call must not pay for (pydantic comes with typer itself:
 typer 0.29 coerces parameter values through it, except the flags, str and Path ones that

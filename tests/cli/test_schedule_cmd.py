@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -146,8 +147,8 @@ def test_default_after_is_now() -> None:
         ),
         (["Hour=ten"], 'error: "Hour=ten": Hour value "ten" is not an integer', "hint: write"),
         (
-            ["*/2 */2 * * *"],
-            'error: "*/2 */2 * * *": expands to 360 launchd entries; at most 100 are allowed',
+            ["*/2 0-22 * * 1-5"],
+            'error: "*/2 0-22 * * 1-5": expands to 3450 launchd entries; at most 1000 are allowed',
             "hint: launchd needs one dict",
         ),
         (["every=0"], 'error: "every=0": duration "0" must be more than zero', "hint: write"),
@@ -176,3 +177,53 @@ def test_bad_input_is_one_error_line(args: list[str], error: str, hint: str) -> 
     assert lines[0] == error
     assert lines[1].startswith(hint)
     assert "Traceback" not in err
+
+
+LANES = """
+[queues.inbox]
+dir = "{root}/inbox"
+
+[queues.other]
+dir = "{root}/other"
+
+[lanes.funnel]
+queue = "inbox"
+command = ["/bin/true"]
+schedule = "40 10 * * *"
+
+[lanes.trickle]
+queue = "inbox"
+command = ["/bin/true"]
+schedule = "0 3 * * *"
+
+[lanes.nightly]
+queue = "other"
+command = ["/bin/true"]
+schedule = "40 10 * * mon"
+"""
+
+
+def test_schedule_shows_collisions_with_the_lanes_of_lanes_toml(tmp_path: Path) -> None:
+    """--lane takes the schedule as that lane's: the other lanes of its queue that can start in
+    the same minute are named (text and --json); --config alone compares with every lane; an
+    unknown lane is refused naming the known ones."""
+    config = tmp_path / "lanes.toml"
+    config.write_text(LANES.format(root=tmp_path), encoding="utf-8")
+    after = ("--after", "2026-12-05T12:00")
+    code, out, _ = invoke("40 10 * * *", "--lane", "trickle", "-c", str(config), *after)
+    assert code == 0
+    assert (
+        'collision: lane "trickle" with this schedule and lane "funnel" both drain queue '
+        '"inbox" and can start in the same minute, next at 2026-12-06 10:40'
+    ) in out.splitlines()
+    code, out, _ = invoke("40 10 * * *", "-c", str(config), "--json", *after)
+    found = json.loads(out)["collisions"]
+    assert [(c["lane"], c["queue"], c["example"]) for c in found] == [
+        ("funnel", "inbox", "2026-12-06T10:40:00"),
+        ("nightly", "other", "2026-12-07T10:40:00"),
+    ]
+    code, out, _ = invoke("0 4 * * *", "-c", str(config), *after)
+    assert "collisions: none with the lanes of lanes.toml" in out.splitlines()
+    assert "collision" not in invoke("40 10 * * *", *after)[1]
+    code, _, err = invoke("40 10 * * *", "--lane", "nope", "-c", str(config))
+    assert code == 2 and "nope" in err

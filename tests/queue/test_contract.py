@@ -293,6 +293,32 @@ def test_counts_pages_and_jobs_agree(backend: JobQueue) -> None:
     assert backend.job("no-such-job") is None
 
 
+def test_a_job_for_later_waits_for_its_time(backend: JobQueue) -> None:
+    """enqueue(not_before=later) keeps the job out of reach until then: not claimed, counted
+    delayed, listed (filter `delayed`) with its due time and a record that says queued;
+    `requeue` makes it due now. A not_before already past queues the job as usual."""
+    import time
+
+    later = time.time() + 3600
+    backend.enqueue({"n": 1}, job_id="later", not_before=later)
+    backend.enqueue({"n": 2}, job_id="past", not_before=time.time() - 60)
+    assert claim_one(backend).job_id == "past"
+    assert backend.claimer().claim() is None
+    assert backend.counts().delayed == 1
+    waiting = backend.page(1, 0, JobState.QUEUED, delayed=True)
+    assert [record.job_id for record in waiting.items] == ["later"]
+    assert waiting.items[0].state is JobState.QUEUED
+    due = waiting.not_before["later"]
+    assert due.endswith("Z") and due[:16] == time.strftime("%Y-%m-%dT%H:%M", time.gmtime(later))
+    assert waiting.state_of(waiting.items[0]) == "delayed"
+    assert backend.page(1, 0, JobState.QUEUED, delayed=False).items == []
+    assert backend.page(1, 0).not_before == {"later": due}
+    with pytest.raises(JobExistsError):
+        backend.enqueue({"n": 3}, job_id="later")
+    backend.requeue("later")
+    assert claim_one(backend).job_id == "later"
+
+
 def test_cancel_takes_a_waiting_job_never_a_running_one(backend: JobQueue) -> None:
     """cancel fails a queued job with reason `cancelled`; a running one is refused."""
     backend.enqueue({}, job_id="wait")

@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lanekit.errors import ExitCode
-from lanekit.queue.records import JobState, Record, RecordError, iso_utc
+from lanekit.queue.recordline import iso_utc
+from lanekit.queue.records import JobState, Record, RecordError
 from lanekit.state.schemas import RECORD_SCHEMA as SCHEMA_VERSION
 from lanekit.system.strictjson import strict_loads
 

@@ -23,7 +23,8 @@ from lanekit.queue.directory.backend import Queue
 from lanekit.queue.directory.recordstore import RecordStore
 from lanekit.queue.memory import MemoryQueue
 from lanekit.queue.model import RecordNotWrittenError
-from lanekit.queue.records import JobState, Record, iso_utc
+from lanekit.queue.recordline import iso_utc
+from lanekit.queue.records import JobState, Record
 from lanekit.run import which_snapshot as runsnapshot
 from lanekit.run.lanelock import LaneLock, lane_busy, lane_lock_path
 from lanekit.run.lanelog import parse_line, read_events

@@ -9,6 +9,7 @@ from schedule_cases import (
 
 from lanekit.schedule import (
     MAX_ENTRIES,
+    WARN_ENTRIES,
     Schedule,
     ScheduleError,
     build_schedule,
@@ -67,9 +68,23 @@ def test_schedule_and_every_together_are_refused() -> None:
 
 
 def test_total_limit_counts_all_elements() -> None:
-    """The 100-entry limit applies to the merged calendar, with the total in the message."""
+    """The entry limit applies to the merged calendar, with the total in the message."""
     with pytest.raises(ScheduleError) as info:
-        build_schedule(["*/2 0-1 * * *", "*/2 2-3 * * *"], None)
+        build_schedule(["0-58 0-11 * * *", "0-58 12-22 * * *"], None)
     assert info.value.message == (
-        f"schedule expands to 120 launchd entries; at most {MAX_ENTRIES} are allowed"
+        f"schedule expands to 1357 launchd entries; at most {MAX_ENTRIES} are allowed"
+    )
+
+
+def test_office_hours_fit_and_a_bigger_calendar_is_warned_about() -> None:
+    """Office hours every 15 minutes (220 entries) build without a word; past WARN_ENTRIES the
+    schedule builds with a warning that names the count."""
+    office = build_schedule("*/15 8-18 * * mon-fri", None)
+    assert (len(office.calendar), office.warnings) == (220, ())
+    busy = build_schedule("*/10 7-20 * * mon-fri", None)
+    assert len(busy.calendar) == 420 > WARN_ENTRIES
+    assert busy.warnings == (
+        f"the schedule expands to 420 launchd entries (more than {WARN_ENTRIES}): launchd "
+        "keeps each and arms a timer for it; a coarser step or a narrower range is usually "
+        "what was meant",
     )

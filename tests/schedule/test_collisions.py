@@ -21,6 +21,7 @@ from lanekit.config import LaneSpec, QueueSpec
 from lanekit.schedule import (
     CalendarEntry,
     build_schedule,
+    collisions_with,
     find_collisions,
 )
 
@@ -128,3 +129,32 @@ def test_entries_are_mappings_of_launchd_keys() -> None:
     assert entry.to_plist() == {"Month": 1, "Day": 2, "Weekday": 3, "Hour": 4, "Minute": 5}
     assert isinstance(CalendarEntry().to_plist(), Mapping)
     assert CalendarEntry().to_plist() == {}
+
+
+def test_a_schedule_given_to_lanekit_schedule_collides_with_the_lanes_of_its_queue() -> None:
+    """collisions_with: as lane "a"'s schedule, only the other lanes of a's queue count (a
+    itself is replaced); without a lane, every lane with a calendar counts, whatever its queue;
+    StartInterval lanes and lanes that never share a minute never do."""
+    lanes = [
+        lane("a", "q", "0 3 * * *"),
+        lane("b", "q", "0 3 * * mon"),
+        lane("c", "other", "0 3 * * *"),
+        lane("d", "q", None, every="15m"),
+        lane("e", "q", "5 3 * * *"),
+    ]
+    proposed = build_schedule("0 3 * * *", None)
+    after = datetime(2026, 12, 5, 12, 0)  # a Saturday
+    as_a = collisions_with(proposed, lanes, lane="a", after=after)
+    assert [(c.queue, c.lanes, c.example) for c in as_a] == [
+        ("q", ("a", "b"), datetime(2026, 12, 7, 3, 0))
+    ]
+    assert str(as_a[0]) == (
+        'lane "a" with this schedule and lane "b" both drain queue "q" and can start in the '
+        "same minute, next at 2026-12-07 03:00"
+    )
+    anywhere = collisions_with(proposed, lanes, after=after)
+    assert [c.lanes[1] for c in anywhere] == ["a", "b", "c"]
+    assert str(anywhere[2]) == (
+        'this schedule and lane "c" (which drains queue "other") can start in the same minute, '
+        "next at 2026-12-06 03:00"
+    )

@@ -93,7 +93,7 @@ BAD_CRON = [
     ("0 0 * 13 *", "Month 13 is out of range 1-12"),
     ("0 0 * * 8", "Weekday 8 is out of range 0-7"),
     ("0 20-24 * * *", "Hour 24 is out of range 0-23"),
-    ("*/2 */2 * * *", "expands to 360 launchd entries; at most 100 are allowed"),
+    ("*/2 0-22 * * 1-5", "expands to 3450 launchd entries; at most 1000 are allowed"),
     ("x * * * *", 'Minute "x" is not valid'),
     ("-1 * * * *", 'Minute "-1" is not valid'),
     ("0 0 L * *", 'Day "L" is not valid'),
@@ -119,12 +119,14 @@ def test_bad_cron_is_one_clear_line(cron: str, message: str) -> None:
 
 
 def test_rejections_name_the_fix() -> None:
-    """@reboot points at run_at_load, seconds at dropping the field, big expansions at every."""
+    """@reboot points at run_at_load, seconds at dropping the field, big expansions at a
+    coarser step or every."""
     hints = {}
-    for cron in ("@reboot", "0 0 0 * * *", "*/2 */2 * * *"):
+    for cron in ("@reboot", "0 0 0 * * *", "*/2 0-22 * * 1-5"):
         with pytest.raises(ScheduleError) as info:
             parse_cron(cron)
         hints[cron] = info.value.hint
     assert "run_at_load" in hints["@reboot"]
     assert "drop the seconds" in hints["0 0 0 * * *"]
-    assert "every" in hints["*/2 */2 * * *"]
+    assert "coarser step" in hints["*/2 0-22 * * 1-5"]
+    assert "every" in hints["*/2 0-22 * * 1-5"]

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from lanekit.cli.options import ConfigOption, JsonOption
+from lanekit.cli.options import ConfigOption, JsonOption, complete_lane
 from lanekit.errors import ExitCode
 
 if TYPE_CHECKING:
@@ -72,7 +72,12 @@ def validate(
 def render(
     lanes: Annotated[
         list[str] | None,
-        typer.Argument(help="Lanes to render (default: all).", show_default=False, metavar="LANE"),
+        typer.Argument(
+            help="Lanes to render (default: all).",
+            show_default=False,
+            metavar="LANE",
+            autocompletion=complete_lane,
+        ),
     ] = None,
     out: Annotated[
         Path | None,

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from lanekit.cli.options import ConfigOption, JsonOption, ProjectOption
+from lanekit.cli.options import ConfigOption, JsonOption, ProjectOption, complete_lane
 from lanekit.errors import ExitCode, UsageError
 
 # The core and the renderer are imported inside each command (lanekit.cli.registry).
@@ -34,6 +34,7 @@ def doctor(
             help="Lanes to examine (default: all lanes in lanes.toml).",
             show_default=False,
             metavar="LANE",
+            autocompletion=complete_lane,
         ),
     ] = None,
     plist: PlistOption = None,
@@ -89,6 +90,7 @@ def try_(
             help="The lane to run once (its installed entrypoint).",
             show_default=False,
             metavar="LANE",
+            autocompletion=complete_lane,
         ),
     ] = None,
     plist: Annotated[
@@ -164,7 +166,12 @@ def try_(
 
 def logs(
     *,
-    lane: Annotated[str, typer.Argument(help="The lane whose logs to show.", metavar="LANE")],
+    lane: Annotated[
+        str,
+        typer.Argument(
+            help="The lane whose logs to show.", metavar="LANE", autocompletion=complete_lane
+        ),
+    ],
     err: Annotated[
         bool, typer.Option("--err", help="Show the job's stderr file (StandardErrorPath).")
     ] = False,

@@ -8,7 +8,16 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from lanekit.cli.options import ConfigOption, DryRunOption, JsonOption, ProjectOption
+from lanekit.cli.options import (
+    ConfigOption,
+    DryRunOption,
+    JsonOption,
+    ProjectOption,
+    complete_delayed_job,
+    complete_failed_job,
+    complete_lane,
+    complete_waiting_job,
+)
 from lanekit.errors import UsageError
 
 if TYPE_CHECKING:
@@ -16,13 +25,26 @@ if TYPE_CHECKING:
 
 # The core and the renderer are imported inside each command (lanekit.cli.registry).
 
-JobsArgument = Annotated[
+_JOBS_HELP = "Job ids (as `lanekit jobs LANE` shows them)."
+FailedJobsArgument = Annotated[
     list[str] | None,
-    typer.Argument(help="Job ids (as `lanekit jobs LANE` shows them).", show_default=False),
+    typer.Argument(help=_JOBS_HELP, show_default=False, autocompletion=complete_failed_job),
+]
+DelayedJobsArgument = Annotated[
+    list[str] | None,
+    typer.Argument(help=_JOBS_HELP, show_default=False, autocompletion=complete_delayed_job),
+]
+WaitingJobsArgument = Annotated[
+    list[str] | None,
+    typer.Argument(help=_JOBS_HELP, show_default=False, autocompletion=complete_waiting_job),
 ]
 LanesArgument = Annotated[
     list[str],
-    typer.Argument(help="Lanes (a [lanes.NAME] in lanes.toml).", show_default=False),
+    typer.Argument(
+        help="Lanes (a [lanes.NAME] in lanes.toml).",
+        show_default=False,
+        autocompletion=complete_lane,
+    ),
 ]
 LaneOption = Annotated[
     str | None,
@@ -31,6 +53,7 @@ LaneOption = Annotated[
         help="Look for the jobs in this lane's queue only (default: every lane's queue).",
         show_default=False,
         metavar="LANE",
+        autocompletion=complete_lane,
     ),
 ]
 
@@ -46,7 +69,7 @@ def _lanes(option: Path | None, names: list[str], project: Path | None = None) -
 
 
 def retry(
-    jobs: JobsArgument = None,
+    jobs: FailedJobsArgument = None,
     *,
     failed: Annotated[
         bool,
@@ -84,7 +107,7 @@ def retry(
 
 
 def requeue(
-    jobs: JobsArgument = None,
+    jobs: DelayedJobsArgument = None,
     *,
     lane: LaneOption = None,
     dry_run: DryRunOption = False,
@@ -106,7 +129,7 @@ def requeue(
 
 
 def cancel(
-    jobs: JobsArgument = None,
+    jobs: WaitingJobsArgument = None,
     *,
     lane: LaneOption = None,
     stop: Annotated[
@@ -191,6 +214,7 @@ def purge(
             help="Only this lane's queue (default: every lane's).",
             show_default=False,
             metavar="LANE",
+            autocompletion=complete_lane,
         ),
     ] = None,
     *,

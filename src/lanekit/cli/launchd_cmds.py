@@ -9,7 +9,13 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from lanekit.cli.options import ConfigOption, DryRunOption, JsonOption, ProjectOption
+from lanekit.cli.options import (
+    ConfigOption,
+    DryRunOption,
+    JsonOption,
+    ProjectOption,
+    complete_lane,
+)
 from lanekit.errors import ConfigError, UsageError
 
 if TYPE_CHECKING:
@@ -65,7 +71,9 @@ def apply(
     lanes: Annotated[
         list[str] | None,
         typer.Argument(
-            help="Lanes to apply (default: all lanes in lanes.toml).", show_default=False
+            help="Lanes to apply (default: all lanes in lanes.toml).",
+            show_default=False,
+            autocompletion=complete_lane,
         ),
     ] = None,
     *,
@@ -114,7 +122,11 @@ def apply(
 
 def remove(
     lane: Annotated[
-        str, typer.Argument(help="Lane name (or launchd label) of an installed lanekit lane.")
+        str,
+        typer.Argument(
+            help="Lane name (or launchd label) of an installed lanekit lane.",
+            autocompletion=complete_lane,
+        ),
     ],
     wait: WaitOption = None,
     force: ForceOption = False,
@@ -161,7 +173,9 @@ def remove(
 
 
 def kick(
-    lane: Annotated[str, typer.Argument(help="The lane to start now.")],
+    lane: Annotated[
+        str, typer.Argument(help="The lane to start now.", autocompletion=complete_lane)
+    ],
     config: ConfigOption = None,
 ) -> None:
     """Start a lane now and return at once; prints the pid of its run.
@@ -366,7 +380,10 @@ def restart(
 
 def status(
     lane: Annotated[
-        str | None, typer.Argument(help="Show only this lane.", show_default=False)
+        str | None,
+        typer.Argument(
+            help="Show only this lane.", show_default=False, autocompletion=complete_lane
+        ),
     ] = None,
     as_json: JsonOption = False,
     config: ConfigOption = None,

@@ -11,9 +11,16 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from lanekit import PROMISE
-from lanekit.cli.options import ConfigOption, DryRunOption, JsonOption, ProjectOption
+from lanekit.cli.options import (
+    ConfigOption,
+    DryRunOption,
+    JsonOption,
+    ProjectOption,
+    complete_job,
+    complete_lane,
+)
 from lanekit.errors import ExitCode, LanekitError, UsageError
-from lanekit.queue.records import JobState  # the --state vocabulary
+from lanekit.queue.records import ListedState  # the --state vocabulary
 
 if TYPE_CHECKING:
     from lanekit.config import Config, LaneSpec, QueueSpec
@@ -23,7 +30,12 @@ if TYPE_CHECKING:
 # The core and the renderer are imported inside each command (lanekit.cli.registry).
 
 LaneArgument = Annotated[
-    str, typer.Argument(help="The lane (a [lanes.NAME] in lanes.toml).", metavar="LANE")
+    str,
+    typer.Argument(
+        help="The lane (a [lanes.NAME] in lanes.toml).",
+        metavar="LANE",
+        autocompletion=complete_lane,
+    ),
 ]
 
 
@@ -79,29 +91,11 @@ def _refuse_watchdog_queue(config: Config, spec: QueueSpec) -> None:
             )
 
 
-def _read_payload(source: str, spec: QueueSpec) -> bytes:
-    """The job payload from FILE, or from stdin for `-`: at most the queue's max_job_bytes
-    are read (one byte more tells a larger job, refused without reading the rest)."""
-    from lanekit.queue.payload import too_large
-
-    limit = spec.max_job_bytes
-    try:
-        if source == "-":
-            data = sys.stdin.buffer.read(limit + 1)
-        else:
-            with Path(source).open("rb") as handle:
-                data = handle.read(limit + 1)
-    except FileNotFoundError:
-        raise UsageError(
-            f"{source}: no such file", "give a JSON file, or - to read the job from stdin"
-        ) from None
-    except OSError as exc:
-        raise UsageError(f"{source}: cannot read ({exc.strerror})", "check the path") from None
-    if len(data) > limit:
-        refusal = too_large(None, limit, spec.name)
-        where = "stdin" if source == "-" else source
-        raise UsageError(f"{where}: {refusal.message}", refusal.hint)
-    return data
+def _no_job() -> UsageError:
+    return UsageError(
+        "no job given: name a FILE, or pipe the job's JSON into stdin",
+        "lanekit enqueue LANE job.json   or   echo '{...}' | lanekit enqueue LANE",
+    )
 
 
 def enqueue(
@@ -111,6 +105,7 @@ def enqueue(
             help="The lane whose queue gets the job (or give --queue).",
             show_default=False,
             metavar="LANE",
+            autocompletion=complete_lane,
         ),
     ] = None,
     file: Annotated[
@@ -159,13 +154,68 @@ def enqueue(
             metavar="FIELD",
         ),
     ] = None,
+    at: Annotated[
+        str | None,
+        typer.Option(
+            "--at",
+            help="Run the job no earlier than TIME, local: HH:MM (the next one), YYYY-MM-DD "
+            "HH:MM, or ISO 8601. It waits in delayed/ until then (`lanekit jobs` shows when).",
+            show_default=False,
+            metavar="TIME",
+        ),
+    ] = None,
+    delay: Annotated[
+        str | None,
+        typer.Option(
+            "--delay",
+            help="Run the job no earlier than DURATION from now (90s, 15m, 2h, 1d).",
+            show_default=False,
+            metavar="DURATION",
+        ),
+    ] = None,
+    at_field: Annotated[
+        str | None,
+        typer.Option(
+            "--at-field",
+            help="With --jsonl: take each job's TIME from this field of its line (when "
+            "present; else --at or --delay).",
+            show_default=False,
+            metavar="FIELD",
+        ),
+    ] = None,
+    delay_field: Annotated[
+        str | None,
+        typer.Option(
+            "--delay-field",
+            help="With --jsonl: take each job's DURATION from this field of its line (when "
+            "present; else --at or --delay).",
+            show_default=False,
+            metavar="FIELD",
+        ),
+    ] = None,
     config: ConfigOption = None,
 ) -> None:
-    """Add a job (a JSON object) to a lane's queue and print its id."""
+    """Add a job (a JSON object) to a lane's queue and print its id. The queue is the one the
+    installed lane drains (its snapshot from `apply`) when the lane is installed from this
+    lanes.toml (or, with none here, by exactly one project); otherwise, and with --config or
+    --queue, the one lanes.toml names."""
     from lanekit.cli.render import queue as show
     from lanekit.config import select_lanes
+    from lanekit.jobs.add import QueueTarget, enqueue_one, installed_target
     from lanekit.state.paths import Paths
 
+    if jsonl is None and (id_field or at_field or delay_field):
+        raise UsageError(
+            "--id-field, --at-field and --delay-field go with --jsonl",
+            "lanekit enqueue LANE --jsonl FILE --id-field id",
+        )
+    if config is None and queue is None and jsonl is None and target:
+        installed = installed_target(target)
+        if installed is not None:
+            if file is None and sys.stdin.isatty():
+                raise _no_job()
+            show.enqueued(enqueue_one(installed, file or "-", job_id, at=at, delay=delay))
+            return
     paths = Paths.from_env()
     loaded = _config(config, paths)
     if queue is not None:
@@ -198,20 +248,21 @@ def enqueue(
                 "--jsonl reads every job from its file: give no FILE and no --id",
                 "lanekit enqueue LANE --jsonl jobs.jsonl [--id-field FIELD]",
             )
-        result = enqueue_jsonl(_open(spec), jsonl, id_field=id_field)
+        from lanekit.jobs.batch import Timing
+        from lanekit.jobs.when import not_before
+        from lanekit.service.launchd import clock_for
+
+        clock = clock_for(paths)
+        timing = Timing(clock, not_before(at, delay, clock), at_field, delay_field)
+        result = enqueue_jsonl(_open(spec), jsonl, id_field=id_field, timing=timing)
         show.batch(result)
         raise typer.Exit(int(result.exit_code))
-    if id_field is not None:
-        raise UsageError(
-            "--id-field goes with --jsonl", "lanekit enqueue LANE --jsonl FILE --id-field id"
-        )
     if file is None and sys.stdin.isatty():
-        raise UsageError(
-            "no job given: name a FILE, or pipe the job's JSON into stdin",
-            "lanekit enqueue LANE job.json   or   echo '{...}' | lanekit enqueue LANE",
-        )
-    data = _read_payload(file or "-", spec)
-    show.enqueued(_open(spec).enqueue(data, job_id))
+        raise _no_job()
+    where = QueueTarget(
+        str(spec.dir), durable=spec.durable, max_job_bytes=spec.max_job_bytes, name=spec.name
+    )
+    show.enqueued(enqueue_one(where, file or "-", job_id, at=at, delay=delay))
 
 
 def run(
@@ -260,6 +311,7 @@ def recover(
             help="Only this lane's queue (default: every lane's).",
             show_default=False,
             metavar="LANE",
+            autocompletion=complete_lane,
         ),
     ] = None,
     dry_run: DryRunOption = False,
@@ -282,8 +334,12 @@ def jobs(
     lane: LaneArgument,
     *,
     state: Annotated[
-        JobState | None,
-        typer.Option("--state", help="Only jobs in this state.", show_default=False),
+        ListedState | None,
+        typer.Option(
+            "--state",
+            help="Only jobs in this state (delayed: queued, waiting for their time).",
+            show_default=False,
+        ),
     ] = None,
     page: Annotated[int, typer.Option("--page", help="Page number (1 = newest).", metavar="N")] = 1,
     per_page: Annotated[
@@ -297,12 +353,16 @@ def jobs(
     from lanekit.cli.render import queue as show
 
     spec = _lane(config, lane, project)
-    show.jobs_page(spec.name, _open(spec.queue).page(page, per_page, state), as_json=as_json)
+    wanted, delayed = (None, None) if state is None else state.page_filter()
+    listed = _open(spec.queue).page(page, per_page, wanted, delayed=delayed)
+    show.jobs_page(spec.name, listed, as_json=as_json, state=state)
 
 
 def job(
     lane: LaneArgument,
-    job_id: Annotated[str, typer.Argument(help="The job id.", metavar="ID")],
+    job_id: Annotated[
+        str, typer.Argument(help="The job id.", metavar="ID", autocompletion=complete_job)
+    ],
     *,
     as_json: JsonOption = False,
     config: ConfigOption = None,

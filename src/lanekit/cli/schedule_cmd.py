@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from lanekit.cli.options import JsonOption
+from lanekit.cli.options import ConfigOption, JsonOption, complete_lane
 
 
 def schedule(
@@ -21,6 +21,7 @@ def schedule(
             show_default=False,
         ),
     ],
+    *,
     next_count: Annotated[
         int,
         typer.Option("--next", "-n", min=0, max=1000, help="How many upcoming fire times to show."),
@@ -33,10 +34,39 @@ def schedule(
             show_default=False,
         ),
     ] = None,
+    lane: Annotated[
+        str | None,
+        typer.Option(
+            "--lane",
+            help="Take the schedule as this lane's (of lanes.toml): show where it can start in "
+            "the same minute as another lane of its queue.",
+            show_default=False,
+            metavar="LANE",
+            autocompletion=complete_lane,
+        ),
+    ] = None,
     as_json: JsonOption = False,
+    config: ConfigOption = None,
 ) -> None:
-    """Show the StartCalendarInterval entries, a plain-English description and the next fires."""
+    """Show the StartCalendarInterval entries, a plain-English description and the next fires.
+
+    With --config or --lane, also where the schedule can start in the same minute as a lane of
+    lanes.toml (as validate and doctor report lanes of one queue): with --lane, the other lanes
+    of that lane's queue; without, every lane with a calendar."""
     from lanekit.cli.render import schedule as show
     from lanekit.schedule import explain
 
-    show.explanation(explain(exprs, n=next_count, after=after), as_json=as_json)
+    lanes = None
+    if config is not None or lane is not None:
+        import os
+
+        from lanekit.config import find_config, load_config, select_lanes
+        from lanekit.state.paths import Paths
+
+        paths = Paths.from_env()
+        loaded = load_config(find_config(config, os.environ, paths.cwd), paths)
+        if lane is not None:
+            select_lanes(loaded, [lane])  # an unknown lane is named, with the known ones
+        lanes = list(loaded.lanes.values())
+    result = explain(exprs, n=next_count, after=after, lanes=lanes, lane=lane)
+    show.explanation(result, as_json=as_json)

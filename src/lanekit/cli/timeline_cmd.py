@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from lanekit.cli.options import ConfigOption, JsonOption
+from lanekit.cli.options import ConfigOption, JsonOption, complete_job, complete_lane
 from lanekit.errors import UsageError
 
 
@@ -15,7 +15,9 @@ def timeline_cmd(
     lanes: Annotated[
         list[str] | None,
         typer.Argument(
-            help="Lanes to show (default: every lane in lanes.toml).", show_default=False
+            help="Lanes to show (default: every lane in lanes.toml).",
+            show_default=False,
+            autocompletion=complete_lane,
         ),
     ] = None,
     *,
@@ -44,6 +46,7 @@ def timeline_cmd(
             metavar="ID",
             help="Also trace one job: each claim, attempt and outcome.",
             show_default=False,
+            autocompletion=complete_job,
         ),
     ] = None,
     html: Annotated[

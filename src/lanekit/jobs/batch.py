@@ -4,8 +4,10 @@ A loop of `lanekit enqueue` pays an interpreter start per job; here the queue is
 and each line costs one enqueue (benchmark figure (f)). Each line stands alone: a good line is
 enqueued (atomically, as a single enqueue is), a bad one is reported with its line number and
 enqueues nothing, and the lines after it are still read. An id comes from the line's own field
-named by `--id-field` when given and present; otherwise it is generated. A line longer than the
-queue's max_job_bytes is a bad line, read through without being held whole.
+named by `--id-field` when given and present; otherwise it is generated. When a job may first
+run comes the same way: the line's `--at-field` (a TIME) or `--delay-field` (a DURATION) when
+given and present, else `--at` / `--delay` for every line (lanekit.jobs.when), else at once. A
+line longer than the queue's max_job_bytes is a bad line, read through without being held whole.
 """
 
 from __future__ import annotations
@@ -21,6 +23,19 @@ from lanekit.errors import ExitCode, LanekitError, UsageError
 
 if TYPE_CHECKING:
     from lanekit.queue.protocol import JobQueue
+    from lanekit.state.clock import Clock
+
+
+@dataclass(frozen=True, slots=True)
+class Timing:
+    """When the jobs of a batch may first run: each line's `at_field` (a TIME) or
+    `delay_field` (a DURATION) where present, else `not_before` (epoch seconds; None: at once),
+    on `clock` (lanekit.jobs.when)."""
+
+    clock: Clock
+    not_before: float | None = None
+    at_field: str | None = None
+    delay_field: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +77,12 @@ class Batch:
 
 
 def enqueue_jsonl(
-    queue: JobQueue, source: str, *, id_field: str | None = None, stdin: BinaryIO | None = None
+    queue: JobQueue,
+    source: str,
+    *,
+    id_field: str | None = None,
+    stdin: BinaryIO | None = None,
+    timing: Timing | None = None,
 ) -> Batch:
     """Enqueue every line of FILE (or stdin for `-`). UsageError (exit 2, nothing enqueued)
     when the input cannot be opened."""
@@ -70,7 +90,7 @@ def enqueue_jsonl(
     if source == "-":
         stream = stdin if stdin is not None else sys.stdin.buffer
         lines = bounded_lines(stream, limit)
-        return enqueue_lines(queue, lines, source="stdin", id_field=id_field)
+        return enqueue_lines(queue, lines, source="stdin", id_field=id_field, timing=timing)
     try:
         handle = Path(source).open("rb")  # noqa: SIM115 - closed below, after the lines are read
     except FileNotFoundError:
@@ -81,7 +101,7 @@ def enqueue_jsonl(
         raise UsageError(f"{source}: cannot read ({exc.strerror})", "check the path") from None
     with handle:
         lines = bounded_lines(handle, limit)
-        return enqueue_lines(queue, lines, source=source, id_field=id_field)
+        return enqueue_lines(queue, lines, source=source, id_field=id_field, timing=timing)
 
 
 def bounded_lines(stream: BinaryIO, limit: int) -> Iterator[bytes | LongLine]:
@@ -107,6 +127,7 @@ def enqueue_lines(
     *,
     source: str,
     id_field: str | None = None,
+    timing: Timing | None = None,
 ) -> Batch:
     """Enqueue each non-blank line (one JSON object each)."""
     from lanekit.queue.payload import too_large
@@ -120,8 +141,10 @@ def enqueue_lines(
             bad.append(BadLine(number, refusal.message, refusal.hint))
             continue
         try:
-            job_id = _line_id(data, id_field)
-            enqueued.append((number, queue.enqueue(data, job_id)))
+            fields = _fields(data, id_field, timing)
+            job_id = _line_id(fields, id_field)
+            when = _line_time(fields, timing)
+            enqueued.append((number, queue.enqueue(data, job_id, not_before=when)))
         except UsageError as exc:  # this line's fault: report it, go on
             bad.append(BadLine(number, exc.message, exc.hint))
         except LanekitError as exc:  # the queue's: stop, keep what was done
@@ -136,17 +159,42 @@ def _numbered(lines: Iterable[bytes | LongLine]) -> Iterator[tuple[int, bytes | 
             yield number, data
 
 
-def _line_id(data: bytes, id_field: str | None) -> str | None:
-    """The job id the line names in `id_field`, or None (generated)."""
-    if id_field is None:
-        return None
+def _fields(data: bytes, id_field: str | None, timing: Timing | None) -> dict[str, object]:
+    """The line's JSON object, when a field of it is asked for and it is one ({} otherwise:
+    enqueue explains what is wrong with the line)."""
+    if id_field is None and (timing is None or timing.at_field is timing.delay_field is None):
+        return {}
     try:
         value = json.loads(data)
     except ValueError:
-        return None  # enqueue explains what is wrong with the line
-    if not isinstance(value, dict) or id_field not in value:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _line_time(fields: dict[str, object], timing: Timing | None) -> float | None:
+    """When the line's job may first run (see Timing)."""
+    if timing is None:
         return None
-    job_id = value[id_field]
+    from lanekit.jobs.when import parse_at, parse_delay
+
+    for name, parse in ((timing.at_field, parse_at), (timing.delay_field, parse_delay)):
+        if name is None or name not in fields:
+            continue
+        value = fields[name]
+        if not isinstance(value, str):
+            raise UsageError(
+                f'"{name}" is {type(value).__name__}, not a string',
+                f'give "{name}" as a string, or leave it out',
+            )
+        return parse(value, timing.clock, what=f'"{name}"')
+    return timing.not_before
+
+
+def _line_id(fields: dict[str, object], id_field: str | None) -> str | None:
+    """The job id the line names in `id_field`, or None (generated)."""
+    if id_field is None or id_field not in fields:
+        return None
+    job_id = fields[id_field]
     if not isinstance(job_id, str):
         raise UsageError(
             f'"{id_field}" is {type(job_id).__name__}, not a string',

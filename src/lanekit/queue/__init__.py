@@ -23,9 +23,10 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
     from os import PathLike
     from pathlib import Path
+    from typing import Any
 
     from lanekit.errors import QueueError
     from lanekit.queue.protocol import JobQueue
@@ -61,6 +62,42 @@ def open_queue(
     from lanekit.queue.directory.backend import Queue
 
     return Queue(Path(location), durable=durable, clock=clock, max_job_bytes=limit)
+
+
+def enqueue_into(
+    location: str | PathLike[str],
+    payload: Mapping[str, Any] | bytes | str,
+    job_id: str | None = None,
+    *,
+    durable: bool = True,
+    clock: Callable[[], float] | None = None,
+    max_job_bytes: int | None = None,
+    not_before: float | None = None,
+) -> str:
+    """`open_queue(location, ...).enqueue(payload, job_id, not_before=...)`, for one job: a
+    queue directory adds it without a Queue object (lanekit.queue.directory.enqueue.add, the
+    function Queue.enqueue runs; builtin imports only, for a single `lanekit enqueue`'s
+    start-up: lanekit.jobs.add); any other backend is opened and asked."""
+    directory = directory_of(location)
+    if directory is None:
+        return open_queue(
+            location, durable=durable, clock=clock, max_job_bytes=max_job_bytes
+        ).enqueue(payload, job_id, not_before=not_before)
+    import os
+
+    from lanekit.queue.directory.enqueue import add
+    from lanekit.state.clock import epoch
+    from lanekit.state.snapshot_schema import DEFAULT_MAX_JOB_BYTES
+
+    return add(
+        os.path.abspath(directory),  # noqa: PTH100 - pathlib costs the start-up
+        payload,
+        job_id,
+        durable=durable,
+        clock=epoch if clock is None else clock,
+        max_job_bytes=DEFAULT_MAX_JOB_BYTES if max_job_bytes is None else max_job_bytes,
+        not_before=not_before,
+    )
 
 
 def directory_of(location: str | PathLike[str]) -> str | None:
@@ -128,6 +165,19 @@ def nothing_queued(location: str | PathLike[str]) -> bool:
     from lanekit.queue.directory.peek import nothing_queued as peek
 
     return peek(directory)
+
+
+def job_ids(location: str | PathLike[str], states: tuple[str, ...], prefix: str = "") -> list[str]:
+    """The ids starting with `prefix` of the queue's jobs in `states` ("queued", "delayed",
+    "running", "failed", or "any": every job it has a file or a record of), from a listing
+    that loads no queue machinery (shell completion of job ids: lanekit.jobs.complete). None
+    for a queue kept elsewhere than a directory (completion offers nothing there)."""
+    directory = directory_of(location)
+    if directory is None:
+        return []
+    from lanekit.queue.directory.peek import job_ids as listed
+
+    return listed(directory, states, prefix)
 
 
 def purgeable(location: str | PathLike[str], now: float, keep_done: float) -> bool:

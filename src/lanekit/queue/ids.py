@@ -1,16 +1,16 @@
 """Job ids and claim owners, whatever backend keeps the jobs: the grammar of an id (a
 security boundary: ids become file names in the directory queue), how a generated id sorts by
 age, the owner tag `<hosttag>-<pid>-<start token>` of a process that claims, and how a job
-file's name carries them (`<id>.json`, `<id>.<owner>.json`)."""
+file's name carries them (`<id>.json`, `<id>.<owner>.json`).
+
+Builtin imports only (os, time): a single `lanekit enqueue` makes an id here, and its start-up
+is a benchmark figure (lanekit.jobs.add). That is why Owner is a plain class with slots rather
+than a frozen dataclass, and the error class is imported only when an id is refused."""
 
 from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
-
-from lanekit.errors import UsageError
-from lanekit.system import procinfo
 
 MAX_ID_LENGTH = 128
 _ID_CHARS_TEXT = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-"
@@ -29,6 +29,8 @@ def validate_job_id(job_id: str) -> str:
     """
     problem = id_problem(job_id)
     if problem is not None:
+        from lanekit.errors import UsageError
+
         raise UsageError(f"job id {job_id!r} {problem}", _ID_HINT)
     return job_id
 
@@ -76,13 +78,44 @@ def id_time(job_id: str) -> float | None:
     return None
 
 
-@dataclass(frozen=True, slots=True)
 class Owner:
-    """Who holds a claim: `<hosttag>-<pid>-<start token>`, the middle of a claimed file's name."""
+    """Who holds a claim: `<hosttag>-<pid>-<start token>`, the middle of a claimed file's name.
+    Immutable, compared and hashed by value."""
 
-    host: str
-    pid: int
-    token: str
+    __slots__ = ("_host", "_pid", "_token")
+
+    def __init__(self, host: str, pid: int, token: str) -> None:
+        self._host = host
+        self._pid = pid
+        self._token = token
+
+    @property
+    def host(self) -> str:
+        """The machine's tag (8 hex digits: lanekit.system.procinfo.hosttag)."""
+        return self._host
+
+    @property
+    def pid(self) -> int:
+        """The claiming process."""
+        return self._pid
+
+    @property
+    def token(self) -> str:
+        """The claiming process's start token (a reused pid has another)."""
+        return self._token
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Owner) and (other.host, other.pid, other.token) == (
+            self._host,
+            self._pid,
+            self._token,
+        )
+
+    def __hash__(self) -> int:
+        return hash((self._host, self._pid, self._token))
+
+    def __repr__(self) -> str:
+        return f"Owner(host={self._host!r}, pid={self._pid!r}, token={self._token!r})"
 
     def __str__(self) -> str:
         return f"{self.host}-{self.pid}-{self.token}"
@@ -117,6 +150,8 @@ def own_owner() -> str:
     different owner: no getpid per claim)."""
     global _own  # noqa: PLW0603 - a per-process constant, computed lazily
     if _own is None:
+        from lanekit.system import procinfo
+
         pid = os.getpid()
         _own = f"{procinfo.hosttag()}-{pid}-{procinfo.self_token()}"
     return _own

@@ -9,7 +9,7 @@ read. Records that cannot be read are listed in `Page.unreadable`, never silentl
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from lanekit.queue.records import JobState, Record
@@ -111,15 +111,29 @@ class Page:
     elsewhere: int = 0
     """With `state`, when no job is in it: how many jobs the queue holds in other states (so
     an empty answer can say "no failed jobs (702 in other states)"); 0 otherwise."""
+    not_before: dict[str, str] = field(default_factory=dict)
+    """The jobs on the page that wait for their time (a retry's backoff, `enqueue --at`): id
+    -> when it is due (ISO 8601 UTC). A job not here is ready (or not queued)."""
+    delayed: bool | None = None
+    """The `delayed` filter asked for along with `state` (None: none)."""
+
+    def state_of(self, record: Record) -> str:
+        """A job's state as `lanekit jobs` shows it: its record's, `delayed` for a queued job
+        that waits for its time."""
+        return "delayed" if record.job_id in self.not_before else str(record.state)
 
     def to_json(self) -> dict[str, Any]:
-        """`items`, `page` (PageMeta) and `unreadable`, for `lanekit jobs --json`."""
+        """`items`, `page` (PageMeta), `unreadable` and `delayed` (the page's jobs that wait
+        for their time, with when), for `lanekit jobs --json`."""
         return {
             "items": [record.to_dict() for record in self.items],
             "page": self.meta.to_json(),
             "unreadable": [
                 {"job_id": u.job_id, "path": str(u.path), "reason": u.reason}
                 for u in self.unreadable
+            ],
+            "delayed": [
+                {"job_id": job_id, "not_before": due} for job_id, due in self.not_before.items()
             ],
         }
 

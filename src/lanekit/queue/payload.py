@@ -1,15 +1,19 @@
 """What a job is, whatever backend keeps it: one JSON object of at most the queue's
-max_job_bytes, checked before it is enqueued (and by `lanekit enqueue` before it asks)."""
+max_job_bytes, checked before it is enqueued (and by `lanekit enqueue` before it asks).
+
+Builtin imports only until a payload is refused or a mapping is encoded: a single `lanekit
+enqueue` checks its payload here (its start-up is a benchmark figure: lanekit.jobs.add)."""
 
 from __future__ import annotations
 
-from lanekit.errors import UsageError
 from lanekit.system.strictjson import NestedTooDeepError, strict_loads
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
+
+    from lanekit.errors import UsageError
 
 
 def _json_kind(value: object) -> str:
@@ -40,6 +44,8 @@ def payload_problem(data: bytes) -> str | None:
 def too_large(size: int | None, limit: int, queue: str | None = None) -> UsageError:
     """The refusal of a job over its queue's max_job_bytes (`size` None: only known to be
     larger, the rest was not read; `queue`: its name in lanes.toml, when known)."""
+    from lanekit.errors import UsageError
+
     whose = "the queue's" if queue is None else f"queue {queue}'s"
     what = f"is {size} bytes, over" if size is not None else "is larger than"
     table = "[queues.NAME]" if queue is None else f"[queues.{queue}]"
@@ -59,11 +65,15 @@ def payload_bytes(payload: Mapping[str, Any] | bytes | str, limit: int | None = 
             raise too_large(len(data), limit)
         problem = payload_problem(data)
         if problem is not None:
+            from lanekit.errors import UsageError
+
             raise UsageError(
                 f"job payload is {problem}", 'a job is one JSON object, e.g. {"file": "a.txt"}'
             )
         return data
     import json
+
+    from lanekit.errors import UsageError
 
     try:
         data = json.dumps(dict(payload), allow_nan=False).encode("utf-8") + b"\n"

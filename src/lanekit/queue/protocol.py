@@ -74,8 +74,17 @@ class JobQueue(Protocol):
         works, when the backend needs none, or when it cannot be asked (not created)."""
         ...
 
-    def enqueue(self, payload: Mapping[str, Any] | bytes | str, job_id: str | None = None) -> str:
-        """Add a job (a JSON object); its id. JobExistsError for an id already there."""
+    def enqueue(
+        self,
+        payload: Mapping[str, Any] | bytes | str,
+        job_id: str | None = None,
+        *,
+        not_before: float | None = None,
+    ) -> str:
+        """Add a job (a JSON object); its id. JobExistsError for an id already there. With
+        `not_before` (epoch seconds) later than now, the job waits as a retry waits out its
+        backoff (counted delayed, listed with its time, claimed only once due; `requeue`
+        makes it due now); its record says queued."""
         ...
 
     def claimer(
@@ -128,8 +137,17 @@ class JobQueue(Protocol):
         """Every claim, oldest first, with what it amounts to (live, orphaned, stranded)."""
         ...
 
-    def page(self, page: int = 1, per_page: int = 20, state: JobState | None = None) -> Page:
-        """Page `page` of the jobs (all, or those in `state`), newest first."""
+    def page(
+        self,
+        page: int = 1,
+        per_page: int = 20,
+        state: JobState | None = None,
+        *,
+        delayed: bool | None = None,
+    ) -> Page:
+        """Page `page` of the jobs (all, or those in `state`), newest first. With `delayed`,
+        of the queued ones only those waiting for their time (True) or only those ready
+        (False). The page says when each waiting job on it is due (`Page.not_before`)."""
         ...
 
     def job(self, job_id: str) -> JobView | None:

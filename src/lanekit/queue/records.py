@@ -26,12 +26,11 @@ from __future__ import annotations
 
 import functools
 import re
-import time
 from dataclasses import dataclass
 from enum import StrEnum
-from json.encoder import encode_basestring_ascii as _json_str
 
 from lanekit.errors import LanekitError
+from lanekit.queue.recordline import record_line
 from lanekit.state.schemas import RECORD_SCHEMA
 
 TYPE_CHECKING = False
@@ -48,24 +47,27 @@ class JobState(StrEnum):
     FAILED = "failed"
 
 
+class ListedState(StrEnum):
+    """What `lanekit jobs --state` filters on: a record's state, with the queued jobs that wait
+    for their time (a retry's backoff, `enqueue --at`) apart as `delayed`."""
+
+    QUEUED = "queued"
+    DELAYED = "delayed"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+
+    def page_filter(self) -> tuple[JobState, bool | None]:
+        """The (state, delayed) JobQueue.page filters on for this choice."""
+        if self is ListedState.DELAYED:
+            return JobState.QUEUED, True
+        if self is ListedState.QUEUED:
+            return JobState.QUEUED, False
+        return JobState(self.value), None
+
+
 class RecordError(LanekitError):
     """A job record cannot be trusted: not strict JSON, or not a valid record."""
-
-
-_iso_second: tuple[int, str] = (-1, "")
-"""The last whole second iso_utc formatted: records written in one second share the prefix."""
-
-
-def iso_utc(epoch: float) -> str:
-    """`2026-07-26T12:00:00.123Z` (UTC, milliseconds)."""
-    global _iso_second  # noqa: PLW0603 - a one-entry cache
-    seconds = int(epoch)
-    millis = int((epoch - seconds) * 1000)
-    cached = _iso_second
-    if cached[0] != seconds:
-        cached = (seconds, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)))
-        _iso_second = cached
-    return f"{cached[1]}.{millis:03d}Z"
 
 
 _FIELDS = ("schema_version", "job_id", "state", "attempts", "queued_at", "updated_at")
@@ -125,14 +127,16 @@ class Record:
     def to_bytes(self) -> bytes:
         """What is written to disk: one line of JSON, byte for byte what `json.dumps` makes of
         `to_dict()` (formatted here, on the claim path, without the encoder's generality)."""
-        lane = "null" if self.lane is None else _json_str(self.lane)
-        error = "null" if self.error is None else _json_str(self.error)
-        return (
-            f'{{"schema_version": {int(self.schema_version)}, '
-            f'"job_id": {_json_str(self.job_id)}, "state": {_json_str(self.state)}, '
-            f'"attempts": {int(self.attempts)}, "queued_at": {_json_str(self.queued_at)}, '
-            f'"updated_at": {_json_str(self.updated_at)}, "lane": {lane}, "error": {error}}}\n'
-        ).encode("ascii")
+        return record_line(
+            self.job_id,
+            self.state,
+            self.attempts,
+            self.queued_at,
+            self.updated_at,
+            self.lane,
+            self.error,
+            self.schema_version,
+        )
 
     @classmethod
     def from_dict(cls, data: object, source: str) -> Record:

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lanekit.config import LaneSpec
-from lanekit.queue.records import iso_utc
+from lanekit.queue.recordline import iso_utc
 from lanekit.service import manager_of
 from lanekit.service.launchd import Launchd, clock_for
 from lanekit.service.manager import ServiceManager

@@ -52,6 +52,7 @@ from lanekit.schedule.model import (
     MONTH_NAMES,
     PLIST_KEYS,
     SEARCH_DAYS,
+    WARN_ENTRIES,
     WEEKDAY_NAMES,
     CalendarEntry,
     Schedule,
@@ -64,11 +65,21 @@ from lanekit.schedule.tables import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from lanekit.schedule.collisions import Collision, ScheduledLane, find_collisions
+    from lanekit.schedule.collisions import (
+        Collision,
+        ScheduledLane,
+        collisions_with,
+        find_collisions,
+    )
     from lanekit.schedule.explain import Explanation, explain, parse_after
 
 _LAZY = {
-    "lanekit.schedule.collisions": ("Collision", "ScheduledLane", "find_collisions"),
+    "lanekit.schedule.collisions": (
+        "Collision",
+        "ScheduledLane",
+        "collisions_with",
+        "find_collisions",
+    ),
     "lanekit.schedule.explain": ("Explanation", "explain", "parse_after"),
 }
 """Where each name re-exported on first use lives: only checking a whole lanes.toml asks for
@@ -100,6 +111,7 @@ __all__ = [
     "MONTH_NAMES",
     "PLIST_KEYS",
     "SEARCH_DAYS",
+    "WARN_ENTRIES",
     "WEEKDAY_NAMES",
     "CalendarEntry",
     "Collision",
@@ -108,6 +120,7 @@ __all__ = [
     "ScheduleError",
     "ScheduledLane",
     "build_schedule",
+    "collisions_with",
     "day_and_warning",
     "describe",
     "describe_schedule",

@@ -6,7 +6,13 @@ from collections.abc import Mapping
 
 from lanekit.schedule.cron import day_and_warning, parse_cron, too_many_entries
 from lanekit.schedule.durations import parse_duration
-from lanekit.schedule.model import MAX_ENTRIES, CalendarEntry, Schedule, ScheduleError
+from lanekit.schedule.model import (
+    MAX_ENTRIES,
+    WARN_ENTRIES,
+    CalendarEntry,
+    Schedule,
+    ScheduleError,
+)
 from lanekit.schedule.quirks import calendar_warnings
 from lanekit.schedule.tables import parse_table
 
@@ -14,7 +20,8 @@ from lanekit.schedule.tables import parse_table
 def build_schedule(value: object, every: str | int | None = None) -> Schedule:
     """A lane's `schedule` (None, cron text, a table, or a list of them) and `every` -> Schedule.
 
-    Entries from all list elements are deduplicated, sorted and limited to MAX_ENTRIES in total;
+    Entries from all list elements are deduplicated, sorted and limited to MAX_ENTRIES in total
+    (a warning past WARN_ENTRIES);
     an element's error carries `.index`. `every` becomes StartInterval seconds.
 
     A lane with both a calendar and `every` is rejected: launchd would run it on both triggers
@@ -63,6 +70,12 @@ def build_schedule(value: object, every: str | int | None = None) -> Schedule:
             raise
     if len(entries) > MAX_ENTRIES:
         raise too_many_entries(len(entries), "schedule")
+    if len(entries) > WARN_ENTRIES:
+        warnings.append(
+            f"the schedule expands to {len(entries)} launchd entries (more than {WARN_ENTRIES}): "
+            "launchd keeps each and arms a timer for it; a coarser step or a narrower range "
+            "is usually what was meant"
+        )
     if entries and interval is not None:
         raise ScheduleError(
             "schedule and every are both set; launchd would run the lane on both, independently",

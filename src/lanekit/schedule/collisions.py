@@ -124,3 +124,43 @@ def find_collisions(
                 )
             )
     return found
+
+
+def collisions_with(
+    schedule: Schedule,
+    lanes: Sequence[ScheduledLane],
+    *,
+    lane: str | None = None,
+    after: datetime | None = None,
+) -> list[Collision]:
+    """Where `schedule` (given to `lanekit schedule`) can start in the same minute as a lane of
+    `lanes`, each with the first such minute after `after` (default: now): with `lane`, the
+    schedule is taken as that lane's, so only the other lanes of its queue count (lane itself is
+    replaced); without, every lane with a calendar counts, as if it shared the lane's queue.
+    The test is find_collisions' (exact, field by field); StartInterval is never compared."""
+    start = (local_naive(after) if after is not None else datetime.now()).replace(
+        second=0, microsecond=0
+    ) + timedelta(minutes=1)
+    queue = next((other.queue.name for other in lanes if other.name == lane), None)
+    found: list[Collision] = []
+    for other in sorted(lanes, key=lambda item: item.name):
+        if other.name == lane or not other.schedule.calendar:
+            continue
+        if queue is not None and other.queue.name != queue:
+            continue
+        if not any(_same_minute(x, y) for x in schedule.calendar for y in other.schedule.calendar):
+            continue
+        example = first_common_fire(schedule.calendar, other.schedule.calendar, start)
+        when = f", next at {example:%Y-%m-%d %H:%M}" if example is not None else ""
+        if lane is None:
+            what = (
+                f'this schedule and lane "{other.name}" (which drains queue '
+                f'"{other.queue.name}") can start in the same minute{when}'
+            )
+        else:
+            what = (
+                f'lane "{lane}" with this schedule and lane "{other.name}" both drain queue '
+                f'"{other.queue.name}" and can start in the same minute{when}'
+            )
+        found.append(Collision(other.queue.name, (lane or "", other.name), example, what))
+    return found

@@ -132,8 +132,9 @@ def too_many_entries(count: int, what: str = "") -> ScheduleError:
     subject = f"{what} " if what else ""
     return ScheduleError(
         f"{subject}expands to {count} launchd entries; at most {MAX_ENTRIES} are allowed",
-        'launchd needs one dict per combination: use fewer values, or every = "15m" '
-        "for a fixed interval",
+        "launchd needs one dict per combination: use fewer values or a coarser step (office "
+        'hours, */15 8-18 * * mon-fri, are 220), or every = "15m" if the lane may also run '
+        "outside those hours",
     )
 
 

@@ -11,6 +11,7 @@ from datetime import datetime
 
 from lanekit.errors import UsageError
 from lanekit.schedule.build import build_schedule
+from lanekit.schedule.collisions import Collision, ScheduledLane, collisions_with
 from lanekit.schedule.describe import describe_schedule
 from lanekit.schedule.fires import local_naive, schedule_next_fires
 from lanekit.schedule.model import Schedule, ScheduleError
@@ -27,6 +28,9 @@ class Explanation:
     next: tuple[datetime, ...]
     warnings: tuple[str, ...] = ()
     """The schedule's warnings (Schedule.warnings)."""
+    collisions: tuple[Collision, ...] | None = None
+    """With lanes to compare with (`--config`, `--lane`): where the schedule can start in the
+    same minute as one of them (collisions_with); None when none were given."""
 
 
 def parse_after(text: str | None) -> datetime:
@@ -48,9 +52,17 @@ def parse_after(text: str | None) -> datetime:
 _EVERY_RE = re.compile(r"\s*every\s*=\s*(.*?)\s*", re.IGNORECASE | re.DOTALL)
 
 
-def explain(exprs: Sequence[str], *, n: int = 5, after: str | None = None) -> Explanation:
+def explain(
+    exprs: Sequence[str],
+    *,
+    n: int = 5,
+    after: str | None = None,
+    lanes: Sequence[ScheduledLane] | None = None,
+    lane: str | None = None,
+) -> Explanation:
     """`lanekit schedule EXPR...`: each EXPR is cron text, a table (`Hour=10,Minute=40` or
-    `{Hour=10, Minute=40}`) or `every=15m`. Errors name the expression they come from.
+    `{Hour=10, Minute=40}`) or `every=15m`. Errors name the expression they come from. With
+    `lanes` (a lanes.toml's), its collisions with them (as lane `lane`'s schedule, when given).
     """
     start = parse_after(after)
     values: list[object] = []
@@ -82,4 +94,7 @@ def explain(exprs: Sequence[str], *, n: int = 5, after: str | None = None) -> Ex
         after=start,
         next=tuple(schedule_next_fires(schedule, start, n)),
         warnings=schedule.warnings,
+        collisions=None
+        if lanes is None
+        else tuple(collisions_with(schedule, lanes, lane=lane, after=start)),
     )

@@ -10,9 +10,17 @@ from lanekit.errors import UsageError
 
 PLIST_KEYS = ("Month", "Day", "Weekday", "Hour", "Minute")
 
-MAX_ENTRIES = 100
-"""launchd keeps every dict in memory and re-arms a timer per dict; a cron that expands past this
-is almost always a mistake (`*/2 * * * *` is 30 dicts; `every = "2m"` is one key)."""
+MAX_ENTRIES = 1000
+"""The most StartCalendarInterval dicts lanekit writes into one plist. launchd's source sets no
+limit, but it keeps every dict in memory and arms a calendar timer per dict; a 1,000-entry plist
+is 154 KB, which Python's plistlib reads in 12 ms here (docs/benchmarks.md, "Calendar entries";
+launchd's CoreFoundation parser is faster), so past it lanekit refuses: such a schedule is almost
+always a mistake (`every = "2m"` is one key)."""
+WARN_ENTRIES = 250
+"""Past this many dicts lanekit warns (validate, schedule, apply) but writes the plist: an
+office-hours schedule (`*/15 8-18 * * mon-fri`) is 220, a plist of 34 KB (2.6 ms in plistlib);
+250 entries is 39 KB. More is legal and works, at the cost of a bigger plist launchd keeps
+and re-arms timers for; a coarser step or a narrower range is usually what was meant."""
 
 SEARCH_DAYS = 366 * 9
 """How far next_fires looks ahead: Day=29 Month=2 can be 8 years apart (2096 -> 2104)."""

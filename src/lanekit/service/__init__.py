@@ -6,10 +6,10 @@ through launchctl; `emulated/` is the emulated domain. `open_manager` picks one.
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, cast
 
-if TYPE_CHECKING:
+TYPE_CHECKING = False  # typing costs start-up: a single `lanekit enqueue` reads the emulated
+if TYPE_CHECKING:  # domain's clock below this package (lanekit.service.emulated.offset)
+    from collections.abc import Mapping
     from pathlib import Path
 
     from lanekit.service.launchd.model import Launchd
@@ -46,4 +46,6 @@ def manager_of(
         from lanekit.service.emulated.manager import EmulatedManager
 
         return EmulatedManager(backend, install_dir)
+    from typing import cast
+
     return LaunchdManager(cast("Launchd", backend), install_dir)

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from lanekit.state.backend import backend_name
+from lanekit.state.backend import backend_name, state_dir
 from lanekit.state.snapshot_schema import pause_marker
 
 __all__ = ["Paths", "backend_name", "is_paused", "paused_labels"]
@@ -78,12 +78,7 @@ class Paths:
         platform = sys.platform if platform is None else platform
         backend = backend or backend_name(env, platform)
         home = Path(env.get("HOME") or Path.home())
-        if "LANEKIT_STATE_DIR" in env:
-            state = Path(env["LANEKIT_STATE_DIR"])
-        elif platform == "darwin":
-            state = home / "Library" / "Application Support" / "lanekit"
-        else:
-            state = Path(env.get("XDG_STATE_HOME") or home / ".local" / "state") / "lanekit"
+        state = Path(state_dir(env, platform))
         if "LANEKIT_LAUNCH_AGENTS" in env:
             agents = Path(env["LANEKIT_LAUNCH_AGENTS"])
         elif backend == "emulated":

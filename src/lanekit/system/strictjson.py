@@ -6,17 +6,23 @@ make the text unreadable (a ValueError with the reason), never "last key wins" (
 matters for a record: lanekit.queue.records). Nesting deeper than the parser recurses is a
 ValueError too (NestedTooDeepError), never a RecursionError, and integers longer than
 Python's default digit limit are refused in words.
+
+Builtin imports only at import time: a single `lanekit enqueue` checks its payload here, and its
+start-up is a benchmark figure (lanekit.jobs.add). Text is scanned by json's own C scanner
+(`_json.make_scanner`, what json.loads runs on CPython) handed the strict settings directly;
+whatever it refuses is scanned again by the json module's scanner with the same settings,
+which words the error (json.JSONDecodeError with its position), so `import json` and its
+compiled patterns are paid only for bad JSON, or on an interpreter without the C scanner.
 """
 
 from __future__ import annotations
 
-from json import JSONDecodeError, JSONDecoder
-from json.decoder import WHITESPACE  # type: ignore[attr-defined]  # not in typeshed
-from json.scanner import make_scanner
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from collections.abc import Callable
+    from typing import Any, TypeAlias
+
+    Scanner: TypeAlias = Callable[[str, int], tuple[Any, int]]
 
 
 def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -48,25 +54,63 @@ def _int_unread(text: str) -> int:
     return 0
 
 
-_strict = JSONDecoder(
-    object_pairs_hook=_reject_duplicates, parse_constant=_reject_constant, parse_int=_bounded_int
-)
-# typeshed's stub asks for a make_scanner; any object carrying a decoder's hooks will do.
-_scan = make_scanner(_strict)  # type: ignore[arg-type]
-"""One strict scanner for every parse (json.loads with hooks builds a decoder per call)."""
-_check = JSONDecoder(
-    object_pairs_hook=_reject_duplicates, parse_constant=_reject_constant, parse_int=_int_unread
-)
-_scan_check = make_scanner(_check)  # type: ignore[arg-type]
-"""The same strictness for validating JSON whose values nobody here reads (job payloads):
-integers are not converted, so a 5,000-digit integer, which is valid JSON, is accepted."""
-_space = WHITESPACE.match
-"""JSON's whitespace, json's own compiled pattern; it matches everywhere, if only emptily."""
+class _Settings:
+    """What a scanner reads of a json.JSONDecoder: json.loads's defaults, but duplicate keys
+    and NaN/Infinity refused (and integers bounded, or not converted at all: `_Check`)."""
+
+    strict = True  # no raw control characters inside strings
+    object_hook = None
+    object_pairs_hook = staticmethod(_reject_duplicates)
+    array_hook = None  # read from Python 3.15 on
+    parse_float = float
+    parse_int = staticmethod(_bounded_int)
+    parse_constant = staticmethod(_reject_constant)
+    memo: dict[str, str]  # the pure-Python scanner keeps its key cache here
+
+    def __init__(self) -> None:
+        self.memo = {}
+
+
+class _Check(_Settings):
+    """The same strictness for validating JSON whose values nobody here reads (job payloads):
+    integers are not converted, so a 5,000-digit integer, which is valid JSON, is accepted."""
+
+    parse_int = staticmethod(_int_unread)
+
+
+def _c_scanners() -> tuple[Scanner, Scanner] | None:
+    """json's C scanner with each of the settings, or None on an interpreter without it."""
+    try:
+        from _json import make_scanner
+    except ImportError:  # pragma: no cover - an interpreter without json's C accelerator
+        return None
+    return make_scanner(_Settings()), make_scanner(_Check())  # type: ignore[arg-type]
+
+
+_fast = _c_scanners()
+"""One strict scanner of each kind for every parse (json.loads with hooks builds a decoder per
+call)."""
+_worded: dict[bool, Scanner] = {}
+"""json's own scanners (json.scanner.make_scanner) with the same settings, made the first
+time a text does not parse: they raise json.JSONDecodeError with the position."""
+_SPACE = " \t\n\r"
+"""JSON's whitespace (RFC 8259), which json.loads skips around the value."""
 
 
 def _after_space(text: str, at: int) -> int:
-    match = _space(text, at)
-    return at if match is None else match.end()
+    """Where the first non-whitespace character at or after `at` is (len(text): none)."""
+    return len(text) - len(text[at:].lstrip(_SPACE))
+
+
+def _scan_worded(text: str, at: int, *, values: bool) -> tuple[Any, int]:
+    """Scan with json's own scanner: the same value as the C one, or the error worded."""
+    scan = _worded.get(values)
+    if scan is None:
+        from json.scanner import make_scanner
+
+        scan = make_scanner(_Settings() if values else _Check())  # type: ignore[arg-type]
+        _worded[values] = scan
+    return scan(text, at)
 
 
 class NestedTooDeepError(ValueError):
@@ -86,9 +130,25 @@ def strict_loads(data: bytes | str, *, values: bool = True) -> Any:
     # json.loads' own steps (BOM check, JSONDecoder.decode and raw_decode), without its
     # per-call decoder and wrappers: this parses every job file and record on the claim path.
     if text.startswith("\ufeff"):
+        from json import JSONDecodeError
+
         raise JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+    start = _after_space(text, 0)
+    if _fast is not None:
+        try:
+            value, end = _fast[0 if values else 1](text, start)
+        except (StopIteration, ValueError, RecursionError, SystemError):
+            # Not JSON, or refused by a hook: json's own scanner says why, below. (On 3.11
+            # the C scanner words its errors with json.decoder's class and, json not being
+            # imported, fails with SystemError instead.)
+            pass
+        else:
+            if _after_space(text, end) == len(text):
+                return value
+    from json import JSONDecodeError
+
     try:
-        value, end = (_scan if values else _scan_check)(text, _after_space(text, 0))
+        value, end = _scan_worded(text, start, values=values)
     except StopIteration as err:
         raise JSONDecodeError("Expecting value", text, err.value) from None
     except RecursionError:

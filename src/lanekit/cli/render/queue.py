@@ -92,8 +92,10 @@ def _short(text: str | None, width: int = 60) -> str:
     return flat if len(flat) <= width else flat[: width - 3] + "..."
 
 
-def jobs_page(lane: str, page: Page, *, as_json: bool) -> None:
-    """A page of jobs: a table with a footer that says how to get the next page, or JSON."""
+def jobs_page(lane: str, page: Page, *, as_json: bool, state: str | None = None) -> None:
+    """A page of jobs: a table with a footer that says how to get the next page, or JSON. A
+    queued job that waits for its time shows as `delayed`, with when it is due; LANE is the
+    lane that last claimed the job (`-`: none yet: any lane of the queue may take it)."""
     if as_json:
         json_out({"schema": JOBS_SCHEMA, **page.to_json()})
         return
@@ -103,12 +105,21 @@ def jobs_page(lane: str, page: Page, *, as_json: bool) -> None:
             line(f"no jobs in lane {lane}'s queue")
         else:
             # The filter is why nothing shows, not an empty queue: say what else is there.
-            line(f"no {page.state} jobs ({page.elsewhere} in other states)")
+            line(f"no {state or page.state} jobs ({page.elsewhere} in other states)")
         return
+    waiting = bool(page.not_before)
     _table(
-        ["ID", "STATE", "ATTEMPTS", "UPDATED", "ERROR"],
+        ["ID", "LANE", "STATE", "ATTEMPTS", "UPDATED", *(["DUE"] if waiting else []), "ERROR"],
         [
-            [r.job_id, str(r.state), str(r.attempts), r.updated_at, _short(r.error)]
+            [
+                r.job_id,
+                r.lane or "-",
+                page.state_of(r),
+                str(r.attempts),
+                r.updated_at,
+                *([page.not_before.get(r.job_id, "-")] if waiting else []),
+                _short(r.error),
+            ]
             for r in page.items
         ],
     )
@@ -150,7 +161,9 @@ def job_detail(view: JobView, *, as_json: bool) -> None:
             ("lane", record.lane or "-"),
         ]
     if view.retry_at is not None:
-        rows.append(("retry due", view.retry_at))
+        # A retry waits out its backoff; a job enqueued for later (--at, --delay) its time.
+        retry = record is not None and record.attempts > 0
+        rows.append(("retry due" if retry else "due", view.retry_at))
     for key, value in rows:
         line(f"{key + ':':12}{value}")
     if not view.error and record is not None and record.error and "\n" in record.error:

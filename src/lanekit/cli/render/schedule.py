@@ -21,6 +21,16 @@ def to_json(result: Explanation) -> dict[str, Any]:
     }
     if result.schedule.interval is not None:
         data["interval"] = result.schedule.interval
+    if result.collisions is not None:
+        data["collisions"] = [
+            {
+                "lane": found.lanes[1],
+                "queue": found.queue,
+                "example": None if found.example is None else found.example.isoformat(),
+                "message": found.description,
+            }
+            for found in result.collisions
+        ]
     return data
 
 
@@ -41,6 +51,11 @@ def explanation(result: Explanation, *, as_json: bool) -> None:
     if result.schedule.interval is not None:
         line(f"StartInterval: {result.schedule.interval}")
     line(f"runs: {result.description}")
+    if result.collisions is not None:
+        if not result.collisions:
+            line("collisions: none with the lanes of lanes.toml")
+        for found in result.collisions:
+            line(f"collision: {found.description}")
     if not result.next:
         line(f"next fires after {result.after.isoformat()}: none")
         return

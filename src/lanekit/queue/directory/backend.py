@@ -65,11 +65,17 @@ class Queue(QueueState):
         except OSError:
             return None  # tmp/ missing or unwritable: check() and doctor's queue checks say so
 
-    def enqueue(self, payload: Mapping[str, Any] | bytes | str, job_id: str | None = None) -> str:
+    def enqueue(
+        self,
+        payload: Mapping[str, Any] | bytes | str,
+        job_id: str | None = None,
+        *,
+        not_before: float | None = None,
+    ) -> str:
         """Add a job; returns its id (see lanekit.queue.directory.enqueue.enqueue)."""
         from lanekit.queue.directory import enqueue
 
-        return enqueue.enqueue(self, payload, job_id)
+        return enqueue.enqueue(self, payload, job_id, not_before=not_before)
 
     def claimer(
         self, *, lane: str | None = None, on_drop: Callable[[Dropped], None] | None = None
@@ -184,11 +190,19 @@ class Queue(QueueState):
 
         return observe.claims(self, now)
 
-    def page(self, page: int = 1, per_page: int = 20, state: JobState | None = None) -> Page:
-        """Page `page` of the jobs (all, or those in `state`), newest first."""
+    def page(
+        self,
+        page: int = 1,
+        per_page: int = 20,
+        state: JobState | None = None,
+        *,
+        delayed: bool | None = None,
+    ) -> Page:
+        """Page `page` of the jobs (all, or those in `state`; `delayed`: of the queued ones,
+        those in delayed/ or those in queue/), newest first."""
         from lanekit.queue.directory import pages
 
-        return pages.page_jobs(self, page, per_page, state)
+        return pages.page_jobs(self, page, per_page, state, delayed=delayed)
 
     def job(self, job_id: str) -> JobView | None:
         """Everything known about one job, or None when there is no trace of it."""

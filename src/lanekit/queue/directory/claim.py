@@ -34,7 +34,8 @@ from lanekit.queue.ids import (
 )
 from lanekit.queue.model import Claim, Dropped, DropReason
 from lanekit.queue.payload import payload_problem
-from lanekit.queue.records import JobState, Record, RecordError, iso_utc
+from lanekit.queue.recordline import iso_utc
+from lanekit.queue.records import JobState, Record, RecordError
 from lanekit.system import fsops
 from lanekit.system.fdio import read_all
 

@@ -1,41 +1,80 @@
 """Adding a job: the payload checked, written to tmp/, renamed without replacing into queue/,
-its `queued` record created where the id has none (design.md section 3)."""
+its `queued` record created where the id has none (design.md section 3).
+
+Builtin imports only for a job with a generated id, given by its queue's path (`add`): a single
+`lanekit enqueue` runs this, and its start-up is a benchmark figure (lanekit.jobs.add). So the
+queue's checks (lanekit.queue.directory.safety), the payload's (lanekit.queue.payload), the id
+(lanekit.queue.ids) and the record's line (lanekit.queue.recordline) import no dataclass, enum,
+json or pathlib, and a given id's checks, which read the queue's records, load the record
+machinery only then. `Queue.enqueue` comes through `enqueue` and does the same.
+"""
 
 # ruff: noqa: PTH108
 # (str paths and os.* on purpose: the claim path, see lanekit.queue.directory)
 from __future__ import annotations
 
-import contextlib
 import os
 
-from lanekit.errors import QueueError
-from lanekit.queue.directory.fileio import io_errors, listdir
-from lanekit.queue.directory.layout import has_id
-from lanekit.queue.directory.observe import done_file
-from lanekit.queue.directory.safety import check
+from lanekit.queue.directory.layout import delayed_name, has_id
+from lanekit.queue.directory.recordfile import create_record, stage_record
+from lanekit.queue.directory.safety import check_root
 from lanekit.queue.ids import new_job_id, validate_job_id
-from lanekit.queue.model import JobExistsError
 from lanekit.queue.payload import payload_bytes
-from lanekit.queue.records import JobState, Record, iso_utc
+from lanekit.queue.recordline import iso_utc, record_line
 from lanekit.system import fsops
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
     from pathlib import Path
     from typing import Any
 
     from lanekit.queue.directory.state import QueueState
 
+QUEUED = "queued"
+"""JobState.QUEUED's value: a new job's record says it (the enum is not imported here)."""
+
 
 def enqueue(
-    q: QueueState, payload: Mapping[str, Any] | bytes | str, job_id: str | None = None
+    q: QueueState,
+    payload: Mapping[str, Any] | bytes | str,
+    job_id: str | None = None,
+    *,
+    not_before: float | None = None,
 ) -> str:
-    """Add a job; returns its id. The payload must be a JSON object of at most the queue's
-    max_job_bytes (UsageError otherwise).
+    """Add a job to the queue `q`; returns its id (see `add`)."""
+    return add(
+        q.root,
+        payload,
+        job_id,
+        durable=q.durable,
+        clock=q.clock,
+        max_job_bytes=q.max_job_bytes,
+        state=q,
+        not_before=not_before,
+    )
 
-    Written to tmp/, fsynced, renamed without replacing into queue/<id>.json, directory
-    fsynced (no fsyncs when durable=False). A given id must pass validate_job_id and must
+
+def add(
+    root: str,
+    payload: Mapping[str, Any] | bytes | str,
+    job_id: str | None = None,
+    *,
+    durable: bool,
+    clock: Callable[[], float],
+    max_job_bytes: int,
+    state: QueueState | None = None,
+    not_before: float | None = None,
+) -> str:
+    """Add a job to the queue directory `root`; returns its id. The payload must be a JSON
+    object of at most `max_job_bytes` (UsageError otherwise). `state`: the queue's QueueState
+    when the caller has one (a given id's checks need it; made here otherwise). `not_before`
+    (epoch seconds) later than now: the job waits in delayed/<id>.<not-before>.json (the
+    second rounded up, so it never runs early), as a retry waits out its backoff; each run
+    moves it into queue/ once due.
+
+    Written to tmp/, fsynced, renamed without replacing into queue/<id>.json (or delayed/),
+    directory fsynced (no fsyncs when not `durable`). A given id must pass validate_job_id and must
     not be anywhere in the queue already; an id whose record says succeeded is refused too
     (JobExistsError), because the guard would only skip it.
 
@@ -45,21 +84,37 @@ def enqueue(
     id has none. A record that exists belongs to the id's earlier life (a claim about to
     finish, a success, an attempt count) and stays; the claimer's guard then decides.
     """
-    check(q)
-    data = payload_bytes(payload, q.max_job_bytes)
+    check_root(root)
+    data = payload_bytes(payload, max_job_bytes)
     if job_id is None:
-        job_id = new_job_id(round(q.clock() * 1e9))
+        job_id = new_job_id(round(clock() * 1e9))
     else:
         validate_job_id(job_id)
-        refuse_existing(q, job_id)
-    with io_errors("enqueue"):
-        write_job(q, job_id, data)
+        if state is None:
+            from pathlib import Path
+
+            from lanekit.queue.directory.state import QueueState
+
+            state = QueueState(
+                Path(root), durable=durable, clock=clock, max_job_bytes=max_job_bytes
+            )
+        refuse_existing(state, job_id)
+    now = clock()
+    wait = None if not_before is None or not_before <= now else -int(-not_before // 1)
+    try:
+        write_job(root, job_id, data, durable=durable, stamp=iso_utc(now), not_before=wait)
+    except OSError as exc:
+        from lanekit.queue.directory.fileio import queue_error
+
+        raise queue_error(exc, "enqueue") from exc
     return job_id
 
 
-def write_job(q: QueueState, job_id: str, data: bytes) -> None:
-    """Stage the record, move the job into queue/, create its record, then commit both with
-    ONE full flush.
+def write_job(
+    root: str, job_id: str, data: bytes, *, durable: bool, stamp: str, not_before: int | None = None
+) -> None:
+    """Stage the record, move the job into queue/ (delayed/ when it waits until `not_before`),
+    create its record, then commit both with ONE full flush.
 
     Durably, the job file and the staged record are fsync'd (plain), the record's directory
     entry is fsync'd (plain) once it is in place, and the commit point is the full flush of
@@ -70,50 +125,69 @@ def write_job(q: QueueState, job_id: str, data: bytes) -> None:
     power cut before the commit point loses the enqueue (it had not returned): the job
     without its record (the settle of its first claim writes one), or a `queued` record
     without its job (which nothing runs)."""
-    stamp = iso_utc(q.clock())
-    job_tmp = q.tmp_name("job")
-    fsops.write_new(job_tmp, data, durable=q.durable)
+    tmp_dir, records_dir = f"{root}/tmp", f"{root}/records"
+    if not_before is None:
+        queue_dir, target = f"{root}/queue", f"{root}/queue/{job_id}.json"
+        where = "is already queued"
+    else:
+        queue_dir = f"{root}/delayed"
+        target = f"{queue_dir}/{delayed_name(job_id, not_before)}"
+        where = "already waits for its time"
+    job_tmp = f"{tmp_dir}/.job.{fsops.tmp_suffix()}"
+    fsops.write_new(job_tmp, data, durable=durable)
     tmp: str | None = job_tmp
     staged: str | None = None
-    target = f"{q.queue_dir}/{job_id}.json"
     try:
         # Staged before the job is visible: a full disk then queues nothing. Moving it into
         # records/ later is a rename, which needs no free space.
-        staged = q.store.stage(Record(job_id, JobState.QUEUED, 0, stamp, stamp))
+        staged = stage_record(
+            tmp_dir, record_line(job_id, QUEUED, 0, stamp, stamp), durable=durable
+        )
         try:
             fsops.rename_noreplace(job_tmp, target)
         except FileExistsError:
+            from lanekit.queue.model import JobExistsError
+
             raise JobExistsError(
-                f"job {job_id} is already queued ({target})", "give the new job another id"
+                f"job {job_id} {where} ({target})", "give the new job another id"
             ) from None
         tmp = None
-        # create() owns the staged file from here on (it removes it unless it moved it).
+        # create_record() owns the staged file from here on (it removes it unless it moved it).
         staged_record, staged = staged, None
         created, failure = False, None
         try:
-            created = q.store.create(staged_record, job_id, durable=False)
+            created = create_record(records_dir, staged_record, job_id, durable=False)
         except OSError as exc:
             failure = exc
-        if q.durable:
+        if durable:
             if created:
-                fsops.sync_dir(q.store.dir_path)
-            fsops.fsync_dir(q.queue_dir)
+                fsops.sync_dir(records_dir)
+            fsops.fsync_dir(queue_dir)
         if failure is not None:
+            from lanekit.errors import QueueError
+
             raise QueueError(
-                f"{failure.filename or q.store.path(job_id)}: job {job_id} is queued, but "
-                f"its record cannot be created ({failure.strerror or failure})",
+                f"{failure.filename or f'{records_dir}/{job_id}.json'}: job {job_id} is "
+                f"queued, but its record cannot be created ({failure.strerror or failure})",
                 "the job will run (its record is written when it settles); check the queue's "
                 "records/ directory (`lanekit doctor`)",
             ) from failure
     finally:
         for leftover in (tmp, staged):
             if leftover is not None:
-                with contextlib.suppress(OSError):
+                try:  # noqa: SIM105 - contextlib would cost a single enqueue's start-up
                     os.unlink(leftover)
+                except OSError:
+                    pass
 
 
 def refuse_existing(q: QueueState, job_id: str) -> None:
     """JobExistsError when `job_id` is anywhere in the queue or already succeeded."""
+    from lanekit.queue.directory.fileio import listdir
+    from lanekit.queue.directory.observe import done_file
+    from lanekit.queue.model import JobExistsError
+    from lanekit.queue.records import JobState
+
     hint = "give the new job another id"
     for path, what in (
         (f"{q.queue_dir}/{job_id}.json", "is already queued"),

@@ -24,9 +24,10 @@ never started. Claims left by earlier versions have a symlink mark counting the 
 mark and a `running` record: both are read.
 """
 
+# Builtin imports only (through lanekit.queue.ids): a single `lanekit enqueue` checks its queue
+# with these names (lanekit.queue.directory.safety), and its start-up is a benchmark figure;
+# that is why Mark is a plain class with slots rather than a frozen dataclass.
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 from lanekit.queue.ids import Owner
 
@@ -100,14 +101,43 @@ def mark_text(owner: str, attempt: int, lane: str | None) -> str:
     return f"{owner}.{attempt}" if lane is None else f"{owner}.{attempt}/{lane}"
 
 
-@dataclass(frozen=True, slots=True)
 class Mark:
     """What a previous version's running mark (a symlink) says: who holds the claim, which
-    attempt it is, for which lane."""
+    attempt it is, for which lane. Immutable, compared and hashed by value."""
 
-    owner: str
-    attempt: int
-    lane: str | None = None
+    __slots__ = ("_attempt", "_lane", "_owner")
+
+    def __init__(self, owner: str, attempt: int, lane: str | None = None) -> None:
+        self._owner = owner
+        self._attempt = attempt
+        self._lane = lane
+
+    @property
+    def owner(self) -> str:
+        """The claim's owner tag (lanekit.queue.ids.Owner)."""
+        return self._owner
+
+    @property
+    def attempt(self) -> int:
+        """Which attempt of the job the claim is."""
+        return self._attempt
+
+    @property
+    def lane(self) -> str | None:
+        """The lane that made the claim (None: made by hand)."""
+        return self._lane
+
+    def _key(self) -> tuple[str, int, str | None]:
+        return (self._owner, self._attempt, self._lane)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Mark) and other._key() == self._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"Mark(owner={self._owner!r}, attempt={self._attempt!r}, lane={self._lane!r})"
 
     @classmethod
     def parse(cls, text: str) -> Mark | None:

@@ -31,7 +31,8 @@ from lanekit.queue.directory.fileio import listdir
 from lanekit.queue.directory.layout import Mark, claimed_name, has_id, mark_id, mark_name
 from lanekit.queue.directory.observe import done_file
 from lanekit.queue.ids import id_time, own_owner, split_owned_name
-from lanekit.queue.records import JobState, Record, RecordError, iso_utc
+from lanekit.queue.recordline import iso_utc
+from lanekit.queue.records import JobState, Record, RecordError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

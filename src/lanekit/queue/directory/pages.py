@@ -24,7 +24,8 @@ from lanekit.queue.directory.observe import error_text, locate
 from lanekit.queue.ids import is_job_name, new_job_id, owned_id, validate_job_id
 from lanekit.queue.model import error_file_text
 from lanekit.queue.paging import JobView, Page, Unreadable, adjust_item_count, paginate
-from lanekit.queue.records import JobState, Record, RecordError, iso_utc
+from lanekit.queue.recordline import iso_utc
+from lanekit.queue.records import JobState, Record, RecordError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -127,10 +128,13 @@ class _Source:
         return f"{self.directory}/{self.files.get(name) or os.fsdecode(name)}"
 
 
-def _sources(queue: QueueState, state: JobState | None) -> list[_Source]:
-    """The directories of `state` (all when None), the live ones first: when one id has files
-    in several places (a duplicate), claimed/ wins over queue/, then delayed/, failed/, and
-    done/ (newest day first)."""
+def _sources(
+    queue: QueueState, state: JobState | None, delayed: bool | None = None
+) -> list[_Source]:
+    """The directories of `state` (all when None; of the queued, only delayed/ or only queue/
+    with `delayed`), the live ones first: when one id has files in several places (a
+    duplicate), claimed/ wins over queue/, then delayed/, failed/, and done/ (newest day
+    first)."""
     wanted = [
         (JobState.RUNNING, str(queue.claimed), "owned"),
         (JobState.QUEUED, str(queue.queue), "plain"),
@@ -144,15 +148,27 @@ def _sources(queue: QueueState, state: JobState | None) -> list[_Source]:
             days = []
         days = sorted((d for d in days if d[:1].isdigit()), reverse=True)
         wanted += [(JobState.SUCCEEDED, f"{queue.done}/{day}", "owned") for day in days]
+    if delayed is not None:
+        skip = str(queue.queue) if delayed else str(queue.delayed)
+        wanted = [where for where in wanted if where[1] != skip]
     sources = [_Source(*where) for where in wanted if state is None or where[0] is state]
     return [source for source in sources if source.names]
 
 
 def page_jobs(
-    queue: QueueState, page: int = 1, per_page: int = 20, state: JobState | None = None
+    queue: QueueState,
+    page: int = 1,
+    per_page: int = 20,
+    state: JobState | None = None,
+    *,
+    delayed: bool | None = None,
 ) -> Page:
-    """Page `page` of the queue's jobs (all, or those in `state`), newest first."""
-    sources = _sources(queue, state)
+    """Page `page` of the queue's jobs (all, or those in `state`; `delayed`: of the queued,
+    those in delayed/ or those in queue/), newest first; each job on it that waits in
+    delayed/ with its due time."""
+    sources = _sources(queue, state, delayed)
+    waiting_in = next((s for s in sources if s.directory == str(queue.delayed)), None)
+    ready_in = next((s for s in sources if s.directory == str(queue.queue)), None)
     # An id may have files in several directories (a duplicate): count and show it once. The
     # biggest listing is used as it is; only the others are collected into a set.
     biggest: list[bytes] = max((source.names for source in sources), key=len, default=[])
@@ -183,6 +199,7 @@ def page_jobs(
     ordered = [keys.get(key, key) for key in top if key not in raw_customs]
     items: list[Record] = []
     unreadable: list[Unreadable] = []
+    not_before: dict[str, str] = {}
     # claimed/ comes first in `sources` when it holds anything (it is small: one name a claim).
     claimed = sources[0] if sources and sources[0].state is JobState.RUNNING else None
     for name in ordered[start:stop]:
@@ -200,9 +217,15 @@ def page_jobs(
         if record is None:
             source = next(s for s in sources if len(sources) == 1 or name in s)
             record = _unrecorded(job_id, source.state, source.path(name))
+        ready = ready_in is not None and name in ready_in
+        if waiting_in is not None and name in waiting_in and not ready:
+            due = delayed_until(waiting_in.files.get(name) or os.fsdecode(name))
+            if due is not None and record.state is JobState.QUEUED:
+                not_before[job_id] = iso_utc(due[1])
         items.append(record)
     elsewhere = _distinct(_sources(queue, None)) if state is not None and total == 0 else 0
-    return Page(items, adjust_item_count(meta, len(items)), unreadable, state, elsewhere)
+    meta = adjust_item_count(meta, len(items))
+    return Page(items, meta, unreadable, state, elsewhere, not_before, delayed)
 
 
 def _distinct(sources: Sequence[_Source]) -> int:

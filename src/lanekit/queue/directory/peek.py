@@ -42,3 +42,39 @@ def purgeable(queue_dir: str, now: float, keep_done: float) -> bool:
             return any(not entry.name.startswith(".") for entry in entries)
     except OSError:
         return False  # a missing directory: the full run reports it when it matters
+
+
+WHERE = {
+    "queued": ("queue",),
+    "delayed": ("delayed",),
+    "running": ("claimed",),
+    "failed": ("failed",),
+    "any": ("queue", "delayed", "claimed", "failed", "records"),
+}
+"""The directories holding the ids of jobs in each state `job_ids` is asked for (`any`: every
+job with a file or a record; finished jobs are known by their records, done/'s day buckets are
+not listed)."""
+
+
+def job_ids(queue_dir: str, states: tuple[str, ...], prefix: str = "") -> list[str]:
+    """The ids, starting with `prefix`, of the jobs in `states` (keys of WHERE), sorted, from
+    one listing of each directory (shell completion: a name renamed during the listing may be
+    missed, which only leaves it out of the suggestions). Names are read by the queue's one
+    grammar (lanekit.queue.directory.layout); a directory missing or unreadable adds none."""
+    from lanekit.queue.directory.layout import delayed_until
+    from lanekit.queue.ids import is_job_name, job_id_of
+
+    found: set[str] = set()
+    for directory in {name for state in states for name in WHERE.get(state, ())}:
+        try:
+            names = os.listdir(f"{queue_dir}/{directory}")
+        except OSError:
+            continue
+        for name in names:
+            if not is_job_name(name):
+                continue
+            delayed = delayed_until(name) if directory == "delayed" else None
+            job_id = delayed[0] if delayed is not None else job_id_of(name)
+            if job_id.startswith(prefix):
+                found.add(job_id)
+    return sorted(found)

@@ -244,28 +244,20 @@ class RecordStore:
 
     def stage(self, record: Record, *, durable: bool | None = None) -> str:
         """Write `record` to a fresh temp file for `create`; returns its path."""
-        tmp = f"{self._tmp}/.rec.{tmp_suffix()}"
-        fsops.write_new(
-            tmp, record.to_bytes(), durable=self.durable if durable is None else durable
+        from lanekit.queue.directory.recordfile import stage_record
+
+        return stage_record(
+            str(self._tmp), record.to_bytes(), durable=self.durable if durable is None else durable
         )
-        return tmp
 
     def create(self, staged: str, job_id: str, *, durable: bool | None = None) -> bool:
         """Move the staged record of `job_id` into place unless the job already has a record;
-        True if it did. An existing record is left alone and the staged file removed: a
-        no-replace rename decides, so a concurrent writer's record is never overwritten."""
-        try:
-            fsops.rename_noreplace(staged, f"{self._dir}/{job_id}.json")
-        except FileExistsError:
-            os.unlink(staged)
-            return False
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(staged)
-            raise
-        if self.durable if durable is None else durable:
-            fsops.fsync_dir(self._dir)
-        return True
+        True if it did (lanekit.queue.directory.recordfile.create_record)."""
+        from lanekit.queue.directory.recordfile import create_record
+
+        return create_record(
+            self._dir, staged, job_id, durable=self.durable if durable is None else durable
+        )
 
     # -- the guard beyond purged records ---------------------------------------------------
 

@@ -36,7 +36,8 @@ from lanekit.queue.ids import is_job_name, split_owned_name
 from lanekit.queue.model import Recovered
 from lanekit.queue.observed import RecoverReason
 from lanekit.queue.policy import gave_up
-from lanekit.queue.records import JobState, Record, RecordError, iso_utc
+from lanekit.queue.recordline import iso_utc
+from lanekit.queue.records import JobState, Record, RecordError
 from lanekit.system import fsops, procinfo
 
 TYPE_CHECKING = False

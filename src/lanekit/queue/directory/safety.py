@@ -1,17 +1,19 @@
 """Setting a queue up and refusing one that could break exactly-once: missing, foreign or
 group-writable directories, symlinks, mounts inside, network and sync-engine folders, and
-volumes that cannot rename without replacing (design.md section 3)."""
+volumes that cannot rename without replacing (design.md section 3).
+
+Builtin imports only until something is refused (the error class is imported then): a single
+`lanekit enqueue` checks its queue here, and its start-up is a benchmark figure
+(lanekit.jobs.add)."""
 
 # ruff: noqa: PTH108, PTH110, PTH115, PTH116, PTH120
 # (str paths and os.* on purpose: the claim path, see lanekit.queue.directory)
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 import stat
 
-from lanekit.errors import QueueError
 from lanekit.queue.directory.layout import MOVED_THROUGH, SUBDIRS
 from lanekit.system import fsops, volumes
 from lanekit.system.owned import make_private_dirs
@@ -19,12 +21,19 @@ from lanekit.system.quoting import cmdline
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from lanekit.errors import QueueError
     from lanekit.queue.directory.state import QueueState
 
 _NO_EXCL_ERRNOS = frozenset({errno.ENOTSUP, errno.EOPNOTSUPP, errno.EPERM})
 """What a no-replace rename fails with where the volume has neither RENAME_EXCL nor links."""
 _checked_roots: set[str] = set()
 """Queue directories that passed check() in this process (the runner checks on every run)."""
+
+
+def _refusal(message: str, hint: str) -> QueueError:
+    from lanekit.errors import QueueError
+
+    return QueueError(message, hint)
 
 
 def location_error(root: str | os.PathLike[str]) -> QueueError | None:
@@ -36,7 +45,7 @@ def location_error(root: str | os.PathLike[str]) -> QueueError | None:
     real = os.path.realpath(root)
     where = volumes.sync_folder(real)
     if where is not None:
-        return QueueError(
+        return _refusal(
             f"{root}: inside {where}; a sync engine moves and re-creates files behind the "
             "queue's back, so claims are not atomic there",
             "put the queue in a local folder outside any synced folder",
@@ -53,14 +62,14 @@ def location_error(root: str | os.PathLike[str]) -> QueueError | None:
             if existing == real
             else f"is not a directory ({existing} is {kind})"
         )
-        return QueueError(
+        return _refusal(
             f"{root}: {what}",
             "point the queue's dir at a directory (or where `lanekit apply` may create one), "
             "or move the file out of the way",
         )
     problem = volumes.mount_problem(existing)
     if problem is not None:
-        return QueueError(
+        return _refusal(
             f"{root}: {problem}; rename there is not atomic or not local",
             "put the queue on a local disk",
         )
@@ -75,7 +84,7 @@ def ensure(q: QueueState) -> None:
         for name in SUBDIRS:
             make_private_dirs(f"{q.root}/{name}", parents=False)
     except OSError as exc:
-        raise QueueError(
+        raise _refusal(
             f"{exc.filename or q.root}: cannot create the queue directory ({exc.strerror})",
             "check that the parent directory exists and is writable",
         ) from None
@@ -84,6 +93,11 @@ def ensure(q: QueueState) -> None:
 
 
 def check(q: QueueState) -> None:
+    """check_root(q.root): see there."""
+    check_root(q.root)
+
+
+def check_root(root: str) -> None:
     """Refuse (QueueError, exit 69) a queue whose directories could break exactly-once.
 
     All directories must exist, be real directories (not symlinks), belong to us and not be
@@ -91,24 +105,23 @@ def check(q: QueueState) -> None:
     renamed through each of them), and not be inside a network or sync-engine folder.
     A queue that passed is not checked again in the same process.
     """
-    if q.root in _checked_roots:
+    if root in _checked_roots:
         return
-    root = q.root
     try:
         root_stat = os.stat(root)
     except FileNotFoundError:
-        raise QueueError(
+        raise _refusal(
             f"{root}: queue directory does not exist",
             "create it with `lanekit apply` (it creates the queue directories), "
             "or fix the queue's dir in lanes.toml",
         ) from None
     except OSError as exc:
-        raise QueueError(
+        raise _refusal(
             f"{root}: queue directory is unusable ({exc.strerror})",
             "check its permissions",
         ) from None
     if not stat.S_ISDIR(root_stat.st_mode):
-        raise QueueError(f"{root}: not a directory", "point the queue's dir at a directory")
+        raise _refusal(f"{root}: not a directory", "point the queue's dir at a directory")
     check_access(root, root_stat)
     refusal = location_error(root)
     if refusal is not None:
@@ -118,7 +131,7 @@ def check(q: QueueState) -> None:
         try:
             sub = os.lstat(path)
         except FileNotFoundError:
-            raise QueueError(
+            raise _refusal(
                 f"{path}: queue directory is missing",
                 "create the queue directories with `lanekit apply` (or `Queue.ensure()`)",
             ) from None
@@ -134,41 +147,42 @@ def check(q: QueueState) -> None:
                 if elsewhere
                 else f"queue directories must be real directories inside {root}"
             )
-            raise QueueError(
+            raise _refusal(
                 f"{path}: is a symlink to {target}, {why}",
                 "replace the symlink with a directory: "
                 f"{cmdline('rm', path)} && {cmdline('mkdir', '-m', '700', path)}",
             )
         if not stat.S_ISDIR(sub.st_mode):
-            raise QueueError(
+            raise _refusal(
                 f"{path}: not a directory", f"move it away and create a directory: {path}"
             )
         check_access(path, sub)
         if sub.st_dev != root_stat.st_dev:
-            raise QueueError(
+            raise _refusal(
                 f"{path}: on a different filesystem from {root}; a rename between them is "
                 "a copy, not an atomic move",
                 "keep every queue directory on the queue's own filesystem (no mounts inside)",
             )
-    probe_renames(q)
+    probe_renames(root)
     _checked_roots.add(root)
 
 
-def probe_renames(q: QueueState) -> None:
+def probe_renames(root: str) -> None:
     """Rename a probe file through every directory: catches bind mounts st_dev cannot see. In
     claimed/ it is also linked once: every claim's running mark is a hard link there."""
     name = f".probe-{os.getpid()}-{os.urandom(4).hex()}"
-    here = f"{q.tmp_dir}/{name}"
+    tmp_dir = f"{root}/tmp"
+    here = f"{tmp_dir}/{name}"
     try:
         fsops.write_new(here, b"", durable=False)
     except OSError as exc:
-        raise QueueError(
-            f"{q.tmp_dir}: cannot create a file ({exc.strerror})",
-            f"check that {q.tmp_dir} is writable",
+        raise _refusal(
+            f"{tmp_dir}: cannot create a file ({exc.strerror})",
+            f"check that {tmp_dir} is writable",
         ) from None
     try:
         for target in (*MOVED_THROUGH[1:], "tmp"):
-            there = f"{q.root}/{target}/{name}"
+            there = f"{root}/{target}/{name}"
             try:
                 # The rename claims rely on (no-replace), not plain rename(2): exFAT/FAT
                 # volumes pass a plain rename but have neither RENAME_EXCL nor hard links,
@@ -176,14 +190,14 @@ def probe_renames(q: QueueState) -> None:
                 fsops.rename_noreplace(here, there)
             except OSError as exc:
                 if exc.errno in _NO_EXCL_ERRNOS:
-                    raise QueueError(
-                        f"{q.root}: this volume cannot rename without replacing "
+                    raise _refusal(
+                        f"{root}: this volume cannot rename without replacing "
                         f"({exc.strerror}): no RENAME_EXCL and no hard links, as on exFAT "
                         "or FAT, so no job could be claimed safely",
                         "put the queue on an APFS or HFS+ volume (`lanekit doctor` reports "
                         "volume.no-rename-excl)",
                     ) from None
-                raise QueueError(
+                raise _refusal(
                     f"{os.path.dirname(there)}: a rename from {os.path.dirname(here)} fails "
                     f"({exc.strerror})",
                     "keep every queue directory on one local filesystem, writable by you",
@@ -192,8 +206,10 @@ def probe_renames(q: QueueState) -> None:
             if target == "claimed":
                 probe_link(there)
     finally:
-        with contextlib.suppress(OSError):
+        try:  # noqa: SIM105 - contextlib would cost a single enqueue's start-up
             os.unlink(here)
+        except OSError:
+            pass
 
 
 def probe_link(path: str) -> None:
@@ -204,7 +220,7 @@ def probe_link(path: str) -> None:
     try:
         os.link(path, link)  # link(2), as the mark is made (lanekit.queue.directory.mark.take)
     except OSError as exc:
-        raise QueueError(
+        raise _refusal(
             f"{os.path.dirname(path)}: this volume has no hard links ({exc.strerror}), and "
             "each claim's running mark is one, so no job could be claimed",
             "put the queue on an APFS or HFS+ volume (`lanekit doctor` reports "
@@ -217,7 +233,7 @@ def check_access(path: str, st: os.stat_result) -> None:
     """Refuse a queue directory someone else owns or may write to."""
     uid = os.geteuid()
     if st.st_uid != uid:
-        raise QueueError(
+        raise _refusal(
             f"{path}: owned by uid {st.st_uid}, not by you (uid {uid}); its owner could "
             "take or replace jobs",
             "point the queue's `dir` at a directory of your own (taking over another "
@@ -230,7 +246,7 @@ def check_access(path: str, st: os.stat_result) -> None:
             if writable == stat.S_IWGRP | stat.S_IWOTH
             else ("its group" if writable == stat.S_IWGRP else "others")
         )
-        raise QueueError(
+        raise _refusal(
             f"{path}: writable by {who} (mode {stat.S_IMODE(st.st_mode):04o}); someone else "
             "could add, take or replace jobs",
             cmdline("chmod", "go-w", path),

@@ -18,7 +18,8 @@ from lanekit.queue.directory.mark import drop as drop_mark
 from lanekit.queue.directory.state import ClaimLock
 from lanekit.queue.model import RecordNotWrittenError, Settled, VerdictKind, error_file_text
 from lanekit.queue.policy import gave_up
-from lanekit.queue.records import JobState, Record, iso_utc
+from lanekit.queue.recordline import iso_utc
+from lanekit.queue.records import JobState, Record
 from lanekit.system import fsops
 
 TYPE_CHECKING = False

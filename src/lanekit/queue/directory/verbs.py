@@ -18,7 +18,8 @@ from lanekit.queue.directory.safety import check
 from lanekit.queue.directory.settle import to_failed, write_failed_record
 from lanekit.queue.ids import validate_job_id
 from lanekit.queue.model import CANCELLED, JobExistsError, Moved
-from lanekit.queue.records import JobState, Record, RecordError, iso_utc
+from lanekit.queue.recordline import iso_utc
+from lanekit.queue.records import JobState, Record, RecordError
 from lanekit.system import fsops
 
 TYPE_CHECKING = False

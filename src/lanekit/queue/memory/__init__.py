@@ -35,7 +35,8 @@ from lanekit.queue.model import (
 )
 from lanekit.queue.observed import ClaimState, ClaimView, JobLocation, RecoverReason
 from lanekit.queue.policy import DEFAULT_BACKOFF_BASE, DEFAULT_BACKOFF_MAX, backoff, gave_up
-from lanekit.queue.records import JobState, Record, iso_utc
+from lanekit.queue.recordline import iso_utc
+from lanekit.queue.records import JobState, Record
 from lanekit.state.clock import epoch
 from lanekit.state.snapshot_schema import DEFAULT_MAX_JOB_BYTES
 
@@ -160,8 +161,15 @@ class MemoryQueue:
         """Its owner's process is gone: its claims are no longer live (a test's crash)."""
         self._gone.add(owner)
 
-    def enqueue(self, payload: Mapping[str, Any] | bytes | str, job_id: str | None = None) -> str:
-        """Add a job; JobExistsError for an id already here or already succeeded."""
+    def enqueue(
+        self,
+        payload: Mapping[str, Any] | bytes | str,
+        job_id: str | None = None,
+        *,
+        not_before: float | None = None,
+    ) -> str:
+        """Add a job; JobExistsError for an id already here or already succeeded. With
+        `not_before` later than now it waits for that time, as a retry waits out its backoff."""
         from lanekit.queue.ids import new_job_id, validate_job_id
         from lanekit.queue.payload import payload_bytes
 
@@ -184,7 +192,8 @@ class MemoryQueue:
             stamp = iso_utc(now)
             self._seq += 1
             record = Record(job_id, JobState.QUEUED, 0, stamp, stamp)
-            self._jobs[job_id] = _Job(data, self._seq, record, now)
+            wait = not_before if not_before is not None and not_before > now else None
+            self._jobs[job_id] = _Job(data, self._seq, record, now, not_before=wait)
         return job_id
 
     def claimer(
@@ -407,16 +416,36 @@ class MemoryQueue:
             views.append(ClaimView(info, ClaimState.LIVE if alive else ClaimState.STRANDED))
         return views
 
-    def page(self, page: int = 1, per_page: int = 20, state: JobState | None = None) -> Page:
-        """Page `page` of the jobs (all, or those in `state`), newest first."""
+    def page(
+        self,
+        page: int = 1,
+        per_page: int = 20,
+        state: JobState | None = None,
+        *,
+        delayed: bool | None = None,
+    ) -> Page:
+        """Page `page` of the jobs (all, or those in `state`; `delayed`: of the queued ones,
+        only those waiting for their time, or only the ready ones), newest first."""
         from lanekit.queue.paging import Page, adjust_item_count, paginate
 
         newest = sorted(self._jobs.values(), key=lambda job: job.seq, reverse=True)
-        chosen = [job.record for job in newest if state is None or job.record.state is state]
+        chosen = [
+            job
+            for job in newest
+            if (state is None or job.record.state is state)
+            and (delayed is None or delayed is (job.not_before is not None))
+        ]
         start, stop, meta = paginate(len(chosen), page, per_page)
-        items = chosen[start:stop]
+        shown = chosen[start:stop]
+        waiting = {
+            job.record.job_id: iso_utc(job.not_before)
+            for job in shown
+            if job.not_before is not None and job.record.state is JobState.QUEUED
+        }
+        items = [job.record for job in shown]
         elsewhere = len(newest) if state is not None and not chosen else 0
-        return Page(items, adjust_item_count(meta, len(items)), [], state, elsewhere)
+        meta = adjust_item_count(meta, len(items))
+        return Page(items, meta, [], state, elsewhere, waiting, delayed)
 
     def job(self, job_id: str) -> JobView | None:
         """Everything known about one job, or None when there is no trace of it."""

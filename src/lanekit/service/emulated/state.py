@@ -1,7 +1,8 @@
 """The emulated launchd domain's state file, `domain.json`: one entry per loaded job and the
 disabled labels (lanekit.service.emulated.emulator reads and writes it under its lock).
 
-The layout is read by two more: `read_offset` below (the domain's clock, without the lock) and
+The layout is read by two more: lanekit.service.emulated.offset (the domain's clock, without
+the lock, through `offset_of` as here) and
 the watchdog's lean pass (lanekit.watch.fingerprint, builtin modules only, which keeps to
 EMULATED_STATE_SCHEMA and the `jobs` / `disabled` / `clock_offset` keys). Change them together,
 or bump EMULATED_STATE_SCHEMA.
@@ -11,10 +12,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, fields
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lanekit.service.emulated.info import Definition
+from lanekit.service.emulated.offset import offset_of
 from lanekit.service.launchd.model import FAILED_REAP
 from lanekit.state.schemas import EMULATED_STATE_SCHEMA
 
@@ -130,25 +131,4 @@ class DomainState:
             for label, job in data.get("jobs", {}).items()
         }
         disabled = {str(k): bool(v) for k, v in data.get("disabled", {}).items()}
-        offset = data.get("clock_offset")
-        valid = isinstance(offset, int | float) and not isinstance(offset, bool) and offset > 0
-        return cls(jobs, disabled, offset=float(offset) if valid else 0.0)
-
-
-def read_offset(state_dir: Path) -> float:
-    """The clock offset in the domain's state file, read without the domain lock (the file is
-    replaced atomically) and without reaping anything: 0 when there is no domain yet, or its
-    state cannot be read (the next domain operation reports that)."""
-    from lanekit.errors import LanekitError
-    from lanekit.system.owned import read_regular
-
-    try:
-        # Never blocking on a FIFO planted there (lanekit.system.owned.read_regular).
-        read = read_regular(Path(state_dir) / "domain.json", "emulated launchd state")
-    except (OSError, LanekitError):
-        return 0.0
-    raw = b"" if read is None else read[0]
-    try:
-        return DomainState.from_bytes(raw).offset if raw else 0.0
-    except (ValueError, TypeError, AttributeError):
-        return 0.0
+        return cls(jobs, disabled, offset=offset_of(data))

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Mapping
 
 from lanekit.service.launchd.model import LaunchctlError, Launchd, ListEntry, ServiceInfo
-from lanekit.state.clock import REAL, Clock, job_offset
+from lanekit.state.clock import Clock
 from lanekit.state.paths import Paths, backend_name
 
 __all__ = ["LaunchctlError", "Launchd", "ListEntry", "ServiceInfo", "clock_for", "open_launchd"]
@@ -37,11 +37,6 @@ def clock_for(
     """The clock of a lanekit command (lanekit.state.clock): real on the launchctl backend; on the
     emulated one the domain's clock (its state file, or the offset this process was started
     with if larger). Here, beside open_launchd, because only the backend knows its time."""
-    env = os.environ if env is None else env
-    platform = sys.platform if platform is None else platform
-    if backend_name(env, platform) != "emulated":
-        return REAL
-    from lanekit.service.emulated.state import read_offset
+    from lanekit.service.emulated.offset import command_clock
 
-    offset = max(read_offset(paths.emulator), job_offset(env, platform))
-    return REAL if offset == 0 else Clock(offset)
+    return command_clock(paths.emulator, env, platform)
