@@ -356,11 +356,12 @@ def test_the_port_on_dst_days() -> None:
 
 
 def test_too_many_per_month_entries_keep_the_day_and_warn() -> None:
-    """Day 31 every two minutes is 30 entries as {Day=31} but 210 as one per month: the Day
-    is kept as written (within launchd's limit) and the warning says what launchd 10.9 does
-    with it and the guard that makes it safe; duplicates do not count towards the limit."""
-    schedule = build_schedule("*/2 * 31 * *")
-    assert len(schedule.calendar) == 30 and {e.day for e in schedule.calendar} == {31}
+    """Day 31 every two minutes from 00:00 to 04:58 is 150 entries as {Day=31} but 1,050 as
+    one per month (over MAX_ENTRIES): the Day is kept as written (within launchd's limit) and
+    the warning says what launchd 10.9 does with it and the guard that makes it safe;
+    duplicates do not count towards the limit."""
+    schedule = build_schedule("*/2 0-4 31 * *")
+    assert len(schedule.calendar) == 150 and {e.day for e in schedule.calendar} == {31}
     assert all(e.month is None for e in schedule.calendar)
     [warning] = schedule.warnings
     assert "May 1" in warning and '[ "$(date +%d)" = 31 ] || exit 0' in warning
