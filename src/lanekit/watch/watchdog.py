@@ -224,6 +224,28 @@ def applied_channels(
     return applied, spec.environment
 
 
+def installed_channels(
+    config: Config,
+    paths: Paths,
+    env: Mapping[str, str],
+    osascript: str = OSASCRIPT,
+    *,
+    dry_run: bool = False,
+) -> list[Channel]:
+    """The channels a pass of `config`'s watchdog sends through: what `lanekit apply`
+    installed (the watchdog lane's snapshot), never what lanes.toml says now (editing it
+    changes no channel until apply), running with the watchdog lane's environment."""
+    watch = config.watch
+    assert watch is not None  # watch_config refuses a config without it
+    lane = config.lanes[WATCH_LANE]
+    applied, environment = applied_channels(config, lane, watch, paths, dry_run)
+    # The channels' programs get the watchdog lane's environment as launchd gives it, also
+    # in a pass run by hand: a notifier found only on the terminal's PATH must fail here as
+    # it does under launchd.
+    lane_env = lane_process_env(env, lane.label, environment or lane_environment(lane))
+    return channels_for(applied, osascript=osascript, env=lane_env)
+
+
 def pass_clock(paths: Paths, env: Mapping[str, str]) -> Callable[[], datetime]:
     """The time a pass reads: the launchd backend's clock (lanekit.state.clock: the wall clock, or
     on the emulated domain its emulated time), as the runners, `status` and doctor read it."""
@@ -259,14 +281,7 @@ def run_pass(
     if channels is not None:
         chosen = list(channels)
     else:
-        # What runs is what `lanekit apply` installed (the watchdog lane's snapshot), never
-        # what lanes.toml says now: editing it changes no channel until apply.
-        applied, environment = applied_channels(config, lane, watch, paths, request.dry_run)
-        # The channels' programs get the watchdog lane's environment as launchd gives it,
-        # also in a pass run by hand: a notifier found only on the terminal's PATH must fail
-        # here as it does under launchd.
-        lane_env = lane_process_env(env, lane.label, environment or lane_environment(lane))
-        chosen = channels_for(applied, osascript=osascript, env=lane_env)
+        chosen = installed_channels(config, paths, env, osascript, dry_run=request.dry_run)
     names = tuple(channel.name for channel in chosen)
     if launchd is None:
         launchd = open_launchd(paths, env)
