@@ -506,6 +506,7 @@ def test_watch_json_matches_doc(sandbox: Path) -> None:
         f'command = ["/bin/sh", "-c", "cat >> {sandbox / "sent.jsonl"}"]\n'
         # Nothing listens on port 9 of 127.0.0.1: the webhook fails at once.
         'webhook = "http://127.0.0.1:9/hook?token=secret"\n'
+        'heartbeat = "http://127.0.0.1:9/ping/secret-key"\n'
     )
     (sandbox / "watch.toml").write_text(text, encoding="utf-8")
     CliRunner().invoke(app, ["apply", "-c", "watch.toml"])
@@ -521,6 +522,7 @@ def test_watch_json_matches_doc(sandbox: Path) -> None:
     ]
     assert documents[2]["retried"], "the webhook's refused notices are retried"
     assert "secret" not in json.dumps(documents[1])
+    assert documents[1]["heartbeat"]["ok"] is False  # nothing listens on port 9
     _check_all("watch", documents)
 
 

@@ -121,6 +121,7 @@ def run_spec(lane: LaneSpec) -> RunSpec:
             notify=watch.notify,
             command=watch.command,
             webhook_sha256=None if watch.webhook is None else webhook_digest(watch.webhook),
+            heartbeat_sha256=None if watch.heartbeat is None else webhook_digest(watch.heartbeat),
         )
     )
     return RunSpec(

@@ -112,7 +112,7 @@ def send_test(
     chosen = (
         list(channels)
         if channels is not None
-        else installed_channels(config, paths, env, osascript)
+        else installed_channels(config, paths, env, osascript)[0]
     )
     return TestResult(label, tuple(_try(channel, label, now(), paths) for channel in chosen))
 

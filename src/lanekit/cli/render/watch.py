@@ -21,14 +21,28 @@ def result(outcome: PassResult, *, as_json: bool) -> None:
     if outcome.skipped is not None:
         line(f"watch {outcome.label}: skipped ({outcome.skipped})")
         return
-    verb = "would send" if outcome.dry_run else "sent"
-    for notice in (*outcome.retried, *outcome.notices):
+    every = (*outcome.retried, *outcome.notices)
+    sent = [n for n in every if outcome.dry_run or outcome.delivered(n)]
+    for notice in every:
+        if outcome.dry_run:
+            verb = "would send"
+        else:
+            verb = "sent" if outcome.delivered(notice) else "NOT sent"
         line(f"{verb} {notice.kind:<8} {notice.check}  {notice.subject}: {notice.text}")
     for delivery in outcome.failed_deliveries:
         warning(f"{delivery.error} (kept for the next pass)")
+    if outcome.heartbeat is not None and not outcome.heartbeat.ok:
+        beat = outcome.heartbeat
+        warning(f"heartbeat {beat.shown}: {beat.error} (the pass goes on; the next one pings)")
     channels = ", ".join(outcome.channels) or "no channel"
-    count = len(outcome.notices) + len(outcome.retried)
-    line(f"{len(outcome.open)} open, {count} notice{'s' if count != 1 else ''} {verb} ({channels})")
+    done = "would send" if outcome.dry_run else "sent"
+    count = len(sent)
+    summary = f"{len(outcome.open)} open, {count} notice{'s' if count != 1 else ''} {done}"
+    unsent = len(every) - len(sent)
+    if unsent:
+        why = "every channel refused: kept for the next pass" if outcome.channels else "no channel"
+        summary += f", {unsent} not sent ({why})"
+    line(f"{summary} ({channels})")
 
 
 def test_result(outcome: TestResult, *, as_json: bool) -> None:
