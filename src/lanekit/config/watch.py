@@ -46,6 +46,7 @@ WATCH_COMMAND = ("/usr/bin/true",)
 entrypoint, not the runner), but a lane has a command; this one exists on every Mac and Linux
 and needs no PATH, so doctor's command checks find nothing to say about it."""
 MEMORY_NAME = "alerts.json"
+HEARTBEAT_NAME = "heartbeat.url"
 
 Key = tuple[str | int, ...]
 _DIGEST_RE = r"(\d{1,2}):(\d{2})"
@@ -123,6 +124,12 @@ def watch_dir(state: Path, label: str) -> Path:
 def memory_path(lane_dir: Path) -> Path:
     """Where a watchdog keeps its alert memory (lanekit.watch.memory)."""
     return lane_dir / MEMORY_NAME
+
+
+def heartbeat_path(lane_dir: Path) -> Path:
+    """Where `apply` writes the heartbeat URL (0600) for the watchdog's sh guard, which has no
+    Python to read lanes.toml with; the URL never goes into the plist."""
+    return lane_dir / HEARTBEAT_NAME
 
 
 def webhook_digest(url: str) -> str:

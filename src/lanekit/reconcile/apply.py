@@ -29,7 +29,7 @@ from lanekit.state.snapshot import RunSpec
 from lanekit.system.atomic import write_atomic
 from lanekit.system.interpreter import apply_notes as interpreter_notes
 from lanekit.system.interpreter import inspect as inspect_interpreter
-from lanekit.system.interpreter import install_rescue
+from lanekit.system.interpreter import install_guard, install_rescue
 from lanekit.system.owned import make_private_dirs
 from lanekit.system.quoting import cmdline
 
@@ -237,6 +237,9 @@ def _apply(
     if health.exists and any(a.kind is not ActionKind.REMOVE for a in actions):
         # Written while the CLI surely works, for the day its interpreter is gone.
         install_rescue(paths.state, health)
+    watchdog = next((lane for lane in selected if lane.guard is not None), None)
+    if watchdog is not None:
+        _install_guard(paths, watchdog)
 
     deadline = None if wait is None else timing.clock() + max(wait, 0.0)
     stopper = Stopper(manager, timing, deadline=deadline, force=force, progress=progress)
@@ -413,3 +416,17 @@ def _log_applied(lane: LaneSpec, kind: ActionKind, clock: Callable[[], float]) -
         )
     except OSError:
         return
+
+
+def _install_guard(paths: Paths, watchdog: LaneSpec) -> None:
+    """The watchdog's sh guard, and the heartbeat URL it pings when Python cannot run (a
+    private file: the URL is a secret and never goes into the plist); no heartbeat, no file."""
+    from lanekit.config.watch import heartbeat_path
+
+    install_guard(paths.state)
+    path = heartbeat_path(watchdog.queue.dir)
+    url = None if watchdog.watch is None else watchdog.watch.heartbeat
+    if url is None:
+        path.unlink(missing_ok=True)
+        return
+    write_atomic(path, (url + "\n").encode())

@@ -10,7 +10,11 @@ command itself dies with "bad interpreter" (pypa/pipx #633, #965; astral-sh/uv #
   `apply_notes` warns when it lives where upgrades remove it;
 - doctor's `program.missing` names a dangling symlink's target and the reinstall fix;
 - `apply` installs a rescue script (POSIX sh, no Python) next to the snapshots that says the
-  same when the CLI cannot start: `sh <state>/rescue.sh`.
+  same when the CLI cannot start: `sh <state>/rescue.sh`;
+- and the watchdog's guard (POSIX sh, no Python) that launchd runs in front of the watchdog:
+  when the interpreter cannot import lanekit it sends a notice with osascript and pings the
+  heartbeat's `/fail` with curl (both ship with macOS), so the owner hears of it although
+  nothing lanekit wrote in Python can run.
 """
 
 from __future__ import annotations
@@ -30,6 +34,14 @@ RESCUE_MODE = 0o600
 """Private like every file lanekit writes; it is run as `sh rescue.sh`, so it needs no x bit."""
 BROKEN_EXIT = 69
 """The rescue script's exit when the interpreter is gone (EX_UNAVAILABLE, as lanekit's 69)."""
+GUARD_NAME = "watchdog-guard.sh"
+GUARD_EXIT = 78
+"""The guard's exit when the interpreter cannot start lanekit: what every lane's launchd job
+exits with then (EX_CONFIG), so doctor and status read the watchdog like any lane."""
+SH = "/bin/sh"
+IMPORT_CHECK = ("-I", "-c", "import lanekit")
+"""How rescue.sh, the guard and `apply` ask whether an interpreter can start lanekit: with -I,
+as every lane runs it, so a user-site or PYTHONPATH install (which -I ignores) fails here too."""
 
 _FRAGILE: tuple[tuple[re.Pattern[str], str], ...] = (
     (
@@ -138,7 +150,7 @@ def rescue_script(interpreter: Interpreter) -> bytes:
         f"interpreter={shlex.quote(interpreter.path)}",
         f"target={shlex.quote(interpreter.resolved)}",
         f"fix={shlex.quote(interpreter.fix)}",
-        'if [ -x "$interpreter" ] && "$interpreter" -c "import lanekit" 2>/dev/null; then',
+        f'if [ -x "$interpreter" ] && "$interpreter" {_IMPORT_ARGS} 2>/dev/null; then',
         '  echo "lanekit\'s interpreter works: $interpreter"',
         '  echo "lanes should run; check them with: lanekit doctor"',
         "  exit 0",
@@ -155,6 +167,66 @@ def rescue_script(interpreter: Interpreter) -> bytes:
         "",
     ]
     return "\n".join(lines).encode()
+
+
+_IMPORT_ARGS = " ".join(shlex.quote(arg) for arg in IMPORT_CHECK)
+
+GUARD_SCRIPT = r"""#!/bin/sh
+# lanekit watchdog guard: installed by `lanekit apply`; runs without Python.
+# launchd runs: /bin/sh <this file> HEARTBEAT_FILE LABEL PYTHON ARGS...
+# When PYTHON can import lanekit (isolated, as every lane runs it) this becomes the watchdog
+# (exec). Otherwise every lane fails too and no lanekit code can say so: send a notice
+# (osascript) and ping the heartbeat's /fail (curl), both found on the lane's PATH; exit @EXIT@.
+heartbeat_file=$1
+label=$2
+shift 2
+python=$1
+if [ -x "$python" ] && "$python" @IMPORT@ 2>/dev/null; then
+  exec "$@"
+fi
+rescue="$(dirname "$0")/rescue.sh"
+message="lanekit's Python cannot start lanekit ($python): every lane and the watchdog"
+message="$message $label fail until it is reinstalled. Run: sh '$rescue'"
+echo "lanekit watchdog guard: $message" >&2
+osascript -e 'on run argv' \
+  -e 'display notification (item 1 of argv) with title (item 2 of argv)' -e 'end run' \
+  "$message" "lanekit: the watchdog cannot run" >/dev/null 2>&1
+# The URL is a secret: read from a private file, never an argument (curl reads it from its
+# config on stdin, so it is not in the process list either).
+if [ -f "$heartbeat_file" ] && [ ! -L "$heartbeat_file" ]; then
+  IFS= read -r url < "$heartbeat_file"
+  case $url in
+    *'"'* | *'\'*) url= ;;
+    http://* | https://*) ;;
+    *) url= ;;
+  esac
+  if [ -n "$url" ]; then
+    # <url>/fail: appended to the path, the query kept (lanekit.config.watch.fail_url).
+    case $url in
+      *'?'*) query="?${url#*\?}"; base=${url%%\?*} ;;
+      *) query=; base=$url ;;
+    esac
+    base=${base%/}
+    printf 'url = "%s/fail%s"\n' "$base" "$query" |
+      curl -fsS -m 10 --retry 2 --data-binary "$message" -K - >/dev/null 2>&1
+  fi
+fi
+exit @EXIT@
+""".replace("@EXIT@", str(GUARD_EXIT)).replace("@IMPORT@", _IMPORT_ARGS)
+"""Fixed text, nothing baked in: what it needs arrives as arguments from the plist."""
+
+
+def guard_path(state: Path) -> Path:
+    """Where `apply` installs the watchdog's guard: next to rescue.sh, which it names."""
+    return state / GUARD_NAME
+
+
+def install_guard(state: Path) -> Path:
+    """Write the guard atomically (0600: it is run as `/bin/sh GUARD`) and return its path."""
+    make_private_dirs(state)
+    path = guard_path(state)
+    write_atomic(path, GUARD_SCRIPT.encode(), RESCUE_MODE)
+    return path
 
 
 def rescue_path(state: Path) -> Path:
