@@ -72,11 +72,14 @@ class Interpreter:
     """A symlink somewhere on the way points at nothing: the base Python was removed."""
     fragile: str | None = None
     """Why `resolved` is a place upgrades remove, None when it is not."""
+    checkout: str | None = None
+    """The source checkout lanekit runs from (an editable install), None for an installed
+    package: its environment is rebuilt from the checkout, never from the package index."""
 
     @property
     def fix(self) -> str:
         """The command that recreates the environment lanekit is installed in."""
-        return reinstall_fix(self.path)
+        return reinstall_fix(self.path, self.checkout)
 
 
 def links(path: str, limit: int = 40) -> list[str]:
@@ -110,20 +113,85 @@ def inspect(path: str) -> Interpreter:
         (why for hop in (path, *chain) for pattern, why in _FRAGILE if pattern.search(hop)),
         None,
     )
-    return Interpreter(path, resolved, exists, dangling, fragile)
+    return Interpreter(path, resolved, exists, dangling, fragile, lanekit_checkout())
 
 
-def reinstall_fix(path: str) -> str:
+def lanekit_checkout() -> str | None:
+    """The source checkout this lanekit is imported from (`pip install -e`, scripts/setup),
+    None when it is an installed package (under site-packages)."""
+    import lanekit
+
+    package = Path(lanekit.__file__).resolve().parent
+    root = package.parent.parent  # <checkout>/src/lanekit
+    if "site-packages" in package.parts or not (root / "pyproject.toml").is_file():
+        return None
+    return str(root)
+
+
+def import_problem(path: str, timeout: float = 60.0) -> str | None:
+    """Why `path` cannot import lanekit the way every lane runs it (`-I`: no user site, no
+    PYTHONPATH), in words; None when it can. Run once per `apply`."""
+    import subprocess
+
+    try:
+        ran = subprocess.run(
+            [path, *IMPORT_CHECK],
+            capture_output=True,
+            timeout=timeout,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
+    except subprocess.TimeoutExpired:
+        return f"it did not finish within {timeout:g} s"
+    if ran.returncode == 0:
+        return None
+    lines = ran.stderr.decode("utf-8", "replace").strip().splitlines()
+    return lines[-1] if lines else f"exit {ran.returncode}"
+
+
+def reinstall_fix(path: str, checkout: str | None = None) -> str:
     """`pipx reinstall lanekit`, `uv tool install --reinstall lanekit`, or how to rebuild the
-    venv that holds `path`, each followed by `lanekit apply` (it rewrites every plist)."""
+    venv that holds `path` (from `checkout` when lanekit runs from one: the index may hold
+    another package of that name), each followed by `lanekit apply` (it rewrites every
+    plist)."""
     if "/pipx/venvs/" in path:
         return "pipx reinstall lanekit && lanekit apply"
     if "/uv/tools/" in path:
         return "uv tool install --reinstall lanekit && lanekit apply"
     venv = Path(path).parent.parent
+    source = "lanekit" if checkout is None else f"-e {shell_quote(checkout)}"
     return (
         f"python3 -m venv --clear {shell_quote(venv)} && "
-        f"{shell_quote(venv / 'bin' / 'pip')} install lanekit && lanekit apply"
+        f"{shell_quote(venv / 'bin' / 'pip')} install {source} && lanekit apply"
+    )
+
+
+_VERSION = re.compile(r"python@(\d+\.\d+)|cpython-(\d+\.\d+)|python(\d+\.\d+)")
+
+
+def stable_python(interpreter: Interpreter) -> str:
+    """How to reinstall lanekit on a Python that survives patch upgrades, of the same minor
+    version: Homebrew's `opt/python@3.x` path (it follows every upgrade of that keg), or uv's
+    `--python 3.x`. Never /usr/bin/python3: that is Apple's 3.9, and lanekit needs 3.11+."""
+    import sys
+
+    found = next(
+        (m for hop in (interpreter.resolved, interpreter.path) for m in _VERSION.finditer(hop)),
+        None,
+    )
+    version = (
+        next(g for g in found.groups() if g)
+        if found is not None
+        else f"{sys.version_info.major}.{sys.version_info.minor}"
+    )
+    cellar = interpreter.resolved.find("/Cellar/")
+    prefix = interpreter.resolved[:cellar] if cellar > 0 else "/opt/homebrew"
+    opt = f"{prefix}/opt/python@{version}/bin/python{version}"
+    return (
+        f"`pipx reinstall --python {shell_quote(opt)} lanekit` (Homebrew's opt path follows "
+        f"every upgrade of python@{version}) or `uv tool install --python {version} lanekit`"
     )
 
 
@@ -133,8 +201,8 @@ def apply_notes(interpreter: Interpreter) -> tuple[str, ...]:
         return ()
     return (
         f"lanes run {interpreter.path}, which is {interpreter.resolved}: {interpreter.fragile}. "
-        "When it goes, every lane exits 78; reinstall lanekit on a stable Python (e.g. "
-        "`pipx reinstall --python /usr/bin/python3 lanekit`) and run `lanekit apply`",
+        "When it goes, every lane exits 78; reinstall lanekit on a Python that survives "
+        f"upgrades, e.g. {stable_python(interpreter)}, and run `lanekit apply`",
     )
 
 
