@@ -76,6 +76,7 @@ ISSUE_CHECK_IDS = {
     "lane.missed-run",
     "lane.cannot-start",  # issue 10 item 8
     "watch.not-running",  # issue 9 item 6
+    "watch.channel-unconfirmed",  # issue 32 item 1
     "priority.background-burst",
     # issue 15: what real Macs do silently
     "tcc.protected-path",
@@ -122,7 +123,11 @@ def test_checks_run_in_group_order() -> None:
     assert ids.index("logs.dir-missing") < ids.index("launchd.exit-78")
     assert ids.index("launchd.exit-78") < ids.index("queue.stale-claim")
     # The watchdog's dead man's switch comes after the lane checks it reuses.
-    assert ids[-2:] == ["priority.background-burst", "watch.not-running"]
+    assert ids[-3:] == [
+        "priority.background-burst",
+        "watch.channel-unconfirmed",
+        "watch.not-running",
+    ]
 
 
 def test_select_checks_keeps_registry_order() -> None:

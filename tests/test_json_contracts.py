@@ -267,6 +267,7 @@ COMMANDS = (
     "resume",
     "purge",
     "watch",
+    "watch --test",
 )
 
 
@@ -512,6 +513,7 @@ def test_watch_json_matches_doc(sandbox: Path) -> None:
         f'command = ["/bin/sh", "-c", "cat >> {sandbox / "sent.jsonl"}"]\n'
         # Nothing listens on port 9 of 127.0.0.1: the webhook fails at once.
         'webhook = "http://127.0.0.1:9/hook?token=secret"\n'
+        'heartbeat = "http://127.0.0.1:9/ping/secret-key"\n'
     )
     (sandbox / "watch.toml").write_text(text, encoding="utf-8")
     CliRunner().invoke(app, ["apply", "-c", "watch.toml"])
@@ -527,4 +529,28 @@ def test_watch_json_matches_doc(sandbox: Path) -> None:
     ]
     assert documents[2]["retried"], "the webhook's refused notices are retried"
     assert "secret" not in json.dumps(documents[1])
+    assert documents[1]["heartbeat"]["ok"] is False  # nothing listens on port 9
     _check_all("watch", documents)
+
+
+def test_watch_test_json_matches_doc(sandbox: Path) -> None:
+    """`watch --test --json`: a channel that took the test notice (never confirmed, then
+    confirmed) and one that refused it, as documented."""
+    from datetime import datetime
+
+    from lanekit.state.paths import Paths
+    from lanekit.watch.testnotice import record_answer
+
+    text = CONFIG.replace("lanekit-contract-missing-tool", "/bin/cat") + (
+        "[watch]\nnotify = []\n"
+        f'command = ["/bin/sh", "-c", "cat >> {sandbox / "sent.jsonl"}"]\n'
+        'webhook = "http://127.0.0.1:9/hook?token=secret"\n'
+    )
+    (sandbox / "watch.toml").write_text(text, encoding="utf-8")
+    CliRunner().invoke(app, ["apply", "-c", "watch.toml"])
+    first = _json("watch", "--test", "-c", "watch.toml", "--json", exit_code=1)
+    record_answer(Paths.from_env(), "command", True, datetime.now())
+    second = _json("watch", "--test", "-c", "watch.toml", "--json", exit_code=1)
+    assert [c["confirmed"] for c in second["channels"]] == [True, None]
+    assert "secret" not in json.dumps(first)
+    _check_all("watch --test", [first, second])

@@ -1008,3 +1008,34 @@ def test_remove_force_reports_the_bootout_it_waits_for(paths: Paths) -> None:
     assert seen
     assert {(w.lane, w.what) for w in seen} == {("beta", "for launchd to let it go (bootout)")}
     assert [w.elapsed for w in seen] == sorted(w.elapsed for w in seen)
+
+
+def test_apply_refuses_an_interpreter_that_imports_lanekit_only_outside_isolated_mode(
+    paths: Paths, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 32 item 3: lanes run `python -I`, which drops PYTHONPATH and the user site; an
+    install found only there works in the terminal and exits 1 under launchd, so apply runs
+    `[python, -I, -c, "import lanekit"]` once and refuses (exit 69) with the fix, before it
+    writes anything."""
+    import lanekit
+    from lanekit.errors import EnvironmentUnusableError
+
+    base = Path(getattr(sys, "_base_executable", sys.executable))
+    python = tmp_path / "bin" / "python3"
+    python.parent.mkdir()
+    python.write_text(f'#!/bin/sh\nexec "{base}" "$@"\n')
+    python.chmod(0o755)
+    monkeypatch.setenv("PYTHONPATH", str(Path(lanekit.__file__).resolve().parent.parent))
+    fake = FakeLaunchd()
+    with pytest.raises(EnvironmentUnusableError) as caught:
+        apply(_config(paths), paths, fake, interpreter=str(python))
+    assert caught.value.exit_code == ExitCode.UNAVAILABLE
+    assert f"{python} -I -c 'import lanekit'" in caught.value.message
+    assert "PYTHONPATH" in caught.value.message
+    assert "uv tool install --python" in caught.value.hint
+    assert "/usr/bin/python3" not in caught.value.hint
+    assert not paths.launch_agents.exists() or not any(paths.launch_agents.iterdir())
+    assert not (paths.state / "rescue.sh").exists()
+    # A dry run changes nothing and says nothing about it; the real interpreter is fine.
+    apply(_config(paths), paths, fake, dry_run=True, interpreter=str(python))
+    assert all(o.result is Result.DONE for o in apply(_config(paths), paths, fake).outcomes)

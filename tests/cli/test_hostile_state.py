@@ -512,7 +512,9 @@ import sys
 # The interpreter the plist names: this venv's may live where nobody cannot look (/root).
 sys.executable = sys.argv[2]
 from lanekit.cli import main
-main(["apply", "-c", sys.argv[1]])
+# --force: that python3 cannot import lanekit, which apply otherwise refuses (issue 32); the
+# queue directories are judged before that either way.
+main(["apply", "--force", "-c", sys.argv[1]])
 """
 PLIST_PYTHON = shutil.which("python3", path="/usr/local/bin:/usr/bin:/bin") or sys.executable
 

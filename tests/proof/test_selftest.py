@@ -27,6 +27,7 @@ STEPS = [
     "kickstart",
     "throttled second kick",
     "bootout while running",
+    "test notice",
     "cleanup",
 ]
 
@@ -113,3 +114,45 @@ def test_selftest_uses_one_label_and_refuses_a_second_at_once(tmp_path: Path) ->
     assert "another `lanekit selftest`" in refused.value.message
     assert LABEL in refused.value.message
     assert not (paths.state / "selftest.json").exists()
+
+
+def test_selftest_sends_a_test_notice_and_says_whether_it_was_confirmed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 32: selftest sends a test notice through (a fake) osascript; unconfirmed, it says
+    so with the Script Editor fix; once `lanekit watch --test` recorded a yes, it says
+    confirmed."""
+    from datetime import datetime
+
+    from lanekit.watch.testnotice import record_answer
+
+    got = tmp_path / "osascript-args"
+    osascript = tmp_path / "osascript"
+    osascript.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" >> "{got}"\n')
+    osascript.chmod(0o755)
+    paths = Paths.under(tmp_path)
+    env = {**os.environ, "LANEKIT_LAUNCHD": "emulated"}
+    # An unusable manager would stop the lane steps early: the notice is sent regardless.
+    report = run_selftest(paths, env=env, timeout=0.5, osascript=str(osascript))
+    by_name = {step.name: step for step in report.steps}
+    step = by_name["test notice"]
+    assert step.ok
+    assert "never confirmed" in step.detail
+    assert "Script Editor" in step.detail and "lanekit watch --test" in step.detail
+    assert report.facts["test_notice"] == "unconfirmed"
+    assert "lanekit: test notice" in got.read_text()
+    record_answer(paths, "macos", True, datetime.now())
+    again = run_selftest(paths, env=env, timeout=0.5, osascript=str(osascript))
+    assert again.facts["test_notice"] == "confirmed"
+    document = json.loads((paths.state / "selftest.json").read_text())
+    assert document["facts"]["test_notice"] == "confirmed"
+
+
+@pytest.mark.skipif(sys.platform == "darwin", reason="a Mac has osascript")
+def test_selftest_off_macos_sends_no_notice(tmp_path: Path) -> None:
+    """Without osascript (not a Mac) the step says why nothing was sent."""
+    paths = Paths.under(tmp_path)
+    report = run_selftest(paths, env={**os.environ, "LANEKIT_LAUNCHD": "emulated"}, timeout=0.5)
+    step = {s.name: s for s in report.steps}["test notice"]
+    assert step.ok and "not macOS" in step.detail
+    assert report.facts["test_notice"] == "not sent"

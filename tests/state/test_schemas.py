@@ -34,6 +34,7 @@ COMMANDS = {
     "resume": schemas.VERBS_SCHEMA,
     "purge": schemas.VERBS_SCHEMA,
     "watch": schemas.WATCH_SCHEMA,
+    "watch --test": schemas.WATCH_SCHEMA,
 }
 
 

@@ -148,3 +148,88 @@ def test_rescue_script_quotes_every_value(tmp_path: Path) -> None:
     result = _run_rescue(script)
     assert result.returncode == BROKEN_EXIT
     assert f"{python} is a symlink to" in result.stdout
+
+
+def _pythonpath_only(tmp_path: Path) -> Path:
+    """An interpreter that finds lanekit only through PYTHONPATH (as a `pip install --user`
+    finds it only through the user site): the base Python, without this venv."""
+    base = Path(getattr(sys, "_base_executable", sys.executable))
+    wrapper = tmp_path / "bin" / "python3"
+    wrapper.parent.mkdir(parents=True)
+    wrapper.write_text(f'#!/bin/sh\nexec {shlex.quote(str(base))} "$@"\n')
+    wrapper.chmod(0o755)
+    isolated = subprocess.run([str(wrapper), "-I", "-c", "import lanekit"], check=False)
+    assert isolated.returncode != 0, "the base Python must not have lanekit installed"
+    return wrapper
+
+
+def test_rescue_checks_with_isolated_mode_as_lanes_run(tmp_path: Path) -> None:
+    """Issue 32 item 3: lanes run `python -I`, which ignores PYTHONPATH and the user site; a
+    lanekit found only there is broken under launchd, so rescue.sh must not say "works"."""
+    python = _pythonpath_only(tmp_path)
+    script = install_rescue(tmp_path / "state", inspect(str(python)))
+    plain = subprocess.run([str(python), "-c", "import lanekit"], env=_source_env(), check=False)
+    assert plain.returncode == 0  # the terminal's view: it "works"
+    result = _run_rescue(script)
+    assert result.returncode == BROKEN_EXIT, result.stdout
+    assert "cannot run lanekit" in result.stdout
+
+
+def _source_env() -> dict[str, str]:
+    source = Path(lanekit.__file__).resolve().parent.parent
+    return {**os.environ, "PYTHONPATH": str(source)}
+
+
+def test_import_problem_uses_isolated_mode(tmp_path: Path) -> None:
+    """`apply`'s check: this venv's python imports lanekit with -I; a PYTHONPATH-only one
+    does not, whatever the caller's PYTHONPATH."""
+    from lanekit.system.interpreter import import_problem
+
+    assert import_problem(sys.executable) is None
+    problem = import_problem(str(_pythonpath_only(tmp_path)))
+    assert problem is not None and "lanekit" in problem
+    assert import_problem(str(tmp_path / "missing")) is not None
+
+
+def test_a_checkout_install_is_rebuilt_from_the_checkout() -> None:
+    """Issue 32 item 3: a venv with lanekit installed from a checkout is rebuilt from it, never
+    with `pip install lanekit` (the index may hold another package of that name)."""
+    fix = reinstall_fix("/Users/me/src/lanekit/.venv/bin/python", "/Users/me/src/lanekit")
+    assert "install -e /Users/me/src/lanekit" in fix
+    assert "install lanekit" not in fix
+    assert fix.endswith("&& lanekit apply")
+
+
+@pytest.mark.parametrize(
+    ("resolved", "opt", "version"),
+    [
+        (
+            "/opt/homebrew/Cellar/python@3.12/3.12.4/bin/python3.12",
+            "/opt/homebrew/opt/python@3.12/bin/python3.12",
+            "3.12",
+        ),
+        (
+            "/usr/local/Cellar/python@3.13/3.13.1/Frameworks/Python.framework/Versions/3.13/"
+            "bin/python3.13",
+            "/usr/local/opt/python@3.13/bin/python3.13",
+            "3.13",
+        ),
+        (
+            "/Users/me/.local/share/uv/python/cpython-3.11.9-macos-aarch64-none/bin/python3.11",
+            "/opt/homebrew/opt/python@3.11/bin/python3.11",
+            "3.11",
+        ),
+    ],
+)
+def test_apply_advice_names_a_python_that_survives_upgrades(
+    resolved: str, opt: str, version: str
+) -> None:
+    """Issue 32 item 3: never /usr/bin/python3 (Apple's 3.9; lanekit needs 3.11+): Homebrew's
+    opt path of the same minor version, or uv's `--python 3.x`."""
+    from lanekit.system.interpreter import Interpreter, apply_notes
+
+    health = Interpreter("/Users/me/venv/bin/python", resolved, True, False, "fragile")
+    [note] = apply_notes(health)
+    assert "/usr/bin/python3" not in note
+    assert f"pipx reinstall --python {opt} lanekit" in note
+    assert f"uv tool install --python {version} lanekit" in note

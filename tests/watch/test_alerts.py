@@ -93,6 +93,17 @@ def test_resolved_notice_carries_what_was_open() -> None:
     assert notice.text.startswith("resolved: ")
 
 
+def test_resolved_notice_does_not_repeat_the_problem_text() -> None:
+    """Issue 32 item 12: a resolved notice that repeats the old problem (and its fix) reads
+    as the problem again; it names the check and subject and says it is gone."""
+    [notice] = diff([], _kept(B, T0, T0), now=T0, repeat=0).notices
+    assert B.message not in notice.text
+    assert B.fix not in notice.text
+    assert "queue.stale-claim" in notice.text
+    assert "no longer" in notice.text
+    assert "notes" in notice.text
+
+
 def test_findings_of_one_check_on_one_subject_are_one_alert() -> None:
     """Three orphaned jobs of one queue are one alert that counts them; another subject or
     another check is another alert."""

@@ -40,7 +40,8 @@ ForceOption = Annotated[
     typer.Option(
         "--force",
         help="Boot out running lanes anyway (their runner puts the jobs back in the queue); "
-        "apply: also install lanes whose job command is missing from their PATH.",
+        "apply: also install lanes whose job command is missing from their PATH, or whose "
+        "interpreter cannot import lanekit with -I.",
     ),
 ]
 
@@ -93,7 +94,9 @@ def apply(
 ) -> None:
     """Install and (re)load lanes so launchd matches lanes.toml. A running lane is never
     reloaded: it is skipped and logged, unless --wait or --force. A label another project
-    installed is never taken over without --adopt.
+    installed is never taken over without --adopt. Refused (exit 69) when the interpreter the
+    lanes would run cannot `import lanekit` with -I, as launchd runs it (a `pip install
+    --user` or PYTHONPATH install works in the terminal only).
 
     Exit 3 when a change is still pending because its lane is running (`--json` lists them)."""
     from lanekit.cli.render import launchd as show

@@ -34,11 +34,25 @@ def selftest(
     and a bootout while a job runs (the job must come back to the queue). Prints a table and
     writes a JSON report to attach to an issue. Off macOS it runs against a private emulated
     domain. Exit 1 when any step fails.
-    """
-    from lanekit.cli.render import selftest as view
-    from lanekit.proof.selftest import run_selftest
-    from lanekit.state.paths import Paths
 
-    result = run_selftest(Paths.from_env(), report_path=report, keep=keep)
+    On a Mac it also sends a test notice through Notification Center and says whether you ever
+    confirmed that such notices arrive; on a terminal it asks, and remembers the answer as
+    `lanekit watch --test` does.
+    """
+    from datetime import datetime
+
+    from lanekit.cli.render import selftest as view
+    from lanekit.cli.render import watch as show
+    from lanekit.proof.selftest import NoticeState, run_selftest
+    from lanekit.state.paths import Paths
+    from lanekit.watch.testnotice import record_answer
+
+    paths = Paths.from_env()
+    result = run_selftest(paths, report_path=report, keep=keep)
     view.report(result, as_json=as_json)
+    unconfirmed = result.facts.get("test_notice") == NoticeState.UNCONFIRMED
+    if unconfirmed and not as_json and show.can_ask():
+        arrived = show.ask_arrived("macos")
+        record_answer(paths, "macos", arrived, datetime.now())
+        show.answered("macos", arrived)
     raise typer.Exit(int(result.exit_code))

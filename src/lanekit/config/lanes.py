@@ -9,11 +9,18 @@ from pathlib import Path
 from lanekit.config.model import DEFAULT_PATH, DEFAULT_SESSION_TYPES, Config, LaneSpec, QueueSpec
 from lanekit.config.provenance import MARKER
 from lanekit.config.text import did_you_mean, quoted
-from lanekit.config.watch import WATCH_COMMAND, WATCH_LANE, WatchSpec, watch_dir
+from lanekit.config.watch import (
+    WATCH_COMMAND,
+    WATCH_LANE,
+    WatchSpec,
+    heartbeat_path,
+    watch_dir,
+)
 from lanekit.errors import UsageError
 from lanekit.schedule import Schedule
 from lanekit.state.paths import Paths
 from lanekit.state.snapshot_schema import DEFAULT_EXIT_TIMEOUT
+from lanekit.system.interpreter import SH, guard_path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -86,6 +93,7 @@ def watchdog_lane(
         session_type=session_type,
         project=project,
         entrypoint=(WATCH_LANE, "--config", str(project)),
+        guard=(SH, str(guard_path(paths.state)), str(heartbeat_path(directory)), label),
         watch=watch,
     )
 
@@ -121,6 +129,7 @@ def run_spec(lane: LaneSpec) -> RunSpec:
             notify=watch.notify,
             command=watch.command,
             webhook_sha256=None if watch.webhook is None else webhook_digest(watch.webhook),
+            heartbeat_sha256=None if watch.heartbeat is None else webhook_digest(watch.heartbeat),
         )
     )
     return RunSpec(

@@ -207,6 +207,10 @@ class LaneSpec:
     entrypoint: tuple[str, ...] | None = None
     """lanekit's arguments in the plist instead of `run NAME --snapshot SNAPSHOT`; only the
     watchdog lane has them (`watch --config LANES.TOML`, lanekit.watch)."""
+    guard: tuple[str, ...] | None = None
+    """What launchd runs before the interpreter (only the watchdog: `/bin/sh GUARD HEARTBEAT
+    LABEL`, lanekit.system.interpreter.guard_script): a check, without Python, that the
+    interpreter can still start lanekit, which says so when it cannot."""
     watch: WatchSpec | None = None
     """The watchdog lane's `[watch]` (None for every other lane): `apply` records its channels
     in the lane's snapshot, and each pass runs the channels applied, never what lanes.toml

@@ -33,6 +33,7 @@ WATCH_KEYS = (
     "notify",
     "command",
     "webhook",
+    "heartbeat",
 )
 NOTIFY_CHANNELS = ("macos",)
 """What `notify` may list; `command` and `webhook` are channels of their own keys."""
@@ -45,6 +46,7 @@ WATCH_COMMAND = ("/usr/bin/true",)
 entrypoint, not the runner), but a lane has a command; this one exists on every Mac and Linux
 and needs no PATH, so doctor's command checks find nothing to say about it."""
 MEMORY_NAME = "alerts.json"
+HEARTBEAT_NAME = "heartbeat.url"
 
 Key = tuple[str | int, ...]
 _DIGEST_RE = r"(\d{1,2}):(\d{2})"
@@ -93,6 +95,10 @@ class WatchSpec:
     """argv that gets each notice as one JSON object on stdin."""
     webhook: str | None = None
     """URL that gets each notice as an HTTP POST of the same JSON."""
+    heartbeat: str | None = None
+    """An off-machine dead man's switch (healthchecks.io convention): each pass GETs it, or
+    POSTs its summary to `<url>/fail` when it found errors; when pings stop, the service tells
+    the owner. A secret like the webhook: never written out in full."""
 
     @property
     def channels(self) -> tuple[str, ...]:
@@ -120,12 +126,27 @@ def memory_path(lane_dir: Path) -> Path:
     return lane_dir / MEMORY_NAME
 
 
+def heartbeat_path(lane_dir: Path) -> Path:
+    """Where `apply` writes the heartbeat URL (0600) for the watchdog's sh guard, which has no
+    Python to read lanes.toml with; the URL never goes into the plist."""
+    return lane_dir / HEARTBEAT_NAME
+
+
 def webhook_digest(url: str) -> str:
     """What a snapshot keeps of a webhook URL (a secret: never written out): its SHA-256, so a
     pass can tell that lanes.toml's URL is still the one `lanekit apply` installed."""
     import hashlib
 
     return hashlib.sha256(url.encode("utf-8")).hexdigest()
+
+
+def fail_url(url: str) -> str:
+    """`<url>/fail` (healthchecks.io's failure signal): `/fail` appended to the URL's path,
+    its query kept (`https://hc-ping.com/KEY/slug?create=1` -> `.../slug/fail?create=1`)."""
+    from urllib.parse import urlunsplit
+
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/fail"))
 
 
 def redact_url(url: str) -> str:
@@ -164,7 +185,8 @@ def read_watch(
     command = reader.command(table, (*key, "command"))
     if command is None and "command" in table:
         errors.append(True)
-    webhook = _webhook(reader, table, key, errors)
+    webhook = _url(reader, table, key, errors, "webhook")
+    heartbeat = _url(reader, table, key, errors, "heartbeat")
     if errors or any(name not in WATCH_KEYS for name in table):
         return None
     return WatchSpec(
@@ -176,6 +198,7 @@ def read_watch(
         notify=notify,
         command=command,
         webhook=webhook,
+        heartbeat=heartbeat,
     )
 
 
@@ -230,12 +253,13 @@ def _notify(
     return tuple(dict.fromkeys(value))
 
 
-def _webhook(
-    reader: ValueReader, table: Mapping[str, Any], key: Key, errors: list[bool]
+def _url(
+    reader: ValueReader, table: Mapping[str, Any], key: Key, errors: list[bool], name: str
 ) -> str | None:
-    if "webhook" not in table:
+    """`webhook` or `heartbeat`: an http(s) URL with a host."""
+    if name not in table:
         return None
-    url = reader.string(table, (*key, "webhook"))
+    url = reader.string(table, (*key, name))
     if url is None:
         errors.append(True)
         return None
@@ -247,9 +271,9 @@ def _webhook(
         ok = False
     if not ok:
         reader.fail(
-            (*key, "webhook"),
+            (*key, name),
             f"{redact_url(url)} is not an http:// or https:// URL with a host",
-            'write webhook = "https://host/path"',
+            f'write {name} = "https://host/path"',
         )
         errors.append(True)
         return None

@@ -51,16 +51,20 @@ def _job(data: bytes) -> tuple[dict[str, Any] | None, str | None]:
         return None, str(exc)
 
 
-def lane_interpreter(installed: Mapping[str, Any] | None) -> str:
+def lane_interpreter(installed: Mapping[str, Any] | None, lane: LaneSpec | None = None) -> str:
     """The interpreter a rendered lane plist names: the installed one's, else this Python.
 
     Using the installed interpreter keeps doctor from reporting drift merely because it runs
-    from another virtualenv than the one `apply` ran from.
+    from another virtualenv than the one `apply` ran from. The watchdog's comes after its
+    guard (`/bin/sh GUARD HEARTBEAT LABEL`, LaneSpec.guard).
     """
+    at = 0 if lane is None or lane.guard is None else len(lane.guard)
     if installed is not None:
         args = installed.get("ProgramArguments")
-        if isinstance(args, list) and args and isinstance(args[0], str) and args[0]:
-            return args[0]
+        if isinstance(args, list) and len(args) > at:
+            value = args[at]
+            if isinstance(value, str) and value:
+                return value
     return sys.executable
 
 

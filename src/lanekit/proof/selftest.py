@@ -26,6 +26,7 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +43,9 @@ from lanekit.state.paths import Paths, backend_name
 from lanekit.state.schemas import SELFTEST_SCHEMA
 from lanekit.system import fsops
 from lanekit.system.atomic import write_atomic
+from lanekit.watch.channels import OSASCRIPT
 
+NOTICE_STEP = "test notice"
 THROTTLE = 2
 """The lane's ThrottleInterval: short, so the throttled second kick is seen in seconds."""
 JOB_TIMEOUT = 30.0
@@ -185,12 +188,17 @@ def run_selftest(
     report_path: Path | None = None,
     keep: bool = False,
     timeout: float = JOB_TIMEOUT,
+    osascript: str | None = None,
 ) -> SelftestReport:
-    """Run the steps (stopping at the first that later ones need), always clean up, and
-    write the JSON report; `timeout` bounds each wait for a run."""
+    """Run the steps (stopping at the first that later ones need), send a test notice through
+    Notification Center (`osascript`: the program, by default /usr/bin/osascript on a Mac and
+    none elsewhere), always clean up, and write the JSON report; `timeout` bounds each wait for
+    a run."""
     from lanekit.proof.tryjob import held_by_one
 
     env = dict(os.environ if env is None else env)
+    if osascript is None and sys.platform == "darwin":
+        osascript = OSASCRIPT
     backend = backend_name(env, sys.platform)
     lock = held_by_one(
         paths.state / "selftest",
@@ -199,7 +207,7 @@ def run_selftest(
         "wait until it ends (it cleans up after itself), then run `lanekit selftest` again",
     )
     try:
-        report = _selftest(paths, env, backend, keep=keep, timeout=timeout)
+        report = _selftest(paths, env, backend, keep=keep, timeout=timeout, osascript=osascript)
     finally:
         os.close(lock)
     target = report_path or paths.state / "selftest.json"
@@ -215,6 +223,7 @@ def _selftest(
     *,
     keep: bool,
     timeout: float,
+    osascript: str | None,
 ) -> SelftestReport:
     from lanekit.proof.tryjob import clear_leftover
 
@@ -227,9 +236,11 @@ def _selftest(
     lane = config.lanes["selftest"]
     queue = open_queue(lane.queue.dir)
     run = _Run()
+    notice = _NoticeStep(paths, osascript, env)
     try:
         clear_leftover(launchd, lane.label)  # a selftest killed before its cleanup left it loaded
         _steps(run, config, spaths, launchd, queue, timeout=timeout)
+        run.step(NOTICE_STEP, notice.send)
     finally:
         run.step("cleanup", lambda: _clean_up(root, spaths, launchd, config, keep=keep))
     return SelftestReport(
@@ -243,8 +254,56 @@ def _selftest(
             "python": sys.executable,
             "platform": platform.platform(),
             "domain_reason": launchd.domain_reason,
+            "test_notice": str(notice.state),
         },
     )
+
+
+class NoticeState(StrEnum):
+    """What became of selftest's test notice (`facts.test_notice`)."""
+
+    CONFIRMED = "confirmed"
+    """Sent, and the user once said macos notices arrive (`lanekit watch --test`)."""
+    UNCONFIRMED = "unconfirmed"
+    """Sent; whether it was shown only the user can say."""
+    REFUSED = "refused"
+    NOT_SENT = "not sent"
+    """No Notification Center here (not macOS)."""
+
+
+@dataclass(slots=True)
+class _NoticeStep:
+    """Send one test notice through the macos channel and say whether the user ever confirmed
+    that its notices arrive (the answer `lanekit watch --test` records)."""
+
+    paths: Paths
+    osascript: str | None
+    env: Mapping[str, str]
+    state: NoticeState = NoticeState.NOT_SENT
+
+    def send(self) -> str:
+        from datetime import datetime
+
+        from lanekit.state.confirmations import MACOS_FIX, confirmed
+        from lanekit.watch.channels import MacosChannel
+        from lanekit.watch.testnotice import test_notice
+
+        if self.osascript is None:
+            return "not sent: no Notification Center here (not macOS)"
+        channel = MacosChannel(self.osascript, env=self.env)
+        try:
+            channel.send(test_notice("lanekit selftest", datetime.now()))
+        except LanekitError:
+            self.state = NoticeState.REFUSED
+            raise
+        if confirmed(self.paths.state, channel.name):
+            self.state = NoticeState.CONFIRMED
+            return "sent through macos; you confirmed earlier that its notices arrive"
+        self.state = NoticeState.UNCONFIRMED
+        return (
+            "sent through macos, but never confirmed to arrive (osascript succeeds even when "
+            f"macOS drops the notice): {MACOS_FIX}"
+        )
 
 
 def _fields(report: SelftestReport) -> dict[str, Any]:

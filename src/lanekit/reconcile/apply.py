@@ -13,7 +13,7 @@ from typing import Any
 
 from lanekit.config import Config, LaneSpec, run_spec, select_lanes
 from lanekit.config.provenance import ours, refuse_takeover
-from lanekit.errors import ExitCode, LanekitError
+from lanekit.errors import EnvironmentUnusableError, ExitCode, LanekitError
 from lanekit.reconcile.applylock import OnWait, apply_lock
 from lanekit.reconcile.observe import identify, installed_spec, observe
 from lanekit.reconcile.plan import Action, ActionKind, plan
@@ -28,9 +28,16 @@ from lanekit.state.paths import Paths
 from lanekit.state.schemas import APPLY_SCHEMA
 from lanekit.state.snapshot import RunSpec
 from lanekit.system.atomic import write_atomic
+from lanekit.system.interpreter import (
+    IMPORT_CHECK,
+    Interpreter,
+    import_problem,
+    install_guard,
+    install_rescue,
+    stable_python,
+)
 from lanekit.system.interpreter import apply_notes as interpreter_notes
 from lanekit.system.interpreter import inspect as inspect_interpreter
-from lanekit.system.interpreter import install_rescue
 from lanekit.system.owned import make_private_dirs, read_regular
 from lanekit.system.quoting import cmdline
 
@@ -242,9 +249,15 @@ def _apply(
             dry_run=True,
             notes=notes,
         )
-    if health.exists and any(a.kind is not ActionKind.REMOVE for a in actions):
+    installs = any(a.kind is not ActionKind.REMOVE for a in actions)
+    if installs and not (force or install_anyway):
+        _refuse_unimportable(health)
+    if health.exists and installs:
         # Written while the CLI surely works, for the day its interpreter is gone.
         install_rescue(paths.state, health)
+    watchdog = next((lane for lane in selected if lane.guard is not None), None)
+    if watchdog is not None:
+        _install_guard(paths, watchdog)
 
     deadline = None if wait is None else timing.clock() + max(wait, 0.0)
     stopper = Stopper(manager, timing, deadline=deadline, force=force, progress=progress)
@@ -502,3 +515,34 @@ def _log_applied(lane: LaneSpec, kind: ActionKind, clock: Callable[[], float]) -
         )
     except OSError:
         return
+
+
+def _install_guard(paths: Paths, watchdog: LaneSpec) -> None:
+    """The watchdog's sh guard, and the heartbeat URL it pings when Python cannot run (a
+    private file: the URL is a secret and never goes into the plist); no heartbeat, no file."""
+    from lanekit.config.watch import heartbeat_path
+
+    install_guard(paths.state)
+    path = heartbeat_path(watchdog.queue.dir)
+    url = None if watchdog.watch is None else watchdog.watch.heartbeat
+    if url is None:
+        path.unlink(missing_ok=True)
+        return
+    write_atomic(path, (url + "\n").encode())
+
+
+def _refuse_unimportable(health: Interpreter) -> None:
+    """Refuse (exit 69, nothing changed) when the interpreter every plist names cannot import
+    lanekit as launchd runs it: with -I, which ignores the user site and PYTHONPATH, so a
+    `pip install --user` or PYTHONPATH install works in the terminal and every run exits 1."""
+    problem = import_problem(health.path)
+    if problem is None:
+        return
+    raise EnvironmentUnusableError(
+        f"lanes would run {cmdline(health.path, *IMPORT_CHECK)}, which fails ({problem}): "
+        "lanes start their interpreter isolated (-I ignores the user site and PYTHONPATH), "
+        "so every run would exit 1",
+        "install lanekit into an environment of its own that survives Python upgrades, e.g. "
+        f"{stable_python(health)}, then run that install's `lanekit apply` (`--force` "
+        "installs anyway)",
+    )

@@ -30,6 +30,7 @@ RECORD_SCHEMA = 1
 state, attempts, queued_at, updated_at, lane, error)."""
 SNAPSHOT_SCHEMA = 1  # the applied lane snapshot
 MEMORY_SCHEMA = 1  # the watchdog's memory
+CONFIRMATIONS_SCHEMA = 1  # which watch channels the user confirmed (`lanekit watch --test`)
 JOB_STATUS_SCHEMA = 1
 """The job watcher's status file (`v`). History: 1 - first version (v, exit, stopped, timed_out,
 duration, stderr, limit); `cancelled` added later within 1 (absent: false)."""

@@ -51,6 +51,9 @@ class WatchChannels:
     """The webhook URL's digest (lanekit.config.watch.webhook_digest), never the URL: it is a
     secret, and secrets reach no snapshot. A pass posts to lanes.toml's URL only while it
     still matches."""
+    heartbeat_sha256: str | None = None
+    """The heartbeat URL's digest, likewise (written only when there is a heartbeat, so a
+    watchdog without one keeps the snapshot it had)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +118,8 @@ class RunSpec:
             del data["watch"]  # a lane's snapshot: only the watchdog's has channels
         else:
             data["watch"] = asdict(self.watch)
+            if self.watch.heartbeat_sha256 is None:
+                del data["watch"]["heartbeat_sha256"]
         if not self.plain:
             del data["plain"], data["retry_on_crash"]  # a queue lane's snapshot is unchanged
         data["schema"] = SNAPSHOT_SCHEMA
@@ -150,6 +155,7 @@ class RunSpec:
                 notify=tuple(watch["notify"]),
                 command=None if command is None else tuple(command),
                 webhook_sha256=watch["webhook_sha256"],
+                heartbeat_sha256=watch.get("heartbeat_sha256"),
             )
         return cls(**data)
 

@@ -96,11 +96,12 @@ def _watch_channels(value: object) -> bool:
         return True
     return (
         isinstance(value, dict)
-        and value.keys() == {"notify", "command", "webhook_sha256"}
+        and value.keys() - {"heartbeat_sha256"} == {"notify", "command", "webhook_sha256"}
         and isinstance(value["notify"], list)
         and all(isinstance(name, str) for name in value["notify"])
         and (value["command"] is None or _command(value["command"]))
         and (value["webhook_sha256"] is None or _sha256(value["webhook_sha256"]))
+        and (value.get("heartbeat_sha256") is None or _sha256(value.get("heartbeat_sha256")))
     )
 
 
@@ -128,7 +129,10 @@ FIELDS: dict[str, tuple[Callable[[object], bool], str]] = {
     "max_job_bytes": (_int, "an integer"),
     "project": (_optional_text, "a non-empty string or null"),
     "environment": (_optional_strings, "an object of strings or null"),
-    "watch": (_watch_channels, "null or an object of notify, command and webhook_sha256"),
+    "watch": (
+        _watch_channels,
+        "null or an object of notify, command, webhook_sha256 (and heartbeat_sha256)",
+    ),
     "plain": (_flag, "true or false"),
     "retry_on_crash": (_flag, "true or false"),
 }

@@ -29,6 +29,8 @@ class NoticeKind(StrEnum):
     REPEAT = "repeat"
     RESOLVED = "resolved"
     DIGEST = "digest"
+    TEST = "test"
+    """`lanekit watch --test` (and selftest): proves a channel shows what it takes."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,15 +132,22 @@ class Notice:
         """`lanekit: funnel (error)`: what Notification Center shows in bold."""
         if self.kind is NoticeKind.DIGEST:
             return "lanekit: daily digest"
+        if self.kind is NoticeKind.TEST:
+            return "lanekit: test notice"
         what = "resolved" if self.kind is NoticeKind.RESOLVED else str(self.severity)
         return f"lanekit: {self.subject} ({what})"
 
     @property
     def text(self) -> str:
-        """The sentence a person reads: the problem and its fix, or that it is resolved."""
+        """The sentence a person reads: the problem and its fix, or that it is resolved (in
+        words of its own: the old problem's text would read as the problem again)."""
         if self.kind is NoticeKind.RESOLVED:
-            return f"resolved: {self.message}"
-        if self.kind is NoticeKind.DIGEST:
+            since = f"{self.first_seen:%Y-%m-%d %H:%M}"
+            return (
+                f"resolved: {self.check} no longer finds a problem with {self.subject_kind} "
+                f"{self.subject} (open since {since})."
+            )
+        if self.kind in (NoticeKind.DIGEST, NoticeKind.TEST):
             return self.message
         again = "still open: " if self.kind is NoticeKind.REPEAT else ""
         return f"{again}{self.message} Fix: {self.fix}"

@@ -119,7 +119,7 @@ class WebhookChannel:
         import urllib.request
 
         shown = redact_url(self.url)
-        url, headers = _with_basic_auth(self.url)
+        url, headers = with_basic_auth(self.url)
         # The scheme is http or https: lanekit.config.watch refuses any other in lanes.toml.
         request = urllib.request.Request(  # noqa: S310
             url,
@@ -136,24 +136,32 @@ class WebhookChannel:
                 answer.read(1 << 16)
         except urllib.error.HTTPError as exc:
             raise ChannelError(
-                f"webhook {shown}: HTTP {exc.code} {printable(str(exc.reason))}",
+                f"webhook {shown}: {http_failure(exc, self.timeout)}",
                 "check the endpoint; the notice is sent again on the next pass",
             ) from None
         except (urllib.error.URLError, TimeoutError, OSError, ValueError) as exc:
-            reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
-            if isinstance(reason, TimeoutError) or "timed out" in str(reason):
-                why = f"no answer within {self.timeout:g} s"
-            elif isinstance(reason, OSError) and reason.strerror:
-                why = printable(reason.strerror)  # errno text only: it never holds the URL
-            else:
-                why = type(reason).__name__ if isinstance(reason, Exception) else "no answer"
             raise ChannelError(
-                f"webhook {shown}: {why}",
+                f"webhook {shown}: {http_failure(exc, self.timeout)}",
                 "check the URL and the network; the notice is sent again on the next pass",
             ) from None
 
 
-def _with_basic_auth(url: str) -> tuple[str, dict[str, str]]:
+def http_failure(exc: Exception, timeout: float) -> str:
+    """Why an HTTP request failed, in words that never hold the URL (a secret): `HTTP 500
+    Internal Server Error`, `no answer within 5 s`, the errno text, or the error's type."""
+    import urllib.error
+
+    if isinstance(exc, urllib.error.HTTPError):
+        return f"HTTP {exc.code} {printable(str(exc.reason))}"
+    reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+    if isinstance(reason, TimeoutError) or "timed out" in str(reason):
+        return f"no answer within {timeout:g} s"
+    if isinstance(reason, OSError) and reason.strerror:
+        return printable(reason.strerror)  # errno text only: it never holds the URL
+    return type(reason).__name__ if isinstance(reason, Exception) else "no answer"
+
+
+def with_basic_auth(url: str) -> tuple[str, dict[str, str]]:
     """`https://user:pass@host/...` as the URL without its userinfo and an Authorization
     header (urllib would otherwise take `user:pass@host` for the host name)."""
     import base64

@@ -17,7 +17,10 @@
 4. Deliver: notices a channel refused on an earlier pass first, then this pass's, each to every
    channel; a channel that fails is logged (`channel-failed`) and keeps the notice for the next
    pass, and never stops the other channels.
-5. Remember (atomically) and log `finish`.
+5. Remember (atomically).
+6. Ping `[watch] heartbeat`, if any (lanekit.watch.heartbeat): `<url>/fail` with a summary when
+   an open alert is an error or a channel refused a notice, else the URL; a ping that fails or
+   hangs (HEARTBEAT_TIMEOUT) is logged and changes nothing else. Then log `finish`.
 
 `--dry-run` does 1-3 without the lock and without sending, logging or remembering anything.
 `now` is the pass's clock (naive local time, like doctor's): the pass, its memory, its log
@@ -38,6 +41,7 @@ from lanekit.config.watch import WATCH_LANE, WatchSpec, memory_path, webhook_dig
 from lanekit.doctor import (
     DoctorContext,
     Finding,
+    Severity,
     Target,
     lane_target,
     queue_targets,
@@ -55,6 +59,8 @@ from lanekit.system.quoting import cmdline
 from lanekit.watch import memory as memory_store
 from lanekit.watch.alerts import Alert, Notice, Remembered, alerts_from, diff
 from lanekit.watch.channels import OSASCRIPT, Channel, ChannelError, channels_for
+from lanekit.watch.heartbeat import HEARTBEAT_TIMEOUT, Ping
+from lanekit.watch.heartbeat import ping as send_ping
 
 if TYPE_CHECKING:
     from lanekit.run.lanelog import LaneLog
@@ -100,6 +106,13 @@ class PassResult:
     skipped: str | None = None
     """Why the pass did nothing (another pass held the lock past PASS_WAIT)."""
     notes: tuple[str, ...] = ()
+    heartbeat: Ping | None = None
+    """The heartbeat ping after the pass (None without `[watch] heartbeat`, or in a dry run)."""
+
+    def delivered(self, notice: Notice) -> bool:
+        """Some channel took `notice` in this pass (False when every channel refused it, or
+        there is no channel)."""
+        return any(d.notice is notice and d.error is None for d in self.deliveries)
 
     @property
     def failed_deliveries(self) -> tuple[Delivery, ...]:
@@ -135,6 +148,7 @@ class PassResult:
                 for d in self.deliveries
             ],
             "notes": list(self.notes),
+            "heartbeat": None if self.heartbeat is None else self.heartbeat.to_json(),
         }
 
 
@@ -220,8 +234,47 @@ def applied_channels(
                 hint,
             )
         webhook = watch.webhook
-    applied = replace(watch, notify=channels.notify, command=channels.command, webhook=webhook)
+    heartbeat = None
+    if channels.heartbeat_sha256 is not None:
+        # Likewise the heartbeat (a secret too): pinged while it is the URL apply installed.
+        if watch.heartbeat is None or webhook_digest(watch.heartbeat) != channels.heartbeat_sha256:
+            raise UsageError(
+                f"{config.path}: [watch] heartbeat is not the one `lanekit apply` installed "
+                f"for {lane.label}, and a pass pings only what apply said",
+                hint,
+            )
+        heartbeat = watch.heartbeat
+    applied = replace(
+        watch,
+        notify=channels.notify,
+        command=channels.command,
+        webhook=webhook,
+        heartbeat=heartbeat,
+    )
     return applied, spec.environment
+
+
+def installed_channels(
+    config: Config,
+    paths: Paths,
+    env: Mapping[str, str],
+    osascript: str = OSASCRIPT,
+    *,
+    dry_run: bool = False,
+) -> tuple[list[Channel], str | None]:
+    """The channels a pass of `config`'s watchdog sends through, and the heartbeat URL it
+    pings: what `lanekit apply` installed (the watchdog lane's snapshot), never what
+    lanes.toml says now (editing it changes nothing until apply); the channels run with the
+    watchdog lane's environment."""
+    watch = config.watch
+    assert watch is not None  # watch_config refuses a config without it
+    lane = config.lanes[WATCH_LANE]
+    applied, environment = applied_channels(config, lane, watch, paths, dry_run)
+    # The channels' programs get the watchdog lane's environment as launchd gives it, also
+    # in a pass run by hand: a notifier found only on the terminal's PATH must fail here as
+    # it does under launchd.
+    lane_env = lane_process_env(env, lane.label, environment or lane_environment(lane))
+    return channels_for(applied, osascript=osascript, env=lane_env), applied.heartbeat
 
 
 def pass_clock(paths: Paths, env: Mapping[str, str]) -> Callable[[], datetime]:
@@ -243,11 +296,12 @@ def run_pass(
     channels: Sequence[Channel] | None = None,
     wait: float = PASS_WAIT,
     config: Config | None = None,
+    heartbeat_timeout: float = HEARTBEAT_TIMEOUT,
 ) -> PassResult:
     """One pass (see the module docstring). `channels` replaces the ones `[watch]` turns on
-    and `config` the lanes.toml loaded from `request` (for harnesses: lanes.toml cannot name
-    an in-memory queue); `osascript` is the macos channel's program; `now` defaults to
-    pass_clock."""
+    (the heartbeat is then lanes.toml's) and `config` the lanes.toml loaded from `request`
+    (for harnesses: lanes.toml cannot name an in-memory queue); `osascript` is the macos
+    channel's program; `now` defaults to pass_clock; `heartbeat_timeout` bounds the ping."""
     from lanekit.service.launchd import open_launchd
 
     env = os.environ if env is None else env
@@ -256,21 +310,16 @@ def run_pass(
     watch = config.watch
     assert watch is not None  # watch_config refuses a config without it (so must a harness)
     lane = config.lanes[WATCH_LANE]
-    if channels is not None:
-        chosen = list(channels)
+    if channels is None:
+        chosen, heartbeat = installed_channels(
+            config, paths, env, osascript, dry_run=request.dry_run
+        )
     else:
-        # What runs is what `lanekit apply` installed (the watchdog lane's snapshot), never
-        # what lanes.toml says now: editing it changes no channel until apply.
-        applied, environment = applied_channels(config, lane, watch, paths, request.dry_run)
-        # The channels' programs get the watchdog lane's environment as launchd gives it,
-        # also in a pass run by hand: a notifier found only on the terminal's PATH must fail
-        # here as it does under launchd.
-        lane_env = lane_process_env(env, lane.label, environment or lane_environment(lane))
-        chosen = channels_for(applied, osascript=osascript, env=lane_env)
+        chosen, heartbeat = list(channels), watch.heartbeat
     names = tuple(channel.name for channel in chosen)
     if launchd is None:
         launchd = open_launchd(paths, env)
-    dog = _Watchdog(config, watch, lane, paths, launchd, now)
+    dog = _Watchdog(config, watch, lane, paths, launchd, now, heartbeat, heartbeat_timeout)
     if request.dry_run:
         memory = memory_store.load(dog.memory_file)
         looked = dog.look(memory, write_page=False)
@@ -321,6 +370,8 @@ class _Watchdog:
     paths: Paths
     launchd: Launchd
     now: Callable[[], datetime]
+    heartbeat: str | None = None
+    heartbeat_timeout: float = HEARTBEAT_TIMEOUT
 
     @property
     def memory_file(self) -> Path:
@@ -353,6 +404,7 @@ class _Watchdog:
             ),
         )
         failed = sum(1 for d in deliveries if d.error is not None)
+        beat = self.ping(looked.open, deliveries, log)
         log.event(
             EventName.FINISH,
             exit=1 if failed else 0,
@@ -369,7 +421,37 @@ class _Watchdog:
             deliveries=tuple(deliveries),
             channels=tuple(c.name for c in channels),
             notes=looked.notes,
+            heartbeat=beat,
         )
+
+    def ping(
+        self, open_now: Sequence[Alert], deliveries: Sequence[Delivery], log: LaneLog
+    ) -> Ping | None:
+        """Step 6: the heartbeat (lanekit.watch.heartbeat): `/fail` with the summary when an
+        open alert is an error or a channel refused a notice, else the plain URL. Its failure
+        is logged (as the `heartbeat` channel, URL redacted) and changes nothing else."""
+        if self.heartbeat is None:
+            return None
+        errors = [a for a in open_now if a.severity is Severity.ERROR]
+        refused = [d for d in deliveries if d.error is not None]
+        lines = [f"lanekit watchdog {self.lane.label}: {len(open_now)} open"]
+        lines += [f"{a.severity} {a.check} {a.kind}:{a.subject}: {a.message}" for a in errors]
+        lines += [f"channel {d.channel} refused a notice: {d.error}" for d in refused]
+        beat = send_ping(
+            self.heartbeat,
+            failed=bool(errors or refused),
+            summary="\n".join(lines) + "\n",
+            timeout=self.heartbeat_timeout,
+        )
+        if beat.error is not None:
+            log.event(
+                EventName.CHANNEL_FAILED,
+                channel="heartbeat",
+                alert=str(beat.kind),
+                subject=beat.shown,
+                error=beat.error,
+            )
+        return beat
 
     def look(self, memory: memory_store.Memory, *, write_page: bool) -> _Looked:
         """Steps 2 and 3: what is open, and what to send about it; a due digest links the

@@ -133,15 +133,30 @@ def caller_has(name: str) -> str | None:
 
 def is_shell_c(argv: Sequence[str]) -> bool:
     """argv runs a shell script given inline (`sh -c '...'`): `$VAR` there is the shell's job."""
-    return bool(argv) and Path(argv[0]).name in SHELLS and "-c" in argv[1:]
+    return _shell_c_at(argv) is not None
+
+
+def _shell_c_at(argv: Sequence[str]) -> int | None:
+    """The index of the shell's own `-c` (among its options, before any operand: in `sh
+    SCRIPT ARGS`, a `-c` after SCRIPT is the script's argument, e.g. the watchdog guard's
+    `python -I -c ...`), or None."""
+    if not argv or Path(argv[0]).name not in SHELLS:
+        return None
+    for index, arg in enumerate(argv[1:], start=1):
+        if arg == "-c":
+            return index
+        if not arg.startswith("-") or arg == "--":
+            return None
+    return None
 
 
 def shell_command(argv: Sequence[str]) -> str | None:
     """The command an inline `sh -c 'tool args...'` script starts with, when it is a plain
     word (not a builtin, keyword, assignment or expansion) that the shell looks up on PATH."""
-    if not is_shell_c(argv):
+    at = _shell_c_at(argv)
+    if at is None:
         return None
-    index = list(argv).index("-c") + 1
+    index = at + 1
     if index >= len(argv):
         return None
     try:

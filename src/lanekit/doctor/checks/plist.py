@@ -126,7 +126,7 @@ def drift(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     want = desired_lane(
         lane,
         ctx.paths,
-        interpreter=lane_interpreter(target.plist),
+        interpreter=lane_interpreter(target.plist, lane),
         templates=ctx.config.templates if ctx.config is not None else None,
         manager=ctx.manager,
     )

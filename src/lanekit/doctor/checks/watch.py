@@ -1,4 +1,6 @@
-"""The watchdog's dead man's switch: `watch.not-running` when no pass completed for 3 × every.
+"""The watchdog's own health: `watch.channel-unconfirmed` when its only channel is Notification
+Center and nobody ever said a test notice arrived, and the dead man's switch `watch.not-running`
+when no pass completed for 3 × every.
 
 The watchdog cannot report its own silence, so doctor does (lanekit.doctor.deadman measures it):
 the finding says why, in the words lane.missed-run uses for any silent lane (not loaded,
@@ -19,6 +21,31 @@ from lanekit.doctor.checks.lane import (
     silence_facts,
 )
 from lanekit.doctor.deadman import watchdog_silence
+from lanekit.state.confirmations import MACOS_FIX, confirmed
+
+
+@check(
+    "watch.channel-unconfirmed",
+    summary="the watchdog's only channel is macos and no test notice was ever seen to arrive",
+    needs_lane=True,
+    needs_plist=False,
+)
+def channel_unconfirmed(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
+    """osascript exits 0 while macOS drops the notice of an app without notification
+    permission, so a `macos`-only watchdog may be silent from day one: only the user's
+    answer to `lanekit watch --test` says it is not."""
+    lane = target.lane
+    if lane is None or not is_watchdog(lane) or lane.watch is None:
+        return
+    if lane.watch.channels != ("macos",) or confirmed(ctx.paths.state, "macos"):
+        return
+    yield Problem(
+        Severity.WARNING,
+        "the watchdog's only channel is macos (Notification Center), and no test notice was "
+        "ever confirmed to arrive: macOS drops osascript's notices until Script Editor may "
+        "notify, and osascript still reports success, so every alert may be lost.",
+        MACOS_FIX,
+    )
 
 
 @check(

@@ -114,7 +114,8 @@ PYTHON* variables and the user site. The job's own environment is untouched."""
 def program_arguments(lane: LaneSpec, *, interpreter: str, snapshot: Path) -> list[str]:
     """`[interpreter, -I, -c, ENTRYPOINT_CODE, run, LANE, --snapshot, SNAPSHOT]`: launchd
     execs it directly; it means `lanekit run LANE --snapshot SNAPSHOT`. A lane with its own
-    `entrypoint` (the watchdog) runs those lanekit arguments instead, with the same interpreter."""
+    `entrypoint` (the watchdog) runs those lanekit arguments instead, with the same interpreter,
+    after its `guard` (`/bin/sh GUARD HEARTBEAT LABEL`)."""
     if not Path(interpreter).is_absolute():
         raise EnvironmentUnusableError(
             f"the Python interpreter path {interpreter!r} is not absolute",
@@ -125,7 +126,10 @@ def program_arguments(lane: LaneSpec, *, interpreter: str, snapshot: Path) -> li
         if lane.entrypoint is not None
         else ["run", lane.name, "--snapshot", str(snapshot)]
     )
-    return [interpreter, *INTERPRETER_FLAGS, "-c", ENTRYPOINT_CODE, *command]
+    # The watchdog starts through its sh guard, which execs the rest when the interpreter can
+    # import lanekit and otherwise tells the owner without Python (notice, heartbeat /fail).
+    guard = list(lane.guard) if lane.guard is not None else []
+    return [*guard, interpreter, *INTERPRETER_FLAGS, "-c", ENTRYPOINT_CODE, *command]
 
 
 def working_directory(lane: LaneSpec) -> Path:
