@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence, Set
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from lanekit.config.provenance import MARKER
@@ -108,7 +108,20 @@ def scan_installed(paths: Paths, manager: ServiceManager, wanted: Set[str]) -> d
     found: dict[str, Installed] = {}
     for label in [*reads, *(wanted - reads.keys())]:
         if (item := read_installed(paths, label, *reads.get(label, (None, None)))) is not None:
-            found[label] = item
+            companions = read_companions(manager, label)
+            found[label] = replace(item, companions=companions) if companions else item
+    return found
+
+
+def read_companions(manager: ServiceManager, label: str) -> dict[str, bytes | None]:
+    """The files a lane installs beside its main artifact (a systemd lane's timer), by name
+    (None: absent), read as the main one is: regular files of ours only."""
+    found: dict[str, bytes | None] = {}
+    for path in manager.artifact_paths(label)[1:]:
+        read = read_regular(path, "unit file", follow=True)
+        if read is not None and read[1].st_uid != os.geteuid():
+            raise unsafe_error(path, unsafe_reason(read[1]) or "is not yours", "unit file", read[1])
+        found[path.name] = None if read is None else read[0]
     return found
 
 

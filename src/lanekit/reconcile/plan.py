@@ -15,7 +15,7 @@ from enum import StrEnum
 
 from lanekit.service.installs import Desired, Installed
 from lanekit.service.launchd import ServiceInfo
-from lanekit.service.launchd.drift import Drift, lane_drift
+from lanekit.service.launchd.drift import Drift, companion_change, lane_drift
 from lanekit.system.owned import (
     PRIVATE_FILE,
 )
@@ -144,6 +144,7 @@ def plan_lane(
         have_plist=plist,
         have_snapshot=have.snapshot if have else None,
         loaded=definition if want.label in loaded else None,
+        companions=companion_change(want.companions, have.companions if have else {}),
     )
     action = _decide(want, have, drift, loaded=loaded, running=running or {}, disabled=disabled)
     return replace(action, drift=drift)
