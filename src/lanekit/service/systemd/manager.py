@@ -300,6 +300,11 @@ class SystemdManager:
         failed result) and its disabled mark, and reload so nothing of it stays loaded."""
         (self._disabled / label).unlink(missing_ok=True)
         names = unit_names(label)
+        # `enable` linked the timer into timers.target.wants (its [Install] WantedBy); with
+        # the file gone `disable` cannot read [Install] any more, so the link goes by hand.
+        wants = self._install_dir / "timers.target.wants" / names[1]
+        if wants.is_symlink():
+            wants.unlink()
         self.systemctl.run("reset-failed", "--", *names, what="reset-failed", check=False)
         self.systemctl.daemon_reload()
 
