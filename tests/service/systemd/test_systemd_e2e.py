@@ -174,3 +174,31 @@ def test_status_says_what_systemd_says(
     assert "a systemd user manager answers at" in shown.output
     assert "03:00" in shown.output
     assert sys.platform.startswith("linux")
+
+
+def test_kick_says_when_systemd_could_not_start_the_run(systemd: UserManager, paths: Paths) -> None:
+    """A lane whose queue directory (its working directory, holding its logs) is gone: `kick`
+    starts it with --no-block, systemd fails to set the run up (209/STDOUT: the log cannot be
+    opened; launchd's 78) and kick says so, naming the status and the command that shows
+    systemd's view; a healthy kick reports the run's pid."""
+    import shutil
+
+    from lanekit.errors import NotStartedError
+    from lanekit.reconcile import kick
+
+    config = _config(
+        paths, '[lanes.k]\nqueue = "q"\ncommand = ["/bin/true"]\nschedule = "0 3 * * *"\n'
+    )
+    manager = _manager(systemd, paths)
+    apply(config, paths, manager)
+    started = kick(config, paths, manager, "k")
+    assert started.pid is not None
+    label = config.lanes["k"].label
+    assert _until(lambda: manager.observe([label])[label].exit_code == 0, 10)
+    shutil.rmtree(config.lanes["k"].queue.dir)
+    with pytest.raises(NotStartedError) as caught:
+        kick(config, paths, manager, "k")
+    assert "systemd could not start it: exit 209/STDOUT" in caught.value.message
+    assert caught.value.message.endswith("the program never ran")
+    assert f"systemctl --user status {label}.service" in caught.value.hint
+    assert manager.observe([label])[label].not_started

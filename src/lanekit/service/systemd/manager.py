@@ -264,18 +264,15 @@ class SystemdManager:
             error.reason = Refusal.NOT_LOADED
             raise error
         service = unit_names(label)[0]
+        before = self.systemctl.show([service]).get(service, UnitState(service)).started_at
         self.systemctl.verb("restart" if kill else "start", service, flags=("--no-block",))
-        deadline = time.monotonic() + 1.0
+        deadline = time.monotonic() + 2.0
         while time.monotonic() < deadline:
-            state = self.systemctl.show([service]).get(service)
-            if state is not None and state.main_pid:
+            state = self.systemctl.show([service]).get(service, UnitState(service))
+            if state.main_pid:
                 return state.main_pid
-            if (
-                state is not None
-                and state.started_at is not None
-                and state.active_state == "inactive"
-            ):
-                return None
+            if state.started_at != before and state.active_state in {"inactive", "failed"}:
+                return state.exec_pid  # it ran and already ended (or could not be set up)
             time.sleep(POLL_SECONDS)
         return None
 
@@ -317,12 +314,9 @@ class SystemdManager:
     def describe_exit(
         self, exit_code: int | None, sig: int | None = None, *, lanekit_runner: bool = True
     ) -> str:
-        """systemd's own setup failures by name (`203/EXEC: systemd could not execute the
-        program`), else lanekit.service.exits' wording."""
+        """systemd's own setup failures by name (`exit code 203/EXEC (systemd could not set
+        the run up)`: the program never ran), else lanekit.service.exits' wording."""
         if exit_code is not None and exit_code in SETUP_FAILURES and sig is None:
             name = SETUP_NAMES.get(exit_code, "SETUP")
-            return (
-                f"exit code {exit_code}/{name} (systemd could not set the job up:"
-                " the program never ran)"
-            )
+            return f"exit code {exit_code}/{name} (systemd could not set the run up)"
         return describe_exit(exit_code, sig, lanekit_runner=lanekit_runner)

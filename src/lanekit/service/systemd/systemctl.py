@@ -86,6 +86,9 @@ class UnitState:
     sub_state: str = ""
     result: str = ""
     main_pid: int | None = None
+    """The running main process (None: not running)."""
+    exec_pid: int | None = None
+    """The last main process started, running or not."""
     exec_code: int = 0
     exec_status: int = 0
     started_at: float | None = None
@@ -131,6 +134,7 @@ def unit_state(block: Mapping[str, str]) -> UnitState:
         sub_state=block.get("SubState", ""),
         result=block.get("Result", ""),
         main_pid=pid or None,
+        exec_pid=_int(block.get("ExecMainPID")) or None,
         exec_code=_int(block.get("ExecMainCode")) or 0,
         exec_status=_int(block.get("ExecMainStatus")) or 0,
         started_at=_unix(block.get("ExecMainStartTimestamp")),
