@@ -215,6 +215,7 @@ def _apply(
         disabled=seen.disabled,
         definitions=seen.definitions,
         paused=paused,
+        stale=seen.stale,
     )
     if lanes:
         actions = [a for a in actions if a.kind is not ActionKind.REMOVE]

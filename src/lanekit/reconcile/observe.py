@@ -37,6 +37,9 @@ class Observed:
     disabled: frozenset[str]
     definitions: Mapping[str, ServiceInfo] = field(default_factory=dict)
     """label -> what launchd has loaded for it (its own copy, not the file)."""
+    stale: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """label -> why the manager's loaded copy is older than the files, when the manager says
+    so itself (systemd's NeedDaemonReload); launchd's is judged from `definitions`."""
 
 
 def observe(
@@ -69,7 +72,12 @@ def observe(
         for label, lane in seen.lanes.items()
         if label in wanted and lane.definition is not None
     }
-    return Observed(installed, loaded, running, seen.disabled, definitions)
+    stale = {
+        label: lane.stale
+        for label, lane in seen.lanes.items()
+        if label in wanted and lane.stale and lane.definition is None
+    }
+    return Observed(installed, loaded, running, seen.disabled, definitions, stale)
 
 
 def check_state(paths: Paths) -> None:

@@ -202,3 +202,27 @@ def test_kick_says_when_systemd_could_not_start_the_run(systemd: UserManager, pa
     assert caught.value.message.endswith("the program never ran")
     assert f"systemctl --user status {label}.service" in caught.value.hint
     assert manager.observe([label])[label].not_started
+
+
+def test_units_changed_behind_systemds_back_are_reloaded(
+    systemd: UserManager, paths: Paths
+) -> None:
+    """Same bytes, but systemd says its copy is older (NeedDaemonReload: the file was touched
+    after the last daemon-reload): apply reloads instead of calling it unchanged, and after
+    that the lane is unchanged again."""
+    config = _config(
+        paths, '[lanes.t]\nqueue = "q"\ncommand = ["/bin/true"]\nschedule = "0 3 * * *"\n'
+    )
+    manager = _manager(systemd, paths)
+    apply(config, paths, manager)
+    label = config.lanes["t"].label
+    timer = systemd.unit_dir / unit_names(label)[1]
+    later = time.time() + 5
+    os.utime(timer, (later, later))
+    assert manager.observe([label])[label].stale
+    reloaded = apply(config, paths, manager).outcomes[0]
+    assert reloaded.action.kind is ActionKind.UPDATE, reloaded.action.reason
+    assert "older" in reloaded.action.reason or "changed" in reloaded.action.reason
+    assert reloaded.result is Result.DONE
+    assert not manager.observe([label])[label].stale
+    assert apply(config, paths, manager).nothing_to_do
