@@ -86,6 +86,13 @@ ISSUE_CHECK_IDS = {
     "lane.stuck-run",
     "launchd.background-item-off",
     "launchd.no-login-after-reboot",
+    # issue 33: systemd's user manager
+    "systemd.no-user-manager",
+    "systemd.linger-off",
+    "systemd.unit-drift",
+    "systemd.exec-failed",
+    "systemd.never-elapses",
+    "systemd.unanchored-interval",
 }
 
 HEALTHY = """

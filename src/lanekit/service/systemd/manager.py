@@ -30,6 +30,7 @@ from lanekit.service.systemd.systemctl import (
     CLD_DUMPED,
     CLD_EXITED,
     CLD_KILLED,
+    LINGER_DIR,
     SETUP_FAILURES,
     SETUP_NAMES,
     Systemctl,
@@ -58,10 +59,17 @@ class SystemdManager:
     kind = ManagerKind.SYSTEMD
 
     def __init__(
-        self, systemctl: Systemctl, install_dir: Path, state_dir: Path, reason: str = ""
+        self,
+        systemctl: Systemctl,
+        install_dir: Path,
+        state_dir: Path,
+        reason: str = "",
+        linger_dir: Path = LINGER_DIR,
     ) -> None:
         self.systemctl = systemctl
         """The adapter (systemd-only doctor checks and tests read it)."""
+        self.linger_dir = linger_dir
+        """logind's linger files (doctor's systemd.linger-off reads them)."""
         self._install_dir = Path(install_dir)
         self._disabled = Path(state_dir) / DISABLED_DIR
         self._reason = reason or "chosen for this machine"
@@ -291,6 +299,12 @@ class SystemdManager:
         timer = unit_names(label)[1]
         if (self._install_dir / timer).is_file():
             self.systemctl.verb("enable", timer)
+
+    def linger(self, user: str) -> bool | None:
+        """Whether `user`'s manager runs without a login (None: no logind here)."""
+        from lanekit.service.systemd.systemctl import linger
+
+        return linger(user, self.linger_dir)
 
     def forget(self, label: str) -> None:
         """After its files are gone: forget the lane's state (`clean --what=state`, reset a

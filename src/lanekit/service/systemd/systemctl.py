@@ -319,10 +319,13 @@ def _analyze_time(value: str) -> datetime | None:
         return None
 
 
-def linger(user: str) -> bool | None:
-    """Whether `loginctl enable-linger` is on for `user` (its file under
-    /var/lib/systemd/linger, what logind itself reads); None when logind is not there."""
-    base = Path("/var/lib/systemd/linger")
+LINGER_DIR = Path("/var/lib/systemd/linger")
+"""Where logind keeps one empty file per user with linger on (`loginctl enable-linger`)."""
+
+
+def linger(user: str, base: Path = LINGER_DIR) -> bool | None:
+    """Whether linger is on for `user` (its file under `base`, what logind itself reads);
+    None when there is no logind state at all (no logind on this machine)."""
     if not base.is_dir():
         return None
     return (base / user).exists()
