@@ -12,6 +12,8 @@ import pytest
 
 from lanekit.state.paths import Paths
 from neighbours import SECOND_UID, SecondUser
+from usermanager import UserManager
+from usermanager import start as start_user_manager
 
 
 @pytest.fixture(autouse=True)
@@ -68,3 +70,23 @@ def second_user() -> Iterator[SecondUser]:
         yield SecondUser(SECOND_UID, shared)
     finally:
         shutil.rmtree(shared)
+
+
+@pytest.fixture(scope="module")
+def user_manager() -> Iterator[UserManager]:
+    """A real systemd user manager (tests/usermanager.py), started once per module and stopped
+    by its pid; skips saying why where it cannot run, fails under CI=true as root."""
+    manager = start_user_manager()
+    try:
+        yield manager
+    finally:
+        manager.stop()
+
+
+@pytest.fixture
+def systemd(user_manager: UserManager) -> Iterator[UserManager]:
+    """The module's user manager, emptied of the test's units afterwards."""
+    try:
+        yield user_manager
+    finally:
+        user_manager.reset()

@@ -88,6 +88,13 @@ ISSUE_CHECK_IDS = {
     "launchd.background-item-off",
     "launchd.no-login-after-reboot",
     "launchd.loaded-twice",  # issue 32 item 6
+    # issue 33: systemd's user manager
+    "systemd.no-user-manager",
+    "systemd.linger-off",
+    "systemd.unit-drift",
+    "systemd.exec-failed",
+    "systemd.never-elapses",
+    "systemd.unanchored-interval",
 }
 
 HEALTHY = """

@@ -25,8 +25,12 @@ ISSUE_9_ALERTS = {
     "queue.backlog",
     "queue.failed-jobs",
     "queue.duplicate-success",
+    # systemd's counterparts of launchd.exit-78 and of a domain that cannot be asked (issue 33)
+    "systemd.exec-failed",
+    "systemd.no-user-manager",
 }
-"""What the watchdog alerts on (issue 9 item 4): problems that stop work."""
+"""What the watchdog alerts on (issue 9 item 4, and its systemd counterparts): problems that
+stop work."""
 
 
 def test_the_alert_checks_are_the_problems_that_stop_work() -> None:

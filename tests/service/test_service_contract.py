@@ -13,6 +13,7 @@ tests/queue/test_contract.py is the queue's contract suite.)
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -31,8 +32,11 @@ from lanekit.service.emulated.manager import EmulatedManager
 from lanekit.service.launchd.launchctl import LaunchctlDomain
 from lanekit.service.launchd.manager import LaunchdManager
 from lanekit.service.manager import Ending, ManagerKind, ServiceManager
+from lanekit.service.systemd.manager import SystemdManager
+from lanekit.service.systemd.systemctl import Systemctl
 from lanekit.state.paths import Paths, is_paused
 from lanekit.system.atomic import write_atomic
+from usermanager import UserManager
 
 LANES = ("alpha", "beta", "gamma", "delta", "epsilon")
 
@@ -84,17 +88,49 @@ def _emulated(paths: Paths) -> Subject:
     return Subject(EmulatedManager(domain, paths.launch_agents), lambda: count[0], run)
 
 
-SUBJECTS: dict[str, Callable[[Paths], Subject]] = {
-    ManagerKind.LAUNCHD: _launchd,
-    ManagerKind.EMULATED: _emulated,
+def _systemd(paths: Paths, user: UserManager) -> Subject:
+    """A real systemd user manager (tests/usermanager.py): units in its unit directory, runs
+    started by systemd itself; `reads` counts `systemctl --user show` calls."""
+    systemctl = Systemctl(user.env)
+    manager = SystemdManager(systemctl, user.unit_dir, paths.state, "the test's user manager")
+
+    def reads() -> int:
+        return sum(1 for call in systemctl.calls if "show" in call)
+
+    def run(config: Config, name: str) -> int:
+        lane = config.lanes[name]
+        open_queue(lane.queue.dir, durable=False).enqueue({"sleep": True})
+        deadline = time.monotonic() + 10
+        pid = manager.kick(lane.label)
+        while pid is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+            pid = manager.observe_lane(lane.label).pid
+        assert pid is not None
+        return pid
+
+    return Subject(manager, reads, run)
+
+
+SUBJECTS: dict[str, Callable[[Paths, UserManager | None], Subject]] = {
+    ManagerKind.LAUNCHD: lambda paths, _: _launchd(paths),
+    ManagerKind.EMULATED: lambda paths, _: _emulated(paths),
+    ManagerKind.SYSTEMD: lambda paths, user: _systemd(paths, _needed(user)),
 }
 """Every implementation the contract runs over: add the next one here."""
 
 
+def _needed(user: UserManager | None) -> UserManager:
+    assert user is not None
+    return user
+
+
 @pytest.fixture(params=sorted(SUBJECTS))
 def subject(request: pytest.FixtureRequest, paths: Paths) -> Iterator[Subject]:
-    """Each implementation in turn; whatever a test left loaded is unloaded (and stopped)."""
-    made = SUBJECTS[request.param](paths)
+    """Each implementation in turn; whatever a test left loaded is unloaded (and stopped).
+    systemd's runs against a real user manager (the `systemd` fixture: skipped where none can
+    run, except in CI)."""
+    user = request.getfixturevalue("systemd") if request.param == ManagerKind.SYSTEMD else None
+    made = SUBJECTS[request.param](paths, user)
     assert made.manager.kind == request.param
     yield made
     for label in made.manager.loaded():
@@ -123,7 +159,7 @@ def _wanted(manager: ServiceManager, config: Config, paths: Paths) -> dict[str, 
     return {
         lane.label: manager.render(
             lane, interpreter=sys.executable, snapshot=paths.snapshot_for(lane.label)
-        ).files[f"{lane.label}.plist"]
+        ).files[manager.artifact_path(lane.label).name]
         for lane in config.lanes.values()
     }
 

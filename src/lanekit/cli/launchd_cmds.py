@@ -60,12 +60,14 @@ def _check_wait_force(wait: float | None, force: bool) -> None:
 def plan(config: ConfigOption = None) -> None:
     """Show what `lanekit apply` would do to each lane, and why. Changes nothing."""
     from lanekit.cli.render import launchd as show
-    from lanekit.service.launchd import open_launchd
+    from lanekit.service import open_manager
     from lanekit.state.paths import Paths
     from lanekit.watch.lane import apply_with_watchdog as reconcile
 
     paths = Paths.from_env()
-    show.plan(reconcile(_config(config, paths), paths, open_launchd(paths), dry_run=True))
+    loaded = _config(config, paths)
+    manager = open_manager(paths, configured=loaded.service_manager)
+    show.plan(reconcile(loaded, paths, manager, dry_run=True))
 
 
 def apply(
@@ -100,17 +102,18 @@ def apply(
 
     Exit 3 when a change is still pending because its lane is running (`--json` lists them)."""
     from lanekit.cli.render import launchd as show
-    from lanekit.service.launchd import open_launchd
+    from lanekit.service import open_manager
     from lanekit.state.paths import Paths
     from lanekit.watch.lane import apply_with_watchdog as reconcile
 
     _check_wait_force(wait, force)
     paths = Paths.from_env()
+    loaded = _config(config, paths)
     with show.waiting() as progress:
         result = reconcile(
-            _config(config, paths),
+            loaded,
             paths,
-            open_launchd(paths),
+            open_manager(paths, configured=loaded.service_manager),
             lanes=lanes or (),
             wait=wait,
             force=force,
@@ -164,7 +167,7 @@ def remove(
         result = reconcile_remove(
             loaded,
             paths,
-            open_manager(paths),
+            open_manager(paths, configured=loaded.service_manager if loaded else None),
             lane,
             wait=wait,
             force=force,
@@ -191,8 +194,9 @@ def kick(
     from lanekit.state.paths import Paths
 
     paths = Paths.from_env()
-    manager = open_manager(paths)
-    result = reconcile_kick(_config(config, paths), paths, manager, lane)
+    loaded = _config(config, paths)
+    manager = open_manager(paths, configured=loaded.service_manager)
+    result = reconcile_kick(loaded, paths, manager, lane)
     show.kicked(result, emulated=manager.kind == "emulated")
     raise typer.Exit(int(result.exit_code))
 
@@ -403,7 +407,8 @@ def status(
 
     paths = Paths.from_env()
     configs, anywhere = find_configs(config, paths, os.environ, project=project)
-    manager = open_manager(paths)
+    chosen = {c.service_manager for c in configs if c.service_manager is not None}
+    manager = open_manager(paths, configured=chosen.pop() if len(chosen) == 1 else None)
     now = clock_for(paths).now()
     rows = status_of(lanes_named(configs, [lane] if lane else []), paths, manager, now=now)
     show.status(
@@ -413,4 +418,5 @@ def status(
         as_json=as_json,
         emulated=manager.kind == "emulated",
         show_project=anywhere,
+        manager=manager.kind,
     )

@@ -98,7 +98,7 @@ OPTION_KEYS = (
 )
 
 
-DEFAULTS_KEYS = ("path", "label_prefix", "templates", *OPTION_KEYS)
+DEFAULTS_KEYS = ("path", "label_prefix", "templates", "service_manager", *OPTION_KEYS)
 
 
 LANE_KEYS = (
@@ -227,5 +227,8 @@ class Config:
     lanes: Mapping[str, LaneSpec]
     templates: Path | None = None
     """A user template directory overriding the shipped templates/."""
+    service_manager: str | None = None
+    """`[defaults] service_manager`: launchd, systemd or emulated; None: chosen by platform
+    (lanekit.state.backend.manager_choice)."""
     watch: WatchSpec | None = None
     """`[watch]`: the watchdog (its lane is in `lanes` as `watch`); None without the table."""

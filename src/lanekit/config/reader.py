@@ -48,6 +48,7 @@ from lanekit.schedule import (
     build_schedule,
     schedule_entry_errors,
 )
+from lanekit.state.backend import MANAGERS
 from lanekit.state.snapshot_schema import (
     DEFAULT_KEEP_DONE,
     DEFAULT_KEEP_FAILED,
@@ -85,6 +86,7 @@ class DocumentReader(ConfigReader):
         default_path = self.dir_list(defaults, ("defaults", "path"))
         prefix = self.label_prefix(defaults)
         templates = self.path(defaults, ("defaults", "templates"))
+        manager = self.choice(defaults, ("defaults", "service_manager"), MANAGERS)
         default_options = self.options(defaults, ("defaults",))
         self.in_file_order(since, defaults, 1)
 
@@ -132,6 +134,7 @@ class DocumentReader(ConfigReader):
             queues=queues,
             lanes=lanes,
             templates=templates,
+            service_manager=manager,
             watch=watch,
         )
 

@@ -157,8 +157,9 @@ def diagnose(
             raise
     note = None
     if launchd is None and any(c.asks_launchd for c in checks):
+        chosen = {c.service_manager for c in configs if c.service_manager is not None}
         try:
-            launchd = open_manager(paths, env)
+            launchd = open_manager(paths, env, chosen.pop() if len(chosen) == 1 else None)
         except LanekitError as exc:
             note = skipped_note(exc)
     groups = _targets_by_config(request, paths, configs)

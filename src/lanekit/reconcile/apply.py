@@ -227,6 +227,7 @@ def _apply(
         disabled=seen.disabled,
         definitions=seen.definitions,
         paused=paused,
+        stale=seen.stale,
     )
     if lanes:
         actions = [a for a in actions if a.kind is not ActionKind.REMOVE]
@@ -455,7 +456,7 @@ def _carry_out(
             # Dated by the launchd backend's clock, as the fires it is compared with are (the
             # emulated domain's runs ahead of the real one after `lanekit emulator tick`).
             mtime = clock_for(paths).time()
-            write_atomic(stopper.manager.artifact_path(label), want.plist, mtime=mtime)
+            _write_artifacts(stopper.manager, want, mtime)
         if action.write_snapshot:
             write_atomic(paths.snapshot_for(label), want.snapshot)
         if action.enable:
@@ -478,6 +479,18 @@ def _carry_out(
         done = "booted out and written" if action.bootout else "written"
     _log_applied(lane, action.kind, clock_for(paths).time)
     return Outcome(action, Result.DONE, "; ".join([done, *notes]))
+
+
+def _write_artifacts(manager: ServiceManager, want: Desired, mtime: float) -> None:
+    """Every file of the lane, the main one last (what `installed()` lists is then whole),
+    and those it no longer has (a systemd lane whose schedule went: its timer) deleted."""
+    main = manager.artifact_path(want.label)
+    for path in manager.artifact_paths(want.label):
+        if path != main and path.name not in want.companions:
+            path.unlink(missing_ok=True)
+    for name, data in want.companions.items():
+        write_atomic(main.with_name(name), data, mtime=mtime)
+    write_atomic(main, want.plist, mtime=mtime)
 
 
 def _prepare_dirs(lane: LaneSpec) -> None:

@@ -89,10 +89,15 @@ def kick(
         if exc.reason is Refusal.NOT_LOADED:
             raise not_loaded from None
         raise
-    after = manager.observe([lane.label])[lane.label].definition
+    seen_after = manager.observe([lane.label])[lane.label]
+    after = seen_after.definition
     outcome = classify_start(pid, before, after)
+    if after is None and seen_after.pid is None and seen_after.not_started:
+        # A manager without launchd's `print` (systemd) says it in the observation: the run
+        # it just started could not be set up (203/EXEC, 200/CHDIR).
+        outcome = StartOutcome.NOT_STARTED
     if outcome is StartOutcome.NOT_STARTED:
-        code = after.last_exit_code if after is not None else None
+        code = after.last_exit_code if after is not None else seen_after.exit_code
         # "exit 78 (EX_CONFIG: ...)": the words of every other exit status lanekit shows.
         why = (
             manager.describe_exit(code, lanekit_runner=False).replace("exit code", "exit", 1)
@@ -100,11 +105,10 @@ def kick(
             else "it gave no reason"
         )
         raise NotStartedError(
-            f"lane {name!r}: launchd could not start it: {why}; the program never ran",
+            f"lane {name!r}: {_who(manager)} could not start it: {why}; the program never ran",
             f"`{cmdline('lanekit', 'doctor', name)}` names the cause (a missing log or working"
             " directory, a bad interpreter); "
-            f"`{cmdline('launchctl', 'print', f'{manager.domain}/{lane.label}')}` shows launchd's"
-            " view",
+            f"`{_inspect(manager, lane.label)}` shows {_who(manager)}'s view",
         )
     if outcome is StartOutcome.POSTPONED:
         throttle = throttle_of(after)
@@ -119,3 +123,15 @@ def kick(
             starts_in=postponed_for(throttle, started, clock()),
         )
     return KickResult(name, lane.label, pid, already_running=False, outcome=outcome)
+
+
+def _who(manager: ServiceManager) -> str:
+    """The manager in words: systemd, or launchd (the emulated domain emulates launchd)."""
+    return "systemd" if manager.kind == "systemd" else "launchd"
+
+
+def _inspect(manager: ServiceManager, label: str) -> str:
+    """The manager's own command that shows the lane."""
+    if manager.kind == "systemd":
+        return cmdline("systemctl", "--user", "status", f"{label}.service")
+    return cmdline("launchctl", "print", f"{manager.domain}/{label}")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence, Set
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from lanekit.config.provenance import MARKER
@@ -37,6 +37,9 @@ class Observed:
     disabled: frozenset[str]
     definitions: Mapping[str, ServiceInfo] = field(default_factory=dict)
     """label -> what launchd has loaded for it (its own copy, not the file)."""
+    stale: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """label -> why the manager's loaded copy is older than the files, when the manager says
+    so itself (systemd's NeedDaemonReload); launchd's is judged from `definitions`."""
 
 
 def observe(
@@ -69,7 +72,12 @@ def observe(
         for label, lane in seen.lanes.items()
         if label in wanted and lane.definition is not None
     }
-    return Observed(installed, loaded, running, seen.disabled, definitions)
+    stale = {
+        label: lane.stale
+        for label, lane in seen.lanes.items()
+        if label in wanted and lane.stale and lane.definition is None
+    }
+    return Observed(installed, loaded, running, seen.disabled, definitions, stale)
 
 
 def check_state(paths: Paths) -> None:
@@ -108,7 +116,20 @@ def scan_installed(paths: Paths, manager: ServiceManager, wanted: Set[str]) -> d
     found: dict[str, Installed] = {}
     for label in [*reads, *(wanted - reads.keys())]:
         if (item := read_installed(paths, label, *reads.get(label, (None, None)))) is not None:
-            found[label] = item
+            companions = read_companions(manager, label)
+            found[label] = replace(item, companions=companions) if companions else item
+    return found
+
+
+def read_companions(manager: ServiceManager, label: str) -> dict[str, bytes | None]:
+    """The files a lane installs beside its main artifact (a systemd lane's timer), by name
+    (None: absent), read as the main one is: regular files of ours only."""
+    found: dict[str, bytes | None] = {}
+    for path in manager.artifact_paths(label)[1:]:
+        read = read_regular(path, "unit file", follow=True)
+        if read is not None and read[1].st_uid != os.geteuid():
+            raise unsafe_error(path, unsafe_reason(read[1]) or "is not yours", "unit file", read[1])
+        found[path.name] = None if read is None else read[0]
     return found
 
 

@@ -15,7 +15,8 @@ from enum import StrEnum
 
 from lanekit.service.installs import Desired, Installed
 from lanekit.service.launchd import ServiceInfo
-from lanekit.service.launchd.drift import Drift, lane_drift
+from lanekit.service.launchd.definition import Difference
+from lanekit.service.launchd.drift import Drift, companion_change, lane_drift
 from lanekit.system.owned import (
     PRIVATE_FILE,
 )
@@ -90,6 +91,7 @@ def plan(
     disabled: Set[str] = frozenset(),
     definitions: Mapping[str, ServiceInfo] | None = None,
     paused: Set[str] = frozenset(),
+    stale: Mapping[str, tuple[str, ...]] | None = None,
 ) -> list[Action]:
     """One action per desired lane (in order), then removal offers for orphaned lanekit plists.
 
@@ -110,6 +112,7 @@ def plan(
                 running=running,
                 disabled=disabled,
                 definition=definitions.get(d.label),
+                stale=(stale or {}).get(d.label, ()),
             ),
             paused,
         )
@@ -132,6 +135,7 @@ def plan_lane(
     running: Mapping[str, int | None] | None = None,
     disabled: Set[str] = frozenset(),
     definition: ServiceInfo | None = None,
+    stale: tuple[str, ...] = (),
 ) -> Action:
     """One lane's action (what `plan` decides for it, before `lanekit pause` is considered),
     carrying the drift it was decided on. `loaded`: the labels launchd lists; `definition`:
@@ -144,7 +148,13 @@ def plan_lane(
         have_plist=plist,
         have_snapshot=have.snapshot if have else None,
         loaded=definition if want.label in loaded else None,
+        companions=companion_change(want.companions, have.companions if have else {}),
     )
+    if stale and want.label in loaded and definition is None and not drift.loaded:
+        # A manager that keeps no copy to compare (systemd) says itself that what it has
+        # loaded is older than the files (NeedDaemonReload): only a reload makes it current.
+        older = tuple(Difference("the loaded units", why, "reloaded") for why in stale)
+        drift = replace(drift, loaded=older)
     action = _decide(want, have, drift, loaded=loaded, running=running or {}, disabled=disabled)
     return replace(action, drift=drift)
 

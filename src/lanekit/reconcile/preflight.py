@@ -122,10 +122,20 @@ def cannot_start(lane: LaneSpec, plist: bytes, paths: Paths) -> list[Problem]:
 
     from lanekit.doctor import DoctorContext, Target, registry
 
+    if plist.startswith(b"<?xml"):
+        job = plistlib.loads(plist)
+    else:
+        # Another manager's artifact (a systemd unit): the command and the PATH it is looked
+        # up on are the lane's own, so the check reads them from the lane's plist model.
+        import sys
+
+        from lanekit.service.launchd.plist import lane_plist
+
+        job = lane_plist(lane, interpreter=sys.executable, snapshot=paths.snapshot_for(lane.label))
     target = Target(
         subject=lane.name,
         plist_path=paths.plist_for(lane.label),
-        plist=plistlib.loads(plist),
+        plist=job,
         installed=False,
         lane=lane,
     )

@@ -116,10 +116,12 @@ def _remove(
         booted_out = True
         stopped_pid = stop.pid
     deleted = []
-    for path in (plist, snapshot):
+    for path in (*manager.artifact_paths(label), snapshot):
         if path.exists():
             path.unlink()
             deleted.append(path)
+    if deleted:
+        manager.forget(label)
     return RemoveResult(
         lane=lane,
         label=label,

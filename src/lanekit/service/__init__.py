@@ -1,6 +1,7 @@
 """THE SERVICE-MANAGER SEAM: what reconcile, status, doctor, watch and try ask of whatever runs
 the lanes (lanekit.service.manager: the Protocol and its facts). `launchd/` drives launchd
-through launchctl; `emulated/` is the emulated domain. `open_manager` picks one.
+through launchctl; `emulated/` is the emulated domain; `systemd/` the systemd user manager.
+`open_manager` picks one (lanekit.state.backend.manager_choice says which and why).
 """
 
 from __future__ import annotations
@@ -17,12 +18,31 @@ if TYPE_CHECKING:  # domain's clock below this package (lanekit.service.emulated
     from lanekit.state.paths import Paths
 
 
-def open_manager(paths: Paths, env: Mapping[str, str] | None = None) -> ServiceManager:
-    """The manager of this machine: launchd on macOS, the emulated domain elsewhere
-    (LANEKIT_LAUNCHD overrides: lanekit.state.backend)."""
+def open_manager(
+    paths: Paths, env: Mapping[str, str] | None = None, configured: str | None = None
+) -> ServiceManager:
+    """The manager of this machine: launchd on macOS, systemd on Linux when a user manager
+    answers, else the emulated domain; `configured` is `[defaults] service_manager`
+    (LANEKIT_LAUNCHD overrides both: lanekit.state.backend.manager_choice)."""
+    import os
+
+    from lanekit.state.backend import manager_choice
+
+    env = os.environ if env is None else env
+    name, reason = manager_choice(env, sys.platform, configured)
+    if name == "systemd":
+        from lanekit.service.systemd.manager import SystemdManager, unit_dir
+        from lanekit.service.systemd.systemctl import Systemctl
+
+        return SystemdManager(Systemctl(env), unit_dir(env, paths.home), paths.state, reason)
     from lanekit.service.launchd import open_launchd
 
-    return manager_of(open_launchd(paths, env), paths.launch_agents)
+    launchd_env = env
+    if configured is not None and name != "systemd":
+        # [defaults] chose between launchd and the emulated domain: say it to open_launchd
+        # in the variable it reads.
+        launchd_env = {**env, "LANEKIT_LAUNCHD": "launchctl" if name == "launchd" else name}
+    return manager_of(open_launchd(paths, launchd_env), paths.launch_agents)
 
 
 def manager_of(

@@ -32,6 +32,9 @@ class Desired:
     snapshot: bytes
     job: Mapping[str, Any] | None = field(default=None, compare=False)
     """`plist` parsed, when the renderer had it (else it is parsed when compared)."""
+    companions: Mapping[str, bytes] = field(default_factory=dict)
+    """The files the lane installs beside the main one (`plist`), by name: a systemd lane's
+    timer. Empty for launchd (its plist is the whole lane)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +50,9 @@ class Installed:
     """The LANEKIT_LANE marker's value; None when the plist was not installed by lanekit."""
     plist_mode: int | None = None
     """The plist file's permission bits; None when unknown (no file)."""
+    companions: Mapping[str, bytes | None] = field(default_factory=dict)
+    """The files installed beside the main one, by name, for each name the lane wants or
+    has (None: no such file); see Desired.companions."""
     snapshot_mode: int | None = None
     """The snapshot file's permission bits; None when unknown (no file)."""
 
@@ -71,7 +77,9 @@ def desired_lane(
     )
     plist = made.files[manager.artifact_path(lane.label).name]
     snapshot = run_spec(lane).to_json().encode("utf-8")
-    return Desired(lane.name, lane.label, plist, snapshot, job=made.parsed)
+    main = manager.artifact_path(lane.label).name
+    companions = {name: data for name, data in made.files.items() if name != main}
+    return Desired(lane.name, lane.label, plist, snapshot, job=made.parsed, companions=companions)
 
 
 def installed_lane(paths: Paths, label: str, parsed: Mapping[str, object]) -> Installed | None:

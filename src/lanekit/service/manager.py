@@ -22,6 +22,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from datetime import datetime
     from pathlib import Path
 
     from lanekit.config import LaneSpec
@@ -34,10 +35,14 @@ class ManagerKind(StrEnum):
 
     LAUNCHD = "launchd"
     EMULATED = "emulated"
+    SYSTEMD = "systemd"
 
 
 EVERY_MANAGER = frozenset(ManagerKind)
 LAUNCHD_ONLY = frozenset({ManagerKind.LAUNCHD})
+LAUNCHD_LIKE = frozenset({ManagerKind.LAUNCHD, ManagerKind.EMULATED})
+"""For doctor checks that read a plist (the emulated domain loads plists too)."""
+SYSTEMD_ONLY = frozenset({ManagerKind.SYSTEMD})
 """For doctor checks about the real launchd's world (sessions, Background Items, logins)."""
 
 
@@ -81,6 +86,12 @@ class LaneObservation:
     stale: tuple[str, ...] = ()
     """Why the loaded definition is older than the artifact it was compared with (`Nice 10 ->
     11`); empty when current, not loaded, or not compared."""
+    not_started: bool = False
+    """The manager could not set the last run up (systemd's 200-249 statuses: 203/EXEC,
+    200/CHDIR), whatever the number; launchd says so with 78 alone."""
+    next_fire: datetime | None = None
+    """When the manager itself will next start the lane (systemd's timer; aware), None when
+    it does not say (launchd) or never."""
 
     @property
     def running(self) -> bool:
@@ -97,7 +108,7 @@ class LaneObservation:
         """How the last run ended."""
         if self.signal is not None:
             return Ending.SIGNALLED
-        if self.exit_code == NOT_STARTED_CODE:
+        if self.not_started or self.exit_code == NOT_STARTED_CODE:
             return Ending.NOT_STARTED
         if self.exit_code is not None:
             return Ending.EXITED
@@ -166,6 +177,11 @@ class ServiceManager(Protocol):
         """Where the lane's main artifact (the one `load` takes) installs."""
         ...
 
+    def artifact_paths(self, label: str) -> tuple[Path, ...]:
+        """Every file the lane may install (the main one first): what `remove` deletes and
+        `apply` compares (launchd: the plist; systemd: the service and the timer)."""
+        ...
+
     def render(
         self, lane: LaneSpec, *, interpreter: str, snapshot: Path, templates: Path | None = None
     ) -> Artifacts:
@@ -228,6 +244,12 @@ class ServiceManager(Protocol):
 
     def enable(self, label: str) -> None:
         """Clear `disable`."""
+        ...
+
+    def forget(self, label: str) -> None:
+        """After the lane's artifacts were deleted: drop what the manager keeps of it
+        (systemd: its result, its disabled mark, the loaded units; launchd keeps nothing once
+        booted out)."""
         ...
 
     def describe_exit(

@@ -192,6 +192,9 @@ def _lane_status(
     )
     knowable = seen.loaded and lane.schedule.interval is None
     fires = schedule_next_fires(lane.schedule, now, 1) if knowable else []
+    if seen.loaded and seen.next_fire is not None:
+        # The manager's own answer (systemd's timer) is what will happen, interval or not.
+        fires = [seen.next_fire.astimezone().replace(tzinfo=None)]
     return LaneStatus(
         lane=lane.name,
         label=lane.label,

@@ -18,6 +18,7 @@ from lanekit.config import Config, LaneSpec
 from lanekit.config.watch import WATCH_LANE, WatchSpec
 from lanekit.doctor import Severity
 from lanekit.service.launchd import Launchd
+from lanekit.service.manager import ServiceManager
 from lanekit.state.paths import Paths
 from lanekit.watch.alerts import Notice, NoticeKind
 from lanekit.watch.memory import Happened
@@ -106,7 +107,7 @@ def _epoch(ts: str) -> float | None:
 
 
 def write_day_page(
-    config: Config, launchd: Launchd, paths: Paths, day: date, now: datetime
+    config: Config, launchd: Launchd | ServiceManager, paths: Paths, day: date, now: datetime
 ) -> Path:
     """The day's `lanekit timeline` page, written under the state dir (`timeline/`, 0700) for
     the digest to link; the same page `lanekit timeline --day DAY --html` writes."""

@@ -20,6 +20,7 @@ from lanekit.config.watch import WATCH_LANE, watch_dir
 from lanekit.errors import LanekitError
 from lanekit.reconcile import ActionKind, ApplyResult, Outcome, Result, apply, remove
 from lanekit.service.launchd import Launchd
+from lanekit.service.manager import ServiceManager
 from lanekit.state.paths import Paths
 from lanekit.state.snapshot import RunSpec
 
@@ -27,7 +28,7 @@ RETIRED = "[watch] is gone from lanes.toml: the watchdog is removed"
 
 
 def apply_with_watchdog(
-    config: Config, paths: Paths, launchd: Launchd, **options: Any
+    config: Config, paths: Paths, launchd: Launchd | ServiceManager, **options: Any
 ) -> ApplyResult:
     """reconcile.apply (same options), then the removal of a watchdog `[watch]` no longer
     asks for (planned only, with `dry_run`)."""
@@ -55,7 +56,12 @@ def _is_retired_watchdog(outcome: Outcome, paths: Paths) -> bool:
 
 
 def _retire(
-    outcome: Outcome, config: Config, paths: Paths, launchd: Launchd, *, dry_run: bool
+    outcome: Outcome,
+    config: Config,
+    paths: Paths,
+    launchd: Launchd | ServiceManager,
+    *,
+    dry_run: bool,
 ) -> Outcome:
     action = replace(outcome.action, reason=RETIRED, bootout=True)
     if dry_run:

@@ -53,6 +53,7 @@ from lanekit.errors import ExitCode, LanekitError, UsageError
 from lanekit.run.jobenv import lane_process_env
 from lanekit.run.lanelog import EventName, Reason
 from lanekit.service.launchd import Launchd
+from lanekit.service.manager import ServiceManager
 from lanekit.state.paths import Paths
 from lanekit.state.schemas import WATCH_SCHEMA
 from lanekit.system.quoting import cmdline
@@ -290,7 +291,7 @@ def run_pass(
     paths: Paths,
     *,
     env: Mapping[str, str] | None = None,
-    launchd: Launchd | None = None,
+    launchd: Launchd | ServiceManager | None = None,
     now: Callable[[], datetime] | None = None,
     osascript: str = OSASCRIPT,
     channels: Sequence[Channel] | None = None,
@@ -302,7 +303,7 @@ def run_pass(
     (the heartbeat is then lanes.toml's) and `config` the lanes.toml loaded from `request`
     (for harnesses: lanes.toml cannot name an in-memory queue); `osascript` is the macos
     channel's program; `now` defaults to pass_clock; `heartbeat_timeout` bounds the ping."""
-    from lanekit.service.launchd import open_launchd
+    from lanekit.service import open_manager
 
     env = os.environ if env is None else env
     now = pass_clock(paths, env) if now is None else now
@@ -318,7 +319,7 @@ def run_pass(
         chosen, heartbeat = list(channels), watch.heartbeat
     names = tuple(channel.name for channel in chosen)
     if launchd is None:
-        launchd = open_launchd(paths, env)
+        launchd = open_manager(paths, env, config.service_manager)
     dog = _Watchdog(config, watch, lane, paths, launchd, now, heartbeat, heartbeat_timeout)
     if request.dry_run:
         memory = memory_store.load(dog.memory_file)
@@ -368,7 +369,7 @@ class _Watchdog:
     watch: WatchSpec
     lane: LaneSpec
     paths: Paths
-    launchd: Launchd
+    launchd: Launchd | ServiceManager
     now: Callable[[], datetime]
     heartbeat: str | None = None
     heartbeat_timeout: float = HEARTBEAT_TIMEOUT

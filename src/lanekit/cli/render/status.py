@@ -56,6 +56,7 @@ def status(
     as_json: bool,
     emulated: bool = False,
     show_project: bool = False,
+    manager: str = "launchd",
 ) -> None:
     """A compact table plus one detail line per lane and the domain, or the versioned JSON
     document. In the emulated domain it says that nothing fires unless `lanekit emulator tick`
@@ -81,7 +82,8 @@ def status(
         if row.watchdog:
             detail += f"; {row.watchdog}"
         line(detail)
-    line(f"launchd domain: {domain} ({reason})")
+    where = "systemd user manager" if manager == "systemd" else "launchd domain"
+    line(f"{where}: {domain} ({reason})")
     if emulated:
         line(EMULATED_NOTE)
 

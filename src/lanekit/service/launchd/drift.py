@@ -67,31 +67,54 @@ def lane_drift(
     have_snapshot: bytes | None,
     loaded: ServiceInfo | None,
     wanted: Mapping[str, Any] | None = None,
+    companions: str = "",
 ) -> Drift:
     """Compare what `apply` would write with what is installed and what launchd has loaded
-    (`wanted`: `want_plist` parsed, when the caller has it)."""
-    if wanted is None:
+    (`wanted`: `want_plist` parsed, when the caller has it). An artifact that is no plist (a
+    systemd unit) is compared by its bytes, which are its meaning; `companions` says which
+    files beside it differ (`companion_change`)."""
+    if wanted is None and want_plist.startswith(b"<?xml"):
         wanted = plistlib.loads(want_plist)
     plist_change = ""
     meaning = False
     if have_plist is None:
         plist_change, meaning = "missing", True
-    elif have_plist != want_plist:
+    elif have_plist != want_plist and wanted is None:
+        plist_change, meaning = "changed", True
+    elif have_plist != want_plist and wanted is not None:
         plist_change, meaning = _plist_change(have_plist, wanted)
-    loaded_diff = differences(wanted, loaded) if loaded is not None else ()
+    if companions:
+        plist_change = ", ".join(c for c in (plist_change, companions) if c)
+        meaning = True
+    loaded_diff = differences(wanted, loaded) if loaded is not None and wanted else ()
     snapshot_change = ""
     if have_snapshot is None:
         snapshot_change = "missing"
     elif have_snapshot != want_snapshot:
         snapshot_change = f"changed ({_snapshot_change(have_snapshot, want_snapshot)})"
     return Drift(
-        plist_bytes=have_plist != want_plist,
+        plist_bytes=have_plist != want_plist or bool(companions),
         plist_change=plist_change,
         plist_meaning=meaning,
         loaded=loaded_diff,
         snapshot=have_snapshot != want_snapshot,
         snapshot_change=snapshot_change,
     )
+
+
+def companion_change(want: Mapping[str, bytes], have: Mapping[str, bytes | None]) -> str:
+    """Which files beside the main artifact differ (`x.timer changed`, `x.timer missing`,
+    `x.timer no longer wanted`), empty when they all match."""
+    words = []
+    for name in sorted(want.keys() | have.keys()):
+        old, new = have.get(name), want.get(name)
+        if old == new:
+            continue
+        if new is None:
+            words.append(f"{name} no longer wanted")
+        else:
+            words.append(f"{name} {'missing' if old is None else 'changed'}")
+    return ", ".join(words)
 
 
 def _plist_change(old: bytes, wanted: Mapping[str, Any]) -> tuple[str, bool]:

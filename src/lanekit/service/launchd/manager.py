@@ -72,6 +72,10 @@ class LaunchdManager:
         """`<LaunchAgents>/<label>.plist`."""
         return self._install_dir / f"{label}.plist"
 
+    def artifact_paths(self, label: str) -> tuple[Path, ...]:
+        """The plist alone."""
+        return (self.artifact_path(label),)
+
     def render(
         self, lane: LaneSpec, *, interpreter: str, snapshot: Path, templates: Path | None = None
     ) -> Artifacts:
@@ -228,6 +232,9 @@ class LaunchdManager:
     def enable(self, label: str) -> None:
         """`launchctl enable`."""
         self.launchd.enable(label)
+
+    def forget(self, label: str) -> None:
+        """Nothing: launchd keeps nothing of a lane once it is booted out."""
 
     def describe_exit(
         self, exit_code: int | None, sig: int | None = None, *, lanekit_runner: bool = True

@@ -384,10 +384,11 @@ def _environment(user_dir: Path | None) -> jinja2.Environment:
         # and judged (_UserTemplates), at each render; jinja would reuse a compiled one made
         # writable since (its cache checks the mtime only).
         cache_size=400 if user_dir is None else 0,
-        # XML escaping for plists; TOML templates quote values with the `toml` filter instead.
+        # XML escaping for plists; TOML templates quote values with the `toml` filter instead,
+        # and systemd units get values already quoted (lanekit.service.systemd.units).
         autoescape=jinja2.select_autoescape(
             enabled_extensions=("plist.j2", "xml"),
-            disabled_extensions=("toml.j2",),
+            disabled_extensions=("toml.j2", "service.j2", "timer.j2"),
             default=True,
             default_for_string=True,
         ),

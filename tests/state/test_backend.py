@@ -1,0 +1,79 @@
+"""Which service manager runs the lanes, and why (lanekit.state.backend.manager_choice), and
+`[defaults] service_manager` read from lanes.toml."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+
+from lanekit.config import load_config
+from lanekit.errors import ConfigError
+from lanekit.service import open_manager
+from lanekit.service.manager import ManagerKind
+from lanekit.state.backend import manager_choice
+from lanekit.state.paths import Paths
+
+
+def _runtime_with_manager(tmp_path: Path) -> tuple[Path, socket.socket]:
+    """An XDG_RUNTIME_DIR whose systemd/private is a listening socket, as a running user
+    manager's is."""
+    runtime = tmp_path / "run"
+    (runtime / "systemd").mkdir(parents=True)
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(runtime / "systemd" / "private"))
+    return runtime, listener
+
+
+def test_linux_with_a_user_manager_chooses_systemd(tmp_path: Path) -> None:
+    """On Linux, systemd when the user manager's socket is there (one stat, no process), and
+    the reason names the socket; without it, the emulated domain and how to get a manager."""
+    runtime, listener = _runtime_with_manager(tmp_path)
+    with listener:
+        name, why = manager_choice({"XDG_RUNTIME_DIR": str(runtime)}, "linux")
+        assert name == "systemd"
+        assert str(runtime / "systemd" / "private") in why
+    name, why = manager_choice({"XDG_RUNTIME_DIR": str(tmp_path / "none")}, "linux")
+    assert name == "emulated"
+    assert "enable-linger" in why
+    assert manager_choice({}, "darwin")[0] == "launchd"
+
+
+@pytest.mark.parametrize("configured", ["launchd", "systemd", "emulated"])
+def test_lanes_toml_chooses_and_lanekit_launchd_overrides(configured: str) -> None:
+    """`[defaults] service_manager` wins over the platform; LANEKIT_LAUNCHD (what tests set)
+    wins over both, so existing tests keep the emulated domain."""
+    assert manager_choice({}, "linux", configured) == (
+        configured,
+        f'[defaults] service_manager = "{configured}" in lanes.toml',
+    )
+    assert manager_choice({"LANEKIT_LAUNCHD": "emulated"}, "darwin", configured)[0] == "emulated"
+    assert manager_choice({"LANEKIT_LAUNCHD": "launchctl"}, "linux", configured)[0] == "launchd"
+
+
+def test_open_manager_gives_the_systemd_manager(tmp_path: Path) -> None:
+    """open_manager builds the systemd manager over the user's unit directory
+    ($XDG_CONFIG_HOME/systemd/user), and says why in its domain_reason."""
+    runtime, listener = _runtime_with_manager(tmp_path)
+    paths = Paths.under(tmp_path)
+    env = {"XDG_RUNTIME_DIR": str(runtime), "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
+    with listener:
+        manager = open_manager(paths, env)
+    assert manager.kind is ManagerKind.SYSTEMD
+    assert manager.install_dir == tmp_path / "cfg" / "systemd" / "user"
+    assert "answers" in manager.domain_reason
+    chosen = open_manager(paths, {}, configured="emulated")
+    assert chosen.kind is ManagerKind.EMULATED
+
+
+def test_service_manager_is_read_from_defaults(tmp_path: Path) -> None:
+    """`service_manager` is a choice of three; anything else is a ConfigError naming the key
+    and the allowed values."""
+    path = tmp_path / "lanes.toml"
+    path.write_text('[defaults]\nservice_manager = "systemd"\n', encoding="utf-8")
+    assert load_config(path, Paths.under(tmp_path)).service_manager == "systemd"
+    path.write_text('[defaults]\nservice_manager = "upstart"\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match="service_manager") as caught:
+        load_config(path, Paths.under(tmp_path))
+    assert "launchd, systemd, emulated" in caught.value.hint
