@@ -10,6 +10,7 @@ from lanekit.state.schemas import JOBS_SCHEMA
 
 if TYPE_CHECKING:
     from lanekit.jobs.batch import Batch
+    from lanekit.jobs.migrate import Migrated
     from lanekit.jobs.recovery import RecoverRow
     from lanekit.queue.paging import JobView, Page
     from lanekit.run.runner import RunResult
@@ -162,3 +163,17 @@ def job_detail(view: JobView, *, as_json: bool) -> None:
         line("error:")
         for text in view.error.rstrip("\n").splitlines():
             line(f"  {text}")
+
+
+def migrated(rows: Sequence[Migrated]) -> None:
+    """One line per postgres queue: its schema version before and after `lanekit db migrate`."""
+    if not rows:
+        line('no postgres queues in lanes.toml (backend = "postgres")')
+        return
+    for row in rows:
+        if row.before == row.after:
+            line(f"{row.where}: schema version {row.after}, up to date")
+        elif row.before is None:
+            line(f"{row.where}: schema created (version {row.after})")
+        else:
+            line(f"{row.where}: schema upgraded from version {row.before} to {row.after}")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 
-from lanekit.errors import ExitCode, LanekitError
+from lanekit.errors import ExitCode, LanekitError, QueueError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -97,6 +97,13 @@ class Session:
         except (psycopg.OperationalError, psycopg.errors.QueryCanceled) as exc:
             self.close()
             raise self.unavailable(exc) from None
+        except psycopg.errors.UniqueViolation as exc:
+            if "attempts_one_success" not in str(exc):
+                raise
+            raise QueueError(
+                f"{self.where}: the database refused a second succeeded attempt of one job",
+                "success is recorded once: the job already succeeded (`lanekit job`)",
+            ) from None
 
     def script(self, text: str) -> None:
         """Run several statements in one transaction (migrations only)."""
