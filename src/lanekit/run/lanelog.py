@@ -54,6 +54,7 @@ class EventName:
     APPLIED = "applied"
     THROTTLED = "throttled"
     CHANNEL_FAILED = "channel-failed"
+    FENCED = "fenced"  # a settle whose lease another run had taken over: nothing changed
 
 
 class Reason:
@@ -74,6 +75,7 @@ class Reason:
     RUNNER_ERROR = "runner-error"
     RUNNING = "running"  # apply left a running lane's reload for later
     ALREADY_SUCCEEDED = "already-succeeded"  # the guard's skip (DropReason's, as logged)
+    LEASE_LOST = "lease-lost"  # the watcher's self-fence stopped the job (a server queue's)
 
 
 MAX_VALUE_CHARS = 1000

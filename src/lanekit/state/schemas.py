@@ -32,7 +32,7 @@ SNAPSHOT_SCHEMA = 1  # the applied lane snapshot
 MEMORY_SCHEMA = 1  # the watchdog's memory
 JOB_STATUS_SCHEMA = 1
 """The job watcher's status file (`v`). History: 1 - first version (v, exit, stopped, timed_out,
-duration, stderr, limit); `cancelled` added later within 1 (absent: false)."""
+duration, stderr, limit); `cancelled` and `lease_lost` added later within 1 (absent: false)."""
 SPAWN_STATUS_SCHEMA = 1  # a job the emulated domain spawned (lanekit.service.launchd.environ)
 EMULATED_STATE_SCHEMA = 1  # the emulated domain's state file
 EMULATED_DEFINITION_VERSION = 1

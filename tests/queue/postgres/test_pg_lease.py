@@ -16,9 +16,9 @@ import pytest
 
 from crashes import Say, in_dying_process
 from lanekit.errors import ExitCode, QueueError
-from lanekit.queue.model import Claim, JobExistsError, Verdict
+from lanekit.queue.model import Claim, ClaimFencedError, JobExistsError, Verdict
 from lanekit.queue.observed import ClaimState, RecoverReason
-from lanekit.queue.postgres.backend import ClaimFencedError, PostgresQueue, SchemaError
+from lanekit.queue.postgres.backend import PostgresQueue, SchemaError
 from lanekit.queue.postgres.connection import QueueUnavailableError
 from lanekit.queue.postgres.lease import awake_clock, margin
 from lanekit.queue.postgres.location import OnOrphan, PgLocation

@@ -32,7 +32,10 @@ from lanekit.queue import outcome as job_outcome
 from lanekit.queue.model import (
     CANCELLED,
     Claim,
+    ClaimFencedError,
     JobExistsError,
+    LeaseRenewal,
+    LeaseTerms,
     Moved,
     Purged,
     Recovered,
@@ -60,11 +63,6 @@ if TYPE_CHECKING:
     from lanekit.queue.model import Dropped
     from lanekit.queue.outcome import Outcome
     from lanekit.queue.paging import JobView, Page
-
-
-class ClaimFencedError(QueueError):
-    """A settle or renew by a holder whose lease was taken over: nothing changed (the lane log
-    says `fenced`)."""
 
 
 class SchemaError(QueueError):
@@ -402,9 +400,27 @@ class PostgresQueue:
     def renew(self, claim: Claim) -> bool:
         """Extend the lease, fenced by the token; False when it is no longer this holder's
         (taken over, or settled). The self-fence deadline moves to the send time + lease."""
-        handle = claim.handle
-        if not isinstance(handle, _Handle) or not handle.held:
+        terms = self.lease_terms(claim)
+        if terms is None or not claim.held:
             return False
+        renewal = self.renew_lease(terms)
+        if renewal.held:
+            assert isinstance(claim.handle, _Handle)
+            claim.handle.deadline = renewal.deadline
+        return renewal.held
+
+    def lease_terms(self, claim: Claim) -> LeaseTerms | None:
+        """The claim's lease, for its watcher (which renews it from its own process)."""
+        handle = claim.handle
+        if not isinstance(handle, _Handle):
+            return None
+        return LeaseTerms(
+            str(self.location), claim.job_id, handle.token, self.location.lease, handle.deadline
+        )
+
+    def renew_lease(self, terms: LeaseTerms) -> LeaseRenewal:
+        """One renew, fenced by the token and the running state; the deadline measured from
+        its send time (never from the server's clock)."""
         sent = awake_clock()
         rows = self._rows(
             "renew",
@@ -413,12 +429,12 @@ class PostgresQueue:
             WHERE queue = %(q)s AND id = %(id)s AND token = %(token)s AND state = 'running'
             RETURNING cancel_requested
             """,
-            {"id": claim.job_id, "token": handle.token, "lease": self.location.lease},
+            {"id": terms.job_id, "token": terms.token, "lease": self.location.lease},
         )
         if not rows:
-            return False
-        handle.deadline = fence_deadline(sent, self.location.lease)
-        return True
+            return LeaseRenewal(held=False, cancel=False, deadline=terms.deadline)
+        deadline = fence_deadline(sent, self.location.lease)
+        return LeaseRenewal(held=True, cancel=bool(rows[0][0]), deadline=deadline)
 
     def lease_deadline(self, claim: Claim) -> float:
         """When (awake_clock()) the holder must have stopped the claim's job on its own."""
