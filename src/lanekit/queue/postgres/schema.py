@@ -15,8 +15,9 @@ Tables (in the queue's `schema`, shared by every queue named in it):
 
 from __future__ import annotations
 
-VERSION = 1
-"""The schema version this lanekit reads and writes."""
+from lanekit.state.schemas import POSTGRES_QUEUE_SCHEMA as VERSION
+
+__all__ = ["MIGRATIONS", "VERSION", "render"]
 
 MIGRATIONS: tuple[str, ...] = (
     # 1: the first schema.
