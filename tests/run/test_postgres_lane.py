@@ -15,76 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from lanekit.queue.postgres.backend import PostgresQueue
-from lanekit.queue.postgres.location import PgLocation
 from lanekit.queue.records import JobState
 from lanekit.run.lanelog import read_events
+from pglane import CONFIG, lanekit, queue_of, setup
 from pgserver import PgServer
-
-JOB = """
-import json, os, sys, time
-path = sys.argv[1]
-assert path == os.environ["LANEKIT_JOB_FILE"], (path, os.environ["LANEKIT_JOB_FILE"])
-job = json.loads(open(path).read())
-mode = oct(os.stat(os.path.dirname(path)).st_mode & 0o777)
-with open(os.environ["OUT"], "a") as out:
-    out.write(json.dumps({"job": job, "path": path, "dir_mode": mode}) + "\\n")
-time.sleep(job.get("sleep", 0))
-"""
-
-CONFIG = """
-[defaults]
-path = ["/usr/bin", "/bin"]
-
-[queues.shared]
-backend = "postgres"
-dsn = "{dsn}"
-schema = "{schema}"
-lease = "{lease}s"
-
-[lanes.publish]
-queue = "shared"
-command = ["{python}", "{script}", "{{job}}"]
-every = "5m"
-env = {{ OUT = "{out}" }}
-"""
-
-
-def setup(server: PgServer, schema: str, tmp_path: Path, lease: int = 30) -> Path:
-    script = tmp_path / "job.py"
-    script.write_text(JOB)
-    config = tmp_path / "lanes.toml"
-    config.write_text(
-        CONFIG.format(
-            dsn=server.dsn,
-            schema=schema,
-            lease=lease,
-            python=sys.executable,
-            script=script,
-            out=tmp_path / "out.jsonl",
-        )
-    )
-    assert lanekit("db", "migrate", "-c", str(config)).returncode == 0
-    applied = lanekit("apply", "-c", str(config))
-    assert applied.returncode == 0, applied.stderr
-    return config
-
-
-def lanekit(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "lanekit", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
-
-
-def queue_of(server: PgServer, schema: str, tmp_path: Path) -> PostgresQueue:
-    queue = PostgresQueue(PgLocation("shared", server.dsn, schema=schema), spool=tmp_path / "x")
-    queue.ensure()
-    return queue
 
 
 def events(tmp_path: Path) -> list[dict[str, str]]:
@@ -111,7 +45,7 @@ def test_a_postgres_lane_runs_its_jobs_from_a_spooled_file(
     assert list(spool.iterdir()) == []  # each payload removed after its job
     queue = queue_of(pg_server, pg_schema, tmp_path)
     assert queue.counts().done == 3
-    assert [row[3] for row in queue.attempts("j0")] == ["succeeded"]
+    assert [item.outcome for item in queue.attempts("j0")] == ["succeeded"]
     assert [event["event"] for event in events(tmp_path)].count("done") == 3
 
 

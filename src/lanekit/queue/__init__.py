@@ -114,8 +114,13 @@ def job_places(location: str | PathLike[str]) -> list[Path]:
 
 def holding(location: str | PathLike[str], state: JobState) -> str:
     """Where a queue at `location` keeps the jobs in `state`, for messages (a directory of
-    it: queue/ for queued, though delayed/ holds some too; `memory:NAME/<state>`)."""
+    it: queue/ for queued, though delayed/ holds some too; `memory:NAME/<state>`; `postgres
+    queue NAME (<state>)`)."""
     directory = directory_of(location)
+    if directory is None and str(location).startswith(POSTGRES):
+        from lanekit.queue.postgres.location import parse
+
+        return f"postgres queue {parse(str(location)).queue} ({state})"
     if directory is None:
         return f"{location}/{state}"
     from lanekit.queue.directory.layout import STATE_DIRS

@@ -73,7 +73,7 @@ def expire(queue: PostgresQueue, job_id: str) -> None:
 
 
 def attempts(queue: PostgresQueue, job_id: str) -> list[str | None]:
-    return [row[3] for row in queue.attempts(job_id)]
+    return [item.outcome for item in queue.attempts(job_id)]
 
 
 def claim(queue: PostgresQueue) -> Claim:

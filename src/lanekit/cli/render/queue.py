@@ -133,6 +133,7 @@ def job_detail(view: JobView, *, as_json: bool) -> None:
             "record": None if record is None else record.to_dict(),
             "error": view.error,
             "retry_at": view.retry_at,
+            "attempt_history": [item.to_json() for item in view.history],
         }
         json_out(data)
         return
@@ -154,6 +155,11 @@ def job_detail(view: JobView, *, as_json: bool) -> None:
         rows.append(("retry due", view.retry_at))
     for key, value in rows:
         line(f"{key + ':':12}{value}")
+    if view.history:
+        line("history:")
+        for item in view.history:
+            outcome = item.outcome or "running"
+            line(f"  #{item.attempt} {outcome:9} {item.host} pid {item.pid}  {item.started_at}")
     if not view.error and record is not None and record.error and "\n" in record.error:
         # A retry's or a running job's last failure, with the job's stderr tail under it.
         line("last error:")

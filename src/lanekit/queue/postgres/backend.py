@@ -62,7 +62,7 @@ if TYPE_CHECKING:
     from lanekit.queue.counts import QueueCounts
     from lanekit.queue.model import Dropped
     from lanekit.queue.outcome import Outcome
-    from lanekit.queue.paging import JobView, Page
+    from lanekit.queue.paging import AttemptView, JobView, Page
 
 
 class SchemaError(QueueError):
@@ -809,20 +809,32 @@ class PostgresQueue:
             if record.state is JobState.RUNNING
             else self._place(job_id, record.state)
         )
-        return JobView(job_id, record.state, Path(where), record, error, retry_at)
+        history = tuple(self.attempts(job_id))
+        return JobView(job_id, record.state, Path(where), record, error, retry_at, history)
 
-    def attempts(self, job_id: str) -> list[tuple[int, str, int, str | None, str | None]]:
-        """Every attempt of the job, oldest first: (attempt, host, pid, outcome, error)."""
+    def attempts(self, job_id: str) -> list[AttemptView]:
+        """Every claim of the job, oldest first, with its host and outcome."""
+        from lanekit.queue.paging import AttemptView
+
+        rows = self._rows(
+            "attempts",
+            """
+            SELECT attempt, host, pid, outcome, extract(epoch from started_at)::float8,
+                extract(epoch from ended_at)::float8
+            FROM {s}.attempts WHERE queue = %(q)s AND job_id = %(id)s ORDER BY token
+            """,
+            {"id": job_id},
+        )
         return [
-            (attempt, host, pid, outcome, error)
-            for attempt, host, pid, outcome, error in self._rows(
-                "attempts",
-                """
-                SELECT attempt, host, pid, outcome, error FROM {s}.attempts
-                WHERE queue = %(q)s AND job_id = %(id)s ORDER BY token
-                """,
-                {"id": job_id},
+            AttemptView(
+                attempt,
+                host,
+                pid,
+                outcome,
+                iso_utc(started),
+                None if ended is None else iso_utc(ended),
             )
+            for attempt, host, pid, outcome, started, ended in rows
         ]
 
     def locate(self, job_id: str) -> JobLocation | None:
