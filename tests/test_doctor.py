@@ -86,6 +86,13 @@ ISSUE_CHECK_IDS = {
     "lane.stuck-run",
     "launchd.background-item-off",
     "launchd.no-login-after-reboot",
+    # issue 34: a queue on a PostgreSQL server
+    "queue.db-unreachable",
+    "queue.schema-version",
+    "queue.lease-expired",
+    "queue.clock-skew",
+    "queue.secret-in-dsn",
+    "queue.pgpass-mode",
 }
 
 HEALTHY = """

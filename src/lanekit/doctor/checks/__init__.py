@@ -7,7 +7,18 @@ from __future__ import annotations
 
 import importlib
 
-MODULES = ("plist", "program", "files", "macos", "schedule", "launchd", "queue", "lane", "watch")
+MODULES = (
+    "plist",
+    "program",
+    "files",
+    "macos",
+    "schedule",
+    "launchd",
+    "server",
+    "queue",
+    "lane",
+    "watch",
+)
 """Check modules in run order (each registers its checks on import, in file order)."""
 
 for _name in MODULES:

@@ -175,7 +175,17 @@ class PostgresQueue:
         return int(rows[0][0]) if rows else None
 
     def missing(self) -> str | None:
-        """Why the queue cannot be used yet (no schema, or one of another version), or None."""
+        """Why the queue cannot be used now (the server cannot be reached, no schema, or one
+        of another version), or None."""
+        from lanekit.queue.postgres.connection import QueueUnavailableError
+
+        try:
+            return self._schema_problem()
+        except QueueUnavailableError as exc:
+            return exc.message
+
+    def _schema_problem(self) -> str | None:
+        """Why the schema cannot be used (QueueUnavailableError: the server cannot be reached)."""
         version = self.schema_version()
         if version == pg_schema.VERSION:
             return None
@@ -197,8 +207,9 @@ class PostgresQueue:
         self.check()
 
     def check(self) -> None:
-        """SchemaError unless the schema is this lanekit's version; the spool made (0700)."""
-        problem = self.missing()
+        """SchemaError unless the schema is this lanekit's version (QueueUnavailableError, exit
+        75, when the server cannot be reached); the spool made (0700)."""
+        problem = self._schema_problem()
         if problem is not None:
             newer = "newer than" in problem
             hint = (
@@ -1002,6 +1013,16 @@ class PostgresQueue:
     def _place(self, job_id: str, state: JobState) -> str:
         """What stands for the job in results: `postgres:QUEUE/<state>/<id>`."""
         return f"postgres:{self.location.queue}/{state}/{job_id}"
+
+    def clock_skew(self) -> float:
+        """Seconds the server's clock is ahead of this machine's (negative: behind), taken at
+        the middle of one round trip. For doctor only: no lease decision uses it."""
+        import time
+
+        before = time.time()
+        [(server,)] = self.session.rows("SELECT extract(epoch from clock_timestamp())::float8")
+        after = time.time()
+        return float(server) - (before + after) / 2
 
     def close(self) -> None:
         """Close this process's connection (tests; a run's ends with its process)."""

@@ -29,6 +29,9 @@ STATEMENT_TIMEOUT_MS = 5000
 TCP_USER_TIMEOUT_MS = 2000
 """Unacknowledged data for longer than this ends the connection (a partition)."""
 
+DOWN_MEMORY = 2.0
+"""Seconds a failed connect is remembered (see Session._down)."""
+
 _INHERITED: list[object] = []
 """Connections a forked child inherited: kept referenced and never closed, so the child's
 exit cannot send the parent's session a Terminate (psycopg closes a connection it frees)."""
@@ -62,6 +65,9 @@ class Session:
         self.where = where
         self._conn: psycopg.Connection[tuple[Any, ...]] | None = None
         self._pid = 0
+        self._down: tuple[float, QueueUnavailableError] | None = None
+        """The last failed connect, and when: another within DOWN_MEMORY seconds fails at
+        once the same way (doctor's checks, a status of many lanes, do not wait 2 s each)."""
 
     def connection(self) -> psycopg.Connection[tuple[Any, ...]]:
         """The open connection of this process (a new one after a fork or a failure)."""
@@ -71,13 +77,24 @@ class Session:
             conn = self._conn = None
         if conn is not None and not conn.closed and not conn.broken:
             return conn
+        import time
+
         import psycopg
 
+        down = self._down
+        if (
+            down is not None
+            and self._pid == os.getpid()
+            and time.monotonic() - down[0] < DOWN_MEMORY
+        ):
+            raise down[1]
         try:
             conn = psycopg.connect(self.dsn, autocommit=True, **connect_options())
         except psycopg.Error as exc:
-            raise self.unavailable(exc) from None
-        self._conn, self._pid = conn, os.getpid()
+            error = self.unavailable(exc)
+            self._down, self._pid = (time.monotonic(), error), os.getpid()
+            raise error from None
+        self._conn, self._pid, self._down = conn, os.getpid(), None
         return conn
 
     def backend_pid(self) -> int:
