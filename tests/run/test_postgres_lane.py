@@ -133,3 +133,31 @@ def test_a_server_that_is_down_exits_75_and_loses_no_job(tmp_path: Path) -> None
 @pytest.fixture(autouse=True)
 def _needs_state_dir() -> None:
     assert os.environ.get("LANEKIT_STATE_DIR")
+
+
+def test_a_job_that_ends_after_its_runner_died_is_settled_by_its_outcome_anywhere(
+    pg_server: PgServer, pg_schema: str, tmp_path: Path
+) -> None:
+    """The runner is SIGKILLed mid-job; its watcher sees the job to its end and keeps the
+    outcome in the claim, so the run that recovers the lapsed lease (on any machine) settles
+    the job as succeeded by it, never running it again."""
+    import signal
+
+    setup(pg_server, pg_schema, tmp_path)
+    queue = queue_of(pg_server, pg_schema, tmp_path)
+    queue.enqueue({"sleep": 1}, job_id="ends")
+    runner = subprocess.Popen([sys.executable, "-m", "lanekit", "run", "publish"])
+    started = time.monotonic()
+    while not (tmp_path / "out.jsonl").exists():
+        assert time.monotonic() - started < 30
+        time.sleep(0.05)
+    runner.send_signal(signal.SIGKILL)
+    runner.wait()
+    table = f'"{pg_schema}".jobs'
+    while not queue.session.rows(f"SELECT 1 FROM {table} WHERE outcome IS NOT NULL"):
+        assert time.monotonic() - started < 30
+        time.sleep(0.1)
+    queue.session.rows(f"UPDATE {table} SET lease_expires = now() - interval '1 s'")
+    [item] = queue.recover(stale_after=0, max_attempts=3)
+    assert (item.state, item.exit) == (JobState.SUCCEEDED, 0)
+    assert len((tmp_path / "out.jsonl").read_text().splitlines()) == 1

@@ -125,6 +125,11 @@ class JobQueue(Protocol):
         the token: `held` False when the lease was lost."""
         ...
 
+    def keep_outcome(self, terms: LeaseTerms, outcome: Outcome) -> None:
+        """The watcher's record_outcome for a leased claim (fenced by the token), so that
+        recover() on any machine settles the job by it if its runner is gone."""
+        ...
+
     def cancel_requested(self, claim: Claim) -> bool:
         """Whether `request_cancel` asked for the claim's job to stop (it leaves the request
         beside the job file, lanekit.queue.outcome.cancel_path, where the watcher looks)."""

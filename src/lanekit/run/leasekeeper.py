@@ -11,6 +11,7 @@ The watcher is a fork of the runner: its first renew opens a session of its own.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 
 from lanekit.queue.postgres.lease import awake_clock
@@ -18,6 +19,7 @@ from lanekit.queue.postgres.lease import awake_clock
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from lanekit.queue.model import LeaseTerms
+    from lanekit.queue.outcome import Outcome
 
 FENCE = True
 """Whether the self-fence stops a job whose lease is lost or lapsing. The chaos run's control
@@ -62,6 +64,16 @@ class LeaseKeeper:
         """True once the lease is lost or the self-fence deadline has come."""
         return FENCE and (self.lost or awake_clock() >= self.deadline)
 
-    def close(self) -> None:
-        """Stop renewing (the job ended); a renew in flight finishes on its own."""
+    def close(self, outcome: Outcome | None = None) -> None:
+        """Stop renewing (the job ended); a renew in flight finishes on its own. With the
+        job's `outcome`, keep it in the claim first (best effort: a server out of reach
+        leaves recovery to run the job again, at least once), so that a run on any machine
+        settles the job by it if this one's runner is gone."""
         self._closed.set()
+        if outcome is None or self.lost:
+            return
+        from lanekit.errors import LanekitError
+        from lanekit.queue import open_queue
+
+        with contextlib.suppress(LanekitError, OSError):
+            open_queue(self.terms.location).keep_outcome(self.terms, outcome)

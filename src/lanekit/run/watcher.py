@@ -270,9 +270,10 @@ def _follow(  # noqa: PLR0917 - private, called once by _watch with its own valu
             capture=err_r,
             kept=kept,
         )
-    finally:
+    except BaseException:
         if keeper is not None:
             keeper.close()
+        raise
     outcome = Outcome(
         exit=os.waitstatus_to_exitcode(ended.status),
         stopped=ended.stopped,
@@ -283,6 +284,8 @@ def _follow(  # noqa: PLR0917 - private, called once by _watch with its own valu
         cancelled=ended.requested,
         lease_lost=fenced,
     )
+    if keeper is not None:
+        keeper.close(outcome)  # the claim keeps it too: a run on any machine settles by it
     from lanekit.system import fsops
     from lanekit.system.fsops import tmp_suffix
 

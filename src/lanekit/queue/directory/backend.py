@@ -143,6 +143,9 @@ class Queue(QueueState):
 
         return LeaseRenewal(held=True, cancel=False, deadline=float("inf"))
 
+    def keep_outcome(self, terms: LeaseTerms, outcome: Outcome) -> None:
+        """Nothing: no claim here has a lease (the watcher's status file is the record)."""
+
     def cancel_requested(self, claim: Claim) -> bool:
         """Whether `lanekit cancel --stop` left its request beside the claim."""
         from lanekit.queue import outcome as job_outcome

@@ -328,6 +328,9 @@ class MemoryQueue:
         """Held, for ever: no claim here has a lease (lease_terms gives none out)."""
         return LeaseRenewal(held=True, cancel=False, deadline=float("inf"))
 
+    def keep_outcome(self, terms: LeaseTerms, outcome: Outcome) -> None:
+        """Nothing: no claim here has a lease (the watcher's status file is the record)."""
+
     def cancel_requested(self, claim: Claim) -> bool:
         """Whether `lanekit cancel --stop` asked for the claim's job to stop."""
         return self.renew(claim) and Path(job_outcome.cancel_path(claim.file)).exists()

@@ -533,14 +533,19 @@ class PostgresQueue:
     def record_outcome(self, claim: Claim, outcome: Outcome) -> None:
         """Keep how the job ended in its row (fenced), so recover() on any host settles it by
         that; the watcher's status file beside the payload says the same on this host."""
-        import json
-
-        handle = claim.handle
-        if not isinstance(handle, _Handle) or not handle.held:
+        terms = self.lease_terms(claim)
+        if terms is None or not claim.held:
             raise QueueError(
                 f"{self.where}: claim of job {claim.job_id} was already settled",
                 "settle each claim once",
             )
+        self.keep_outcome(terms, outcome)
+
+    def keep_outcome(self, terms: LeaseTerms, outcome: Outcome) -> None:
+        """The job's outcome in its row, fenced by the token and the running state (a claim
+        taken over keeps nothing)."""
+        import json
+
         self._rows(
             "record_outcome",
             """
@@ -548,8 +553,8 @@ class PostgresQueue:
             WHERE queue = %(q)s AND id = %(id)s AND token = %(token)s AND state = 'running'
             """,
             {
-                "id": claim.job_id,
-                "token": handle.token,
+                "id": terms.job_id,
+                "token": terms.token,
                 "outcome": json.dumps(json.loads(outcome.to_bytes())),
             },
         )
