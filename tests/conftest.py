@@ -12,6 +12,7 @@ import pytest
 
 from lanekit.state.paths import Paths
 from neighbours import SECOND_UID, SecondUser
+from pgserver import PgServer
 from usermanager import UserManager
 from usermanager import start as start_user_manager
 
@@ -90,3 +91,31 @@ def systemd(user_manager: UserManager) -> Iterator[UserManager]:
         yield user_manager
     finally:
         user_manager.reset()
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    """One real PostgreSQL server for the session (tests/pgserver.py); skips saying why where
+    none can be started, fails instead under CI=true."""
+    import pgserver
+
+    pgserver.require()
+    server, process = pgserver.start()
+    previous = os.environ.get("PGPASSFILE")
+    os.environ["PGPASSFILE"] = str(server.passfile)
+    try:
+        yield server
+    finally:
+        if previous is None:
+            os.environ.pop("PGPASSFILE", None)
+        else:
+            os.environ["PGPASSFILE"] = previous
+        pgserver.stop(process, server.base)
+
+
+@pytest.fixture
+def pg_schema(pg_server: PgServer) -> Iterator[str]:
+    """A schema name of this test's own (created by `migrate`), dropped after it."""
+    name = f"t_{os.urandom(6).hex()}"
+    yield name
+    pg_server.admin(f"DROP SCHEMA IF EXISTS {name} CASCADE")

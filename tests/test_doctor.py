@@ -95,6 +95,13 @@ ISSUE_CHECK_IDS = {
     "systemd.exec-failed",
     "systemd.never-elapses",
     "systemd.unanchored-interval",
+    # issue 34: a queue on a PostgreSQL server
+    "queue.db-unreachable",
+    "queue.schema-version",
+    "queue.lease-expired",
+    "queue.clock-skew",
+    "queue.secret-in-dsn",
+    "queue.pgpass-mode",
 }
 
 HEALTHY = """

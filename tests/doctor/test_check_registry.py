@@ -32,12 +32,21 @@ ISSUE_9_ALERTS = {
 """What the watchdog alerts on (issue 9 item 4, and its systemd counterparts): problems that
 stop work."""
 
+ISSUE_34_ALERTS = {
+    "queue.db-unreachable",
+    "queue.schema-version",
+    "queue.lease-expired",
+    "queue.pgpass-mode",
+}
+"""The postgres queue's problems that stop work (its server, its schema, its leases, the
+password file libpq ignores): alerted on too."""
+
 
 def test_the_alert_checks_are_the_problems_that_stop_work() -> None:
     """`@check(..., alert=True)` marks exactly issue 9's alert checks; of them only
     queue.failed-jobs keeps a tally (more jobs failed: the alert is sent again)."""
     chosen = alert_checks()
-    assert {chk.id for chk in chosen} == ISSUE_9_ALERTS
+    assert {chk.id for chk in chosen} == ISSUE_9_ALERTS | ISSUE_34_ALERTS
     assert [chk.id for chk in chosen if chk.tally is not None] == ["queue.failed-jobs"]
 
 

@@ -1,10 +1,12 @@
 """The JobQueue contract (lanekit.queue.protocol): what every queue backend must do, asked only
-through the protocol. Parametrized over the backends (BACKENDS: the directory queue and the
-in-memory one); the next backend (PostgreSQL) is added there and must pass unchanged.
+through the protocol. Parametrized over the backends (BACKENDS: the directory queue, the
+in-memory one, and PostgreSQL on a real server the suite starts, tests/pgserver.py).
 
 Crashes are real for the directory queue: a forked process claims and dies without settling
 (os._exit), so its owner is dead by the same test the runner's recovery uses. The memory
-queue lives in one process, so its owner's death is said (MemoryQueue.owner_gone).
+queue lives in one process, so its owner's death is said (MemoryQueue.owner_gone). A postgres
+claim is also taken by a forked process (with a session of its own) that dies; its lease is
+then made to lapse on the server (as its 30 s would), which is how a dead owner is known there.
 """
 
 from __future__ import annotations
@@ -24,19 +26,25 @@ from lanekit.queue.memory import MemoryQueue
 from lanekit.queue.model import Claim, JobExistsError, Verdict
 from lanekit.queue.observed import ClaimState
 from lanekit.queue.outcome import Outcome
+from lanekit.queue.postgres.backend import PostgresQueue
+from lanekit.queue.postgres.location import PgLocation
 from lanekit.queue.protocol import JobQueue
 from lanekit.queue.records import JobState
+from pgserver import PgServer
 
 
 @dataclass(frozen=True)
 class Backend:
     """How the suite makes one backend's queue and crashes one of its owners."""
 
-    make: Callable[[Path], JobQueue]
-    """A fresh queue (not yet ensured) under the test's tmp_path."""
+    make: Callable[..., JobQueue]
+    """A fresh queue (not yet ensured) under the test's tmp_path (given first), then the
+    values of the fixtures `needs` names."""
     crash: Callable[[JobQueue, Outcome | None], str]
     """Claim one job in an owner that dies without settling it (with `outcome`, recorded
     first, as its watcher would); the claimed id once the owner is gone."""
+    needs: tuple[str, ...] = ()
+    """Fixtures `make` needs (a server, a schema of the test's own)."""
 
 
 def _crash_a_process(queue: JobQueue, outcome: Outcome | None) -> str:
@@ -75,14 +83,42 @@ def _memory(root: Path) -> JobQueue:
     return MemoryQueue(backoff_base=0, scratch=root)
 
 
+def _postgres(root: Path, server: PgServer, schema: str) -> JobQueue:
+    """A postgres queue in a schema of the test's own, migrated; retries straight back."""
+    queue = PostgresQueue(
+        PgLocation("contract", server.dsn, schema=schema),
+        backoff_base=0,
+        spool=root / "spool",
+    )
+    queue.migrate()
+    return queue
+
+
+def _crash_a_lease_holder(queue: JobQueue, outcome: Outcome | None) -> str:
+    """A forked process claims (through a session of its own) and dies; then its lease is made
+    to lapse on the server, as it would 30 s later."""
+    assert isinstance(queue, PostgresQueue)
+    taken = _crash_a_process(queue, outcome)
+    if taken:
+        expire_lease(queue, taken)
+    return taken
+
+
+def expire_lease(queue: PostgresQueue, job_id: str) -> None:
+    """Make the job's lease lapse now, on the server's clock (what time would do)."""
+    queue.session.rows(
+        f"UPDATE \"{queue.location.schema}\".jobs SET lease_expires = now() - interval '1 s' "
+        "WHERE queue = %s AND id = %s",
+        (queue.location.queue, job_id),
+    )
+
+
 BACKENDS: dict[str, Backend] = {
     "directory": Backend(_directory, _crash_a_process),
     "memory": Backend(_memory, _crash_an_owner),
+    "postgres": Backend(_postgres, _crash_a_lease_holder, ("pg_server", "pg_schema")),
 }
-"""Every backend the contract runs over. A backend that needs a server (PostgreSQL) is one
-more entry: its `make` connects to a throwaway database (skipping when none is configured,
-e.g. `pytest.skip` without LANEKIT_TEST_POSTGRES), its `crash` ends a connection holding a
-claim."""
+"""Every backend the contract runs over."""
 
 
 @pytest.fixture(params=sorted(BACKENDS))
@@ -92,9 +128,10 @@ def backend_kind(request: pytest.FixtureRequest) -> Backend:
 
 
 @pytest.fixture
-def backend(backend_kind: Backend, tmp_path: Path) -> JobQueue:
+def backend(backend_kind: Backend, tmp_path: Path, request: pytest.FixtureRequest) -> JobQueue:
     """A fresh, ensured queue of each backend."""
-    queue = backend_kind.make(tmp_path)
+    needed = [request.getfixturevalue(name) for name in backend_kind.needs]
+    queue = backend_kind.make(tmp_path, *needed)
     queue.ensure()
     return queue
 

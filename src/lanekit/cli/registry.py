@@ -89,6 +89,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "Remove finished and failed jobs older than their queue's keep_done / keep_failed, "
         "with their records.",
     ),
+    "db": (
+        "db_cmds",
+        "db",
+        "PostgreSQL queues: create or upgrade their schema (`lanekit db migrate`).",
+    ),
     "plan": ("launchd_cmds", "plan", "Show what `lanekit apply` would do to each lane, and why."),
     "apply": ("launchd_cmds", "apply", "Install and (re)load lanes so launchd matches lanes.toml."),
     "adopt": (

@@ -74,7 +74,24 @@ RETENTION_MINIMUM = 3600
 """keep_done / keep_failed below an hour would purge jobs a person is still looking at."""
 
 
-QUEUE_KEYS = ("dir", "durable", "keep_done", "keep_failed", "max_job_bytes")
+QUEUE_KEYS = (
+    "backend",
+    "dir",
+    "durable",
+    "dsn",
+    "schema",
+    "lease",
+    "on_orphan",
+    "keep_done",
+    "keep_failed",
+    "max_job_bytes",
+)
+
+QUEUE_BACKENDS = ("directory", "postgres")
+"""`[queues.NAME] backend`: a directory on this machine (the default), or a PostgreSQL server
+that several machines share."""
+DIRECTORY_ONLY_KEYS = ("dir", "durable")
+POSTGRES_ONLY_KEYS = ("dsn", "schema", "lease", "on_orphan")
 
 MIN_JOB_BYTES = 2
 """The smallest job there is, `{}`: a lower max_job_bytes would refuse every job."""
@@ -131,7 +148,10 @@ names start with a letter or digit and hold no colon), so no two lanes ever shar
 
 @dataclass(frozen=True, slots=True)
 class QueueSpec:
-    """A directory queue: `dir` holds tmp/ queue/ claimed/ done/ failed/ records/ logs/."""
+    """A queue: a directory (`dir` holds tmp/ queue/ claimed/ done/ failed/ records/ logs/),
+    or a PostgreSQL queue, whose `dir` is its location (`postgres:queue=NAME&...&dsn=...`,
+    lanekit.queue.postgres.location: never a password), what every caller hands to
+    lanekit.queue.open_queue."""
 
     name: str
     dir: Path
@@ -215,6 +235,17 @@ class LaneSpec:
     """The watchdog lane's `[watch]` (None for every other lane): `apply` records its channels
     in the lane's snapshot, and each pass runs the channels applied, never what lanes.toml
     says since (lanekit.watch.watchdog.applied_channels)."""
+
+    @property
+    def start_directory(self) -> Path:
+        """Where the lane's process starts (launchd's and systemd's WorkingDirectory): its
+        `working_directory`, else its queue's directory, or, for a queue kept elsewhere (a
+        server), the directory of its lane log."""
+        if self.working_directory is not None:
+            return self.working_directory
+        from lanekit.queue import directory_of
+
+        return self.queue.dir if directory_of(self.queue.dir) is not None else self.log_path.parent
 
 
 @dataclass(frozen=True, slots=True)

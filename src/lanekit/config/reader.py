@@ -15,11 +15,14 @@ from lanekit.config.model import (
     DEFAULT_PATH,
     DEFAULT_SESSION_TYPES,
     DEFAULTS_KEYS,
+    DIRECTORY_ONLY_KEYS,
     LANE_KEYS,
     MAX_INT,
     MAX_LABEL_BYTES,
     MIN_JOB_BYTES,
     PLAIN_QUEUE_PREFIX,
+    POSTGRES_ONLY_KEYS,
+    QUEUE_BACKENDS,
     QUEUE_KEYS,
     QUEUE_ONLY_KEYS,
     RESERVED_ENV,
@@ -42,6 +45,7 @@ from lanekit.config.text import (
 )
 from lanekit.config.values import ConfigReader
 from lanekit.config.watch import WATCH_LANE, WatchSpec, read_watch
+from lanekit.queue import directory_of
 from lanekit.schedule import (
     Schedule,
     ScheduleError,
@@ -166,13 +170,26 @@ class DocumentReader(ConfigReader):
         if not isinstance(queues[name], dict):
             return None
         self.known_keys(table, key, QUEUE_KEYS, "keys of a queue")
-        directory = self.path(table, (*key, "dir"))
-        if "dir" not in table:
-            self.fail(
-                key,
-                'missing required key "dir"',
-                'add dir = "~/path/to/queue" (tmp/ queue/ claimed/ ... are created inside)',
-            )
+        backend = self.choice(table, (*key, "backend"), QUEUE_BACKENDS) or QUEUE_BACKENDS[0]
+        wrong = POSTGRES_ONLY_KEYS if backend == "directory" else DIRECTORY_ONLY_KEYS
+        for stray in wrong:
+            if stray in table:
+                self.fail(
+                    (*key, stray),
+                    f"{stray} is not a key of a {backend} queue",
+                    f"remove it, or set backend = "
+                    f"{quoted('postgres' if backend == 'directory' else 'directory')}",
+                )
+        if backend == "postgres":
+            directory = self.postgres_location(table, key, name)
+        else:
+            directory = self.path(table, (*key, "dir"))
+            if "dir" not in table:
+                self.fail(
+                    key,
+                    'missing required key "dir"',
+                    'add dir = "~/path/to/queue" (tmp/ queue/ claimed/ ... are created inside)',
+                )
         durable = self.boolean(table, (*key, "durable"))
         keep_done = self.duration(table, (*key, "keep_done"), minimum=RETENTION_MINIMUM)
         keep_failed = self.duration(table, (*key, "keep_failed"), minimum=RETENTION_MINIMUM)
@@ -188,6 +205,58 @@ class DocumentReader(ConfigReader):
             keep_failed=DEFAULT_KEEP_FAILED if keep_failed is None else keep_failed,
             max_job_bytes=DEFAULT_MAX_JOB_BYTES if max_job_bytes is None else max_job_bytes,
         )
+
+    def postgres_location(self, table: Mapping[str, Any], key: Key, name: str) -> Path | None:
+        """A postgres queue's location (its `dir`), from dsn, schema, lease and on_orphan. A
+        dsn carrying a password is refused without repeating it: passwords live where libpq
+        looks for them (~/.pgpass, pg_service.conf), never in lanes.toml, a plist or a log."""
+        from lanekit.queue.postgres.location import (
+            DEFAULT_LEASE,
+            DEFAULT_SCHEMA,
+            MIN_LEASE,
+            OnOrphan,
+            PgLocation,
+            dsn_problem,
+            password_in,
+            schema_problem,
+        )
+
+        dsn = self.string(table, (*key, "dsn"))
+        if "dsn" not in table:
+            self.fail(
+                key,
+                'missing required key "dsn"',
+                'add dsn = "service=NAME" (a section of ~/.pg_service.conf) or '
+                'dsn = "host=HOST dbname=DB user=USER"',
+            )
+        elif dsn is not None and password_in(dsn):
+            problem = dsn_problem(dsn)
+            self.fail(
+                (*key, "dsn"),
+                "carries a password (not repeated here)"
+                if problem is None
+                else f"is not a conninfo libpq reads ({problem.splitlines()[0]})",
+                "keep the password out of lanes.toml: put it in ~/.pgpass (mode 0600) or in "
+                'pg_service.conf, and write dsn = "service=NAME" '
+                "(or the dsn without its password)",
+            )
+            dsn = None
+        schema = self.string(table, (*key, "schema"))
+        if schema is not None and (why := schema_problem(schema)) is not None:
+            self.fail((*key, "schema"), f"{quoted(schema)} cannot name a schema", why)
+            schema = None
+        lease = self.duration(table, (*key, "lease"), minimum=MIN_LEASE)
+        on_orphan = self.choice(table, (*key, "on_orphan"), tuple(OnOrphan))
+        if dsn is None:
+            return None
+        location = PgLocation(
+            queue=name,
+            dsn=dsn,
+            schema=schema or DEFAULT_SCHEMA,
+            lease=DEFAULT_LEASE if lease is None else lease,
+            on_orphan=OnOrphan(on_orphan or OnOrphan.RETRY),
+        )
+        return Path(str(location))
 
     def unique_queue_dirs(self, queues: Mapping[str, QueueSpec]) -> None:
         """Two queues in one directory, or one inside another, would mix their jobs: compared
@@ -271,7 +340,11 @@ class DocumentReader(ConfigReader):
             # (from [defaults]) do not apply.
             options = {k: v for k, v in options.items() if k not in QUEUE_ONLY_KEYS}
             options.update(max_jobs=1, max_attempts=1)
-        log_dir = queue.dir / "logs"
+        log_dir = (
+            queue.dir / "logs"
+            if directory_of(queue.dir) is not None
+            else self.paths.state / "queues" / queue.name / "logs"
+        )
         return LaneSpec(
             name=name,
             label=label,

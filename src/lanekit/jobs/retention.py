@@ -38,9 +38,9 @@ def purge(
         spec = group[0].queue
         keep_done = spec.keep_done if older_than is None else older_than
         keep_failed = spec.keep_failed if older_than is None else older_than
-        if not spec.dir.is_dir():
-            continue  # never applied: nothing to purge
         queue = open_queue(spec.dir, durable=spec.durable)
+        if queue.missing() is not None:
+            continue  # never applied (or never migrated): nothing to purge
         purged = queue.purge(keep_done=keep_done, keep_failed=keep_failed, dry_run=dry_run)
         rows.append(
             PurgeRow(spec.name, tuple(lane.name for lane in group), keep_done, keep_failed, purged)

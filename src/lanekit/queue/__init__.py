@@ -13,10 +13,8 @@ empty run's fast path (lanekit.run.entry) pays for none of it.
     ids.py        job ids and claim owners; payload.py what a job is; policy.py retries
     directory/    the directory backend (design.md section 3): a queue is a directory
     memory/       the in-memory backend (`memory:NAME`), for unit tests
-
-A backend that needs a server (PostgreSQL, so several Macs drain one queue) is one more
-branch below, chosen by its location's scheme (`postgresql://...`), and one more entry in
-the contract suite (tests/queue/test_contract.py).
+    postgres/     the PostgreSQL backend (`postgres:queue=NAME&...`, see its location.py):
+                  several machines drain one queue
 """
 
 from __future__ import annotations
@@ -34,6 +32,8 @@ if TYPE_CHECKING:
 
 MEMORY = "memory:"
 """The scheme of an in-memory queue's location (`memory:NAME`)."""
+POSTGRES = "postgres:"
+"""The scheme of a PostgreSQL queue's location (lanekit.queue.postgres.location)."""
 
 
 def open_queue(
@@ -44,7 +44,8 @@ def open_queue(
     max_job_bytes: int | None = None,
 ) -> JobQueue:
     """The queue at `location` (a queue spec's `dir`): `memory:NAME` is the process's in-memory
-    queue of that name, anything else a queue directory. `durable=False` skips fsyncs;
+    queue of that name, `postgres:...` a queue on a PostgreSQL server, anything else a queue
+    directory. `durable=False` skips fsyncs;
     `clock` is the epoch seconds it records by (default lanekit.state.clock.epoch);
     `max_job_bytes` its largest job (its `[queues.NAME] max_job_bytes`)."""
     from lanekit.state.clock import epoch
@@ -57,6 +58,10 @@ def open_queue(
         from lanekit.queue import memory
 
         return memory.named(text, clock=clock, max_job_bytes=limit)
+    if text.startswith(POSTGRES):
+        from lanekit.queue.postgres.backend import open_location
+
+        return open_location(text, clock=clock, max_job_bytes=limit)
     from pathlib import Path
 
     from lanekit.queue.directory.backend import Queue
@@ -105,7 +110,7 @@ def directory_of(location: str | PathLike[str]) -> str | None:
     logs and lane locks by default), or None for a queue kept elsewhere (memory, a server):
     its lanes then keep their locks beside their logs (lanekit.run.lanelock)."""
     text = str(location)
-    return None if text.startswith(MEMORY) else text
+    return None if text.startswith((MEMORY, POSTGRES)) else text
 
 
 def location_problem(location: str | PathLike[str]) -> QueueError | None:
@@ -146,8 +151,13 @@ def job_places(location: str | PathLike[str]) -> list[Path]:
 
 def holding(location: str | PathLike[str], state: JobState) -> str:
     """Where a queue at `location` keeps the jobs in `state`, for messages (a directory of
-    it: queue/ for queued, though delayed/ holds some too; `memory:NAME/<state>`)."""
+    it: queue/ for queued, though delayed/ holds some too; `memory:NAME/<state>`; `postgres
+    queue NAME (<state>)`)."""
     directory = directory_of(location)
+    if directory is None and str(location).startswith(POSTGRES):
+        from lanekit.queue.postgres.location import parse
+
+        return f"postgres queue {parse(str(location)).queue} ({state})"
     if directory is None:
         return f"{location}/{state}"
     from lanekit.queue.directory.layout import STATE_DIRS

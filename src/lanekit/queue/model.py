@@ -32,6 +32,40 @@ class JobExistsError(UsageError):
     """An id given to enqueue is already in the queue (or already succeeded)."""
 
 
+class ClaimFencedError(QueueError):
+    """A settle by a holder whose lease was taken over (it lapsed and another run recovered
+    the job): nothing changed, and the lane log says `fenced`. Only a backend with leases
+    raises it."""
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseTerms:
+    """What the job's watcher needs to keep a leased claim: the queue's location (it opens
+    the queue itself, in its own process), the claim and its fencing token, and the
+    self-fence deadline on lanekit.queue.postgres.lease.awake_clock (system-wide, so it
+    means the same in the watcher)."""
+
+    location: str
+    job_id: str
+    token: int
+    lease: float
+    """Seconds a renew buys; the watcher renews every lease/5."""
+    deadline: float
+    """When the job must have stopped unless a renew succeeds first (awake clock)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseRenewal:
+    """What one renew learned."""
+
+    held: bool
+    """False: the lease is lost (taken over, or settled): stop the job at once."""
+    cancel: bool
+    """`lanekit cancel --stop` asked for the job to stop (from any machine)."""
+    deadline: float
+    """The new self-fence deadline (awake clock), measured from the renew's send time."""
+
+
 class RecordNotWrittenError(QueueError):
     """A settled job's final record could not be written; its file was moved all the same.
 

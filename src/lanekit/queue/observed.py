@@ -22,6 +22,8 @@ class RecoverReason(StrEnum):
     PID_REUSED = "pid-reused"
     STALE = "stale"
     """Owner on another host (or unnamed) and the claim is older than stale_after."""
+    LEASE_EXPIRED = "lease-expired"
+    """A server queue's lease lapsed unrenewed (its holder died, slept or was cut off)."""
 
 
 @dataclass(frozen=True, slots=True)

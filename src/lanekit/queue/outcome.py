@@ -75,6 +75,9 @@ class Outcome:
     """The lane's timeout the job ran under (None: no limit)."""
     cancelled: bool = False
     """A cancel request (`lanekit cancel --stop`) reached the leader while it was alive."""
+    lease_lost: bool = False
+    """The claim's lease was lost, or about to lapse unrenewed: the watcher killed the job
+    (the self-fence) so that it never runs beside a copy another run may start."""
 
     def to_bytes(self) -> bytes:
         """One line of JSON (the status file)."""
@@ -91,6 +94,7 @@ class Outcome:
                     "stderr": self.stderr,
                     "limit": self.limit,
                     "cancelled": self.cancelled,
+                    "lease_lost": self.lease_lost,
                 }
             ).encode("utf-8")
             + b"\n"
@@ -114,6 +118,7 @@ class Outcome:
             value.get("stopped", False),
             value.get("timed_out", False),
             value.get("cancelled", False),
+            value.get("lease_lost", False),
         )
         if type(code) is not int or not isinstance(stderr, str):
             return None
@@ -132,6 +137,7 @@ class Outcome:
             stderr,
             None if limit is None else float(limit),
             flags[2],
+            flags[3],
         )
 
 

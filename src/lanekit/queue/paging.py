@@ -139,6 +139,30 @@ class Page:
 
 
 @dataclass(frozen=True, slots=True)
+class AttemptView:
+    """One claim of a job, as a server queue keeps it (`lanekit job` lists them)."""
+
+    attempt: int
+    host: str
+    pid: int
+    outcome: str | None
+    """succeeded, failed, stopped, orphaned (its lease lapsed), or None while it runs."""
+    started_at: str
+    ended_at: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object (`lanekit job --json`'s `attempt_history` items)."""
+        return {
+            "attempt": self.attempt,
+            "host": self.host,
+            "pid": self.pid,
+            "outcome": self.outcome,
+            "started_at": self.started_at,
+            "ended_at": self.ended_at,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class JobView:
     """Everything known about one job, for `lanekit job LANE ID`."""
 
@@ -152,3 +176,6 @@ class JobView:
     """The failed/<id>.error text, for failed jobs."""
     retry_at: str | None = None
     """For a retry waiting in delayed/, when it is due (ISO 8601 UTC); None otherwise."""
+    history: tuple[AttemptView, ...] = ()
+    """Every claim of the job with its host and outcome, where the backend keeps them (a
+    server queue); empty otherwise."""

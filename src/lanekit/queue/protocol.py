@@ -21,7 +21,17 @@ if TYPE_CHECKING:
     from typing import Any
 
     from lanekit.queue.counts import QueueCounts
-    from lanekit.queue.model import Claim, Dropped, Moved, Purged, Recovered, Settled, Verdict
+    from lanekit.queue.model import (
+        Claim,
+        Dropped,
+        LeaseRenewal,
+        LeaseTerms,
+        Moved,
+        Purged,
+        Recovered,
+        Settled,
+        Verdict,
+    )
     from lanekit.queue.observed import ClaimView, JobLocation
     from lanekit.queue.outcome import Outcome
     from lanekit.queue.paging import JobView, Page
@@ -118,6 +128,21 @@ class JobQueue(Protocol):
     def renew(self, claim: Claim) -> bool:
         """Extend the claim's lease; False when the claim is no longer this owner's (it
         lapsed, or was settled). A backend without leases answers True while it is held."""
+        ...
+
+    def lease_terms(self, claim: Claim) -> LeaseTerms | None:
+        """What the claim's watcher needs to renew its lease (and to stop the job before the
+        lease can lapse); None for a claim without a lease (it lasts as long as its owner)."""
+        ...
+
+    def renew_lease(self, terms: LeaseTerms) -> LeaseRenewal:
+        """Renew by terms (the watcher's side of renew, in a process of its own), fenced by
+        the token: `held` False when the lease was lost."""
+        ...
+
+    def keep_outcome(self, terms: LeaseTerms, outcome: Outcome) -> None:
+        """The watcher's record_outcome for a leased claim (fenced by the token), so that
+        recover() on any machine settles the job by it if its runner is gone."""
         ...
 
     def cancel_requested(self, claim: Claim) -> bool:

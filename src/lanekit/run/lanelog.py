@@ -54,6 +54,7 @@ class EventName:
     APPLIED = "applied"
     THROTTLED = "throttled"
     CHANNEL_FAILED = "channel-failed"
+    FENCED = "fenced"  # a settle whose lease another run had taken over: nothing changed
 
 
 class Reason:
@@ -75,6 +76,7 @@ class Reason:
     RUNNING = "running"  # apply left a running lane's reload for later
     ALREADY_SUCCEEDED = "already-succeeded"  # the guard's skip (DropReason's, as logged)
     INTERRUPTED = "interrupted"  # a plain lane's run cut short, not repeated (retry_on_crash)
+    LEASE_LOST = "lease-lost"  # the watcher's self-fence stopped the job (a server queue's)
 
 
 MAX_VALUE_CHARS = 1000

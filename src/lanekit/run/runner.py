@@ -209,6 +209,9 @@ class _LaneRun:
         self.clock = clock
         self.claimed = self.done = self.failed = self.requeued = 0
         self.skipped = self.recovered = 0
+        self.lease_lost = False
+        """A job's lease was lost or lapsing (its watcher could not renew it): this host is
+        cut off from the queue's server, so the run claims nothing more (exit 75)."""
 
     def drain(self) -> RunResult:
         """Recover, then claim and run jobs until empty, max_jobs, max_seconds or a signal."""
@@ -223,6 +226,8 @@ class _LaneRun:
             self._purge_daily()
         if self.stop.stopping():
             reason = Reason.SIGNAL
+            code = ExitCode.INTERRUPTED
+        elif reason == Reason.LEASE_LOST:
             code = ExitCode.INTERRUPTED
         elif self.failed or self.requeued:
             code = ExitCode.FAILURE
@@ -274,6 +279,8 @@ class _LaneRun:
         ran = 0
         try:
             while not self.stop.stopping():
+                if self.lease_lost:
+                    return Reason.LEASE_LOST
                 if ran >= spec.max_jobs:
                     # A plain lane's queue holds this fire's one job: it is empty now.
                     return Reason.EMPTY if spec.plain else Reason.MAX_JOBS
@@ -396,7 +403,7 @@ class _LaneRun:
         with reason `cancelled`, whatever it exited with; else by its exit code: 0 -> done/;
         stopped by a signal -> back to queue/ unspent; any other failure -> retry with backoff
         or failed/. The watcher's `outcome` words the failure (timeout, stderr tail)."""
-        from lanekit.queue.model import RecordNotWrittenError, Verdict
+        from lanekit.queue.model import ClaimFencedError, RecordNotWrittenError, Verdict
         from lanekit.queue.records import JobState
 
         log = self.log
@@ -412,7 +419,18 @@ class _LaneRun:
             error = f"exit {code}" if code > 0 else f"killed by signal {-code}"
         why = Reason.TIMEOUT if outcome is not None and outcome.timed_out else None
         try:
-            if cancelled:
+            if outcome is not None and outcome.lease_lost:
+                # The self-fence killed it: not the job's failure, and perhaps another run's
+                # job by now (then this settle is fenced and changes nothing).
+                self.lease_lost = True
+                self._give_back(queue, claim, "its lease was lost: stopped, run again")
+                log.event(
+                    EventName.REQUEUED,
+                    job=claim.job_id,
+                    reason=Reason.LEASE_LOST,
+                    duration=duration,
+                )
+            elif cancelled:
                 queue.settle(claim, Verdict.gave_up(error))
                 self.failed += 1
                 log.event(
@@ -460,6 +478,10 @@ class _LaneRun:
                         reason=why,
                         error=first_line,
                     )
+        except ClaimFencedError:
+            # Its lease was taken over (a partition, a sleep, a stalled renew): the run that
+            # recovered the job decides what happens to it; this settle changed nothing.
+            log.event(EventName.FENCED, job=claim.job_id, exit=code, duration=duration)
         except RecordNotWrittenError as exc:
             # The job was moved to done/ or failed/ all the same and its claim is settled; only
             # its final record is missing. Say where it went, then stop the run (exit 69): the
@@ -554,6 +576,7 @@ class _LaneRun:
                             timeout=spec.timeout,
                             kill_grace=spec.kill_grace,
                             stop_grace=stop.grace,
+                            lease=queue.lease_terms(claim),
                         )
                     finally:
                         if lent >= 0:

@@ -125,6 +125,7 @@ def serve(sock: socket.socket) -> int:
                 kill_grace=request["kill_grace"],
                 stop_grace=request["stop_grace"],
                 wake=wake,
+                lease=request.get("lease"),
             )
         finally:
             os.close(lock_fd)  # the lock drops once the status is written (in _follow)
@@ -167,9 +168,12 @@ def _watch(
     kill_grace: float,
     stop_grace: float,
     wake: int = -1,
+    lease: Mapping[str, Any] | None = None,
 ) -> int:
     """Watch one job to its end. `wake`: the run watcher's wake-up pipe (serve); -1 for a
-    process that watches this one job only, which becomes a watcher first."""
+    process that watches this one job only, which becomes a watcher first. `lease`: a leased
+    claim's LeaseTerms (as a dict): renewed while the job runs, the job killed at once when
+    it is lost or about to lapse (lanekit.run.leasekeeper)."""
     if wake < 0:
         wake = _become_watcher([lock_fd, report])
     err_r, err_w = os.pipe()
@@ -205,7 +209,7 @@ def _watch(
         tail=TAIL_BYTES,
     )
     try:
-        _follow(job, policy, wake, err_r, err_w, report, status, tmp_dir, timeout, began)
+        _follow(job, policy, wake, err_r, err_w, report, status, tmp_dir, timeout, began, lease)
     except BaseException:
         # Never leave the job running without the lock this process is about to drop.
         signal_group(job, signal.SIGKILL)
@@ -226,6 +230,7 @@ def _follow(  # noqa: PLR0917 - private, called once by _watch with its own valu
     tmp_dir: str,
     timeout: float | None,
     began: float,
+    lease: Mapping[str, Any] | None = None,
 ) -> None:
     """The watcher's part from the job's start to its status (see the module docstring)."""
     signal.pthread_sigmask(signal.SIG_UNBLOCK, (*STOP_SIGNALS, KILL_NOW))
@@ -238,15 +243,37 @@ def _follow(  # noqa: PLR0917 - private, called once by _watch with its own valu
     os.set_blocking(err_r, False)
     kept = bytearray()
     cancel = cancel_beside(status)
-    ended = supervise(
-        job,
-        policy,
-        wake=wake,
-        deadline=None if timeout is None else began + timeout,
-        requested=lambda: os.path.lexists(cancel),
-        capture=err_r,
-        kept=kept,
-    )
+    keeper = None
+    if lease is not None:
+        from lanekit.queue.model import LeaseTerms
+        from lanekit.run.leasekeeper import LeaseKeeper
+
+        keeper = LeaseKeeper(LeaseTerms(**lease)).start()
+    fenced = False
+
+    def requested() -> bool:
+        nonlocal fenced
+        if keeper is not None and keeper.must_stop():
+            # Lost, or about to lapse: gone at once, before anyone else may take the job.
+            fenced = True
+            signal_group(job, signal.SIGKILL)
+            return False
+        return os.path.lexists(cancel) or (keeper is not None and keeper.cancel)
+
+    try:
+        ended = supervise(
+            job,
+            policy,
+            wake=wake,
+            deadline=None if timeout is None else began + timeout,
+            requested=requested,
+            capture=err_r,
+            kept=kept,
+        )
+    except BaseException:
+        if keeper is not None:
+            keeper.close()
+        raise
     outcome = Outcome(
         exit=os.waitstatus_to_exitcode(ended.status),
         stopped=ended.stopped,
@@ -255,7 +282,10 @@ def _follow(  # noqa: PLR0917 - private, called once by _watch with its own valu
         stderr=tail(bytes(kept)),
         limit=timeout,
         cancelled=ended.requested,
+        lease_lost=fenced,
     )
+    if keeper is not None:
+        keeper.close(outcome)  # the claim keeps it too: a run on any machine settles by it
     from lanekit.system import fsops
     from lanekit.system.fsops import tmp_suffix
 

@@ -22,6 +22,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import socket
     from collections.abc import Mapping, Sequence
+    from typing import Any
+
+    from lanekit.queue.model import LeaseTerms
 
 
 class WatcherGoneError(OSError):
@@ -111,10 +114,12 @@ class RunWatcher:
         timeout: float | None,
         kill_grace: float,
         stop_grace: float,
+        lease: LeaseTerms | None = None,
     ) -> WatchedJob:
         """Hand a job to the watcher (forked on first use, again if it died); the runner's
         handle on it. OSError when the command cannot be started (missing, not executable):
-        the watcher reports the spawn's errno and no status is written."""
+        the watcher reports the spawn's errno and no status is written. `lease`: the claim's
+        lease, which the watcher renews (lanekit.run.leasekeeper)."""
         import json
 
         request = json.dumps(
@@ -126,6 +131,7 @@ class RunWatcher:
                 "timeout": timeout,
                 "kill_grace": kill_grace,
                 "stop_grace": stop_grace,
+                "lease": None if lease is None else _terms(lease),
             }
         ).encode()  # ASCII: json.dumps escapes every other character (lone surrogates too)
         report_r, report_w = os.pipe()
@@ -236,6 +242,17 @@ class RunWatcher:
         signal.pthread_sigmask(signal.SIG_SETMASK, masked)
         theirs.close()
         self._pid, self._sock = pid, ours
+
+
+def _terms(lease: LeaseTerms) -> dict[str, Any]:
+    """The lease as the request's JSON object (LeaseTerms' fields)."""
+    return {
+        "location": lease.location,
+        "job_id": lease.job_id,
+        "token": lease.token,
+        "lease": lease.lease,
+        "deadline": lease.deadline,
+    }
 
 
 _CLOSE_WAIT = 2.0

@@ -29,11 +29,15 @@ RECORD_SCHEMA = 1
 """records/<id>.json's `schema_version`. History: 1 - first version (schema_version, job_id,
 state, attempts, queued_at, updated_at, lane, error)."""
 SNAPSHOT_SCHEMA = 1  # the applied lane snapshot
+POSTGRES_QUEUE_SCHEMA = 1
+"""The postgres queue's tables (lanekit.queue.postgres.schema: one migration per version;
+`lanekit db migrate` applies them, a newer one is refused). History: 1 - jobs, attempts,
+tombstones, meta."""
 MEMORY_SCHEMA = 1  # the watchdog's memory
 CONFIRMATIONS_SCHEMA = 1  # which watch channels the user confirmed (`lanekit watch --test`)
 JOB_STATUS_SCHEMA = 1
 """The job watcher's status file (`v`). History: 1 - first version (v, exit, stopped, timed_out,
-duration, stderr, limit); `cancelled` added later within 1 (absent: false)."""
+duration, stderr, limit); `cancelled` and `lease_lost` added later within 1 (absent: false)."""
 SPAWN_STATUS_SCHEMA = 1  # a job the emulated domain spawned (lanekit.service.launchd.environ)
 EMULATED_STATE_SCHEMA = 1  # the emulated domain's state file
 EMULATED_DEFINITION_VERSION = 1

@@ -10,6 +10,7 @@ from lanekit.state.schemas import JOBS_SCHEMA
 
 if TYPE_CHECKING:
     from lanekit.jobs.batch import Batch
+    from lanekit.jobs.migrate import Migrated
     from lanekit.jobs.recovery import RecoverRow
     from lanekit.queue.paging import JobView, Page
     from lanekit.run.runner import RunResult
@@ -143,6 +144,7 @@ def job_detail(view: JobView, *, as_json: bool) -> None:
             "record": None if record is None else record.to_dict(),
             "error": view.error,
             "retry_at": view.retry_at,
+            "attempt_history": [item.to_json() for item in view.history],
         }
         json_out(data)
         return
@@ -166,6 +168,11 @@ def job_detail(view: JobView, *, as_json: bool) -> None:
         rows.append(("retry due" if retry else "due", view.retry_at))
     for key, value in rows:
         line(f"{key + ':':12}{value}")
+    if view.history:
+        line("history:")
+        for item in view.history:
+            outcome = item.outcome or "running"
+            line(f"  #{item.attempt} {outcome:9} {item.host} pid {item.pid}  {item.started_at}")
     if not view.error and record is not None and record.error and "\n" in record.error:
         # A retry's or a running job's last failure, with the job's stderr tail under it.
         line("last error:")
@@ -175,3 +182,17 @@ def job_detail(view: JobView, *, as_json: bool) -> None:
         line("error:")
         for text in view.error.rstrip("\n").splitlines():
             line(f"  {text}")
+
+
+def migrated(rows: Sequence[Migrated]) -> None:
+    """One line per postgres queue: its schema version before and after `lanekit db migrate`."""
+    if not rows:
+        line('no postgres queues in lanes.toml (backend = "postgres")')
+        return
+    for row in rows:
+        if row.before == row.after:
+            line(f"{row.where}: schema version {row.after}, up to date")
+        elif row.before is None:
+            line(f"{row.where}: schema created (version {row.after})")
+        else:
+            line(f"{row.where}: schema upgraded from version {row.before} to {row.after}")

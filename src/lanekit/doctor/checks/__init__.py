@@ -15,6 +15,7 @@ MODULES = (
     "schedule",
     "launchd",
     "systemd",
+    "server",
     "queue",
     "lane",
     "watch",

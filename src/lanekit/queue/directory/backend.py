@@ -15,7 +15,17 @@ if TYPE_CHECKING:
 
     from lanekit.queue.counts import ClaimInfo, QueueCounts
     from lanekit.queue.directory.claim import Claimer
-    from lanekit.queue.model import Claim, Dropped, Moved, Purged, Recovered, Settled, Verdict
+    from lanekit.queue.model import (
+        Claim,
+        Dropped,
+        LeaseRenewal,
+        LeaseTerms,
+        Moved,
+        Purged,
+        Recovered,
+        Settled,
+        Verdict,
+    )
     from lanekit.queue.observed import ClaimView, JobLocation
     from lanekit.queue.outcome import Outcome
     from lanekit.queue.paging import JobView, Page
@@ -138,6 +148,19 @@ class Queue(QueueState):
     def renew(self, claim: Claim) -> bool:
         """True: a directory claim lasts as long as its flock, no lease to renew."""
         return claim.held
+
+    def lease_terms(self, claim: Claim) -> LeaseTerms | None:
+        """None: a claim here lasts as long as its owner, no lease to renew."""
+        return None
+
+    def renew_lease(self, terms: LeaseTerms) -> LeaseRenewal:
+        """Held, for ever: no claim here has a lease (lease_terms gives none out)."""
+        from lanekit.queue.model import LeaseRenewal
+
+        return LeaseRenewal(held=True, cancel=False, deadline=float("inf"))
+
+    def keep_outcome(self, terms: LeaseTerms, outcome: Outcome) -> None:
+        """Nothing: no claim here has a lease (the watcher's status file is the record)."""
 
     def cancel_requested(self, claim: Claim) -> bool:
         """Whether `lanekit cancel --stop` left its request beside the claim."""

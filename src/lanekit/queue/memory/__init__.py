@@ -25,6 +25,8 @@ from lanekit.queue.model import (
     CANCELLED,
     Claim,
     JobExistsError,
+    LeaseRenewal,
+    LeaseTerms,
     Moved,
     Purged,
     Recovered,
@@ -330,6 +332,17 @@ class MemoryQueue:
                 )
             source = self._place(job_id)
         return Moved(job_id, source, self._place(job_id, JobState.FAILED), JobState.FAILED)
+
+    def lease_terms(self, claim: Claim) -> LeaseTerms | None:
+        """None: a claim here lasts as long as its owner, no lease to renew."""
+        return None
+
+    def renew_lease(self, terms: LeaseTerms) -> LeaseRenewal:
+        """Held, for ever: no claim here has a lease (lease_terms gives none out)."""
+        return LeaseRenewal(held=True, cancel=False, deadline=float("inf"))
+
+    def keep_outcome(self, terms: LeaseTerms, outcome: Outcome) -> None:
+        """Nothing: no claim here has a lease (the watcher's status file is the record)."""
 
     def cancel_requested(self, claim: Claim) -> bool:
         """Whether `lanekit cancel --stop` asked for the claim's job to stop."""

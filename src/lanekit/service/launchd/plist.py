@@ -74,7 +74,7 @@ def lane_plist(lane: LaneSpec, *, interpreter: str, snapshot: Path) -> dict[str,
         "Label": lane.label,
         "ProgramArguments": program_arguments(lane, interpreter=interpreter, snapshot=snapshot),
         "EnvironmentVariables": lane_environment(lane),
-        "WorkingDirectory": str(working_directory(lane)),
+        "WorkingDirectory": str(lane.start_directory),
         "StandardOutPath": str(lane.stdout_path),
         "StandardErrorPath": str(lane.stderr_path),
         "RunAtLoad": lane.run_at_load,
@@ -132,11 +132,6 @@ def program_arguments(lane: LaneSpec, *, interpreter: str, snapshot: Path) -> li
     return [*guard, interpreter, *INTERPRETER_FLAGS, "-c", ENTRYPOINT_CODE, *command]
 
 
-def working_directory(lane: LaneSpec) -> Path:
-    """Where launchd starts the lane: its `working_directory`, else its queue's directory."""
-    return lane.queue.dir if lane.working_directory is None else lane.working_directory
-
-
 def session_types(lane: LaneSpec) -> str | list[str]:
     """LimitLoadToSessionType: a string for one session, an array for several (plist(5))."""
     return lane.session_type[0] if len(lane.session_type) == 1 else list(lane.session_type)
@@ -167,7 +162,7 @@ def rendered_lane(
         "environment": lane_environment(lane),
         "calendar": [entry.to_plist() for entry in lane.schedule.calendar],
         "interval": lane.schedule.interval,
-        "working_directory": str(working_directory(lane)),
+        "working_directory": str(lane.start_directory),
         "stdout_path": str(lane.stdout_path),
         "stderr_path": str(lane.stderr_path),
         "run_at_load": lane.run_at_load,

@@ -316,7 +316,7 @@ def lane_units(lane: LaneSpec, *, interpreter: str, snapshot: Path) -> dict[str,
             ("Environment", environment_word(k, v))
             for k, v in sorted(lane_environment(lane).items())
         ),
-        ("WorkingDirectory", specifiers(str(lane.queue.dir))),
+        ("WorkingDirectory", specifiers(str(lane.start_directory))),
         ("StandardOutput", "append:" + specifiers(str(lane.stdout_path))),
         ("StandardError", "append:" + specifiers(str(lane.stderr_path))),
         ("TimeoutStartSec", "infinity"),

@@ -1,0 +1,86 @@
+"""The PostgreSQL queue's schema, versioned: the migrations `lanekit db migrate` applies, and
+the check every other use makes (runs never migrate: an older schema is refused with the
+command that upgrades it, a newer one, written by a newer lanekit, with exit 69).
+
+Tables (in the queue's `schema`, shared by every queue named in it):
+    meta        key/value: `version`
+    jobs        one row per job (queue, id): its payload, state, attempts, the fencing token
+                (`token`, +1 at every claim, never given back), the lease (owner host, pid,
+                start; `lease_expires` on the server's clock), a watcher's recorded outcome
+    attempts    one row per claim (queue, job_id, token): host, pid, outcome; a partial
+                unique index allows one `succeeded` row per job, so a second success is
+                refused by the database itself
+    tombstones  succeeded ids whose rows were purged: the re-execution guard outlives them
+"""
+
+from __future__ import annotations
+
+from lanekit.state.schemas import POSTGRES_QUEUE_SCHEMA as VERSION
+
+__all__ = ["MIGRATIONS", "VERSION", "render"]
+
+MIGRATIONS: tuple[str, ...] = (
+    # 1: the first schema.
+    """
+    CREATE TABLE IF NOT EXISTS {s}.meta (key text PRIMARY KEY, value text NOT NULL);
+    CREATE TABLE {s}.jobs (
+        queue text NOT NULL,
+        id text NOT NULL,
+        seq bigint GENERATED ALWAYS AS IDENTITY,
+        payload bytea NOT NULL,
+        state text NOT NULL DEFAULT 'queued'
+            CHECK (state IN ('queued', 'running', 'succeeded', 'failed')),
+        attempts integer NOT NULL DEFAULT 0,
+        token bigint NOT NULL DEFAULT 0,
+        not_before timestamptz,
+        queued_at timestamptz NOT NULL DEFAULT now(),
+        updated_at timestamptz NOT NULL DEFAULT now(),
+        finished_at timestamptz,
+        lane text,
+        error text,
+        lease_host text,
+        lease_pid integer,
+        lease_start text,
+        lease_expires timestamptz,
+        claimed_at timestamptz,
+        outcome jsonb,
+        cancel_requested boolean NOT NULL DEFAULT false,
+        PRIMARY KEY (queue, id)
+    );
+    CREATE INDEX jobs_ready ON {s}.jobs (queue, seq) WHERE state = 'queued';
+    CREATE INDEX jobs_leases ON {s}.jobs (queue, lease_expires) WHERE state = 'running';
+    CREATE INDEX jobs_finished ON {s}.jobs (queue, finished_at)
+        WHERE state IN ('succeeded', 'failed');
+    CREATE INDEX jobs_newest ON {s}.jobs (queue, seq DESC);
+    CREATE TABLE {s}.attempts (
+        queue text NOT NULL,
+        job_id text NOT NULL,
+        token bigint NOT NULL,
+        attempt integer NOT NULL,
+        lane text,
+        host text NOT NULL,
+        pid integer NOT NULL,
+        start text NOT NULL,
+        started_at timestamptz NOT NULL DEFAULT now(),
+        ended_at timestamptz,
+        outcome text CHECK (outcome IN ('succeeded', 'failed', 'stopped', 'orphaned')),
+        error text,
+        PRIMARY KEY (queue, job_id, token)
+    );
+    CREATE UNIQUE INDEX attempts_one_success ON {s}.attempts (queue, job_id)
+        WHERE outcome = 'succeeded';
+    CREATE TABLE {s}.tombstones (
+        queue text NOT NULL,
+        id text NOT NULL,
+        succeeded_at timestamptz NOT NULL,
+        PRIMARY KEY (queue, id)
+    );
+    """,
+)
+assert len(MIGRATIONS) == VERSION
+
+
+def render(statement: str, schema: str) -> str:
+    """`statement` for `schema` (validated by location.schema_problem: letters, digits and _,
+    so it is written into SQL quoted, never interpolated from anything else)."""
+    return statement.replace("{s}", f'"{schema}"')

@@ -1,0 +1,88 @@
+"""Every queue command on a lane whose queue is on a real PostgreSQL server: status (counts in
+one query), jobs, job (every attempt with its host and outcome), retry, requeue, cancel (and
+`--stop` through the database), purge."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from pathlib import Path
+
+from lanekit.queue.model import Verdict
+from lanekit.queue.records import JobState
+from pglane import lanekit, queue_of, setup
+from pgserver import PgServer
+
+
+def test_status_jobs_and_job_on_a_postgres_lane(
+    pg_server: PgServer, pg_schema: str, tmp_path: Path
+) -> None:
+    config = setup(pg_server, pg_schema, tmp_path)
+    queue = queue_of(pg_server, pg_schema, tmp_path)
+    queue.enqueue({"n": 1}, job_id="broke")
+    queue.enqueue({"n": 2}, job_id="waits")
+    queue.settle(queue.claimer(lane="publish").claim(), Verdict.failed("exit 3", 1))  # type: ignore[arg-type]
+    status = lanekit("status", "--json")
+    assert status.returncode == 0, status.stderr
+    [lane] = json.loads(status.stdout)["lanes"]
+    assert (lane["queue"]["queued"], lane["queue"]["failed"]) == (1, 1)
+    jobs = lanekit("jobs", "publish", "--json", "-c", str(config))
+    assert [item["job_id"] for item in json.loads(jobs.stdout)["items"]] == ["waits", "broke"]
+    job = lanekit("job", "publish", "broke", "-c", str(config))
+    assert job.returncode == 0
+    assert f"#1 failed    {socket.gethostname()} pid" in job.stdout
+    detail = json.loads(lanekit("job", "publish", "broke", "--json", "-c", str(config)).stdout)
+    assert [item["outcome"] for item in detail["attempt_history"]] == ["failed"]
+
+
+def test_retry_requeue_cancel_and_purge_on_a_postgres_lane(
+    pg_server: PgServer, pg_schema: str, tmp_path: Path
+) -> None:
+    config = setup(pg_server, pg_schema, tmp_path)
+    queue = queue_of(pg_server, pg_schema, tmp_path)
+    queue.backoff_base = 3600  # a failed attempt waits an hour: delayed
+    queue.enqueue({}, job_id="broke")
+    queue.enqueue({}, job_id="later")
+    queue.enqueue({}, job_id="never")
+    queue.settle(queue.claimer().claim(), Verdict.failed("exit 3", 1))  # type: ignore[arg-type]
+    queue.settle(queue.claimer().claim(), Verdict.failed("exit 1", 3))  # type: ignore[arg-type]
+    assert queue.counts().delayed == 1
+    c = ["-c", str(config)]
+    assert lanekit("retry", "broke", *c).returncode == 0
+    assert lanekit("requeue", "later", *c).returncode == 0
+    assert lanekit("cancel", "never", *c).returncode == 0
+    assert queue.locate("broke").state is JobState.QUEUED  # type: ignore[union-attr]
+    assert queue.counts().delayed == 0
+    assert queue.job("never").error == "cancelled\n"  # type: ignore[union-attr]
+    refused = lanekit("cancel", "never", *c)
+    assert refused.returncode == 2 and "not queued (failed)" in refused.stderr
+    time.sleep(1.1)
+    purged = lanekit("purge", "--older-than", "1s", "--json", *c)
+    assert purged.returncode == 0, purged.stderr
+    [row] = json.loads(purged.stdout)["queues"]
+    assert row["failed"] == ["never"]
+
+
+def test_cancel_stop_reaches_a_running_job_through_the_database(
+    pg_server: PgServer, pg_schema: str, tmp_path: Path
+) -> None:
+    """The request is a column: the job's watcher, on whichever host, sees it at its next
+    renew and stops the job, which then fails as cancelled."""
+    import subprocess
+    import sys
+
+    config = setup(pg_server, pg_schema, tmp_path, lease=5)
+    queue = queue_of(pg_server, pg_schema, tmp_path)
+    queue.enqueue({"sleep": 60}, job_id="long")
+    runner = subprocess.Popen([sys.executable, "-m", "lanekit", "run", "publish"])
+    started = time.monotonic()
+    while not (tmp_path / "out.jsonl").exists():
+        assert time.monotonic() - started < 30
+        time.sleep(0.05)
+    stop = lanekit("cancel", "long", "--stop", "-c", str(config))
+    assert stop.returncode == 0, stop.stderr
+    runner.wait(timeout=30)
+    assert time.monotonic() - started < 15
+    view = queue.job("long")
+    assert view is not None and view.state is JobState.FAILED and view.error == "cancelled\n"
