@@ -25,13 +25,18 @@ ALLOWED = {
     "run/watcher_link.py",
     "service/launchd/probes.py",
     "watch/notifier.py",
+    "service/systemd/systemctl.py",
+    "system/interpreter.py",
 }
 """run/watcher.py and run/watcher_link.py: the run's watcher, which the runner forks once per
 run (watcher_link.py) and which holds each claim's lock and starts its job (watcher.py): the
 runner's seam, split out because it outlives the runner; see lanekit.run.watcher. opener.py opens
 a written page (timeline --open); service/launchd/probes.py runs macOS's read-only diagnostic tools
 (sfltool) for doctor; watch/notifier.py runs the watchdog's `command` channel and osascript
-(argv, no shell, a timeout; lanekit.watch.channels is its only caller)."""
+(argv, no shell, a timeout; lanekit.watch.channels is its only caller); system/interpreter.py
+asks the interpreter every plist names whether it can `import lanekit` with -I (argv, no shell,
+a timeout; once per `apply`, issue 32); service/systemd/systemctl.py is the systemd backend's one
+adapter (`systemctl --user`, `systemd-analyze`, `loginctl`; issue 33)."""
 
 SPAWNING_MODULES = {"subprocess", "multiprocessing", "pty", "concurrent.futures.process"}
 OS_SPAWNERS = {"fork", "forkpty", "system", "popen", "posix_spawn", "posix_spawnp"}

@@ -124,3 +124,21 @@ def test_a_digest_whose_page_cannot_be_written_still_goes_out(tmp_path: Path) ->
     assert [n.details.get("page") for n in result.notices] == [None]
     assert [n["kind"] for n in world.sent()] == ["digest"]
     assert any("timeline page was not written" in note for note in result.notes)
+
+
+def test_missed_runs_count_from_installation(tmp_path: Path) -> None:
+    """Issue 32 item 10: a lane installed at 16:00 yesterday with an every-30-minutes schedule
+    did not miss the 32 fires before that; only the unanswered ones after count (the
+    timeline's rule: fires before the lane's first logged event are not missed)."""
+    world = WatchWorld.make(
+        tmp_path, WATCHED.replace("throttle_interval = 0", 'schedule = "*/30 * * * *"')
+    )
+    world.lane("funnel").log_path.parent.mkdir(parents=True)
+    installed = YESTERDAY + timedelta(hours=16)
+    _log(world, "funnel", installed, "applied", action="create")
+    for hour in range(16, 24):
+        for minute in (0, 30):
+            if (hour, minute) != (20, 0):  # one fire after installation went unanswered
+                _log(world, "funnel", YESTERDAY + timedelta(hours=hour, minutes=minute), "start")
+    day = lane_day(world.lane("funnel"), YESTERDAY, YESTERDAY + timedelta(days=1), 900, [])
+    assert day.missed == 1

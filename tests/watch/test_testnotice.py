@@ -154,3 +154,18 @@ def test_cli_off_a_terminal_says_how_to_confirm(
     assert "not asked" in result.stderr
     assert "lanekit watch --test" in result.stderr
     assert not os.path.exists(confirmations_path(world.paths.state))
+
+
+def test_the_macos_test_notice_goes_through_osascript(tmp_path: Path) -> None:
+    """The macos channel sends the test notice with osascript, text and title as arguments."""
+    got = tmp_path / "osascript-args"
+    fake = tmp_path / "osascript"
+    fake.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > "{got}"\n')
+    fake.chmod(0o755)
+    world = WatchWorld.make(tmp_path, MACOS_ONLY)
+    world.apply()
+    result = send_test(world.config(), world.paths, env={}, osascript=str(fake))
+    assert [(t.channel, t.sent) for t in result.channels] == [("macos", True)]
+    args = got.read_text().splitlines()
+    assert args[-1] == "lanekit: test notice"
+    assert "lanekit test notice from test.watch.watch" in args[-2]

@@ -523,3 +523,27 @@ def test_the_watchdog_lane_run_by_launchd_leaves_its_summary_and_its_heartbeat(
     events = [event["event"] for event in read_events(lane.log_path)]
     assert events[-2:] == ["start", "finish"]
     assert memory_store.load(memory_path(lane.queue.dir)).completed_at is not None
+
+
+def test_a_cancelled_job_is_not_alerted(tmp_path: Path) -> None:
+    """Issue 32 item 12: a job the user cancelled goes to failed/ on purpose: no alert, and it
+    does not count as one more failed job beside a job that really failed."""
+    world = WatchWorld.make(tmp_path)
+    world.apply()
+    queue = Queue(world.lane("funnel").queue.dir)
+    queue.cancel(queue.enqueue({"n": 1}))
+    quiet = world.watch()
+    assert "queue.failed-jobs" not in [n.check for n in quiet.notices]
+    lane = world.lane("funnel")
+    queue.enqueue({"n": 3})
+    world.domain.kickstart(lane.label)
+    assert world.domain.wait_idle(lane.label, 30)
+    loud = world.watch()
+    assert [n.check for n in loud.notices if n.check == "queue.failed-jobs"] == [
+        "queue.failed-jobs"
+    ]
+    queue.cancel(queue.enqueue({"n": 2}))
+    before = len(world.sent())
+    again = world.watch()
+    assert [n.check for n in again.notices if n.check == "queue.failed-jobs"] == []
+    assert len(world.sent()) == before

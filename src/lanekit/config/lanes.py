@@ -20,7 +20,6 @@ from lanekit.errors import UsageError
 from lanekit.schedule import Schedule
 from lanekit.state.paths import Paths
 from lanekit.state.snapshot_schema import DEFAULT_EXIT_TIMEOUT
-from lanekit.system.interpreter import SH, guard_path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -70,6 +69,10 @@ def watchdog_lane(
     watch --config <lanes.toml>` with the same interpreter as every lane. Its directory (an
     empty queue, its logs, its alert memory) is under the state dir; its environment names
     that state dir and LaunchAgents dir, which launchd's bare environment would not give it."""
+    # Imported here: only a lanes.toml with [watch] builds the watchdog (lanekit status of
+    # one without pays nothing for the guard's module).
+    from lanekit.system.interpreter import SH, guard_path
+
     label = f"{prefix}.{WATCH_LANE}"
     directory = watch_dir(paths.state, label)
     logs = directory / "logs"

@@ -18,6 +18,13 @@ CANCELLED = "cancelled"
 """The reason `lanekit cancel` records (the record's error and the job's .error)."""
 
 
+def is_cancelled(error: str | None) -> bool:
+    """A failed job's reason (its .error or record error) says a person cancelled it (`lanekit
+    cancel`, `cancel --stop`): it did not run out of attempts, and nobody needs telling."""
+    words = (error or "").split(None, 1)
+    return bool(words) and words[0] == CANCELLED
+
+
 def error_file_text(reason: str) -> str:
     """What a failed job's .error holds for `reason` (a record's error): it, one final newline."""
     return reason.rstrip("\n") + "\n"

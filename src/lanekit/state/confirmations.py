@@ -32,6 +32,7 @@ MACOS_FIX = (
 NOT_AT_SCREEN = (
     "a notice sent while nobody is logged in at the screen is not shown at all (not even later)"
 )
+"""Said with every macos test notice: a confirmed channel still misses those."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -130,8 +130,9 @@ def _lane_events(lane: LaneSpec, start: datetime, end: datetime) -> Iterator[Eve
             yield event
 
 
-def _known_since(lane: LaneSpec) -> datetime | None:
-    """The first event of the oldest copy of the lane's log (one line read)."""
+def known_since(lane: LaneSpec) -> datetime | None:
+    """The first event of the oldest copy of the lane's log (one line read): when the lane
+    was installed, as far as lanekit knows (fires before it are not missed)."""
     first = next(read_events(lane.log_path, rotated=True), None)
     return None if first is None else parse_ts(first.get("ts", ""))
 
@@ -225,7 +226,7 @@ def timeline_of(
                 else lane.throttle_interval,
                 running_now=lane_seen.running,
                 last_exit=lane_seen.last_exit if lane_seen.loaded else None,
-                known_since=_known_since(lane),
+                known_since=known_since(lane),
             )
         )
     built = build_timeline(events, infos, window, read_to_now=read_to >= now)

@@ -1,7 +1,8 @@
 """The daily digest: once a day at `[watch] digest`, one notice about yesterday.
 
 Per lane: runs (`start` events), jobs done, failed and retried (`done`, `failed`, `requeued`),
-and missed runs (calendar fires with no run evidence within `missed_after`); and the alerts
+and missed runs (calendar fires since the lane was installed with no run evidence within
+`missed_after`); and the alerts
 opened and resolved that day (the memory's history). Each lane log is read only over
 yesterday (lanelog.read_between seeks to it), so a long log costs a few reads.
 """
@@ -64,6 +65,7 @@ def lane_day(
     """What `lane` did between `start` and `end` (naive local times)."""
     from lanekit.run.lanelog import EventName, read_between
     from lanekit.schedule import next_fires
+    from lanekit.timeline.build import known_since
     from lanekit.timeline.events import RUN_KINDS, classify
 
     counts = {EventName.START: 0, EventName.DONE: 0, EventName.FAILED: 0, EventName.REQUEUED: 0}
@@ -78,8 +80,14 @@ def lane_day(
             evidence.append(ts)
         if ts < end.timestamp() and name in counts:
             counts[name] += 1
+    # Counted from the lane's installation, as the timeline does: a fire before the lane's
+    # first logged event could not have run (launchd never replays one from before loading).
+    since = known_since(lane)
+    first = start.timestamp() if since is None else max(start.timestamp(), since.timestamp())
     fires = [
-        f for f in next_fires(lane.schedule.calendar, start - timedelta(seconds=1), 2000) if f < end
+        f
+        for f in next_fires(lane.schedule.calendar, start - timedelta(seconds=1), 2000)
+        if f < end and f.timestamp() >= first
     ]
     missed = sum(
         1

@@ -231,6 +231,29 @@ def test_fresh_backlog_is_fine(tmp_path: Path) -> None:
     assert world.run("queue.backlog", world.queue_target()) == []
 
 
+def test_backlog_counts_only_fires_after_the_job_was_queued(tmp_path: Path) -> None:
+    """Issue 32 item 11: a daytime lane (`0,30 9-17 * * 1-5`) with a job queued at 18:00 is no
+    backlog all night (no fire was due); it is once two fires passed without taking it."""
+    import os
+
+    from lanekit.queue.ids import new_job_id
+
+    world = World.make(
+        tmp_path, HEALTHY.replace('schedule = ["40 10 * * *"]', 'schedule = "0,30 9-17 * * 1-5"')
+    )
+    world.install()
+    queued = datetime(2026, 12, 1, 18, 0)  # a Tuesday evening
+    queue = Queue(world.lane().queue.dir)
+    job_id = queue.enqueue({"n": 1}, job_id=new_job_id(round(queued.timestamp() * 1e9)))
+    os.utime(world.lane().queue.dir / "queue" / f"{job_id}.json", (queued.timestamp(),) * 2)
+    night = datetime(2026, 12, 2, 3, 0)
+    assert world.run("queue.backlog", world.queue_target(), now=night) == []
+    one_fire = datetime(2026, 12, 2, 9, 10)
+    assert world.run("queue.backlog", world.queue_target(), now=one_fire) == []
+    [finding] = world.run("queue.backlog", world.queue_target(), now=datetime(2026, 12, 2, 9, 31))
+    assert "through at least 2 scheduled runs" in finding.message
+
+
 def test_failed_jobs_wait_for_a_person(tmp_path: Path) -> None:
     """A job failed for good sits in failed/: warning with the command that lists why."""
     world = World.make(tmp_path)
@@ -243,6 +266,29 @@ def test_failed_jobs_wait_for_a_person(tmp_path: Path) -> None:
     [finding] = world.run("queue.failed-jobs", world.queue_target())
     assert finding.message.startswith("1 job in ")
     assert finding.fix.startswith("lanekit jobs funnel --state failed")
+
+
+def test_a_cancelled_job_is_not_out_of_attempts(tmp_path: Path) -> None:
+    """Issue 32 item 12: a job cancelled on purpose is in failed/ but is no finding (so the
+    watchdog does not alert); beside a job that did run out of attempts it is counted apart,
+    and the fix says `lanekit retry`."""
+    world = World.make(tmp_path)
+    world.install()
+    queue = Queue(world.lane().queue.dir)
+    cancelled = queue.enqueue({"n": 1})
+    queue.cancel(cancelled)
+    assert world.run("queue.failed-jobs", world.queue_target()) == []
+    queue.enqueue({"n": 2})
+    claim = queue.claimer().claim()
+    assert claim is not None
+    queue.fail(claim, "boom")
+    [finding] = world.run("queue.failed-jobs", world.queue_target())
+    assert finding.message.startswith("1 job in ")
+    assert "ran out of attempts" in finding.message
+    assert "(1 more there were cancelled on purpose)" in finding.message
+    assert "lanekit retry ID" in finding.fix
+    assert "lanekit retry --failed funnel" in finding.fix
+    assert "enqueue the fixed ones again" not in finding.fix
 
 
 TWO_LANES = (

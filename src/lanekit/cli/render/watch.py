@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from lanekit.cli.render import json_out, line, note, warning
-from lanekit.state.confirmations import MACOS_FIX
+from lanekit.state.confirmations import MACOS_FIX, NOT_AT_SCREEN
 from lanekit.system.quoting import printable
 from lanekit.watch.testnotice import TestResult
 from lanekit.watch.watchdog import PassResult
@@ -59,6 +59,8 @@ def test_result(outcome: TestResult, *, as_json: bool) -> None:
             continue
         earlier = {None: "never confirmed", True: "confirmed before", False: "not seen last time"}
         line(f"{test.channel}: test notice sent ({earlier[test.confirmed]})")
+        if test.channel == "macos":
+            note(f"macos: {NOT_AT_SCREEN}")
 
 
 def can_ask() -> bool:

@@ -10,10 +10,10 @@ of them. `queue.timeouts` reads one lane's log, so it runs on the lane.
 
 from __future__ import annotations
 
-import itertools
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,7 +32,10 @@ if TYPE_CHECKING:
     from lanekit.queue.records import Record
 
 BACKLOG_PERIODS = 2
-"""A queued job older than this many schedule periods means the lane is not keeping up."""
+"""A queued job that this many scheduled runs after it was queued did not take means the lane
+is not keeping up."""
+BACKLOG_GRACE = 60.0
+"""Seconds after a fire before its run counts as one that should have taken the oldest job."""
 
 
 def _age(seconds: float) -> str:
@@ -45,19 +48,6 @@ def _age(seconds: float) -> str:
     if total >= 60:
         return f"{total // 60}m"
     return f"{total}s"
-
-
-def schedule_period(lane: LaneSpec, ctx: DoctorContext) -> float | None:
-    """The longest wait between two fires of the lane's schedule, in seconds (None: on demand)."""
-    from lanekit.schedule import next_fires
-
-    if lane.schedule.interval is not None:
-        return float(lane.schedule.interval)
-    if not lane.schedule.calendar:
-        return None
-    fires = next_fires(lane.schedule.calendar, ctx.now(), 16)
-    gaps = [(b - a).total_seconds() for a, b in itertools.pairwise(fires)]
-    return max(gaps) if gaps else None
 
 
 def _drainers(target: Target) -> tuple[LaneSpec, ...]:
@@ -169,49 +159,89 @@ def orphaned_job(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
 
 @check(
     "queue.backlog",
-    summary="the oldest queued job is older than two schedule periods (the lane is not keeping up)",
+    summary="the oldest queued job has waited through two scheduled runs (the lane is not "
+    "keeping up)",
     needs_lane=True,
     needs_plist=False,
     scope=Scope.QUEUE,
     alert=True,
 )
 def backlog(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
-    """Jobs that wait longer than two runs should have taken mean the lane does not run, or
-    drains fewer jobs per run than arrive."""
+    """Jobs that waited through two runs that should have taken them mean the lane does not
+    run, or drains fewer jobs per run than arrive. Only fires after the oldest job was queued
+    count: a daytime lane's job queued in the evening waits for the morning, and is no
+    backlog all night."""
     lane = target.lane
     if lane is None or ctx.queue(lane).missing() is not None:
         return
-    periods = [p for p in (schedule_period(other, ctx) for other in _drainers(target)) if p]
-    if not periods:
-        return
-    period = min(periods)  # the lane that fires most often sets the pace
     try:
         counts = ctx.queue(lane).counts(now=ctx.now().timestamp())
     except LanekitError:
         return
     age = counts.oldest_queued_age
-    if age is None or age <= BACKLOG_PERIODS * period:
+    if age is None:
+        return
+    now = ctx.now()
+    queued_at = now - timedelta(seconds=age)
+    passed = sum(_fires_between(other, queued_at, now) for other in _drainers(target))
+    if passed < BACKLOG_PERIODS:
         return
     yield Problem(
         Severity.WARNING,
         f"{counts.queued} job{'s' if counts.queued != 1 else ''} queued, the oldest for "
-        f"{_age(age)}, more than {BACKLOG_PERIODS} schedule periods "
-        f"({_age(BACKLOG_PERIODS * period)}): the lane is not keeping up.",
+        f"{_age(age)}, through at least {BACKLOG_PERIODS} scheduled runs that did not take "
+        "it: the lane is not keeping up.",
         f"{cmdline('lanekit', 'kick', lane.name)}  (run it now); if this recurs, raise "
         "max_jobs of "
         f"[lanes.{lane.name}] in lanes.toml",
     )
 
 
+def _fires_between(lane: LaneSpec, start: datetime, now: datetime) -> int:
+    """How many of `lane`'s fires (up to BACKLOG_PERIODS + 1: all the check needs) came after
+    `start` and at least BACKLOG_GRACE before `now` (a run claims its oldest job first, within
+    seconds of its fire)."""
+    from lanekit.schedule import next_fires
+
+    end = now - timedelta(seconds=BACKLOG_GRACE)
+    if lane.schedule.interval is not None:
+        seconds = (end - start).total_seconds()
+        return max(0, min(BACKLOG_PERIODS + 1, int(seconds // lane.schedule.interval)))
+    if not lane.schedule.calendar:
+        return 0
+    fires = next_fires(lane.schedule.calendar, start, BACKLOG_PERIODS + 1)
+    return sum(1 for fire in fires if fire <= end)
+
+
 def _failed_count(target: Target, ctx: DoctorContext) -> int | None:
-    """queue.failed-jobs' tally: the jobs in failed/ (None: the queue cannot be counted)."""
+    """queue.failed-jobs' tally: the jobs in failed/ that ran out of attempts, not those a
+    person cancelled (None: the queue cannot be counted)."""
+    split = _failed_split(target, ctx)
+    return None if split is None else split[0]
+
+
+def _failed_split(target: Target, ctx: DoctorContext) -> tuple[int, int] | None:
+    """(jobs in failed/ out of attempts, jobs in failed/ cancelled); None when the queue cannot
+    be read. Each failed job's reason is read only when failed/ holds any (the common case
+    costs the one count)."""
+    from lanekit.queue.model import is_cancelled
+
     lane = target.lane
     if lane is None or ctx.queue(lane).missing() is not None:
         return None
+    queue = ctx.queue(lane)
     try:
-        return ctx.queue(lane).counts(now=ctx.now().timestamp()).failed
+        if not queue.counts(now=ctx.now().timestamp()).failed:
+            return 0, 0
+        cancelled = 0
+        ids = queue.failed_ids()
+        for job_id in ids:
+            view = queue.job(job_id)
+            if view is not None and is_cancelled(view.error):
+                cancelled += 1
     except LanekitError:
         return None
+    return len(ids) - cancelled, cancelled
 
 
 def _more_failed(target: Target, new: int, total: int) -> Problem:
@@ -221,7 +251,9 @@ def _more_failed(target: Target, new: int, total: int) -> Problem:
         Severity.WARNING,
         f"{new} more job{'s' if new != 1 else ''} failed in queue {target.subject} since the "
         f"last pass ({total} in failed/ now).",
-        f"{shown}  (each job's .error says why)",
+        f"{shown}  (each job's .error says why), then {_retry_hint(target.lanes[0])}"
+        if target.lanes
+        else f"{shown}  (each job's .error says why)",
     )
 
 
@@ -235,27 +267,24 @@ def _more_failed(target: Target, new: int, total: int) -> Problem:
     tally=Tally(_failed_count, _more_failed),
 )
 def failed_jobs(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
-    """failed/ is where jobs go to be looked at; nothing retries them by itself."""
+    """failed/ is where jobs go to be looked at; nothing retries them by itself. A job a person
+    cancelled is there on purpose: it is neither "out of attempts" nor an alert."""
     lane = target.lane
-    if lane is None or ctx.queue(lane).missing() is not None:
-        return
-    try:
-        counts = ctx.queue(lane).counts(now=ctx.now().timestamp())
-    except LanekitError:
-        return
-    if not counts.failed:
+    split = _failed_split(target, ctx)
+    if lane is None or split is None or not split[0]:
         return
     if lane.plain:
         yield from _last_run_failed(lane, ctx)
         return
+    failed, cancelled = split
+    also = f" ({cancelled} more there were cancelled on purpose)" if cancelled else ""
+    listing = cmdline("lanekit", "jobs", lane.name, "--state", "failed")
     yield Problem(
         Severity.WARNING,
-        f"{counts.failed} job{'s' if counts.failed != 1 else ''} in "
+        f"{failed} job{'s' if failed != 1 else ''} in "
         f"{holding(lane.queue.dir, JobState.FAILED)} ran out of attempts and will not run again by "
-        f"{'itself' if counts.failed == 1 else 'themselves'}.",
-        f"{cmdline('lanekit', 'jobs', lane.name, '--state', 'failed')}  (each job's .error "
-        "says why), then enqueue "
-        "the fixed ones again",
+        f"{'itself' if failed == 1 else 'themselves'}{also}.",
+        f"{listing}  (each job's .error says why), then {_retry_hint(lane.name)}",
     )
 
 
@@ -276,6 +305,12 @@ def _last_run_failed(lane: LaneSpec, ctx: DoctorContext) -> Iterator[Problem]:
         f"{cmdline('lanekit', 'job', lane.name, record.job_id)}  (its stderr tail), then "
         f"{cmdline('lanekit', 'kick', lane.name)} to run it now",
     )
+
+
+def _retry_hint(lane: str) -> str:
+    """How failed jobs run again, once their cause is fixed (`lanekit retry`)."""
+    every = cmdline("lanekit", "retry", "--failed", lane)
+    return f"`lanekit retry ID` for each fixed one (`{every}`: every failed job, cancelled too)"
 
 
 def _stale_running(
