@@ -75,6 +75,8 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from typing import Any
 
+    from lanekit.run.joboutput import OutputFile
+
 CANCEL_POLL = 0.25
 """Seconds between the watcher's looks for a cancel request (one stat each)."""
 KILL_NOW = signal.SIGUSR1
@@ -125,6 +127,8 @@ def serve(sock: socket.socket) -> int:
                 kill_grace=request["kill_grace"],
                 stop_grace=request["stop_grace"],
                 wake=wake,
+                output=request.get("output"),
+                header=request.get("header", ""),
             )
         finally:
             os.close(lock_fd)  # the lock drops once the status is written (in _follow)
@@ -167,12 +171,26 @@ def _watch(
     kill_grace: float,
     stop_grace: float,
     wake: int = -1,
+    output: str | None = None,
+    header: str = "",
 ) -> int:
     """Watch one job to its end. `wake`: the run watcher's wake-up pipe (serve); -1 for a
-    process that watches this one job only, which becomes a watcher first."""
+    process that watches this one job only, which becomes a watcher first. `output`: the job's
+    output file (lanekit.run.joboutput), which gets `header` and then the job's stdout and
+    stderr; without it the job's stdout is this process's."""
     if wake < 0:
         wake = _become_watcher([lock_fd, report])
     err_r, err_w = os.pipe()
+    actions = [(os.POSIX_SPAWN_DUP2, err_w, 2), (os.POSIX_SPAWN_CLOSE, err_r)]
+    out_r = out_w = -1
+    kept_output = None
+    if output is not None:
+        from lanekit.run.joboutput import OutputFile
+
+        kept_output = OutputFile.open(output, header)
+    if kept_output is not None:
+        out_r, out_w = os.pipe()
+        actions += [(os.POSIX_SPAWN_DUP2, out_w, 1), (os.POSIX_SPAWN_CLOSE, out_r)]
     began = time.monotonic()
     try:
         job = os.posix_spawn(
@@ -181,11 +199,14 @@ def _watch(
             dict(env),
             setpgroup=0,
             setsigmask=(),  # the job starts with no signal blocked, whatever ours is now
-            file_actions=[(os.POSIX_SPAWN_DUP2, err_w, 2), (os.POSIX_SPAWN_CLOSE, err_r)],
+            file_actions=actions,
         )
     except OSError as exc:
-        os.close(err_r)
-        os.close(err_w)
+        for fd in (err_r, err_w, out_r, out_w):
+            if fd >= 0:
+                os.close(fd)
+        if kept_output is not None:
+            kept_output.close()
         with contextlib.suppress(OSError):  # a runner that died meanwhile reads nothing
             os.write(report, b"E%d" % (exc.errno or errno.ENOEXEC))
         return 0
@@ -202,16 +223,34 @@ def _watch(
         poll=1.0,  # woken by SIGCHLD, stderr or a stop long before this
         look_every=CANCEL_POLL,
         echo=2,
+        echo_out=1,
         tail=TAIL_BYTES,
     )
+    if out_w >= 0:
+        os.close(out_w)
     try:
-        _follow(job, policy, wake, err_r, err_w, report, status, tmp_dir, timeout, began)
+        _follow(
+            job,
+            policy,
+            wake,
+            (err_r, err_w),
+            report,
+            status,
+            tmp_dir,
+            timeout,
+            began,
+            (out_r, kept_output),
+        )
     except BaseException:
         # Never leave the job running without the lock this process is about to drop.
         signal_group(job, signal.SIGKILL)
         raise
     finally:
         os.close(err_r)
+        if out_r >= 0:
+            os.close(out_r)
+        if kept_output is not None:
+            kept_output.close()
     return 0
 
 
@@ -219,16 +258,20 @@ def _follow(  # noqa: PLR0917 - private, called once by _watch with its own valu
     job: int,
     policy: Supervision,
     wake: int,
-    err_r: int,
-    err_w: int,
+    err: tuple[int, int],
     report: int,
     status: str,
     tmp_dir: str,
     timeout: float | None,
     began: float,
+    out: tuple[int, OutputFile | None],
 ) -> None:
-    """The watcher's part from the job's start to its status (see the module docstring)."""
+    """The watcher's part from the job's start to its status (see the module docstring).
+    `err`: the job's stderr pipe (read end, write end); `out`: its stdout pipe's read end and
+    the output file it goes to (-1, None: the job writes to this process's stdout)."""
     signal.pthread_sigmask(signal.SIG_UNBLOCK, (*STOP_SIGNALS, KILL_NOW))
+    err_r, err_w = err
+    out_r, kept_output = out
     os.close(err_w)
     note = _note_started(started_beside(status), job)
     # The runner may have been SIGKILLed since the fork: a broken pipe here changes nothing
@@ -236,6 +279,8 @@ def _follow(  # noqa: PLR0917 - private, called once by _watch with its own valu
     with contextlib.suppress(OSError):
         os.write(report, b"S")
     os.set_blocking(err_r, False)
+    if out_r >= 0:
+        os.set_blocking(out_r, False)
     kept = bytearray()
     cancel = cancel_beside(status)
     ended = supervise(
@@ -246,6 +291,8 @@ def _follow(  # noqa: PLR0917 - private, called once by _watch with its own valu
         requested=lambda: os.path.lexists(cancel),
         capture=err_r,
         kept=kept,
+        output=out_r if out_r >= 0 else None,
+        copy=None if kept_output is None else kept_output.write,
     )
     outcome = Outcome(
         exit=os.waitstatus_to_exitcode(ended.status),

@@ -111,10 +111,14 @@ class RunWatcher:
         timeout: float | None,
         kill_grace: float,
         stop_grace: float,
+        output: str | None = None,
+        header: str = "",
     ) -> WatchedJob:
         """Hand a job to the watcher (forked on first use, again if it died); the runner's
         handle on it. OSError when the command cannot be started (missing, not executable):
-        the watcher reports the spawn's errno and no status is written."""
+        the watcher reports the spawn's errno and no status is written. `output`: the job's
+        output file, which gets `header` and then the job's stdout and stderr
+        (lanekit.run.joboutput)."""
         import json
 
         request = json.dumps(
@@ -126,6 +130,8 @@ class RunWatcher:
                 "timeout": timeout,
                 "kill_grace": kill_grace,
                 "stop_grace": stop_grace,
+                "output": output,
+                "header": header,
             }
         ).encode()  # ASCII: json.dumps escapes every other character (lone surrogates too)
         report_r, report_w = os.pipe()

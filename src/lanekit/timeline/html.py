@@ -406,6 +406,9 @@ def _job(parent: ET.Element, job: JobLife, tz: tzinfo | None) -> None:
     if view is not None and view.record is not None:
         text += f"; queued {view.record.queued_at}; {view.record.attempts} attempts"
     _sub(section, "p", text, class_="sub")
+    if job.output is not None:
+        kept = _sub(section, "p", "Its output (stdout and stderr, attempt by attempt): ")
+        _sub(kept, "a", str(job.output), href=job.output.as_uri())
     body = _table(section, ("time", "lane", "event", "details"))
     for event in job.events:
         row = _sub(body, "tr")

@@ -220,6 +220,8 @@ def job_lines(job: JobLife, tz: tzinfo | None = None) -> list[str]:
     ]
     if view is not None and view.record is not None:
         out.append(f"  queued   {view.record.queued_at}  attempts {view.record.attempts}")
+    if job.output is not None:
+        out.append(f"  output   {job.output}  (lanekit job LANE {job.job_id} --output)")
     for event in job.events:
         detail = " ".join(f"{k}={v}" for k, v in event.fields.items())
         out.append(f"  {_hms(event.at, tz)} {event.lane}: {event.name} {detail}".rstrip())
