@@ -646,3 +646,21 @@ def test_enqueue_jsonl_says_the_good_lines_are_in_and_a_rerun_would_repeat_them(
         "(re-running the whole file would enqueue the other lines a second time, under new "
         "ids; with --id-field a re-run refuses the ids already there)"
     )
+
+
+def test_jobs_of_a_shared_queue_say_so(tmp_path: Path) -> None:
+    """`jobs LANE` lists the jobs of the lane's queue: when another lane drains it too, the
+    table says which lane ran each (LANE) and a last line says the queue is shared."""
+    queue = tmp_path / "inbox"
+    Queue(queue).ensure()
+    config = tmp_path / "lanes.toml"
+    config.write_text(
+        TALKER.format(queue=queue)
+        + '\n[lanes.echo]\nqueue = "inbox"\ncommand = ["/bin/true", "{job}"]\n',
+        encoding="utf-8",
+    )
+    assert invoke("enqueue", "talk", "-c", str(config), input="{}")[0] == 0
+    code, out, err = invoke("jobs", "echo", "-c", str(config))
+    assert code == 0, err
+    assert out.splitlines()[0].split()[:2] == ["ID", "LANE"]
+    assert out.splitlines()[-1].startswith("lane echo shares its queue with talk: these are all")

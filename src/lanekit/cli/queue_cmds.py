@@ -344,13 +344,24 @@ def jobs(
     config: ConfigOption = None,
     project: ProjectOption = None,
 ) -> None:
-    """List a lane's jobs, newest first, a page at a time."""
+    """List a lane's jobs, newest first, a page at a time. They are the jobs of the lane's
+    queue: when other lanes drain it too, their jobs are listed as well (LANE says which lane
+    last ran each; a queued job belongs to whichever lane claims it first)."""
     from lanekit.cli.render import queue as show
+    from lanekit.config.projects import find_configs, lanes_named
+    from lanekit.state.paths import Paths
 
-    spec = _lane(config, lane, project)
+    configs, _ = find_configs(config, Paths.from_env(), os.environ, project=project)
+    spec = lanes_named(configs, [lane])[0]
+    sharers = sorted(
+        other.name
+        for loaded in configs
+        for other in loaded.lanes.values()
+        if other.queue.dir == spec.queue.dir and other.name != spec.name
+    )
     wanted, delayed = (None, None) if state is None else state.page_filter()
     listed = _open(spec.queue).page(page, per_page, wanted, delayed=delayed)
-    show.jobs_page(spec.name, listed, as_json=as_json, state=state)
+    show.jobs_page(spec.name, listed, as_json=as_json, state=state, shared_with=sharers)
 
 
 def job(

@@ -101,7 +101,14 @@ def _short(text: str | None, width: int = 60) -> str:
     return flat if len(flat) <= width else flat[: width - 3] + "..."
 
 
-def jobs_page(lane: str, page: Page, *, as_json: bool, state: str | None = None) -> None:
+def jobs_page(
+    lane: str,
+    page: Page,
+    *,
+    as_json: bool,
+    state: str | None = None,
+    shared_with: Sequence[str] = (),
+) -> None:
     """A page of jobs: a table with a footer that says how to get the next page, or JSON. A
     queued job that waits for its time shows as `delayed`, with when it is due; LANE is the
     lane that last claimed the job (`-`: none yet: any lane of the queue may take it)."""
@@ -138,6 +145,12 @@ def jobs_page(lane: str, page: Page, *, as_json: bool, state: str | None = None)
     if meta.has_next:
         footer += f"; next: --page {meta.next_page}"
     line(footer)
+    if shared_with:
+        others = ", ".join(shared_with)
+        line(
+            f"lane {lane} shares its queue with {others}: these are all the queue's jobs "
+            "(LANE: the lane that last ran each; a queued one goes to whichever claims it)"
+        )
 
 
 def job_output(text: str) -> None:
