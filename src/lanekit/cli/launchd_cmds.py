@@ -15,7 +15,7 @@ from lanekit.cli.options import (
     ProjectOption,
     complete_lane,
 )
-from lanekit.errors import ConfigError, UsageError
+from lanekit.errors import ConfigError, ExitCode, UsageError
 
 if TYPE_CHECKING:
     from lanekit.config import Config
@@ -56,14 +56,20 @@ def _check_wait_force(wait: float | None, force: bool) -> None:
 
 
 def plan(config: ConfigOption = None) -> None:
-    """Show what `lanekit apply` would do to each lane, and why. Changes nothing."""
+    """Show what `lanekit apply` would do to each lane, and why. Changes nothing.
+
+    Exit 1 when apply would fail a lane (its command cannot start: `apply --force` installs it
+    anyway), as apply itself would."""
     from lanekit.cli.render import launchd as show
     from lanekit.service.launchd import open_launchd
     from lanekit.state.paths import Paths
     from lanekit.watch.lane import apply_with_watchdog as reconcile
 
     paths = Paths.from_env()
-    show.plan(reconcile(_config(config, paths), paths, open_launchd(paths), dry_run=True))
+    result = reconcile(_config(config, paths), paths, open_launchd(paths), dry_run=True)
+    show.plan(result)
+    if result.exit_code != ExitCode.OK:
+        raise typer.Exit(int(result.exit_code))
 
 
 def apply(
