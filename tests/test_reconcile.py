@@ -545,7 +545,7 @@ def test_a_forced_or_waited_reload_is_logged_as_the_reload_it_was(paths: Paths, 
     t.on_sleep = lambda n: fake.finish(B) if n == 2 else None
     config = _config(paths, gen=2)
     options = {"force": True} if how == "force" else {"wait": 60.0, "timing": t.timing()}
-    out = _by_lane(apply(config, paths, fake, **options))  # type: ignore[arg-type]
+    out = _by_lane(apply(config, paths, fake, **options))
     assert out["beta"].result is Result.DONE
     last = list(read_events(config.lanes["beta"].log_path))[-1]
     assert (last["event"], last["action"]) == ("applied", "update")
