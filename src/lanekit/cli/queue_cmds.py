@@ -280,16 +280,19 @@ def run(
     from lanekit.config import run_spec
     from lanekit.run.runner import paused_run, run_lane
     from lanekit.run.which_snapshot import load_spec, resolve_snapshot
+    from lanekit.service.launchd import command_time
+    from lanekit.state.paths import Paths
 
     if config is not None and snapshot is not None:
         raise UsageError("give either --config or --snapshot, not both", "lanekit run -c FILE LANE")
-    if config is not None:
-        spec = run_spec(_lane(config, lane))
-        result = run_lane(spec)
-    else:
-        snapshot = resolve_snapshot(lane, snapshot)
-        spec = load_spec(lane, snapshot)
-        result = paused_run(spec, snapshot) or run_lane(spec)
+    with command_time(Paths.from_env()):
+        if config is not None:
+            spec = run_spec(_lane(config, lane))
+            result = run_lane(spec)
+        else:
+            snapshot = resolve_snapshot(lane, snapshot)
+            spec = load_spec(lane, snapshot)
+            result = paused_run(spec, snapshot) or run_lane(spec)
     show.run_summary(spec.lane, result)
     if result.exit_code != ExitCode.OK:
         raise typer.Exit(int(result.exit_code))
