@@ -12,16 +12,18 @@ launchd's kill of the runner's group) leaves it running; it outlives every proce
 group.
 
 It starts the job in a new process group with stderr through a pipe (copied on to the runner's
-stderr as it comes, the last lines kept), enforces the lane's `timeout` (SIGTERM to the job's
-group, SIGKILL `kill_grace` later), forwards a stop from the runner (SIGTERM / SIGINT / SIGHUP;
-SIGUSR1 means SIGKILL now), stops the job the same way as a timeout when `lanekit cancel --stop`
-leaves a cancel request next to the claim (claimed/.<claim name>.cancel, looked for every
-CANCEL_POLL seconds: no pid has to be found or trusted, and a request made before the job
-started is seen at its start), ends what the job left in its group once the leader exited, then
-writes the job's outcome atomically next to the claim (claimed/.<claim name>.status) and only
-then closes the claim's descriptor, dropping the lock, and then the job's report pipe. The same
-outcome also goes to the runner through that pipe, so a live runner knows how its job ended even
-when the status file cannot be written (a full disk).
+stderr as it comes, the last lines kept) and, when the queue keeps the job's output, stdout
+through another (copied on to the runner's stdout), both also written to the job's own output
+file (lanekit.run.joboutput: bounded, one header per attempt), enforces the lane's `timeout`
+(SIGTERM to the job's group, SIGKILL `kill_grace` later), forwards a stop from the runner
+(SIGTERM / SIGINT / SIGHUP; SIGUSR1 means SIGKILL now), stops the job the same way as a timeout
+when `lanekit cancel --stop` leaves a cancel request next to the claim (claimed/.<claim
+name>.cancel, looked for every CANCEL_POLL seconds: no pid has to be found or trusted, and a
+request made before the job started is seen at its start), ends what the job left in its group
+once the leader exited, then writes the job's outcome atomically next to the claim
+(claimed/.<claim name>.status) and only then closes the claim's descriptor, dropping the lock,
+and then the job's report pipe. The same outcome also goes to the runner through that pipe, so a
+live runner knows how its job ended even when the status file cannot be written (a full disk).
 
 So a claim whose lock is free either has a status (the job ended: recovery settles it by that
 status and never runs it again) or has none (the job did not finish: it runs again, which is the
