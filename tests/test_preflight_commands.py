@@ -115,3 +115,23 @@ def test_doctor_reports_cannot_start_after_the_first_such_run(
     assert code == 0, err
     code, out, _ = invoke("doctor", "--json", "--check", "lane.cannot-start")
     assert json.loads(out)["findings"] == []
+
+
+def test_plan_fails_like_apply_and_apply_keeps_reminding_after_force(
+    tmp_path: Path, config: Path
+) -> None:
+    """plan exits 1 when apply would fail a lane; after `apply --force`, a plain apply calls
+    the lane unchanged but still says, on stderr, that its runs cannot start."""
+    code, out, _ = invoke("plan")
+    assert code == 1
+    assert "failed" in out
+    assert invoke("apply", "--force")[0] == 0
+    code, out, err = invoke("apply")
+    assert code == 0, err
+    assert "unchanged" in out
+    assert (
+        "warning: lane work is installed but its runs cannot start: the job command "
+        "lanekit-preflight-tool is not on"
+    ) in err
+    install_tool(tmp_path)
+    assert "cannot start" not in invoke("apply")[2]

@@ -534,6 +534,23 @@ def test_force_reloads_a_running_lane(paths: Paths) -> None:
     assert _gen(paths, B) == "2"
 
 
+@pytest.mark.parametrize("how", ["force", "wait"])
+def test_a_forced_or_waited_reload_is_logged_as_the_reload_it_was(paths: Paths, how: str) -> None:
+    """A running lane reloaded by --force (its run stopped) or --wait (its run over) logs
+    `applied action=update`, the reload carried out, not `skip-running`, the kind planned."""
+    fake = FakeLaunchd()
+    _installed(paths, fake)
+    fake.start(B)
+    t = FakeTime()
+    t.on_sleep = lambda n: fake.finish(B) if n == 2 else None
+    config = _config(paths, gen=2)
+    options = {"force": True} if how == "force" else {"wait": 60.0, "timing": t.timing()}
+    out = _by_lane(apply(config, paths, fake, **options))
+    assert out["beta"].result is Result.DONE
+    last = list(read_events(config.lanes["beta"].log_path))[-1]
+    assert (last["event"], last["action"]) == ("applied", "update")
+
+
 def test_lane_lock_held_counts_as_running(paths: Paths) -> None:
     """A run holding the lane lock (no pid in launchd, e.g. started by hand) blocks a reload."""
     fake = FakeLaunchd()

@@ -386,3 +386,11 @@ def test_cancel_stop_settles_a_job_whose_runner_was_killed(tmp_path: Path) -> No
     code, _, err = invoke("run", "-c", str(config), "work")
     assert code == 0, err
     assert runs.read_text().count("k1") == 1
+
+
+def test_purge_says_a_short_retention_as_lanes_toml_writes_it(config: Path) -> None:
+    """`purge --older-than 1m` reports "older than 1m", never a fraction of an hour."""
+    code, out, err = invoke("purge", "--older-than", "1m", "-c", str(config))
+    assert code == 0, err
+    assert "(older than 1m / 1m)" in out
+    assert "0.0166667h" not in out

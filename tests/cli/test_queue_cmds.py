@@ -580,3 +580,87 @@ def test_enqueue_jsonl_takes_each_lines_time_from_its_field(config: Path, tmp_pa
     assert (queue.queue / f"{second}.json").exists()
     code, _, err = invoke("enqueue", "work", "--delay-field", "wait", "-c", str(config), input="{}")
     assert code == 2 and "go with --jsonl" in err
+
+
+TALKER = """
+[defaults]
+path = ["/usr/bin", "/bin"]
+label_prefix = "test.talk"
+
+[queues.inbox]
+dir = "{queue}"
+
+[lanes.talk]
+queue = "inbox"
+command = ["/bin/sh", "-c", "echo said $LANEKIT_JOB_ID; echo complained >&2; exit 3", "{{job}}"]
+schedule = "@daily"
+max_attempts = 2
+"""
+
+
+def test_each_jobs_output_is_kept_per_job_and_shown_by_job_output(tmp_path: Path) -> None:
+    """A job's stdout and stderr go to its own output file, one header per attempt, with no
+    other job's lines; `job --output` prints it, `job` and `job --json` say where it is, and
+    purging the job removes it."""
+    queue = tmp_path / "inbox"
+    Queue(queue, backoff_base=0).ensure()
+    config = tmp_path / "lanes.toml"
+    config.write_text(TALKER.format(queue=queue), encoding="utf-8")
+    for job_id in ("j1", "j2"):
+        assert invoke("enqueue", "talk", "--id", job_id, "-c", str(config), input="{}")[0] == 0
+    assert invoke("run", "talk", "-c", str(config))[0] == 1
+    assert invoke("requeue", "j1", "-c", str(config))[0] == 0
+    assert invoke("run", "talk", "-c", str(config))[0] == 1
+    code, out, _ = invoke("job", "talk", "j1", "--output", "-c", str(config))
+    assert code == 0
+    lines = out.splitlines()
+    assert [line.split(", started")[0] for line in lines if line.startswith("---")] == [
+        "--- attempt 1, lane talk",
+        "--- attempt 2, lane talk",
+    ]
+    assert sorted(line for line in lines if not line.startswith("---")) == sorted(
+        ["said j1", "complained"] * 2
+    )
+    assert "j2" not in out
+    data = json.loads(invoke("job", "talk", "j1", "--json", "-c", str(config))[1])
+    assert data["output"] == str(queue / "logs" / "output" / "j1.log")
+    assert "(--output prints it)" in invoke("job", "talk", "j1", "-c", str(config))[1]
+    assert (queue / "logs" / "output" / "j2.log").exists()
+    Queue(queue).purge(keep_done=0, keep_failed=0, now=time.time() + 10)
+    assert not (queue / "logs" / "output" / "j1.log").exists()
+
+
+def test_enqueue_jsonl_says_the_good_lines_are_in_and_a_rerun_would_repeat_them(
+    config: Path, tmp_path: Path
+) -> None:
+    """The help says a bad line is not enqueued but the good ones are (not that the batch
+    "enqueues nothing"); without --id-field the summary warns that re-running the whole file
+    would enqueue the good lines a second time."""
+    assert "enqueues nothing" not in " ".join(invoke("enqueue", "--help")[1].split())
+    source = tmp_path / "jobs.jsonl"
+    source.write_text('{"job": "a"}\n[1]\n', encoding="utf-8")
+    code, _, err = invoke("enqueue", "work", "--jsonl", str(source), "-c", str(config))
+    assert code == 1
+    assert err.splitlines()[-1] == (
+        f"{source}: enqueued 1 job; line 2 not enqueued: fix and enqueue just those again "
+        "(re-running the whole file would enqueue the other lines a second time, under new "
+        "ids; with --id-field a re-run refuses the ids already there)"
+    )
+
+
+def test_jobs_of_a_shared_queue_say_so(tmp_path: Path) -> None:
+    """`jobs LANE` lists the jobs of the lane's queue: when another lane drains it too, the
+    table says which lane ran each (LANE) and a last line says the queue is shared."""
+    queue = tmp_path / "inbox"
+    Queue(queue).ensure()
+    config = tmp_path / "lanes.toml"
+    config.write_text(
+        TALKER.format(queue=queue)
+        + '\n[lanes.echo]\nqueue = "inbox"\ncommand = ["/bin/true", "{job}"]\n',
+        encoding="utf-8",
+    )
+    assert invoke("enqueue", "talk", "-c", str(config), input="{}")[0] == 0
+    code, out, err = invoke("jobs", "echo", "-c", str(config))
+    assert code == 0, err
+    assert out.splitlines()[0].split()[:2] == ["ID", "LANE"]
+    assert out.splitlines()[-1].startswith("lane echo shares its queue with talk: these are all")

@@ -195,3 +195,29 @@ def test_html_with_json_keeps_stdout_a_json_document(sandbox: Path) -> None:
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["day"] == "2026-11-30"
     assert result.stderr == f"wrote {sandbox / 'day.html'}\n"
+
+
+def test_a_traced_job_links_its_output(sandbox: Path) -> None:
+    """--job names the job's output file once it has one: a line in the terminal, the path in
+    --json, a link in the page."""
+    import json
+
+    from lanekit.queue.directory.backend import Queue
+
+    queue = Queue(sandbox / "home" / "queues" / "notes")
+    queue.ensure()
+    queue.enqueue({}, job_id="job-thumbs-1")
+    output = Path(str(queue.output_path("job-thumbs-1")))
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text("--- attempt 1, lane thumbs, started T ---\nhello\n", encoding="utf-8")
+    code, out, err = _run("timeline", "--day", "2026-11-30", "--job", "job-thumbs-1")
+    assert code == 0, err
+    flat = "".join(out.split())  # the terminal folds a long path, anywhere in it
+    assert f"output{output}(lanekitjobLANEjob-thumbs-1--output)" in flat
+    data = json.loads(_run("timeline", "--day", "2026-11-30", "--job", "job-thumbs-1", "--json")[1])
+    assert data["job"]["output"] == str(output)
+    code, _, err = _run(
+        "timeline", "--day", "2026-11-30", "--job", "job-thumbs-1", "--html", "p.html"
+    )
+    assert code == 0, err
+    assert f'href="{output.as_uri()}"' in (sandbox / "p.html").read_text(encoding="utf-8")

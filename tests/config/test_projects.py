@@ -185,3 +185,46 @@ def test_logs_and_try_name_the_projects_of_an_ambiguous_lane(
     code, out, err = invoke("logs", "same", "--project", str(tmp_path / "a"))
     assert code == 0, err
     assert "event=done" not in out  # a's lane never ran: only b's log has the run
+
+
+def test_status_of_two_projects_with_one_lane_name_has_a_project_column(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two projects each install a lane `funnel`: from outside both, status lists two funnel
+    rows, told apart by a PROJECT column (the project's directory)."""
+    project(tmp_path / "one", "one", "funnel")
+    project(tmp_path / "two", "two", "funnel")
+    unrelated = tmp_path / "unrelated"
+    unrelated.mkdir()
+    monkeypatch.chdir(unrelated)
+    code, out, err = invoke("status")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0].split()[-1] == "PROJECT"
+    rows = [line.split() for line in lines[1:3]]
+    assert [row[0] for row in rows] == ["funnel", "funnel"]
+    assert sorted(row[-1] for row in rows) == sorted(
+        str((tmp_path / name).resolve()) for name in ("one", "two")
+    )
+
+
+def test_a_paused_lane_shows_no_next_fire(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A paused lane is disabled in launchd: nothing fires it, so status shows no NEXT FIRE
+    (and --json none), though its schedule would."""
+    root = tmp_path / "one"
+    root.mkdir()
+    config = root / "lanes.toml"
+    text = PROJECT.format(name="one", lane="alpha", queue=root / "q", command="/bin/cat")
+    config.write_text(text + 'schedule = "40 10 * * *"\n')
+    assert invoke("apply", "--force", "-c", str(config))[0] == 0
+    monkeypatch.chdir(root)
+    before = {row["lane"]: row for row in json.loads(invoke("status", "--json")[1])["lanes"]}
+    assert before["alpha"]["next_fire"] is not None
+    code, _, err = invoke("pause", "alpha")
+    assert code == 0, err
+    lane = {row["lane"]: row for row in json.loads(invoke("status", "--json")[1])["lanes"]}
+    assert lane["alpha"]["paused"] is True
+    assert lane["alpha"]["next_fire"] is None
+    header, *rows = invoke("status")[1].splitlines()
+    alpha = next(row.split() for row in rows if row.startswith("alpha"))
+    assert alpha[header.split().index("NEXT")] == "-"

@@ -12,6 +12,7 @@ then made to lapse on the server (as its 30 s would), which is how a dead owner 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -334,8 +335,6 @@ def test_a_job_for_later_waits_for_its_time(backend: JobQueue) -> None:
     """enqueue(not_before=later) keeps the job out of reach until then: not claimed, counted
     delayed, listed (filter `delayed`) with its due time and a record that says queued;
     `requeue` makes it due now. A not_before already past queues the job as usual."""
-    import time
-
     later = time.time() + 3600
     backend.enqueue({"n": 1}, job_id="later", not_before=later)
     backend.enqueue({"n": 2}, job_id="past", not_before=time.time() - 60)
@@ -354,6 +353,21 @@ def test_a_job_for_later_waits_for_its_time(backend: JobQueue) -> None:
         backend.enqueue({"n": 3}, job_id="later")
     backend.requeue("later")
     assert claim_one(backend).job_id == "later"
+
+
+def test_a_jobs_output_file_goes_with_the_job(backend: JobQueue) -> None:
+    """output_path names one file per job (or None: the backend keeps none); purging the
+    job removes the file with it."""
+    backend.enqueue({}, job_id="talker")
+    where = backend.output_path("talker")
+    assert where is not None and where != backend.output_path("other")
+    Path(where).parent.mkdir(parents=True, exist_ok=True)
+    Path(where).write_text("--- attempt 1 ---\nhello\n")
+    backend.settle(claim_one(backend), Verdict.succeeded())
+    backend.purge(keep_done=0, keep_failed=0, now=time.time() + 2 * 86400)
+    assert not Path(where).exists()
+    with pytest.raises(UsageError):
+        backend.output_path("../escape")
 
 
 def test_cancel_takes_a_waiting_job_never_a_running_one(backend: JobQueue) -> None:

@@ -119,6 +119,26 @@ def test_follow_across_rotation(tmp_path: Path) -> None:
     assert (tmp_path / "lane.log.1").exists()
 
 
+def test_follow_across_two_rotations_in_one_poll(tmp_path: Path) -> None:
+    """Two rotations between two looks: the file in between (now lane.log.1, the old one
+    lane.log.2) is read whole, in order, before the new file; nothing is skipped."""
+    log = tmp_path / "lane.log"
+    lanelog = LaneLog(log, "funnel", clock=lambda: 0.0)
+    lanelog.event("start", n=1)
+
+    def rotate_twice() -> None:
+        lanelog.event("finish", n=1)
+        assert rotate_if_needed(log, max_bytes=1, keep=3)
+        lanelog.event("start", n=2)  # only ever in the middle file
+        lanelog.event("finish", n=2)
+        assert rotate_if_needed(log, max_bytes=1, keep=3)
+        lanelog.event("start", n=3)
+
+    sleep, stop = scripted_sleep([rotate_twice])
+    got = [line.split(" event=")[1] for line in follow(log, lines=5, stop=stop, sleep=sleep)]
+    assert got == ["start n=1", "finish n=1", "start n=2", "finish n=2", "start n=3"]
+
+
 def test_follow_after_truncation(tmp_path: Path) -> None:
     """A log truncated in place (`: > log`) is read again from its start."""
     log = tmp_path / "err.log"

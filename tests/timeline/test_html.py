@@ -134,3 +134,75 @@ def test_chromium_renders_the_lanes_the_burst_and_the_missed_run(
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     assert len(data) > 20_000
+
+
+def test_each_marker_has_its_own_shape_and_a_legend_entry() -> None:
+    """An install is drawn as a triangle, not in the diamond of a skipped reload, and the
+    legend names every marker a chart may draw (installed included)."""
+    lines = [
+        line(at("06:00"), "a", "applied", action="create", by="apply"),
+        line(at("09:00"), "a", "skipped", reason="running", pid=7, by="apply"),
+    ]
+    timeline = build_timeline(events(lines), [LaneInfo("a", "q")], day_window(), read_to_now=True)
+    text = page(TimelineResult(timeline, day_window().start.astimezone(NY).date()), NY)
+
+    def shapes(kind: str) -> set[str]:
+        """The outlines (after the starting point) of the markers of `kind` in the page."""
+        pattern = rf'<path d="M[\d.]+ [\d.]+ ([^"]+)" class="marker {kind}"'
+        return set(re.findall(pattern, text))
+
+    installed, skipped = shapes("installed"), shapes("reload-skipped")
+    assert installed and skipped
+    assert installed.isdisjoint(skipped)
+    legend = text.split('<ul class="legend">', 1)[1].split("</ul>", 1)[0]
+    for words in ("installed by apply", "reload skipped", "missed run", "reloaded by apply"):
+        assert words in legend
+
+
+def test_the_watchdogs_exit_1_is_an_undelivered_alert_not_a_failed_run() -> None:
+    """The watchdog lane runs no jobs: its pass's exit 1 (a channel refused) is drawn and
+    counted as an alert not delivered, never among the "runs that failed"."""
+    lines = run_lines("watch", at("10:40"), [], exit_code=1)
+    timeline = build_timeline(
+        events(lines), [LaneInfo("watch", "watch")], day_window(), read_to_now=True
+    )
+    assert [run.outcome for run in timeline.rows[0].runs] == ["undelivered"]
+    text = page(TimelineResult(timeline, day_window().start.astimezone(NY).date()), NY)
+    assert "run that failed" not in text.replace("0 runs that failed", "")
+    assert 'class="run undelivered"' in text
+
+
+def test_a_day_of_many_bursts_keeps_its_page_small_and_its_captions_apart() -> None:
+    """39 bursts three minutes apart (six lanes of one queue): at most MAX_CLOSE_UPS close-ups,
+    each of the burst's lanes only, a line saying where the others are, and no two captions
+    of the day's chart drawn over each other."""
+    from datetime import timedelta
+
+    from lanekit.timeline.html import CAPTION_CHAR, MAX_CLOSE_UPS
+
+    lanes = [f"l{i}" for i in range(6)]
+    lines = []
+    for n in range(39):
+        start = at("08:00") + timedelta(minutes=3 * n)
+        for lane in lanes:
+            lines += run_lines(lane, start, [f"j{n}{lane}"])
+    lines.sort(key=lambda text: text.split(" ")[0])
+    infos = [LaneInfo(lane, "q") for lane in lanes]
+    timeline = build_timeline(events(lines), infos, day_window(), read_to_now=True)
+    assert len(timeline.bursts) == 39
+    text = page(TimelineResult(timeline, day_window().start.astimezone(NY).date()), NY)
+    assert text.count('class="close-up"') == MAX_CLOSE_UPS
+    assert f"the other {39 - MAX_CLOSE_UPS} are on the chart above" in text
+    assert len(text) < 250_000
+    day_chart = text.split('class="close-up"', 1)[0]
+    spans = []
+    for x, y, anchor, caption in re.findall(
+        r'<text x="([\d.]+)" y="([\d.]+)" text-anchor="(\w+)">(burst[^<]*|#\d+)</text>', day_chart
+    ):
+        width = CAPTION_CHAR * len(caption)
+        left = float(x) - width if anchor == "end" else float(x)
+        spans.append((float(y), left, left + width))
+    assert spans
+    for i, (y, left, right) in enumerate(spans):
+        for other_y, other_left, other_right in spans[i + 1 :]:
+            assert not (y == other_y and left < other_right and other_left < right)

@@ -89,20 +89,23 @@ def retry(
     failed/. All or nothing: a job that is not failed changes nothing (exit 2)."""
     from lanekit.cli.render import verbs as show
     from lanekit.jobs import verbs as jobverbs
+    from lanekit.service.launchd import command_time
+    from lanekit.state.paths import Paths
 
-    if failed:
-        names = list(jobs or [])
-        if len(names) != 1 or lane is not None:
-            raise UsageError(
-                "--failed takes exactly one LANE argument (and no --lane)",
-                "lanekit retry LANE --failed",
+    with command_time(Paths.from_env()):
+        if failed:
+            names = list(jobs or [])
+            if len(names) != 1 or lane is not None:
+                raise UsageError(
+                    "--failed takes exactly one LANE argument (and no --lane)",
+                    "lanekit retry LANE --failed",
+                )
+            (spec,) = _lanes(config, names[:1], project)
+            result = jobverbs.retry_failed(spec, dry_run=dry_run)
+        else:
+            result = jobverbs.retry(
+                _lanes(config, [lane] if lane else [], project), jobs or [], dry_run=dry_run
             )
-        (spec,) = _lanes(config, names[:1], project)
-        result = jobverbs.retry_failed(spec, dry_run=dry_run)
-    else:
-        result = jobverbs.retry(
-            _lanes(config, [lane] if lane else [], project), jobs or [], dry_run=dry_run
-        )
     show.moved(result, as_json=as_json)
 
 
@@ -119,13 +122,14 @@ def requeue(
     spent attempts still count. All or nothing (exit 2)."""
     from lanekit.cli.render import verbs as show
     from lanekit.jobs import verbs as jobverbs
+    from lanekit.service.launchd import command_time
+    from lanekit.state.paths import Paths
 
-    show.moved(
-        jobverbs.requeue(
+    with command_time(Paths.from_env()):
+        moved = jobverbs.requeue(
             _lanes(config, [lane] if lane else [], project), jobs or [], dry_run=dry_run
-        ),
-        as_json=as_json,
-    )
+        )
+    show.moved(moved, as_json=as_json)
 
 
 def cancel(
@@ -152,16 +156,17 @@ def cancel(
     it."""
     from lanekit.cli.render import verbs as show
     from lanekit.jobs import verbs as jobverbs
+    from lanekit.service.launchd import command_time
+    from lanekit.state.paths import Paths
 
-    show.moved(
-        jobverbs.cancel(
+    with command_time(Paths.from_env()):
+        moved = jobverbs.cancel(
             _lanes(config, [lane] if lane else [], project),
             jobs or [],
             dry_run=dry_run,
             stop=stop,
-        ),
-        as_json=as_json,
-    )
+        )
+    show.moved(moved, as_json=as_json)
 
 
 def pause(
@@ -238,11 +243,14 @@ def purge(
     The first run of each day does the same."""
     from lanekit.cli.render import verbs as show
     from lanekit.jobs.retention import purge as purge_queues
+    from lanekit.service.launchd import command_time
+    from lanekit.state.paths import Paths
 
     seconds = None if older_than is None else _duration("--older-than", older_than)
-    rows = purge_queues(
-        _lanes(config, [lane] if lane else [], project), older_than=seconds, dry_run=dry_run
-    )
+    with command_time(Paths.from_env()):
+        rows = purge_queues(
+            _lanes(config, [lane] if lane else [], project), older_than=seconds, dry_run=dry_run
+        )
     show.purged(rows, dry_run=dry_run, as_json=as_json)
 
 

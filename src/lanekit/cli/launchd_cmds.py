@@ -16,7 +16,7 @@ from lanekit.cli.options import (
     ProjectOption,
     complete_lane,
 )
-from lanekit.errors import ConfigError, UsageError
+from lanekit.errors import ConfigError, ExitCode, UsageError
 
 if TYPE_CHECKING:
     from lanekit.config import Config
@@ -58,7 +58,10 @@ def _check_wait_force(wait: float | None, force: bool) -> None:
 
 
 def plan(config: ConfigOption = None) -> None:
-    """Show what `lanekit apply` would do to each lane, and why. Changes nothing."""
+    """Show what `lanekit apply` would do to each lane, and why. Changes nothing.
+
+    Exit 1 when apply would fail a lane (its command cannot start: `apply --force` installs it
+    anyway), as apply itself would."""
     from lanekit.cli.render import launchd as show
     from lanekit.service import open_manager
     from lanekit.state.paths import Paths
@@ -67,7 +70,10 @@ def plan(config: ConfigOption = None) -> None:
     paths = Paths.from_env()
     loaded = _config(config, paths)
     manager = open_manager(paths, configured=loaded.service_manager)
-    show.plan(reconcile(loaded, paths, manager, dry_run=True))
+    result = reconcile(loaded, paths, manager, dry_run=True)
+    show.plan(result)
+    if result.exit_code != ExitCode.OK:
+        raise typer.Exit(int(result.exit_code))
 
 
 def apply(

@@ -140,7 +140,10 @@ def enqueue(
         typer.Option(
             "--jsonl",
             help="Enqueue one job per line of this JSON-lines file (`-`: stdin) and print each "
-            "new id; a bad line is reported by number and enqueues nothing (exit 1).",
+            "new id. A bad line is reported by number and not enqueued (exit 1); the good "
+            "lines are enqueued all the same, so re-run only the fixed lines (or give "
+            "--id-field: a re-run then refuses the ids already there instead of adding them "
+            "twice).",
             show_default=False,
             metavar="FILE|-",
         ),
@@ -255,7 +258,7 @@ def enqueue(
         clock = clock_for(paths)
         timing = Timing(clock, not_before(at, delay, clock), at_field, delay_field)
         result = enqueue_jsonl(_open(spec), jsonl, id_field=id_field, timing=timing)
-        show.batch(result)
+        show.batch(result, ids_from_lines=id_field is not None)
         raise typer.Exit(int(result.exit_code))
     if file is None and sys.stdin.isatty():
         raise _no_job()
@@ -285,16 +288,19 @@ def run(
     from lanekit.config import run_spec
     from lanekit.run.runner import paused_run, run_lane
     from lanekit.run.which_snapshot import load_spec, resolve_snapshot
+    from lanekit.service.launchd import command_time
+    from lanekit.state.paths import Paths
 
     if config is not None and snapshot is not None:
         raise UsageError("give either --config or --snapshot, not both", "lanekit run -c FILE LANE")
-    if config is not None:
-        spec = run_spec(_lane(config, lane))
-        result = run_lane(spec)
-    else:
-        snapshot = resolve_snapshot(lane, snapshot)
-        spec = load_spec(lane, snapshot)
-        result = paused_run(spec, snapshot) or run_lane(spec)
+    with command_time(Paths.from_env()):
+        if config is not None:
+            spec = run_spec(_lane(config, lane))
+            result = run_lane(spec)
+        else:
+            snapshot = resolve_snapshot(lane, snapshot)
+            spec = load_spec(lane, snapshot)
+            result = paused_run(spec, snapshot) or run_lane(spec)
     show.run_summary(spec.lane, result)
     if result.exit_code != ExitCode.OK:
         raise typer.Exit(int(result.exit_code))
@@ -349,13 +355,24 @@ def jobs(
     config: ConfigOption = None,
     project: ProjectOption = None,
 ) -> None:
-    """List a lane's jobs, newest first, a page at a time."""
+    """List a lane's jobs, newest first, a page at a time. They are the jobs of the lane's
+    queue: when other lanes drain it too, their jobs are listed as well (LANE says which lane
+    last ran each; a queued job belongs to whichever lane claims it first)."""
     from lanekit.cli.render import queue as show
+    from lanekit.config.projects import find_configs, lanes_named
+    from lanekit.state.paths import Paths
 
-    spec = _lane(config, lane, project)
+    configs, _ = find_configs(config, Paths.from_env(), os.environ, project=project)
+    spec = lanes_named(configs, [lane])[0]
+    sharers = sorted(
+        other.name
+        for loaded in configs
+        for other in loaded.lanes.values()
+        if other.queue.dir == spec.queue.dir and other.name != spec.name
+    )
     wanted, delayed = (None, None) if state is None else state.page_filter()
     listed = _open(spec.queue).page(page, per_page, wanted, delayed=delayed)
-    show.jobs_page(spec.name, listed, as_json=as_json, state=state)
+    show.jobs_page(spec.name, listed, as_json=as_json, state=state, shared_with=sharers)
 
 
 def job(
@@ -364,19 +381,38 @@ def job(
         str, typer.Argument(help="The job id.", metavar="ID", autocompletion=complete_job)
     ],
     *,
+    output: Annotated[
+        bool,
+        typer.Option(
+            "--output",
+            help="Print the job's output instead: its stdout and stderr, attempt by attempt "
+            "(at most 256 KiB an attempt).",
+        ),
+    ] = False,
     as_json: JsonOption = False,
     config: ConfigOption = None,
     project: ProjectOption = None,
 ) -> None:
     """Show one job: its record, where its file is, and why it failed."""
     from lanekit.cli.render import queue as show
+    from lanekit.jobs.output import job_output
     from lanekit.system.quoting import cmdline
 
     spec = _lane(config, lane, project)
-    view = _open(spec.queue).job(job_id)
+    queue = _open(spec.queue)
+    view = queue.job(job_id)
     if view is None:
         raise LanekitError(
             f"no job {job_id!r} in queue {spec.queue.name} ({spec.queue.dir})",
             f"`{cmdline('lanekit', 'jobs', spec.name)}` lists its jobs",
         )
-    show.job_detail(view, as_json=as_json)
+    kept = job_output(queue, job_id)
+    if output:
+        if kept is None:
+            raise LanekitError(
+                f"job {job_id} has no output kept: it has not run yet, or its queue keeps none",
+                f"`{cmdline('lanekit', 'job', spec.name, job_id)}` shows where it is",
+            )
+        show.job_output(kept.text)
+        return
+    show.job_detail(view, as_json=as_json, output=None if kept is None else kept.path)

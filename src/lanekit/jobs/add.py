@@ -37,7 +37,9 @@ class QueueTarget:
 
     __slots__ = ("_durable", "_location", "_max_job_bytes", "_name")
 
-    def __init__(self, location: str, *, durable: bool, max_job_bytes: int, name: str | None):
+    def __init__(
+        self, location: str, *, durable: bool, max_job_bytes: int, name: str | None
+    ) -> None:
         self._location = location
         self._durable = durable
         self._max_job_bytes = max_job_bytes
@@ -74,12 +76,14 @@ def installed_target(
     installed from the lanes.toml in use (see the module's docstring), is the watchdog, or is
     installed by several projects and no lanes.toml here says which."""
     from lanekit.jobs.installed import installed_lanes
+    from lanekit.state.snapshot_schema import DEFAULT_MAX_JOB_BYTES
 
     found = installed_lanes(lane, env, platform)
     if len(found) != 1:
         return None
     spec = found[0]
-    location, durable, limit = spec["queue_dir"], spec["durable"], spec.get("max_job_bytes")
+    location, durable = spec["queue_dir"], spec["durable"]
+    limit = spec.get("max_job_bytes", DEFAULT_MAX_JOB_BYTES)  # older snapshots lack it
     if not (isinstance(location, str) and isinstance(durable, bool) and isinstance(limit, int)):
         return None
     return QueueTarget(location, durable=durable, max_job_bytes=limit, name=None)

@@ -224,6 +224,13 @@ def try_run(request: TryRequest, paths: Paths, env: Mapping[str, str] | None = N
     if not request.here and backend_name(env, sys.platform) == "launchctl":
         return _as_launchd_job(base, target.plist, paths, env, request.timeout)
     launch = launch_for(target.plist)
+    if backend_name(env, sys.platform) == "emulated":
+        # What the emulated domain hands each job it starts: the runner of a lanekit lane then
+        # stamps and judges by the domain's time, as a scheduled run does.
+        from lanekit.service.emulated.offset import with_clock
+        from lanekit.service.launchd import clock_for
+
+        launch = with_clock(launch, clock_for(paths, env).offset)
     try:
         outcome = run_foreground(launch, timeout=request.timeout)
     except JobSetupError as exc:

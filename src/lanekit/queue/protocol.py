@@ -150,6 +150,12 @@ class JobQueue(Protocol):
         beside the job file, lanekit.queue.outcome.cancel_path, where the watcher looks)."""
         ...
 
+    def output_path(self, job_id: str) -> str | None:
+        """The file on this machine where the job's output is kept (its stdout and stderr,
+        attempt by attempt: lanekit.run.joboutput), whether or not it exists yet; None for a
+        backend that keeps none. purge() removes it with the job."""
+        ...
+
     def succeeded(self, job_id: str) -> bool:
         """The re-execution guard: True once `job_id` succeeded (also after a purge)."""
         ...

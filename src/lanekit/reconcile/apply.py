@@ -240,7 +240,11 @@ def _apply(
         else _cannot_start(actions, lane_by_label, want_by_label, paths)
     )
     health = inspect_interpreter(interpreter)
-    notes = (*domain_notes(manager.domain), *interpreter_notes(health))
+    notes = (
+        *domain_notes(manager.domain),
+        *interpreter_notes(health),
+        *_still_cannot_start(actions, lane_by_label, want_by_label, paths),
+    )
     if dry_run:
         return ApplyResult(
             tuple(
@@ -333,6 +337,29 @@ def _cannot_start(
             )
             refused[action.label] = Outcome(action, Result.FAILED, error.message, error=error)
     return refused
+
+
+def _still_cannot_start(
+    actions: Sequence[Action],
+    lanes: Mapping[str, LaneSpec],
+    wanted: Mapping[str, Desired],
+    paths: Paths,
+) -> list[str]:
+    """A note for each lane left unchanged whose job command still cannot start (installed
+    with `--force`, or its command gone since): "unchanged" must not read as "fine"."""
+    from lanekit.reconcile.preflight import cannot_start
+
+    notes = []
+    for action in actions:
+        if action.kind is not ActionKind.UNCHANGED or action.label not in wanted:
+            continue
+        problems = cannot_start(lanes[action.label], wanted[action.label].plist, paths)
+        if problems:
+            notes.append(
+                f"lane {action.lane} is installed but its runs cannot start: "
+                f"{problems[0].message} ({problems[0].fix})"
+            )
+    return notes
 
 
 def _planned(action: Action, replacing: str = "") -> Outcome:
@@ -477,7 +504,11 @@ def _carry_out(
     }[action.kind]
     if action.paused and not action.bootstrap:
         done = "booted out and written" if action.bootout else "written"
-    _log_applied(lane, action.kind, clock_for(paths).time)
+    # What was carried out: a running lane reloaded after --wait or --force had its change
+    # (an update) deferred; `skip-running` is only what the plan would have done.
+    carried_out = action.deferred or ActionKind.UPDATE
+    kind = carried_out if action.kind is ActionKind.SKIP_RUNNING else action.kind
+    _log_applied(lane, kind, clock_for(paths).time)
     return Outcome(action, Result.DONE, "; ".join([done, *notes]))
 
 

@@ -29,6 +29,7 @@ the process early leaves nothing to restore (the kernel drops the lane lock).
 from __future__ import annotations
 
 import os
+import sys
 import time
 
 from lanekit.queue import nothing_queued
@@ -46,7 +47,17 @@ if TYPE_CHECKING:
 
 
 def main(argv: Sequence[str]) -> int:
-    """`lanekit run LANE [--snapshot PATH]`: the empty run here, any other in the runner."""
+    """`lanekit run LANE [--snapshot PATH]`: the empty run here, any other in the runner. A run
+    started by hand on the emulated domain (no offset in its environment) goes by the domain's
+    clock, as a run the domain started does (lanekit.service.emulated.offset.by_hand_clock)."""
+    from lanekit.service.emulated.offset import by_hand_clock
+    from lanekit.state.backend import state_dir
+    from lanekit.state.clock import use_clock
+
+    domain = os.path.join(state_dir(os.environ, sys.platform), "emulator")  # noqa: PTH118
+    clock = by_hand_clock(domain)
+    if clock is not None:
+        use_clock(clock)
     code = empty_run(argv)
     if code is not None:
         return code

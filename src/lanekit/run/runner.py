@@ -41,6 +41,7 @@ from pathlib import Path
 from lanekit.errors import EnvironmentUnusableError, ExitCode, LanekitError, UsageError
 from lanekit.queue import nothing_queued
 from lanekit.queue import outcome as job_outcome
+from lanekit.queue.recordline import iso_utc
 from lanekit.run import watcher_link
 from lanekit.run.args import USAGE, split_args
 from lanekit.run.jobenv import job_env, lane_process_env
@@ -577,6 +578,9 @@ class _LaneRun:
                             kill_grace=spec.kill_grace,
                             stop_grace=stop.grace,
                             lease=queue.lease_terms(claim),
+                            output=queue.output_path(claim.job_id),
+                            header=f"attempt {claim.attempt}, lane {spec.lane}, started "
+                            f"{iso_utc(epoch())}",
                         )
                     finally:
                         if lent >= 0:

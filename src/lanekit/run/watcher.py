@@ -12,16 +12,18 @@ launchd's kill of the runner's group) leaves it running; it outlives every proce
 group.
 
 It starts the job in a new process group with stderr through a pipe (copied on to the runner's
-stderr as it comes, the last lines kept), enforces the lane's `timeout` (SIGTERM to the job's
-group, SIGKILL `kill_grace` later), forwards a stop from the runner (SIGTERM / SIGINT / SIGHUP;
-SIGUSR1 means SIGKILL now), stops the job the same way as a timeout when `lanekit cancel --stop`
-leaves a cancel request next to the claim (claimed/.<claim name>.cancel, looked for every
-CANCEL_POLL seconds: no pid has to be found or trusted, and a request made before the job
-started is seen at its start), ends what the job left in its group once the leader exited, then
-writes the job's outcome atomically next to the claim (claimed/.<claim name>.status) and only
-then closes the claim's descriptor, dropping the lock, and then the job's report pipe. The same
-outcome also goes to the runner through that pipe, so a live runner knows how its job ended even
-when the status file cannot be written (a full disk).
+stderr as it comes, the last lines kept) and, when the queue keeps the job's output, stdout
+through another (copied on to the runner's stdout), both also written to the job's own output
+file (lanekit.run.joboutput: bounded, one header per attempt), enforces the lane's `timeout`
+(SIGTERM to the job's group, SIGKILL `kill_grace` later), forwards a stop from the runner
+(SIGTERM / SIGINT / SIGHUP; SIGUSR1 means SIGKILL now), stops the job the same way as a timeout
+when `lanekit cancel --stop` leaves a cancel request next to the claim (claimed/.<claim
+name>.cancel, looked for every CANCEL_POLL seconds: no pid has to be found or trusted, and a
+request made before the job started is seen at its start), ends what the job left in its group
+once the leader exited, then writes the job's outcome atomically next to the claim
+(claimed/.<claim name>.status) and only then closes the claim's descriptor, dropping the lock,
+and then the job's report pipe. The same outcome also goes to the runner through that pipe, so a
+live runner knows how its job ended even when the status file cannot be written (a full disk).
 
 So a claim whose lock is free either has a status (the job ended: recovery settles it by that
 status and never runs it again) or has none (the job did not finish: it runs again, which is the
@@ -75,6 +77,8 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from typing import Any
 
+    from lanekit.run.joboutput import OutputFile
+
 CANCEL_POLL = 0.25
 """Seconds between the watcher's looks for a cancel request (one stat each)."""
 KILL_NOW = signal.SIGUSR1
@@ -126,6 +130,8 @@ def serve(sock: socket.socket) -> int:
                 stop_grace=request["stop_grace"],
                 wake=wake,
                 lease=request.get("lease"),
+                output=request.get("output"),
+                header=request.get("header", ""),
             )
         finally:
             os.close(lock_fd)  # the lock drops once the status is written (in _follow)
@@ -169,14 +175,28 @@ def _watch(
     stop_grace: float,
     wake: int = -1,
     lease: Mapping[str, Any] | None = None,
+    output: str | None = None,
+    header: str = "",
 ) -> int:
     """Watch one job to its end. `wake`: the run watcher's wake-up pipe (serve); -1 for a
     process that watches this one job only, which becomes a watcher first. `lease`: a leased
     claim's LeaseTerms (as a dict): renewed while the job runs, the job killed at once when
-    it is lost or about to lapse (lanekit.run.leasekeeper)."""
+    it is lost or about to lapse (lanekit.run.leasekeeper). `output`: the job's output file
+    (lanekit.run.joboutput), which gets `header` and then the job's stdout and stderr;
+    without it the job's stdout is this process's."""
     if wake < 0:
         wake = _become_watcher([lock_fd, report])
     err_r, err_w = os.pipe()
+    actions = [(os.POSIX_SPAWN_DUP2, err_w, 2), (os.POSIX_SPAWN_CLOSE, err_r)]
+    out_r = out_w = -1
+    kept_output = None
+    if output is not None:
+        from lanekit.run.joboutput import OutputFile
+
+        kept_output = OutputFile.open(output, header)
+    if kept_output is not None:
+        out_r, out_w = os.pipe()
+        actions += [(os.POSIX_SPAWN_DUP2, out_w, 1), (os.POSIX_SPAWN_CLOSE, out_r)]
     began = time.monotonic()
     try:
         job = os.posix_spawn(
@@ -185,11 +205,14 @@ def _watch(
             dict(env),
             setpgroup=0,
             setsigmask=(),  # the job starts with no signal blocked, whatever ours is now
-            file_actions=[(os.POSIX_SPAWN_DUP2, err_w, 2), (os.POSIX_SPAWN_CLOSE, err_r)],
+            file_actions=actions,
         )
     except OSError as exc:
-        os.close(err_r)
-        os.close(err_w)
+        for fd in (err_r, err_w, out_r, out_w):
+            if fd >= 0:
+                os.close(fd)
+        if kept_output is not None:
+            kept_output.close()
         with contextlib.suppress(OSError):  # a runner that died meanwhile reads nothing
             os.write(report, b"E%d" % (exc.errno or errno.ENOEXEC))
         return 0
@@ -206,16 +229,35 @@ def _watch(
         poll=1.0,  # woken by SIGCHLD, stderr or a stop long before this
         look_every=CANCEL_POLL,
         echo=2,
+        echo_out=1,
         tail=TAIL_BYTES,
     )
+    if out_w >= 0:
+        os.close(out_w)
     try:
-        _follow(job, policy, wake, err_r, err_w, report, status, tmp_dir, timeout, began, lease)
+        _follow(
+            job,
+            policy,
+            wake,
+            (err_r, err_w),
+            report,
+            status,
+            tmp_dir,
+            timeout,
+            began,
+            (out_r, kept_output),
+            lease,
+        )
     except BaseException:
         # Never leave the job running without the lock this process is about to drop.
         signal_group(job, signal.SIGKILL)
         raise
     finally:
         os.close(err_r)
+        if out_r >= 0:
+            os.close(out_r)
+        if kept_output is not None:
+            kept_output.close()
     return 0
 
 
@@ -223,17 +265,21 @@ def _follow(  # noqa: PLR0917 - private, called once by _watch with its own valu
     job: int,
     policy: Supervision,
     wake: int,
-    err_r: int,
-    err_w: int,
+    err: tuple[int, int],
     report: int,
     status: str,
     tmp_dir: str,
     timeout: float | None,
     began: float,
+    out: tuple[int, OutputFile | None],
     lease: Mapping[str, Any] | None = None,
 ) -> None:
-    """The watcher's part from the job's start to its status (see the module docstring)."""
+    """The watcher's part from the job's start to its status (see the module docstring).
+    `err`: the job's stderr pipe (read end, write end); `out`: its stdout pipe's read end and
+    the output file it goes to (-1, None: the job writes to this process's stdout)."""
     signal.pthread_sigmask(signal.SIG_UNBLOCK, (*STOP_SIGNALS, KILL_NOW))
+    err_r, err_w = err
+    out_r, kept_output = out
     os.close(err_w)
     note = _note_started(started_beside(status), job)
     # The runner may have been SIGKILLed since the fork: a broken pipe here changes nothing
@@ -241,6 +287,8 @@ def _follow(  # noqa: PLR0917 - private, called once by _watch with its own valu
     with contextlib.suppress(OSError):
         os.write(report, b"S")
     os.set_blocking(err_r, False)
+    if out_r >= 0:
+        os.set_blocking(out_r, False)
     kept = bytearray()
     cancel = cancel_beside(status)
     keeper = None
@@ -269,6 +317,8 @@ def _follow(  # noqa: PLR0917 - private, called once by _watch with its own valu
             requested=requested,
             capture=err_r,
             kept=kept,
+            output=out_r if out_r >= 0 else None,
+            copy=None if kept_output is None else kept_output.write,
         )
     except BaseException:
         if keeper is not None:

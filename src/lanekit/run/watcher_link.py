@@ -115,11 +115,14 @@ class RunWatcher:
         kill_grace: float,
         stop_grace: float,
         lease: LeaseTerms | None = None,
+        output: str | None = None,
+        header: str = "",
     ) -> WatchedJob:
         """Hand a job to the watcher (forked on first use, again if it died); the runner's
         handle on it. OSError when the command cannot be started (missing, not executable):
         the watcher reports the spawn's errno and no status is written. `lease`: the claim's
-        lease, which the watcher renews (lanekit.run.leasekeeper)."""
+        lease, which the watcher renews (lanekit.run.leasekeeper). `output`: the job's output
+        file, which gets `header` and then the job's stdout and stderr (lanekit.run.joboutput)."""
         import json
 
         request = json.dumps(
@@ -132,6 +135,8 @@ class RunWatcher:
                 "kill_grace": kill_grace,
                 "stop_grace": stop_grace,
                 "lease": None if lease is None else _terms(lease),
+                "output": output,
+                "header": header,
             }
         ).encode()  # ASCII: json.dumps escapes every other character (lone surrogates too)
         report_r, report_w = os.pipe()

@@ -113,6 +113,19 @@ _process_offset: list[float] = []
 """This process's job offset, read from the environment once (it cannot change)."""
 
 
+def use_clock(clock: Clock | None) -> Clock | None:
+    """Make `clock` this process's job clock: epoch() reads its time from now on (None: the
+    offset in the environment again, read at the next epoch()). Returns the clock in use
+    before (None: the environment's, or not read yet), so a command can put it back. For a
+    process the user starts by hand on the emulated domain (lanekit.service.emulated.offset
+    .by_hand_clock), which no domain handed an offset."""
+    before = Clock(_process_offset[0]) if _process_offset else None
+    _process_offset.clear()
+    if clock is not None:
+        _process_offset.append(clock.offset)
+    return before
+
+
 def epoch() -> float:
     """Now in epoch seconds by this process's job clock: the default time source of the lane
     log, the queue's records and claims, and the runner."""

@@ -137,16 +137,26 @@ def status_of(
         if lane.queue.dir not in queues:
             queues[lane.queue.dir] = _queue_summary(lane)
     rows = [
-        replace(
-            _lane_status(lane, seen[lane.label], manager, now, queue=queues[lane.queue.dir]),
-            paused=lane.label in paused,
-            project=lane.project,
+        _paused(
+            replace(
+                _lane_status(lane, seen[lane.label], manager, now, queue=queues[lane.queue.dir]),
+                project=lane.project,
+            ),
+            lane.label in paused,
         )
         for lane in selected
     ]
     return [
         _watchdog_overdue(row, lane, manager, now) for row, lane in zip(rows, selected, strict=True)
     ]
+
+
+def _paused(row: LaneStatus, paused: bool) -> LaneStatus:
+    """The row of a lane `lanekit pause` holds: it is disabled in launchd, so nothing fires
+    it (no next fire, no interval), whatever its schedule says."""
+    if not paused:
+        return row
+    return replace(row, paused=True, next_fire=None, interval=None)
 
 
 def _watchdog_overdue(

@@ -127,6 +127,34 @@ def _replaced(path: Path, handle: _Open) -> bool:
     return st.st_size < handle.pos
 
 
+def _skipped(path: Path, old: tuple[int, int]) -> Iterator[str]:
+    """The lines of the files rotated in after the one just finished (`old`: its inode and
+    device) and before the file now at `path`: several rotations between two looks leave the
+    finished file at `path.N` (N > 1) and the ones written since at `path.N-1` .. `path.1`,
+    read here whole, oldest first. Nothing when the finished file is `path.1` (one rotation)
+    or is not among the rotated ones (truncated in place, or already dropped)."""
+    rotated = []
+    for n in range(1, 1000):
+        candidate = path.with_name(f"{path.name}.{n}")
+        try:
+            st = candidate.stat()
+        except OSError:
+            return
+        if (st.st_ino, st.st_dev) == old:
+            break
+        rotated.append(candidate)
+    for candidate in reversed(rotated):
+        handle = _open(candidate)
+        if handle is None:
+            continue
+        try:
+            yield from _read_new(handle)
+            if handle.buffer:
+                yield handle.buffer.decode("utf-8", "replace")
+        finally:
+            os.close(handle.fd)
+
+
 def follow(
     path: Path,
     *,
@@ -155,6 +183,7 @@ def follow(
                     if handle.buffer:
                         yield handle.buffer.decode("utf-8", "replace")
                     os.close(handle.fd)
+                    yield from _skipped(path, (handle.ino, handle.dev))
                     handle = _open(path)
                     continue
             if stop():

@@ -82,10 +82,18 @@ def close_fds_except(keep: Iterable[int]) -> None:
     os.closerange(low, 1 << 16)
 
 
-def read_tail(fd: int, kept: bytearray, keep: int, *, echo: int | None = None) -> bool:
+def read_tail(
+    fd: int,
+    kept: bytearray,
+    keep: int,
+    *,
+    echo: int | None = None,
+    copy: Callable[[bytes], None] | None = None,
+) -> bool:
     """Read what the non-blocking pipe `fd` holds into `kept`, of which the last `keep` bytes
     at least stay (more may, up to twice that: the trimming is amortised), copying it on to
-    `echo` as it comes when given; False once the pipe reached end of file."""
+    `echo` as it comes when given, and handing it to `copy` (a job's output file); False once
+    the pipe reached end of file."""
     while True:
         try:
             data = os.read(fd, 1 << 16)
@@ -96,6 +104,8 @@ def read_tail(fd: int, kept: bytearray, keep: int, *, echo: int | None = None) -
         if echo is not None:
             with contextlib.suppress(OSError):
                 write_all(echo, data)
+        if copy is not None:
+            copy(data)
         kept += data
         if len(kept) > 2 * keep:
             del kept[: len(kept) - keep]
@@ -124,6 +134,8 @@ class Supervision:
     """Seconds between two calls of the `requested` look."""
     echo: int | None = None
     """Where the job's stderr is copied on as it comes, if anywhere."""
+    echo_out: int | None = None
+    """Where the job's stdout (`supervise`'s `output` pipe) is copied on as it comes."""
     tail: int = 8192
     """How many bytes of the job's stderr are kept at least."""
 
@@ -150,17 +162,23 @@ def supervise(  # noqa: C901 - one loop on purpose: the one both supervisors run
     requested: Callable[[], bool] | None = None,
     capture: int | None = None,
     kept: bytearray | None = None,
+    output: int | None = None,
+    copy: Callable[[bytes], None] | None = None,
 ) -> Supervised:
     """Wait for the job (our child, leader of process group `job`) as `policy` says, stopping
     it with SIGTERM (SIGKILL after the policy's grace) when the monotonic `deadline` passes,
     when `requested()` says so or when a stop signal comes through the signal wake-up pipe
-    `wake`. Meanwhile the job's stderr pipe `capture` (non-blocking) is read into `kept`."""
+    `wake`. Meanwhile the job's stderr pipe `capture` (non-blocking) is read into `kept`, its
+    stdout pipe `output` (when given) is copied on to the policy's `echo_out`, and what both
+    bring is handed to `copy` as it comes (a job's output file)."""
     status: int | None = None
     kill_at: float | None = None
     stopped = timed_out = asked = killed = False
     next_look = 0.0
     reading = capture is not None
+    reading_out = output is not None
     kept = bytearray() if kept is None else kept
+    scratch = bytearray()  # stdout is copied on, not kept
 
     def send(sig: int, grace: float | None) -> None:
         nonlocal kill_at
@@ -193,7 +211,8 @@ def supervise(  # noqa: C901 - one loop on purpose: the one both supervisors run
         wait = 0.05 if killed else _sooner(policy.poll, None if due is None else due - now)
         if status is None and requested is not None and not asked:
             wait = _sooner(wait, next_look - now)
-        fds = [fd for fd in (wake, capture if reading else None) if fd is not None]
+        streams = (wake, capture if reading else None, output if reading_out else None)
+        fds = [fd for fd in streams if fd is not None]
         ready = select.select(fds, [], [], None if wait is None else max(0.0, wait))[0]
         if wake is not None and wake in ready:
             with contextlib.suppress(BlockingIOError):
@@ -205,9 +224,14 @@ def supervise(  # noqa: C901 - one loop on purpose: the one both supervisors run
                         stopped = stopped or status is None
                         send(sig, policy.stop_grace)
         if reading and capture is not None and capture in ready:
-            reading = read_tail(capture, kept, policy.tail, echo=policy.echo)
+            reading = read_tail(capture, kept, policy.tail, echo=policy.echo, copy=copy)
+        if reading_out and output is not None and output in ready:
+            reading_out = read_tail(output, scratch, 0, echo=policy.echo_out, copy=copy)
+            scratch.clear()
     if reading and capture is not None:  # whatever is still buffered in the pipe
-        read_tail(capture, kept, policy.tail, echo=policy.echo)
+        read_tail(capture, kept, policy.tail, echo=policy.echo, copy=copy)
+    if reading_out and output is not None:
+        read_tail(output, scratch, 0, echo=policy.echo_out, copy=copy)
     return Supervised(status, stopped, timed_out, asked)
 
 

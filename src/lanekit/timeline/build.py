@@ -61,6 +61,8 @@ class JobLife:
     view: JobView | None
     """Its record and where its file is now; None when no selected lane's queue knows it."""
     events: tuple[Event, ...]
+    output: Path | None = None
+    """The file that keeps its output (stdout and stderr, attempt by attempt), once it ran."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,11 +151,15 @@ def _observed(
 
 def _job_life(job_id: str, lanes: Sequence[LaneSpec], events: Sequence[Event]) -> JobLife:
     view: JobView | None = None
+    output: Path | None = None
     for queue_dir in dict.fromkeys(lane.queue.dir for lane in lanes):
-        view = open_queue(queue_dir).job(job_id)
+        queue = open_queue(queue_dir)
+        view = queue.job(job_id)
         if view is not None:
+            kept = queue.output_path(job_id)
+            output = Path(kept) if kept is not None and Path(kept).is_file() else None
             break
-    return JobLife(job_id, view, tuple(e for e in events if e.job == job_id))
+    return JobLife(job_id, view, tuple(e for e in events if e.job == job_id), output)
 
 
 def _job_start(job_id: str, lanes: Sequence[LaneSpec]) -> date | None:

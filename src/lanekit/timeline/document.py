@@ -81,6 +81,7 @@ def _job(job: JobLife) -> dict[str, Any]:
         "state": None if view is None else str(view.state),
         "queued_at": None if record is None else record.queued_at,
         "attempts": None if record is None else record.attempts,
+        "output": None if job.output is None else str(job.output),
         "events": [_event(e) for e in job.events],
     }
 

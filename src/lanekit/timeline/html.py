@@ -10,7 +10,8 @@ show on hover.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import date, datetime, tzinfo
 from pathlib import Path
 from xml.etree import ElementTree as ET
@@ -36,6 +37,12 @@ ROW_HEIGHT = 30
 BAR_HEIGHT = 16
 AXIS_HEIGHT = 26
 
+MAX_CLOSE_UPS = 8
+"""Bursts drawn close up at most (each a chart of its lanes): a busy day has dozens of bursts,
+and a page with one close-up each ran to megabytes; the rest are on the day's chart."""
+CAPTION_CHAR = 6.6
+"""Roughly how wide one character of a burst caption is drawn (px), to keep captions apart."""
+
 OUTCOME_WORDS = {
     Outcome.OK: "ran ok",
     Outcome.JOBS_FAILED: "some jobs failed",
@@ -45,6 +52,7 @@ OUTCOME_WORDS = {
     Outcome.BUSY: "skipped: still running",
     Outcome.RUNNING: "running now",
     Outcome.UNFINISHED: "no end logged",
+    Outcome.UNDELIVERED: "watchdog: alert not delivered",
 }
 MARKER_WORDS = {
     MarkerKind.MISSED: "missed run",
@@ -61,13 +69,13 @@ STYLE = """
   --ok: #2e9e5b; --jobs-failed: #e07a1f; --killed: #c62828; --error: #8e1b1b;
   --throttled: #c9a400; --busy: #9c6ade; --running: #1f8fd6; --unfinished: #98a2b3;
   --missed: #d97706; --exit-78: #c62828; --reload: #2563eb; --burst: rgba(217, 70, 239, 0.13);
-  --burst-edge: #c026d3; --fire: #98a2b3; }
+  --burst-edge: #c026d3; --fire: #98a2b3; --undelivered: #b45309; }
 @media (prefers-color-scheme: dark) { :root {
   --bg: #111418; --fg: #e6e8eb; --muted: #98a2b3; --grid: #2a2f37; --row: #171b21;
   --ok: #3fbf73; --jobs-failed: #f59e42; --killed: #f05252; --error: #ff8080;
   --throttled: #e3c341; --busy: #b794f4; --running: #4fb3f6; --unfinished: #667085;
   --missed: #fbbf24; --exit-78: #f05252; --reload: #60a5fa; --burst: rgba(232, 121, 249, 0.16);
-  --burst-edge: #e879f9; --fire: #667085; } }
+  --burst-edge: #e879f9; --fire: #667085; --undelivered: #f59e0b; } }
 body { background: var(--bg); color: var(--fg); margin: 24px auto; max-width: 1180px;
   padding: 0 16px; font: 14px/1.45 -apple-system, BlinkMacSystemFont, "Segoe UI", Helvetica,
   Arial, sans-serif; }
@@ -85,6 +93,8 @@ svg .fire { stroke: var(--fire); stroke-width: 1; stroke-dasharray: 2 2; }
 .run.killed { fill: var(--killed); } .run.error { fill: var(--error); }
 .run.throttled { fill: var(--throttled); } .run.busy { fill: var(--busy); }
 .run.running { fill: var(--running); } .run.unfinished { fill: var(--unfinished); }
+.run.undelivered { fill: var(--undelivered); }
+.tag.undelivered { background: var(--undelivered); }
 .marker.missed { fill: var(--bg); stroke: var(--missed); stroke-width: 2.5; }
 .marker.exit-78 { fill: var(--exit-78); stroke: var(--bg); stroke-width: 1; }
 .marker.reloaded { fill: var(--reload); }
@@ -175,21 +185,94 @@ def _burst_title(burst: Burst, tz: tzinfo | None) -> str:
     )
 
 
-def _draw_marker(group: ET.Element, point: Point, cy: float, tz: tzinfo | None) -> None:
-    kind = point.marker.kind
-    attrs = {"class": f"marker {kind}", "data-lane": point.marker.lane}
-    x = point.x
-    if kind in (MarkerKind.MISSED,):
-        shape = _sub(group, "circle", cx=_num(x), cy=_num(cy), r="6", **attrs)
-    elif kind is MarkerKind.EXIT_78:
-        left, right, top, bottom = _num(x - 6), _num(x + 6), _num(cy - 6), _num(cy + 6)
-        d = f"M{left} {top} L{right} {bottom} M{right} {top} L{left} {bottom}"
-        shape = _sub(group, "path", d=d, **attrs)
+def _close_ups(bursts: Sequence[Burst]) -> set[int]:
+    """The numbers (1-based, in time order) of the bursts drawn close up: at most
+    MAX_CLOSE_UPS, those with the most claims (the earlier first among equals)."""
+    ranked = sorted(
+        range(1, len(bursts) + 1), key=lambda n: (-sum(bursts[n - 1].claims.values()), n)
+    )
+    return set(ranked[:MAX_CLOSE_UPS])
+
+
+def _marker_shape(
+    parent: ET.Element, kind: MarkerKind, x: float, cy: float, top: float, **attrs: str
+) -> ET.Element:
+    """One marker's shape, distinct for each kind whatever the colours (the chart and the
+    legend draw it here): a ring for a missed run, a cross for exit 78, a triangle for an
+    install, a diamond for the reloads and throttles (told apart by fill and stroke)."""
+    attrs = {"class": f"marker {kind}", **attrs}
+    if kind is MarkerKind.MISSED:
+        return _sub(parent, "circle", cx=_num(x), cy=_num(cy), r="6", **attrs)
+    if kind is MarkerKind.EXIT_78:
+        left, right, low, high = _num(x - 6), _num(x + 6), _num(cy - 6), _num(cy + 6)
+        d = f"M{left} {low} L{right} {high} M{right} {low} L{left} {high}"
+        shape = _sub(parent, "path", d=d, **attrs)
         shape.set("style", "stroke: var(--exit-78); stroke-width: 3")
-    else:
-        d = f"M{_num(x)} {_num(cy - BAR_HEIGHT / 2 - 3)} l6 8 l-6 8 l-6 -8 z"
-        shape = _sub(group, "path", d=d, **attrs)
-    _sub(shape, "title", _marker_title(point.marker, tz))
+        return shape
+    if kind is MarkerKind.INSTALLED:
+        return _sub(parent, "path", d=f"M{_num(x)} {_num(top)} l6 12 l-12 0 z", **attrs)
+    return _sub(parent, "path", d=f"M{_num(x)} {_num(top)} l6 8 l-6 8 l-6 -8 z", **attrs)
+
+
+def _draw_marker(group: ET.Element, point: Point, cy: float, tz: tzinfo | None) -> None:
+    top = cy - BAR_HEIGHT / 2 - 3
+    marker = point.marker
+    shape = _marker_shape(group, marker.kind, point.x, cy, top, **{"data-lane": marker.lane})
+    _sub(shape, "title", _marker_title(marker, tz))
+
+
+def _draw_bursts(
+    body: ET.Element,
+    bursts: Sequence[Burst],
+    lanes_y: Mapping[str, float],
+    window: Window,
+    tz: tzinfo | None,
+    *,
+    day: bool,
+) -> None:
+    """Each burst's box over its lanes' rows, with a caption beside it (`day`: the day's
+    chart, whose boxes are the page's burst anchors; else a close-up)."""
+    plot = CHART_WIDTH - LABEL_WIDTH - 10
+    captions: list[tuple[float, float, float]] = []  # (y, left, right) of each caption drawn
+    for number, burst in enumerate(bursts, start=1):
+        ys = [lanes_y[lane] for lane in burst.lanes if lane in lanes_y]
+        if not ys or not window.overlaps(burst.start, burst.end):
+            continue
+        x0 = x_of(max(burst.start, window.start), window, plot)
+        x1 = x_of(min(burst.end, window.end), window, plot)
+        group = _sub(
+            body,
+            "g",
+            class_="burst",
+            id=f"burst-{number}" if day else f"close-{number}",
+        )
+        group.set("data-queue", burst.queue)
+        box = _sub(
+            group,
+            "rect",
+            x=_num(x0 - 5),
+            y=_num(min(ys) + 2),
+            width=_num(max(x1 - x0, 0) + 10),
+            height=_num(max(ys) - min(ys) + ROW_HEIGHT - 4),
+            rx="5",
+        )
+        _sub(box, "title", _burst_title(burst, tz))
+        claims = sum(burst.claims.values())
+        # Beside the box, halfway down it: the first lane's row carries markers near the burst.
+        # A caption that would overlap one already drawn (bursts close together) shrinks to
+        # the burst's number, or is left out: the box's title (hover) says it all.
+        anchor = "end" if x1 > plot * 0.6 else "start"
+        y = (min(ys) + max(ys) + ROW_HEIGHT) / 2 + 4
+        at = x0 - 10 if anchor == "end" else x1 + 10
+        for caption in (f"burst · {len(burst.lanes)} lanes · {claims} claims", f"#{number}"):
+            width = CAPTION_CHAR * len(caption)
+            left, right = (at - width, at) if anchor == "end" else (at, at + width)
+            if not any(
+                abs(y - cy) < ROW_HEIGHT and left < hi and lo < right for cy, lo, hi in captions
+            ):
+                captions.append((y, left, right))
+                _sub(group, "text", caption, x=_num(at), y=_num(y), text_anchor=anchor)
+                break
 
 
 def chart(
@@ -236,41 +319,7 @@ def chart(
         anchor = "start" if x < 20 else "end" if x > plot - 20 else "middle"
         _sub(axis, "text", tick.label, x=_num(x), y="14", text_anchor=anchor)
     lanes_y = {row.lane: AXIS_HEIGHT + i * ROW_HEIGHT for i, row in enumerate(rows)}
-    for number, burst in enumerate(bursts, start=1):
-        ys = [lanes_y[lane] for lane in burst.lanes if lane in lanes_y]
-        if not ys or not window.overlaps(burst.start, burst.end):
-            continue
-        x0 = x_of(max(burst.start, window.start), window, plot)
-        x1 = x_of(min(burst.end, window.end), window, plot)
-        group = _sub(
-            body,
-            "g",
-            class_="burst",
-            id=f"burst-{number}" if window == timeline.window else f"close-{number}",
-        )
-        group.set("data-queue", burst.queue)
-        box = _sub(
-            group,
-            "rect",
-            x=_num(x0 - 5),
-            y=_num(min(ys) + 2),
-            width=_num(max(x1 - x0, 0) + 10),
-            height=_num(max(ys) - min(ys) + ROW_HEIGHT - 4),
-            rx="5",
-        )
-        _sub(box, "title", _burst_title(burst, tz))
-        claims = sum(burst.claims.values())
-        caption = f"burst · {len(burst.lanes)} lanes · {claims} claims"
-        # Beside the box, halfway down it: the first lane's row carries markers near the burst.
-        anchor = "end" if x1 > plot * 0.6 else "start"
-        _sub(
-            group,
-            "text",
-            caption,
-            x=_num(x0 - 10 if anchor == "end" else x1 + 10),
-            y=_num((min(ys) + max(ys) + ROW_HEIGHT) / 2 + 4),
-            text_anchor=anchor,
-        )
+    _draw_bursts(body, bursts, lanes_y, window, tz, day=window == timeline.window)
     for row in rows:
         y = lanes_y[row.lane]
         cy = y + ROW_HEIGHT / 2
@@ -330,13 +379,10 @@ def _legend(parent: ET.Element) -> None:
         svg = _sub(item, "svg", viewBox="0 0 16 16")
         _sub(svg, "rect", class_=f"run {outcome}", x="1", y="3", width="14", height="10", rx="2")
         item[-1].tail = words
-    for kind in (MarkerKind.MISSED, MarkerKind.RELOADED, MarkerKind.RELOAD_SKIPPED):
+    for kind in MarkerKind:  # every marker a chart may draw, each in the shape it is drawn in
         item = _sub(items, "li")
-        svg = _sub(item, "svg", viewBox="0 0 16 16")
-        if kind is MarkerKind.MISSED:
-            _sub(svg, "circle", class_=f"marker {kind}", cx="8", cy="8", r="5")
-        else:
-            _sub(svg, "path", class_=f"marker {kind}", d="M8 1 l6 7 l-6 7 l-6 -7 z")
+        svg = _sub(item, "svg", viewBox="-1 -1 18 18")
+        _marker_shape(svg, kind, 8, 8, 0)
         item[-1].tail = MARKER_WORDS[kind]
     item = _sub(items, "li")
     svg = _sub(item, "svg", viewBox="0 0 16 16")
@@ -406,6 +452,9 @@ def _job(parent: ET.Element, job: JobLife, tz: tzinfo | None) -> None:
     if view is not None and view.record is not None:
         text += f"; queued {view.record.queued_at}; {view.record.attempts} attempts"
     _sub(section, "p", text, class_="sub")
+    if job.output is not None:
+        kept = _sub(section, "p", "Its output (stdout and stderr, attempt by attempt): ")
+        _sub(kept, "a", str(job.output), href=job.output.as_uri())
     body = _table(section, ("time", "lane", "event", "details"))
     for event in job.events:
         row = _sub(body, "tr")
@@ -467,7 +516,10 @@ def page(result: TimelineResult, tz: tzinfo | None = None) -> str:
         span[-1].tail = f" {one if number == 1 else many}"
     body.append(chart(timeline, w, tz, label=heading, bursts=timeline.bursts))
     _legend(body)
+    shown = _close_ups(timeline.bursts)
     for number, burst in enumerate(timeline.bursts, start=1):
+        if number not in shown:
+            continue
         close = around(burst, w)
         claims = sum(burst.claims.values())
         section = _sub(body, "section", class_="close-up", id=f"burst-{number}-close-up")
@@ -484,8 +536,18 @@ def page(result: TimelineResult, tz: tzinfo | None = None) -> str:
             f"Claims won: {won}. Each job was claimed by exactly one lane.",
             class_="sub",
         )
-        section.append(
-            chart(timeline, close, tz, label=f"burst {number} close-up", bursts=(burst,))
+        # Only the burst's lanes: a close-up is about them, and every row drawn again per
+        # burst is what made a busy day's page megabytes long.
+        theirs = replace(timeline, rows=tuple(r for r in timeline.rows if r.lane in burst.lanes))
+        section.append(chart(theirs, close, tz, label=f"burst {number} close-up", bursts=(burst,)))
+    if len(shown) < len(timeline.bursts):
+        _sub(
+            body,
+            "p",
+            f"Close-ups of the {len(shown)} bursts with the most claims; the other "
+            f"{len(timeline.bursts) - len(shown)} are on the chart above (hover for each) and "
+            "under What stands out.",
+            class_="sub",
         )
     notable = _notable(result, tz)
     if notable:

@@ -126,6 +126,7 @@ class Cell(StrEnum):
     BUSY = "busy"
     RUNNING = "running"
     UNFINISHED = "unfinished"
+    UNDELIVERED = "undelivered"
     RELOAD_SKIPPED = "reload-skipped"
     JOBS_FAILED = "jobs-failed"
     KILLED = "killed"
@@ -145,6 +146,7 @@ RUN_CELLS = {
     Outcome.BUSY: Cell.BUSY,
     Outcome.RUNNING: Cell.RUNNING,
     Outcome.UNFINISHED: Cell.UNFINISHED,
+    Outcome.UNDELIVERED: Cell.UNDELIVERED,
 }
 MARKER_CELLS = {
     MarkerKind.MISSED: Cell.MISSED,

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
+from lanekit.config.watch import WATCH_LANE
 from lanekit.errors import ExitCode
 from lanekit.timeline.events import RUN_KINDS, Event, Kind
 
@@ -51,6 +52,9 @@ class Outcome(StrEnum):
     """Still running now (launchd reports its pid)."""
     UNFINISHED = "unfinished"
     """No end seen: it ended after the part of the log that was read, or the log is cut."""
+    UNDELIVERED = "undelivered"
+    """The watchdog's pass ran but could not deliver an alert through a channel (its exit 1):
+    no job of its failed, it has none."""
 
 
 class MarkerKind(StrEnum):
@@ -361,6 +365,11 @@ def runs_of(
             finish_exit=None, errored=False, ended=False, died=died, running=running_now
         )
         runs.append(_close(lane, current, end=current.last, outcome=outcome))
+    if lane == WATCH_LANE:  # the watchdog runs no jobs: its exit 1 is an alert not delivered
+        runs = [
+            replace(r, outcome=Outcome.UNDELIVERED) if r.outcome is Outcome.JOBS_FAILED else r
+            for r in runs
+        ]
     return sorted(runs, key=lambda r: r.start)  # a busy skip is logged while a run is open
 
 

@@ -271,6 +271,17 @@ def test_background_lane_with_a_burst_waiting(tmp_path: Path) -> None:
     )
 
 
+def test_one_setting_makes_the_lane_yield(tmp_path: Path) -> None:
+    """One setting is one subject: "Nice 10 makes the lane yield", not "make"."""
+    world = World.make(tmp_path, BURSTY.replace("low_priority_io = true\n", ""))
+    world.install()
+    queue = Queue(world.lane().queue.dir)
+    for n in range(25):
+        queue.enqueue({"n": n})
+    [finding] = world.run("priority.background-burst", world.target())
+    assert finding.message.startswith("Nice 10 makes the lane yield to everything else")
+
+
 def test_background_lane_with_a_trickle_is_fine(tmp_path: Path) -> None:
     """A handful of jobs is what a background lane is for."""
     world = World.make(tmp_path, BURSTY)

@@ -381,6 +381,34 @@ def test_a_run_holding_the_lane_for_hours_is_stuck(tmp_path: Path) -> None:
         sleeper.wait()
 
 
+@pytest.mark.parametrize(
+    ("schedule", "said"),
+    [
+        ('every = "15m"', "all 12 fires since it started were skipped as busy"),
+        ("", "no fire was due since it started, but the next one will be skipped as busy"),
+    ],
+)
+def test_a_stuck_run_counts_the_fires_it_made_launchd_skip(
+    tmp_path: Path, schedule: str, said: str
+) -> None:
+    """The finding says how many fires were skipped since the run started (a StartInterval of
+    15 minutes, 3 hours: 12), and says none was when none was due (a lane started by hand)."""
+    text = HEALTHY.replace('schedule = ["40 10 * * *"]', schedule)
+    world = World.make(tmp_path, text)
+    world.install()
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        fake = FakeLaunchd()
+        fake.add_job(world.lane().label, pid=sleeper.pid)
+        later = datetime.now() + timedelta(hours=3, seconds=30)
+        [finding] = world.run("lane.stuck-run", world.target(), launchd=fake, now=later)
+        assert said in finding.message
+        assert "every fire since was skipped" not in finding.message
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
 # ---------------------------------------------------------------- background items
 
 

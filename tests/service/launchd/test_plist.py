@@ -360,6 +360,31 @@ def test_user_template_may_add_keys(tmp_path: Path) -> None:
     assert data == plistlib.dumps(plistlib.loads(data))
 
 
+def _documented_addable_keys() -> list[str]:
+    """The keys docs/configuration.md says a user template may add."""
+    import re
+
+    text = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
+    sentence = text.split("What a user template may do: **add** keys lanekit does not set (", 1)
+    assert len(sentence) == 2, "the templates section names the keys a template may add"
+    return re.findall(r"`([A-Za-z]+)`", sentence[1].split(")", 1)[0])
+
+
+@pytest.mark.parametrize("key", _documented_addable_keys())
+def test_each_key_the_docs_say_a_template_may_add_can_be_added(tmp_path: Path, key: str) -> None:
+    """docs/configuration.md's list of keys a template may add holds only keys lanekit does
+    not set: a template adding one renders (LimitLoadToSessionType, which lanekit sets from
+    `session_type`, was listed and refused)."""
+    config, paths = _golden_config(tmp_path)
+    value = "\t<true/>" if key != "Umask" else "\t<integer>63</integer>"
+    user = _user_templates(
+        tmp_path,
+        '{% extends "lanekit/lane.plist.j2" %}\n'
+        f"{{% block extra_keys %}}\n\t<key>{key}</key>\n{value}\n{{% endblock %}}\n",
+    )
+    assert key in plistlib.loads(_render(config.lanes["daily"], paths, user))
+
+
 def test_user_dir_without_the_template_falls_back_to_the_shipped_one(tmp_path: Path) -> None:
     """A template directory lacking lane.plist.j2 renders with the shipped template."""
     config, paths = _golden_config(tmp_path)

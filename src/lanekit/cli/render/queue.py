@@ -9,6 +9,8 @@ from lanekit.cli.render import error, json_out, line, note, warning
 from lanekit.state.schemas import JOBS_SCHEMA
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from lanekit.jobs.batch import Batch
     from lanekit.jobs.migrate import Migrated
     from lanekit.jobs.recovery import RecoverRow
@@ -21,9 +23,11 @@ def enqueued(job_id: str) -> None:
     line(job_id)
 
 
-def batch(result: Batch) -> None:
+def batch(result: Batch, *, ids_from_lines: bool = False) -> None:
     """`enqueue --jsonl`: each new id on stdout (input order); each bad line (`error:` naming
-    FILE:LINE, `hint:`), then a count naming the lines to fix, on stderr."""
+    FILE:LINE, `hint:`), then a count naming the lines to fix, on stderr; without
+    `ids_from_lines` (--id-field), a warning that re-running the whole file enqueues the good
+    lines a second time."""
     for _, job_id in result.enqueued:
         line(job_id)
     for bad in result.bad:
@@ -39,6 +43,11 @@ def batch(result: Batch) -> None:
                 f"; line{'s' * (len(result.bad) != 1)} {numbers} not enqueued: fix and enqueue "
                 "just those again"
             )
+            if not ids_from_lines and result.enqueued:
+                summary += (
+                    " (re-running the whole file would enqueue the other lines a second time, "
+                    "under new ids; with --id-field a re-run refuses the ids already there)"
+                )
         if result.stopped is not None:
             summary += "; stopped at the error above, later lines not read"
         note(summary)
@@ -93,7 +102,14 @@ def _short(text: str | None, width: int = 60) -> str:
     return flat if len(flat) <= width else flat[: width - 3] + "..."
 
 
-def jobs_page(lane: str, page: Page, *, as_json: bool, state: str | None = None) -> None:
+def jobs_page(
+    lane: str,
+    page: Page,
+    *,
+    as_json: bool,
+    state: str | None = None,
+    shared_with: Sequence[str] = (),
+) -> None:
     """A page of jobs: a table with a footer that says how to get the next page, or JSON. A
     queued job that waits for its time shows as `delayed`, with when it is due; LANE is the
     lane that last claimed the job (`-`: none yet: any lane of the queue may take it)."""
@@ -130,10 +146,23 @@ def jobs_page(lane: str, page: Page, *, as_json: bool, state: str | None = None)
     if meta.has_next:
         footer += f"; next: --page {meta.next_page}"
     line(footer)
+    if shared_with:
+        others = ", ".join(shared_with)
+        line(
+            f"lane {lane} shares its queue with {others}: these are all the queue's jobs "
+            "(LANE: the lane that last ran each; a queued one goes to whichever claims it)"
+        )
 
 
-def job_detail(view: JobView, *, as_json: bool) -> None:
-    """Everything known about one job."""
+def job_output(text: str) -> None:
+    """A job's output file as kept (lanekit.run.joboutput), line by line, control characters
+    escaped: a job's output may hold terminal escapes."""
+    for text_line in text.splitlines():
+        line(text_line)
+
+
+def job_detail(view: JobView, *, as_json: bool, output: Path | None = None) -> None:
+    """Everything known about one job; `output`: its output file, when it has one."""
     record = view.record
     if as_json:
         data: dict[str, Any] = {
@@ -145,6 +174,7 @@ def job_detail(view: JobView, *, as_json: bool) -> None:
             "error": view.error,
             "retry_at": view.retry_at,
             "attempt_history": [item.to_json() for item in view.history],
+            "output": None if output is None else str(output),
         }
         json_out(data)
         return
@@ -166,6 +196,8 @@ def job_detail(view: JobView, *, as_json: bool) -> None:
         # A retry waits out its backoff; a job enqueued for later (--at, --delay) its time.
         retry = record is not None and record.attempts > 0
         rows.append(("retry due" if retry else "due", view.retry_at))
+    if output is not None:
+        rows.append(("output", f"{output} (--output prints it)"))
     for key, value in rows:
         line(f"{key + ':':12}{value}")
     if view.history:

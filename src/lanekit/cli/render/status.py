@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from lanekit.cli.render import json_out, line, table_row
@@ -64,9 +65,16 @@ def status(
     if as_json:
         json_out(status_json(rows, domain=domain, reason=reason, emulated=emulated))
         return
-    table = [STATUS_COLUMNS, *(_status_cells(row) for row in rows)]
-    widths = [max(len(r[i]) for r in table) for i in range(len(STATUS_COLUMNS))]
-    table_row([(h, "bold") for h in STATUS_COLUMNS], widths)
+    # Lanes of several projects (status from outside any project): the same lane name may be
+    # two lanes, so each row says whose it is.
+    projects = show_project and len({row.project for row in rows}) > 1
+    columns = (*STATUS_COLUMNS, "PROJECT") if projects else STATUS_COLUMNS
+    cells_of = [
+        (*_status_cells(row), *((_project(row.project),) if projects else ())) for row in rows
+    ]
+    table = [columns, *cells_of]
+    widths = [max(len(r[i]) for r in table) for i in range(len(columns))]
+    table_row([(h, "bold") for h in columns], widths)
     for row, cells in zip(rows, table[1:], strict=True):
         styles = ["bold", _STATE_STYLE[row.state]] + [""] * (len(cells) - 2)
         table_row(list(zip(cells, styles, strict=True)), widths)
@@ -104,6 +112,15 @@ def _status_cells(row: LaneStatus) -> tuple[str, ...]:
         _dash(q.failed),
         _age(q.oldest_claim_age),
     )
+
+
+def _project(project: Path | None) -> str:
+    """A project as its directory, `~` for the home directory's part."""
+    if project is None:
+        return "-"
+    home = Path.home()
+    folder = project.parent
+    return f"~/{folder.relative_to(home)}" if folder.is_relative_to(home) else str(folder)
 
 
 def _next_fire(row: LaneStatus) -> str:

@@ -26,6 +26,7 @@ GLYPHS: dict[Cell, tuple[str, str, str]] = {
     Cell.BUSY: ("b", "magenta", "skipped: busy"),
     Cell.RUNNING: ("▶", "cyan", "running now"),
     Cell.UNFINISHED: ("…", "grey62", "no end logged"),
+    Cell.UNDELIVERED: ("U", "yellow", "watchdog: alert not delivered"),
     Cell.INSTALLED: ("i", "blue", "installed"),
     Cell.RELOADED: ("R", "blue", "reloaded"),
     Cell.RELOAD_SKIPPED: ("S", "bold blue", "reload skipped: running"),
@@ -177,6 +178,7 @@ def _run_line(run: Run, tz: tzinfo | None) -> str:
         Outcome.ERROR: "could not run" + (f" (exit {run.exit})" if run.exit else ""),
         Outcome.THROTTLED: "start throttled by launchd",
         Outcome.RUNNING: "running now",
+        Outcome.UNDELIVERED: f"exit {run.exit}: an alert could not be delivered",
     }.get(run.outcome, str(run.outcome))
     error = f": {run.errors[0]}" if run.errors else ""
     return f"{_hms(run.start, tz)} {run.lane}: {what}, {run.claimed} jobs{error}"
@@ -220,6 +222,8 @@ def job_lines(job: JobLife, tz: tzinfo | None = None) -> list[str]:
     ]
     if view is not None and view.record is not None:
         out.append(f"  queued   {view.record.queued_at}  attempts {view.record.attempts}")
+    if job.output is not None:
+        out.append(f"  output   {job.output}  (lanekit job LANE {job.job_id} --output)")
     for event in job.events:
         detail = " ".join(f"{k}={v}" for k, v in event.fields.items())
         out.append(f"  {_hms(event.at, tz)} {event.lane}: {event.name} {detail}".rstrip())

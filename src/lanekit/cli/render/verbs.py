@@ -124,7 +124,10 @@ def purged(rows: Sequence[PurgeRow], *, dry_run: bool, as_json: bool) -> None:
 
 
 def _days(seconds: float) -> str:
-    return f"{seconds / 86400:g}d" if seconds >= 86400 else f"{seconds / 3600:g}h"
+    """A retention as lanes.toml writes it (`30d`, `12h`, `1m`, `1h30m`), never a fraction."""
+    from lanekit.schedule import format_duration
+
+    return format_duration(seconds)
 
 
 def _folder(where: str) -> str:

@@ -319,7 +319,8 @@ def background_burst(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
         return
     yield Problem(
         Severity.WARNING,
-        f"{' and '.join(settings)} make the lane yield to everything else while {queued} jobs "
+        f"{' and '.join(settings)} {'makes' if len(settings) == 1 else 'make'} the lane yield "
+        f"to everything else while {queued} jobs "
         "wait: a burst drains slowly (and Background jobs may be deferred for hours).",
         f"remove nice / low_priority_io / process_type from [lanes.{lane.name}] in lanes.toml "
         "and run `lanekit apply`, or accept the slow drain",

@@ -24,6 +24,7 @@ from lanekit.system import volumes
 from lanekit.system.quoting import shell_quote
 
 if TYPE_CHECKING:
+    from lanekit.schedule import Schedule
     from lanekit.service.launchd.btm import BtmItem
 
 TCC_FOLDERS = {
@@ -514,6 +515,27 @@ def no_login_after_reboot(target: Target, ctx: DoctorContext) -> Iterator[Proble
     )
 
 
+MAX_COUNTED = 1000
+"""The most skipped fires stuck-run counts (past that the number says nothing more)."""
+
+
+def _fires_between(schedule: Schedule, start: float, end: float) -> int:
+    """How many times launchd would have started the lane in (start, end] (epoch seconds):
+    its calendar's fires, or whole StartIntervals; 0 for a lane started only by hand. Counted
+    up to MAX_COUNTED."""
+    if schedule.interval:
+        return min(MAX_COUNTED, int((end - start) // schedule.interval))
+    if not schedule.calendar:
+        return 0
+    from datetime import datetime
+
+    from lanekit.schedule import next_fires
+
+    last = datetime.fromtimestamp(end)
+    fires = next_fires(schedule.calendar, datetime.fromtimestamp(start), MAX_COUNTED)
+    return sum(1 for fire in fires if fire <= last)
+
+
 def _started_at(pid: int) -> float | None:
     """When `pid` started (epoch seconds), None when it is gone."""
     import psutil
@@ -548,11 +570,18 @@ def stuck_run(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     if age < limit:
         return
     hours = age / 3600
+    skipped = _fires_between(lane.schedule, started, now)
+    since = (
+        "no fire was due since it started, but the next one will be skipped as busy"
+        if skipped == 0
+        else f"{'the one fire' if skipped == 1 else f'all {skipped} fires'} since it started "
+        f"{'was' if skipped == 1 else 'were'} skipped as busy"
+    )
     yield Problem(
         Severity.WARNING,
         f"the run pid {entry.pid} has held lane {lane.name} for {hours:.1f} h, far past its "
-        "schedule: every fire since was skipped as busy; it may wait on a prompt nobody sees "
-        "(privacy, keychain) or on a hung job.",
+        f"schedule: {since}; it may wait on a prompt nobody sees (privacy, keychain) or on a "
+        "hung job.",
         f"`lanekit logs {shell_quote(lane.name)}` shows what it last did; "
         f"`lanekit restart {shell_quote(lane.name)}` restarts it (its job goes back to the "
         f"queue; `lanekit stop {shell_quote(lane.name)}` only stops it)",

@@ -87,6 +87,14 @@ class Queue(QueueState):
 
         return enqueue.enqueue(self, payload, job_id, not_before=not_before)
 
+    def output_path(self, job_id: str) -> str | None:
+        """logs/output/<id>.log (lanekit.queue.directory.layout.output_name); the id is
+        checked, as it becomes a file name."""
+        from lanekit.queue.directory.layout import output_name
+        from lanekit.queue.ids import validate_job_id
+
+        return f"{self.root}/{output_name(validate_job_id(job_id))}"
+
     def claimer(
         self, *, lane: str | None = None, on_drop: Callable[[Dropped], None] | None = None
     ) -> Claimer:

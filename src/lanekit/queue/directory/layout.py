@@ -54,6 +54,15 @@ def claimed_name(job_id: str, owner: str) -> str:
     return f"{job_id}.{owner}.json"
 
 
+OUTPUT_DIR = "logs/output"
+"""Where a queue keeps its jobs' output files (inside logs/, which every queue has)."""
+
+
+def output_name(job_id: str) -> str:
+    """logs/output/<id>.log: the job's output, attempt by attempt (lanekit.run.joboutput)."""
+    return f"{OUTPUT_DIR}/{job_id}.log"
+
+
 def delayed_name(job_id: str, not_before: int) -> str:
     """delayed/<id>.<not-before epoch>.json: a retry waiting out its backoff."""
     return f"{job_id}.{not_before}.json"

@@ -10,7 +10,7 @@ import os
 import time
 
 from lanekit.queue.directory.fileio import io_errors, job_names
-from lanekit.queue.directory.layout import error_name
+from lanekit.queue.directory.layout import error_name, output_name
 from lanekit.queue.directory.safety import check
 from lanekit.queue.ids import owned_id
 from lanekit.queue.model import Purged
@@ -30,7 +30,7 @@ def purge(
     now: float | None = None,
 ) -> Purged:
     """Remove finished jobs older than `keep_done` and failed ones older than
-    `keep_failed` (seconds), with their records and .error files (`lanekit purge`, and
+    `keep_failed` (seconds), with their records, .error files and output files (`lanekit purge`, and
     the runner once a day).
 
     done/ goes by whole UTC day buckets: a bucket is purged once its whole day is older
@@ -52,6 +52,10 @@ def purge(
             done.extend(purge_day(q, day, dry_run, now))
         failed = purge_failed(q, now - keep_failed, dry_run)
         expired = [] if dry_run else q.store.expire_guard(done_cut)
+        if not dry_run:
+            for job_id in (*done, *failed):  # their output goes with them
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(f"{q.root}/{output_name(job_id)}")
     return Purged(tuple(done), tuple(failed), tuple(expired), dry_run)
 
 

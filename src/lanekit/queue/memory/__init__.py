@@ -578,7 +578,18 @@ class MemoryQueue:
             if not dry_run:
                 for job_id in (*done, *failed):
                     del self._jobs[job_id]
+                    output = self.output_path(job_id)
+                    if output is not None:
+                        Path(output).unlink(missing_ok=True)
         return Purged(tuple(done), tuple(failed), (), dry_run)
+
+    def output_path(self, job_id: str) -> str | None:
+        """<scratch>/output/<id>.log (None before ensure() made the scratch directory)."""
+        from lanekit.queue.ids import validate_job_id
+
+        if self._scratch is None:
+            return None
+        return str(self._scratch / "output" / f"{validate_job_id(job_id)}.log")
 
     def _place(self, job_id: str, state: JobState | None = None) -> str:
         """What stands for the job in results: a running job's file, `memory:NAME/<state>/<id>`

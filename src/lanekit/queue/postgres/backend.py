@@ -23,6 +23,7 @@ state directory at claim and removed at settle.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections import Counter
 from pathlib import Path
@@ -1031,7 +1032,19 @@ class PostgresQueue:
             ") SELECT id, state FROM gone ORDER BY seq",
             params,
         )
+        for job_id, _state in rows:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.output_path(job_id))  # noqa: PTH108 - this machine's copy only
         return _purged(rows, tuple(row[0] for row in expired), dry_run=False)
+
+    def output_path(self, job_id: str) -> str:
+        """The job's output as this machine kept it, beside the spool in lanekit's state
+        (`output/<schema>.<queue>/<id>.log`): each host keeps what its runs printed, and
+        purge removes this host's copy with the row."""
+        from lanekit.queue.ids import validate_job_id
+
+        where = f"{self.location.schema}.{self.location.queue}"
+        return f"{self.spool.parent.parent}/output/{where}/{validate_job_id(job_id)}.log"
 
     def _place(self, job_id: str, state: JobState) -> str:
         """What stands for the job in results: `postgres:QUEUE/<state>/<id>`."""

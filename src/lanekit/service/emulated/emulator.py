@@ -57,7 +57,7 @@ import signal
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Set
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -72,6 +72,7 @@ from lanekit.service.emulated.info import (
     service_info,
     throttle,
 )
+from lanekit.service.emulated.offset import with_clock
 from lanekit.service.emulated.plist import (
     EMULATED_SESSION,
     RefusalError,
@@ -81,15 +82,14 @@ from lanekit.service.emulated.plist import (
 from lanekit.service.emulated.state import DomainState, JobEntry
 from lanekit.service.launchd.codes import LaunchctlCode
 from lanekit.service.launchd.model import LaunchctlError, ListEntry, ServiceInfo
-from lanekit.state.backend import BACKEND_VARIABLE
-from lanekit.state.clock import OFFSET_VARIABLE, Clock, format_offset
+from lanekit.state.clock import Clock
 from lanekit.state.snapshot_schema import DEFAULT_EXIT_TIMEOUT
 from lanekit.system.atomic import write_atomic
 from lanekit.system.owned import PRIVATE_FILE, make_private_dirs, read_regular
 from lanekit.system.quoting import cmdline
 
 if TYPE_CHECKING:
-    from lanekit.service.launchd.launch import JobLaunch
+    pass
 
 POLL_SECONDS = 0.05
 STOP_MARGIN = 5.0
@@ -506,7 +506,7 @@ class EmulatedDomain:
         from lanekit.service.launchd.environ import spawn
         from lanekit.service.launchd.launch import JobSetupError, launch_for
 
-        launch = _with_clock(launch_for(self._plist(job)), self._offset)
+        launch = with_clock(launch_for(self._plist(job)), self._offset)
         status_file = self._exits / f"{uuid.uuid4().hex}.json"
         make_private_dirs(self._exits)
         try:
@@ -588,13 +588,6 @@ class EmulatedDomain:
             path=job.path,
             domain=self.domain,
         )
-
-
-def _with_clock(launch: JobLaunch, offset: float) -> JobLaunch:
-    """The job's environment plus what a lanekit process needs to read the domain's clock
-    (lanekit.state.clock): the one thing the emulated domain adds to what launchd would pass."""
-    env = {**launch.env, BACKEND_VARIABLE: "emulated", OFFSET_VARIABLE: format_offset(offset)}
-    return replace(launch, env=env)
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,12 +16,14 @@ from __future__ import annotations
 import os
 import sys
 
-from lanekit.state.backend import backend_name
-from lanekit.state.clock import REAL, Clock, job_offset
+from lanekit.state.backend import BACKEND_VARIABLE, backend_name
+from lanekit.state.clock import OFFSET_VARIABLE, REAL, Clock, format_offset, job_offset
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
+
+    from lanekit.service.launchd.launch import JobLaunch
 
 STATE_FILE = "domain.json"
 """The domain's state file, in its state directory."""
@@ -70,3 +72,30 @@ def command_clock(
         return REAL
     offset = max(read_offset(state_dir), job_offset(env, platform))
     return REAL if offset == 0 else Clock(offset)
+
+
+def by_hand_clock(
+    state_dir: str | os.PathLike[str],
+    env: Mapping[str, str] | None = None,
+    platform: str | None = None,
+) -> Clock | None:
+    """The domain's clock for a lanekit process the user started by hand on the emulated
+    domain (a `lanekit run` in a terminal, `purge`, `retry`...): no domain handed it an offset,
+    so without this it would stamp and judge by the real time while every other command uses
+    the domain's. None on the launchctl backend, and for a process the domain started (its
+    environment carries the offset, which the process reads itself)."""
+    env = os.environ if env is None else env
+    platform = sys.platform if platform is None else platform
+    if OFFSET_VARIABLE in env or backend_name(env, platform) != "emulated":
+        return None
+    return command_clock(state_dir, env, platform)
+
+
+def with_clock(launch: JobLaunch, offset: float) -> JobLaunch:
+    """The job's environment plus what a lanekit process needs to read the domain's clock
+    (lanekit.state.clock): the one thing the emulated domain adds to what launchd would pass,
+    at each spawn, and `lanekit try` on the emulated domain too."""
+    from dataclasses import replace
+
+    env = {**launch.env, BACKEND_VARIABLE: "emulated", OFFSET_VARIABLE: format_offset(offset)}
+    return replace(launch, env=env)

@@ -10,13 +10,22 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 
 from lanekit.service.launchd.model import LaunchctlError, Launchd, ListEntry, ServiceInfo
 from lanekit.state.clock import Clock
 from lanekit.state.paths import Paths, backend_name
 
-__all__ = ["LaunchctlError", "Launchd", "ListEntry", "ServiceInfo", "clock_for", "open_launchd"]
+__all__ = [
+    "LaunchctlError",
+    "Launchd",
+    "ListEntry",
+    "ServiceInfo",
+    "clock_for",
+    "command_time",
+    "open_launchd",
+]
 
 
 def open_launchd(paths: Paths, env: Mapping[str, str] | None = None) -> Launchd:
@@ -40,3 +49,23 @@ def clock_for(
     from lanekit.service.emulated.offset import command_clock
 
     return command_clock(paths.emulator, env, platform)
+
+
+@contextmanager
+def command_time(paths: Paths) -> Iterator[None]:
+    """Within: this process stamps and judges by the clock of the commands the user runs
+    (clock_for), where it would otherwise take the real time: on the emulated domain, a run,
+    a purge or a verb started by hand (lanekit.service.emulated.offset.by_hand_clock). The
+    clock in use before is put back afterwards."""
+    from lanekit.service.emulated.offset import by_hand_clock
+    from lanekit.state.clock import use_clock
+
+    clock = by_hand_clock(paths.emulator)
+    if clock is None:
+        yield
+        return
+    before = use_clock(clock)
+    try:
+        yield
+    finally:
+        use_clock(before)
