@@ -159,6 +159,13 @@ def enqueue(
             metavar="FIELD",
         ),
     ] = None,
+    kick: Annotated[
+        bool,
+        typer.Option(
+            "--kick",
+            help="Then start the lane now (as `lanekit kick LANE`), instead of at its next fire.",
+        ),
+    ] = False,
     config: ConfigOption = None,
 ) -> None:
     """Add a job (a JSON object) to a lane's queue and print its id."""
@@ -190,6 +197,10 @@ def enqueue(
             )
         spec = lane.queue
     _refuse_watchdog_queue(loaded, spec)
+    if kick and queue is not None:
+        raise UsageError(
+            "--kick starts a lane: give the LANE, not --queue", "lanekit enqueue LANE --kick"
+        )
     if jsonl is not None:
         from lanekit.jobs.batch import enqueue_jsonl
 
@@ -200,6 +211,8 @@ def enqueue(
             )
         result = enqueue_jsonl(_open(spec), jsonl, id_field=id_field)
         show.batch(result)
+        if kick and target is not None:
+            _kick(loaded, paths, target)
         raise typer.Exit(int(result.exit_code))
     if id_field is not None:
         raise UsageError(
@@ -212,6 +225,22 @@ def enqueue(
         )
     data = _read_payload(file or "-", spec)
     show.enqueued(_open(spec).enqueue(data, job_id))
+    if kick and target is not None:
+        _kick(loaded, paths, target)
+
+
+def _kick(config: Config, paths: Paths, lane: str) -> None:
+    """`enqueue --kick`: the job is in; now start the lane as `lanekit kick` would (its exit
+    code: 4 when launchd postpones the start, 5 when it cannot start it)."""
+    from lanekit.cli.render import launchd as show_launchd
+    from lanekit.reconcile import kick
+    from lanekit.service import open_manager
+
+    manager = open_manager(paths)
+    result = kick(config, paths, manager, lane)
+    show_launchd.kicked(result, emulated=manager.kind == "emulated")
+    if result.exit_code:
+        raise typer.Exit(int(result.exit_code))
 
 
 def run(
