@@ -126,12 +126,34 @@ def test_a_paused_lane_is_unloaded_and_does_not_spin(project: Path) -> None:
     _until(lambda: queue.counts().done == 1)
 
 
-def test_doctor_names_a_respawn_loop(project: Path) -> None:
-    """A command gone missing: every run gives the job back to queue/, so launchd starts the
-    lane again at each ThrottleInterval (1 s here); doctor names the loop and its way out."""
+def test_a_missing_command_does_not_spin(project: Path) -> None:
+    """The command gone: the run that finds it missing defers every waiting job to delayed/
+    (no attempt spent) and leaves queue/ empty, so launchd does not start the lane again;
+    doctor says why (lane.cannot-start)."""
     c = str(project)
     _write(project, project.parent, command='["/nonexistent/tool", "{job}"]', throttle=1)
     _ok("apply", "-c", c, "--force")
+    for n in range(3):
+        _ok("enqueue", "fast", "-c", c, "-", stdin=f'{{"n": {n}}}')
+    queue = _queue(project)
+    _until(lambda: queue.counts().delayed == 3)
+    runs = _runs(project)
+    time.sleep(3)
+    assert _runs(project) == runs <= 3
+    assert (queue.counts().queued, queue.counts().failed) == (0, 0)
+    ids = {f["id"] for f in json.loads(_invoke_doctor(c))["findings"]}
+    assert "lane.cannot-start" in ids
+    assert "lane.respawn-loop" not in ids
+
+
+def test_doctor_names_a_respawn_loop(project: Path) -> None:
+    """A queue the run refuses (its claimed/ directory gone: exit 69 before it takes anything)
+    leaves the job in queue/, so launchd starts the lane again at each ThrottleInterval (1 s
+    here); doctor names the loop and the way out, and pause stops it."""
+    c = str(project)
+    _write(project, project.parent, command='["/bin/cat", "{job}"]', throttle=1)
+    _ok("apply", "-c", c)
+    (project.parent / "q" / "claimed").rmdir()
     _ok("enqueue", "fast", "-c", c, "-", stdin="{}")
     _until(lambda: _runs(project) >= 6, seconds=20)
     report = json.loads(_invoke_doctor(c))

@@ -383,6 +383,24 @@ class _LaneRun:
         queue.settle(claim, Verdict.stopped(error))
         self.requeued += 1
 
+    def _defer_all(self, queue: JobQueue, claim: Claim, message: str, reason: str) -> None:
+        """The command cannot start, on a lane launchd starts while jobs wait in queue/: this
+        job and every other one there wait in delayed/ instead (no attempt spent), so the run
+        leaves nothing in queue/ that it cannot take and launchd does not start it again and
+        again (a schedule's run, or the next enqueue, moves them back)."""
+        from lanekit.queue.model import Verdict
+
+        deferred = Verdict.deferred(message)
+        queue.settle(claim, deferred)
+        self.requeued += 1
+        self.log.event(EventName.REQUEUED, job=claim.job_id, reason=reason, error=message)
+        claimer = queue.claimer(lane=self.spec.lane, on_drop=self._dropped)
+        while (more := claimer.claim()) is not None:
+            self.claimed += 1
+            queue.settle(more, deferred)
+            self.requeued += 1
+            self.log.event(EventName.REQUEUED, job=more.job_id, reason=reason, error=message)
+
     def _settle(  # noqa: PLR0917 - private; the one caller passes what it just learned
         self,
         queue: JobQueue,
@@ -566,12 +584,15 @@ class _LaneRun:
                 # The command itself is missing or not executable: every job would fail the
                 # same way, so this is the lane's environment, not the job's fault.
                 message = f"cannot start {spec.command[0]!r}: {exc.strerror or exc}"
-                self._give_back(queue, claim, message)
                 # EPERM (not EACCES) is what macOS privacy protection (TCC) answers a launchd
                 # job: logged apart so doctor and watch can point at Full Disk Access.
                 denied = exc.errno == errno.EPERM
                 reason = Reason.NOT_PERMITTED if denied else Reason.CANNOT_START
-                log.event(EventName.REQUEUED, job=claim.job_id, reason=reason, error=message)
+                if spec.start_on_enqueue:
+                    self._defer_all(queue, claim, message, reason)
+                else:
+                    self._give_back(queue, claim, message)
+                    log.event(EventName.REQUEUED, job=claim.job_id, reason=reason, error=message)
                 raise EnvironmentUnusableError(
                     f"lane {spec.lane}: {message}",
                     "macOS privacy protection refused it: move it out of ~/Documents, "
