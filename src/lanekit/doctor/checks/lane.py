@@ -272,7 +272,9 @@ def cannot_start(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
         if event.get("event") == EventName.DONE:
             last = None
         elif (
-            event.get("event") == EventName.REQUEUED and event.get("reason") == Reason.CANNOT_START
+            # REQUEUED: a queue lane's job went back; FAILED: a plain lane's run (its one job).
+            event.get("event") in (EventName.REQUEUED, EventName.FAILED)
+            and event.get("reason") == Reason.CANNOT_START
         ):
             last = event
     if last is None:
