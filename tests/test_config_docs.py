@@ -74,6 +74,7 @@ SAMPLE = {
     "exit_timeout": "20",
     "run_at_load": "true",
     "working_directory": '"~/work"',
+    "start": '["schedule", "enqueue"]',
 }
 ALONE = {"every": '"15m"'}
 

@@ -75,6 +75,7 @@ ISSUE_CHECK_IDS = {
     "queue.resubmitted",
     "lane.missed-run",
     "lane.cannot-start",  # issue 10 item 8
+    "lane.respawn-loop",  # issue 35 item 3: a lane started on enqueue that launchd restarts
     "watch.not-running",  # issue 9 item 6
     "watch.channel-unconfirmed",  # issue 32 item 1
     "priority.background-burst",

@@ -79,14 +79,23 @@ def _log(config: Path) -> list[dict[str, str]]:
 
 
 def _finished_runs(config: Path) -> int:
-    return sum(1 for event in _log(config) if event.get("event") == EventName.FINISH)
+    """Runs that ended: `finish`, or `error` for a run that stopped on one (exit 69)."""
+    ends = (EventName.FINISH, EventName.ERROR)
+    return sum(1 for event in _log(config) if event.get("event") in ends)
 
 
-def _wait_runs(config: Path, count: int, seconds: float = 20.0) -> None:
+def _wait_runs(config: Path, count: int, seconds: float = 30.0) -> None:
+    """Until `count` runs ended and launchd has reaped the last (no pid in status)."""
     deadline = time.monotonic() + seconds
-    while _finished_runs(config) < count:
+    while _finished_runs(config) < count or _pid(config) is not None:
         assert time.monotonic() < deadline, _log(config)
         time.sleep(0.05)
+
+
+def _pid(config: Path) -> int | None:
+    lanes = json.loads(_ok("status", "--json", "-c", str(config)).stdout)["lanes"]
+    pid: int | None = lanes[0]["pid"]
+    return pid
 
 
 def _wait_claimed(queue: Queue) -> None:
@@ -237,3 +246,21 @@ def test_a_run_cut_short_by_a_crash_is_repeated_only_with_retry_on_crash(
         assert [record["state"] for record in records.values()] == ["succeeded"]
         failed = [e for e in _log(project) if e.get("event") == EventName.FAILED]
         assert [e["reason"] for e in failed] == [Reason.INTERRUPTED]
+
+
+def test_a_command_that_cannot_start_fails_the_run_and_doctor_says_why(project: Path) -> None:
+    """The command gone: the run fails (`cannot start`, not retried, not `interrupted` at the
+    next fire) and doctor reports lane.cannot-start."""
+    c = str(project)
+    (project.parent / "bin" / "backup").unlink()
+    _ok("apply", "-c", c, "--force")
+    for runs in (1, 2):
+        _invoke("kick", "backup", "-c", c)
+        _wait_runs(project, runs)
+    records = _jobs(project)
+    assert [record["state"] for record in records] == ["failed", "failed"]
+    assert all(record["error"].startswith("cannot start 'backup'") for record in records)
+    reasons = [e.get("reason") for e in _log(project) if e.get("event") == EventName.FAILED]
+    assert reasons == [Reason.CANNOT_START, Reason.CANNOT_START]
+    findings = json.loads(_invoke("doctor", "backup", "-c", c, "--json").stdout)["findings"]
+    assert "lane.cannot-start" in {f["id"] for f in findings}

@@ -149,3 +149,19 @@ def test_scope_is_required(projects: tuple[Path, Path]) -> None:
         result = _invoke("uninstall", *args, "-c", str(one))
         assert result.exit_code == 2
         assert "--project or --all" in result.stderr
+
+
+def test_project_removes_its_watchdog_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A project with [watch]: --project removes its lanes and its watchdog lane
+    (`<prefix>.watch`), and nothing is left loaded."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    config = _project(tmp_path / "w", "w")
+    with config.open("a", encoding="utf-8") as text:
+        text.write('\n[watch]\nevery = "5m"\ncommand = ["/bin/true"]\n')
+    _ok("apply", "-c", str(config))
+    assert "com.example.w.watch" in _loaded()
+    out = _ok("uninstall", "--project", "-c", str(config)).stdout
+    assert "lane    removed  watch (com.example.w.watch)" in out
+    assert not _loaded()

@@ -27,6 +27,7 @@ from lanekit.queue.memory import MemoryQueue
 from lanekit.queue.model import Claim, JobExistsError, Verdict
 from lanekit.queue.observed import ClaimState
 from lanekit.queue.outcome import Outcome
+from lanekit.queue.policy import DEFER_SECONDS
 from lanekit.queue.postgres.backend import PostgresQueue
 from lanekit.queue.postgres.location import PgLocation
 from lanekit.queue.protocol import JobQueue
@@ -235,6 +236,20 @@ def test_a_stopped_run_spends_no_attempt(backend: JobQueue) -> None:
     backend.enqueue({}, job_id="stopped")
     settled = backend.settle(claim_one(backend), Verdict.stopped("signal"))
     assert settled.state is JobState.QUEUED
+    assert claim_one(backend).attempt == 1
+
+
+def test_a_deferred_job_waits_out_of_queue_and_spends_no_attempt(backend: JobQueue) -> None:
+    """DEFERRED (the lane cannot run it now) keeps the job queued but not claimable for
+    DEFER_SECONDS at least, even without a retry backoff, and spends no attempt."""
+    backend.enqueue({}, job_id="deferred")
+    before = time.time()
+    settled = backend.settle(claim_one(backend), Verdict.deferred("cannot start 'tool'"))
+    assert settled.state is JobState.QUEUED
+    assert settled.not_before is not None and settled.not_before >= before + DEFER_SECONDS - 1
+    assert backend.claimer(lane="t").claim() is None
+    assert backend.counts().delayed == 1
+    backend.requeue("deferred")
     assert claim_one(backend).attempt == 1
 
 

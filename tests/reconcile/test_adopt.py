@@ -178,3 +178,13 @@ def test_queue_lane_name_and_refusals(paths: Paths) -> None:
 def test_lane_names_from_labels(label: str, name: str) -> None:
     """The label's last part, made a safe lane name."""
     assert lane_name(label) == name
+
+
+def test_a_lanekit_plist_is_not_adopted(paths: Paths, tmp_path: Path) -> None:
+    """A plist with lanekit's LANEKIT_LANE marker is a lane already: refused, naming it."""
+    job = {**_job(SEED), "EnvironmentVariables": {"LANEKIT_LANE": "funnel"}}
+    plist = tmp_path / "lane.plist"
+    plist.write_bytes(plistlib.dumps(job))
+    config_path = _project(paths)
+    with pytest.raises(UsageError, match="is the plist of lanekit lane 'funnel'"):
+        adopt(load_config(config_path, paths), paths, [plist])

@@ -196,6 +196,13 @@ def enqueue(
             metavar="FIELD",
         ),
     ] = None,
+    kick: Annotated[
+        bool,
+        typer.Option(
+            "--kick",
+            help="Then start the lane now (as `lanekit kick LANE`), instead of at its next fire.",
+        ),
+    ] = False,
     config: ConfigOption = None,
 ) -> None:
     """Add a job (a JSON object) to a lane's queue and print its id. The queue is the one the
@@ -212,7 +219,7 @@ def enqueue(
             "--id-field, --at-field and --delay-field go with --jsonl",
             "lanekit enqueue LANE --jsonl FILE --id-field id",
         )
-    if config is None and queue is None and jsonl is None and target:
+    if config is None and queue is None and jsonl is None and target and not kick:
         installed = installed_target(target)
         if installed is not None:
             if file is None and sys.stdin.isatty():
@@ -243,6 +250,10 @@ def enqueue(
             )
         spec = lane.queue
     _refuse_watchdog_queue(loaded, spec)
+    if kick and queue is not None:
+        raise UsageError(
+            "--kick starts a lane: give the LANE, not --queue", "lanekit enqueue LANE --kick"
+        )
     if jsonl is not None:
         from lanekit.jobs.batch import enqueue_jsonl
 
@@ -259,6 +270,8 @@ def enqueue(
         timing = Timing(clock, not_before(at, delay, clock), at_field, delay_field)
         result = enqueue_jsonl(_open(spec), jsonl, id_field=id_field, timing=timing)
         show.batch(result, ids_from_lines=id_field is not None)
+        if kick and target is not None:
+            _kick(loaded, paths, target)
         raise typer.Exit(int(result.exit_code))
     if file is None and sys.stdin.isatty():
         raise _no_job()
@@ -266,6 +279,22 @@ def enqueue(
         str(spec.dir), durable=spec.durable, max_job_bytes=spec.max_job_bytes, name=spec.name
     )
     show.enqueued(enqueue_one(where, file or "-", job_id, at=at, delay=delay))
+    if kick and target is not None:
+        _kick(loaded, paths, target)
+
+
+def _kick(config: Config, paths: Paths, lane: str) -> None:
+    """`enqueue --kick`: the job is in; now start the lane as `lanekit kick` would (its exit
+    code: 4 when launchd postpones the start, 5 when it cannot start it)."""
+    from lanekit.cli.render import launchd as show_launchd
+    from lanekit.reconcile import kick
+    from lanekit.service import open_manager
+
+    manager = open_manager(paths, configured=config.service_manager)
+    result = kick(config, paths, manager, lane)
+    show_launchd.kicked(result, emulated=manager.kind == "emulated")
+    if result.exit_code:
+        raise typer.Exit(int(result.exit_code))
 
 
 def run(

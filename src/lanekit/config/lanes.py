@@ -6,7 +6,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from lanekit.config.model import DEFAULT_PATH, DEFAULT_SESSION_TYPES, Config, LaneSpec, QueueSpec
+from lanekit.config.model import (
+    DEFAULT_PATH,
+    DEFAULT_SESSION_TYPES,
+    Config,
+    LaneSpec,
+    QueueSpec,
+    StartOn,
+)
 from lanekit.config.provenance import MARKER
 from lanekit.config.text import did_you_mean, quoted
 from lanekit.config.watch import (
@@ -159,4 +166,5 @@ def run_spec(lane: LaneSpec) -> RunSpec:
         watch=channels,
         plain=lane.plain,
         retry_on_crash=lane.retry_on_crash,
+        start_on_enqueue=StartOn.ENQUEUE in lane.start,
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
 from lanekit.config.provenance import MARKER
@@ -131,9 +132,22 @@ LANE_KEYS = (
     "log",
     "working_directory",
     "replaces",
+    "start",
     "retry_on_crash",
     *OPTION_KEYS,
 )
+
+
+class StartOn(StrEnum):
+    """What starts a lane (`start`): its schedule, and/or a job arriving in its queue."""
+
+    SCHEDULE = "schedule"
+    """launchd's StartCalendarInterval / StartInterval (`schedule` / `every`), and kicks."""
+    ENQUEUE = "enqueue"
+    """launchd's QueueDirectories on the queue's queue/: the lane starts while jobs wait."""
+
+
+DEFAULT_START = (StartOn.SCHEDULE,)
 
 
 QUEUE_ONLY_KEYS = ("max_jobs", "max_seconds", "max_attempts", "stale_after")
@@ -214,6 +228,8 @@ class LaneSpec:
     replaces: str | None = None
     """The label of a hand-written launchd job this lane takes over (`lanekit adopt` writes
     it): `apply` boots that job out (never while it runs) and moves its plist aside."""
+    start: tuple[StartOn, ...] = DEFAULT_START
+    """What starts the lane; with StartOn.ENQUEUE its plist watches the queue's queue/."""
     plain: bool = False
     """No `queue` in lanes.toml: each fire runs `command` once (no `{job}`). `queue` is then a
     private one under the state dir (plain_dir) that holds one job per run: the run's record,

@@ -14,6 +14,7 @@ from lanekit.config.model import (
     DEFAULT_LABEL_PREFIX,
     DEFAULT_PATH,
     DEFAULT_SESSION_TYPES,
+    DEFAULT_START,
     DEFAULTS_KEYS,
     DIRECTORY_ONLY_KEYS,
     LANE_KEYS,
@@ -32,6 +33,7 @@ from lanekit.config.model import (
     Config,
     LaneSpec,
     QueueSpec,
+    StartOn,
     plain_dir,
 )
 from lanekit.config.text import (
@@ -324,6 +326,7 @@ class DocumentReader(ConfigReader):
             for field_name in ("stdout_log", "stderr_log", "log")
         }
         options = {**default_options, **self.options(table, key)}
+        start = self.start(table, key, plain=plain)
         working_directory = self.path(table, (*key, "working_directory"))
         replaces = self.replaces(table, key)
 
@@ -358,10 +361,35 @@ class DocumentReader(ConfigReader):
             path=path or default_path,
             working_directory=working_directory,
             replaces=replaces,
+            start=start,
             plain=plain,
             retry_on_crash=bool(retry_on_crash),
             **options,
         )
+
+    def start(self, table: Mapping[str, Any], key: Key, *, plain: bool) -> tuple[StartOn, ...]:
+        """`start`: ["schedule"] (the default), ["schedule", "enqueue"] or ["enqueue"]. A
+        plain lane has no queue to start on; a lane not started by its schedule has none."""
+        where: Key = (*key, "start")
+        picked = self.choices(table, where, tuple(StartOn))
+        if picked is None:
+            return DEFAULT_START
+        start = tuple(StartOn(item) for item in picked)
+        if plain and StartOn.ENQUEUE in start:
+            self.fail(
+                where,
+                '"enqueue" needs a queue: a lane without `queue` takes no jobs',
+                'add queue = "NAME", or write start = ["schedule"]',
+            )
+        if StartOn.SCHEDULE not in start:
+            for timer in ("schedule", "every"):
+                if timer in table:
+                    self.fail(
+                        (*key, timer),
+                        'is never used: start has no "schedule"',
+                        f'write start = ["schedule", "enqueue"], or remove {timer}',
+                    )
+        return start
 
     def replaces(self, table: Mapping[str, Any], key: Key) -> str | None:
         """The label of the hand-written job the lane takes over: a label launchd could

@@ -165,6 +165,21 @@ def holding(location: str | PathLike[str], state: JobState) -> str:
     return f"{directory}/{STATE_DIRS[state]}"
 
 
+def ready_dir(location: str | PathLike[str]) -> Path | None:
+    """The directory where a queue at `location` keeps the jobs ready to run, which a service
+    manager can watch to start a lane as work arrives (launchd's QueueDirectories); None for
+    a backend that keeps them in no directory."""
+    directory = directory_of(location)
+    if directory is None:
+        return None
+    from pathlib import Path
+
+    from lanekit.queue.directory.layout import STATE_DIRS
+    from lanekit.queue.records import JobState
+
+    return Path(directory, STATE_DIRS[JobState.QUEUED])
+
+
 def nothing_queued(location: str | PathLike[str]) -> bool:
     """True when the queue holds nothing to run, retry or recover, from a peek that loads
     no queue machinery (the empty run's fast path, lanekit.run.entry). Any doubt says False:

@@ -251,6 +251,11 @@ class VerdictKind(StrEnum):
     the queue at once, spending no attempt."""
     GAVE_UP = "gave-up"
     """Failed for good whatever the attempts left."""
+    DEFERRED = "deferred"
+    """The lane cannot run it now (its command cannot start): not the job's fault, so no
+    attempt is spent, but it waits in delayed/ (queue.policy.DEFER_SECONDS at least) instead
+    of going back to queue/, where a lane started on enqueue would be started for it again
+    and again."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,6 +282,11 @@ class Verdict:
     def stopped(cls, error: str = "") -> Verdict:
         """Back at once, no attempt spent (`error` says why, when there is a why)."""
         return cls(VerdictKind.STOPPED, error)
+
+    @classmethod
+    def deferred(cls, error: str) -> Verdict:
+        """Back after a wait, no attempt spent (`error` says why the lane could not run it)."""
+        return cls(VerdictKind.DEFERRED, error)
 
     @classmethod
     def gave_up(cls, error: str) -> Verdict:

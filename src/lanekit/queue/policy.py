@@ -18,6 +18,17 @@ def backoff(base: float, cap: float, attempt: int) -> float:
     return float(min(base * 2 ** max(attempt - 1, 0), cap))
 
 
+DEFER_SECONDS = 60.0
+"""How long a DEFERRED job waits in delayed/ at least (VerdictKind.DEFERRED): long enough that
+a lane launchd starts while jobs wait in queue/ (QueueDirectories) is not started again and
+again for a job it cannot run; a run on its schedule, or the next enqueue, moves it back."""
+
+
+def deferred_wait(base: float, cap: float, attempt: int) -> float:
+    """Seconds a DEFERRED job waits: its backoff, and at least DEFER_SECONDS."""
+    return max(backoff(base, cap, attempt), DEFER_SECONDS)
+
+
 def gave_up(error: str, attempts: int) -> str:
     """The reason of a job out of attempts: its last failure, said so on the first line (the
     lines after it are the job's stderr tail)."""

@@ -26,6 +26,7 @@ from lanekit.config import (
     Config,
     validate_config,
 )
+from lanekit.config.provenance import MARKER
 from lanekit.errors import UsageError
 from lanekit.reconcile.apply import ADOPTED_SUFFIX
 from lanekit.service.launchd.model import PlistError, load_plist
@@ -316,6 +317,12 @@ def _translated(
     taken = set(config.lanes)
     for plist in plists:
         job = read_job(plist)
+        env = job.get("EnvironmentVariables")
+        if isinstance(env, dict) and MARKER in env:
+            raise UsageError(
+                f"{plist}: is the plist of lanekit lane {env[MARKER]!r}, not a hand-written job",
+                "it is a lane already: `lanekit status` lists it",
+            )
         try:
             translation = translate(job)
         except ValueError as exc:

@@ -25,11 +25,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lanekit.config import LaneSpec
+from lanekit.config.model import StartOn
 from lanekit.queue.recordline import iso_utc
 from lanekit.service import manager_of
 from lanekit.service.launchd import Launchd, clock_for
 from lanekit.service.manager import ServiceManager
 from lanekit.state.paths import Paths
+from lanekit.state.snapshot_schema import DEFAULT_EXIT_TIMEOUT
 from lanekit.system.atomic import write_atomic
 from lanekit.system.quoting import cmdline
 
@@ -55,6 +57,10 @@ class PauseResult:
     def changed(self) -> bool:
         """False when the lane already was paused (or resumed)."""
         return bool(self.steps)
+
+
+STOP_MARGIN = 5.0
+"""Seconds past the lane's exit timeout that pause waits for an unloaded lane to be gone."""
 
 
 def pause(
@@ -85,6 +91,14 @@ def pause(
             if not dry_run:
                 manager.disable(lane.label)
         loaded = seen[lane.label].loaded
+        if loaded and StartOn.ENQUEUE in lane.start:
+            # launchd starts a QueueDirectories job again and again while its jobs wait, and
+            # a paused run takes none of them: unloaded, it cannot spin (`resume` loads it).
+            steps.append("unload (started on enqueue: launchd would respawn it while jobs wait)")
+            if not dry_run:
+                timeout = DEFAULT_EXIT_TIMEOUT if lane.exit_timeout is None else lane.exit_timeout
+                manager.unload(lane.label, grace=timeout + STOP_MARGIN)
+            loaded = False
         results.append(PauseResult(lane.name, lane.label, True, tuple(steps), loaded, dry_run))
     return results
 

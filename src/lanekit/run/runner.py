@@ -261,20 +261,10 @@ class _LaneRun:
 
     def _work(self, started: float) -> str:
         """Check the queue, recover dead claims, then claim and run; why the loop ended."""
-        spec, log = self.spec, self.log
+        spec = self.spec
         queue = open_queue(spec)
         queue.check()
-        for item in queue.recover(stale_after=spec.stale_after, max_attempts=spec.max_attempts):
-            self.recovered += 1
-            log.event(
-                EventName.RECOVERED,
-                job=item.job_id,
-                reason=str(item.reason),
-                to=str(item.state),
-                owner=item.owner or None,
-                attempts=item.attempts,
-                exit=item.exit,
-            )
+        self._recover(queue)
         claimer = queue.claimer(lane=spec.lane, on_drop=self._dropped)
         deadline = None if spec.max_seconds is None else started + spec.max_seconds
         ran = 0
@@ -297,16 +287,9 @@ class _LaneRun:
             watcher_link.stop_watching()  # the run's watcher, idle once its last job is settled
         return Reason.EMPTY
 
-    def _fire(self) -> None:
-        """A plain lane's fire: its one job for this run, in its private queue. A job already
-        waiting there is a run cut short (a crash, `lanekit stop`): with `retry_on_crash` it is
-        this fire's run; without, it goes to failed/ (`failed reason=interrupted`) and a new
-        job is enqueued. Under the lane lock, so two fires never make two jobs."""
-        from lanekit.queue.records import JobState
-
+    def _recover(self, queue: JobQueue) -> None:
+        """Give back the claims whose owner is gone, each logged `recovered`."""
         spec = self.spec
-        queue = open_queue(spec)
-        queue.check()
         for item in queue.recover(stale_after=spec.stale_after, max_attempts=spec.max_attempts):
             self.recovered += 1
             self.log.event(
@@ -318,6 +301,18 @@ class _LaneRun:
                 attempts=item.attempts,
                 exit=item.exit,
             )
+
+    def _fire(self) -> None:
+        """A plain lane's fire: its one job for this run, in its private queue. A job already
+        waiting there is a run cut short (a crash, `lanekit stop`): with `retry_on_crash` it is
+        this fire's run; without, it goes to failed/ (`failed reason=interrupted`) and a new
+        job is enqueued. Under the lane lock, so two fires never make two jobs."""
+        from lanekit.queue.records import JobState
+
+        spec = self.spec
+        queue = open_queue(spec)
+        queue.check()
+        self._recover(queue)
         waiting = [record.job_id for record in queue.page(1, _PLAIN_BACKLOG, JobState.QUEUED).items]
         if spec.retry_on_crash and waiting:
             return
@@ -390,6 +385,24 @@ class _LaneRun:
 
         queue.settle(claim, Verdict.stopped(error))
         self.requeued += 1
+
+    def _defer_all(self, queue: JobQueue, claim: Claim, message: str, reason: str) -> None:
+        """The command cannot start, on a lane launchd starts while jobs wait in queue/: this
+        job and every other one there wait in delayed/ instead (no attempt spent), so the run
+        leaves nothing in queue/ that it cannot take and launchd does not start it again and
+        again (a schedule's run, or the next enqueue, moves them back)."""
+        from lanekit.queue.model import Verdict
+
+        deferred = Verdict.deferred(message)
+        queue.settle(claim, deferred)
+        self.requeued += 1
+        self.log.event(EventName.REQUEUED, job=claim.job_id, reason=reason, error=message)
+        claimer = queue.claimer(lane=self.spec.lane, on_drop=self._dropped)
+        while (more := claimer.claim()) is not None:
+            self.claimed += 1
+            queue.settle(more, deferred)
+            self.requeued += 1
+            self.log.event(EventName.REQUEUED, job=more.job_id, reason=reason, error=message)
 
     def _settle(  # noqa: PLR0917 - private; the one caller passes what it just learned
         self,
@@ -593,12 +606,23 @@ class _LaneRun:
                 # The command itself is missing or not executable: every job would fail the
                 # same way, so this is the lane's environment, not the job's fault.
                 message = f"cannot start {spec.command[0]!r}: {exc.strerror or exc}"
-                self._give_back(queue, claim, message)
                 # EPERM (not EACCES) is what macOS privacy protection (TCC) answers a launchd
                 # job: logged apart so doctor and watch can point at Full Disk Access.
                 denied = exc.errno == errno.EPERM
                 reason = Reason.NOT_PERMITTED if denied else Reason.CANNOT_START
-                log.event(EventName.REQUEUED, job=claim.job_id, reason=reason, error=message)
+                if spec.start_on_enqueue:
+                    self._defer_all(queue, claim, message, reason)
+                elif spec.plain:
+                    # A plain lane's run is its one job: it failed (not retried, as any
+                    # failed run); the next fire runs the command again.
+                    from lanekit.queue.model import Verdict
+
+                    queue.settle(claim, Verdict.gave_up(message))
+                    self.failed += 1
+                    log.event(EventName.FAILED, job=claim.job_id, reason=reason, error=message)
+                else:
+                    self._give_back(queue, claim, message)
+                    log.event(EventName.REQUEUED, job=claim.job_id, reason=reason, error=message)
                 raise EnvironmentUnusableError(
                     f"lane {spec.lane}: {message}",
                     "macOS privacy protection refused it: move it out of ~/Documents, "

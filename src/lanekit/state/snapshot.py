@@ -103,6 +103,10 @@ class RunSpec:
     retry_on_crash: bool = False
     """A plain lane's run cut short (crash, stop) runs again at the next fire; otherwise it is
     failed there and not repeated. Written only for plain lanes."""
+    start_on_enqueue: bool = False
+    """launchd starts the lane while jobs wait in queue/ (start = [..., "enqueue"]): a run
+    that cannot start its command defers them (delayed/) instead of leaving them there, or
+    launchd would start it again and again. Written only when true."""
 
     def to_json(self) -> str:
         """Stable JSON (sorted keys) so an unchanged lane writes an unchanged snapshot."""
@@ -122,6 +126,8 @@ class RunSpec:
                 del data["watch"]["heartbeat_sha256"]
         if not self.plain:
             del data["plain"], data["retry_on_crash"]  # a queue lane's snapshot is unchanged
+        if not self.start_on_enqueue:
+            del data["start_on_enqueue"]
         data["schema"] = SNAPSHOT_SCHEMA
         return json.dumps(data, sort_keys=True, indent=2) + "\n"
 

@@ -135,19 +135,30 @@ FIELDS: dict[str, tuple[Callable[[object], bool], str]] = {
     ),
     "plain": (_flag, "true or false"),
     "retry_on_crash": (_flag, "true or false"),
+    "start_on_enqueue": (_flag, "true or false"),
 }
 """Every key RunSpec.to_json writes (a test pins them to RunSpec's fields), with its type."""
 
 SNAPSHOT_KEYS = frozenset(FIELDS)
 OPTIONAL_KEYS = frozenset(
-    {"timeout", "kill_grace", "environment", "max_job_bytes", "watch", "plain", "retry_on_crash"}
+    {
+        "timeout",
+        "kill_grace",
+        "environment",
+        "max_job_bytes",
+        "watch",
+        "plain",
+        "retry_on_crash",
+        "start_on_enqueue",
+    }
 )
 """Keys added after snapshots were first installed: a snapshot an older lanekit wrote lacks
 them and means their defaults (no timeout, a 5 s kill grace, no recorded environment, 1 MiB
 jobs), so it keeps running unchanged. `watch` is written for the watchdog lane only (its
 applied channels); a watchdog snapshot without it sends nothing until `lanekit apply`. `plain`
 and `retry_on_crash` are written for plain lanes only (a lane without `queue`), so a queue
-lane's snapshot is byte for byte what it was before plain lanes existed."""
+lane's snapshot is byte for byte what it was before plain lanes existed; `start_on_enqueue`
+likewise only for a lane with start = [..., "enqueue"]."""
 
 
 def snapshot_problem(value: object) -> str | None:

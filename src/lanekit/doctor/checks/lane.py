@@ -272,7 +272,9 @@ def cannot_start(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
         if event.get("event") == EventName.DONE:
             last = None
         elif (
-            event.get("event") == EventName.REQUEUED and event.get("reason") == Reason.CANNOT_START
+            # REQUEUED: a queue lane's job went back; FAILED: a plain lane's run (its one job).
+            event.get("event") in (EventName.REQUEUED, EventName.FAILED)
+            and event.get("reason") == Reason.CANNOT_START
         ):
             last = event
     if last is None:
@@ -286,6 +288,56 @@ def cannot_start(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
         f"fix `command` or `path` in [lanes.{lane.name}] of lanes.toml, then "
         f"`{cmdline('lanekit', 'apply', lane.name)}` "
         f"(`{cmdline('lanekit', 'try', lane.name)}` shows the failure)",
+    )
+
+
+RESPAWN_WINDOW = 600
+"""Seconds of lane log `lane.respawn-loop` looks back over."""
+RESPAWN_STARTS = 5
+"""Starts in that window, with no job ending, that make a respawn loop: launchd's default
+ThrottleInterval (10 s) allows 60; a lane started on enqueue that works ends a job per start."""
+
+
+@check(
+    "lane.respawn-loop",
+    summary="launchd keeps starting a lane on enqueue whose runs take no job (QueueDirectories)",
+    needs_lane=True,
+    needs_plist=False,
+)
+def respawn_loop(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
+    """launchd starts a QueueDirectories job again and again while the directory holds
+    anything: a lane started on enqueue whose runs leave the jobs in queue/ (its command cannot
+    start, a run refused by the queue) is started every ThrottleInterval, for ever."""
+    from lanekit.config.model import StartOn
+    from lanekit.run.lanelog import format_ts
+
+    lane = target.lane
+    if lane is None or StartOn.ENQUEUE not in lane.start:
+        return
+    since = format_ts(ctx.now().timestamp() - RESPAWN_WINDOW)
+    recent = [
+        event for event in ctx.lane_events(lane, rotated=False) if event.get("ts", "") >= since
+    ]
+    starts = sum(1 for event in recent if event.get("event") == EventName.START)
+    ended = any(
+        event.get("event") in (EventName.DONE, EventName.FAILED) and event.get("job")
+        for event in recent
+    )
+    if starts < RESPAWN_STARTS or ended:
+        return
+    minutes = RESPAWN_WINDOW // 60
+    from lanekit.queue import holding
+    from lanekit.queue.records import JobState
+
+    waiting = holding(lane.queue.dir, JobState.QUEUED)
+    yield Problem(
+        Severity.WARNING,
+        f"launchd started lane {lane.name} {starts} times in the last {minutes} minutes and no "
+        f"job ended: it starts the lane while jobs wait in {waiting} (start = "
+        '[..., "enqueue"]), and every run leaves them there: a respawn loop.',
+        f"the other findings for lane {lane.name} say why its runs take nothing (often "
+        f"lane.cannot-start); `{cmdline('lanekit', 'pause', lane.name)}` unloads it until that "
+        f"is fixed, then `{cmdline('lanekit', 'resume', lane.name)}`",
     )
 
 

@@ -17,7 +17,7 @@ from lanekit.queue.directory.layout import delayed_name, delayed_until, error_na
 from lanekit.queue.directory.mark import drop as drop_mark
 from lanekit.queue.directory.state import ClaimLock
 from lanekit.queue.model import RecordNotWrittenError, Settled, VerdictKind, error_file_text
-from lanekit.queue.policy import gave_up
+from lanekit.queue.policy import DEFER_SECONDS, gave_up
 from lanekit.queue.recordline import iso_utc
 from lanekit.queue.records import JobState, Record
 from lanekit.system import fsops
@@ -45,7 +45,8 @@ def settle(q: QueueState, claim: Claim, verdict: Verdict) -> Settled:
         max_attempts=verdict.max_attempts,
         error=verdict.error,
         count_attempt=spent,
-        delay=spent,
+        delay=spent or kind is VerdictKind.DEFERRED,
+        at_least=DEFER_SECONDS if kind is VerdictKind.DEFERRED else 0.0,
     )
     target = str(where)
     if target.startswith(q.failed_dir + "/"):
@@ -109,20 +110,30 @@ def release(
     error: str = "",
     count_attempt: bool = True,
     delay: bool = True,
+    at_least: float = 0.0,
 ) -> Path:
-    """Give the job back: to delayed/ (backoff), queue/ (no delay), or failed/ when out of
-    attempts. `count_attempt=False, delay=False` is for a run stopped by a signal: the job
-    did not fail, so it neither spends an attempt nor waits."""
+    """Give the job back: to delayed/ (backoff, and `at_least` seconds with `delay`), queue/
+    (no delay), or failed/ when out of attempts. `count_attempt=False, delay=False` is for a
+    run stopped by a signal: the job did not fail, so it neither spends an attempt nor
+    waits."""
     require_held(claim)
     try:
         with io_errors("release the job"):
-            return Path(release_claim(q, claim, max_attempts, error, count_attempt, delay))
+            return Path(
+                release_claim(q, claim, max_attempts, error, count_attempt, delay, at_least)
+            )
     finally:
         lock_of(claim).release()
 
 
 def release_claim(  # noqa: PLR0917 - release()'s own values, in its order
-    q: QueueState, claim: Claim, max_attempts: int, error: str, count_attempt: bool, delay: bool
+    q: QueueState,
+    claim: Claim,
+    max_attempts: int,
+    error: str,
+    count_attempt: bool,
+    delay: bool,
+    at_least: float = 0.0,
 ) -> str:
     """release() without the lock handling: where the job went."""
     attempts = claim.record.attempts
@@ -131,7 +142,7 @@ def release_claim(  # noqa: PLR0917 - release()'s own values, in its order
     if not count_attempt:
         attempts = max(attempts - 1, 0)
     now = q.clock()
-    wait = q.backoff(claim.record.attempts) if delay else 0.0
+    wait = max(q.backoff(claim.record.attempts), at_least) if delay else 0.0
     record = Record(
         claim.job_id,
         JobState.QUEUED,

@@ -36,7 +36,13 @@ from lanekit.queue.model import (
     error_file_text,
 )
 from lanekit.queue.observed import ClaimState, ClaimView, JobLocation, RecoverReason
-from lanekit.queue.policy import DEFAULT_BACKOFF_BASE, DEFAULT_BACKOFF_MAX, backoff, gave_up
+from lanekit.queue.policy import (
+    DEFAULT_BACKOFF_BASE,
+    DEFAULT_BACKOFF_MAX,
+    backoff,
+    deferred_wait,
+    gave_up,
+)
 from lanekit.queue.recordline import iso_utc
 from lanekit.queue.records import JobState, Record
 from lanekit.state.clock import epoch
@@ -281,7 +287,10 @@ class MemoryQueue:
             gave = gave_up(error or "released", attempts)
             return replace(running, state=JobState.FAILED, updated_at=stamp, error=gave), None
         spent = kind is VerdictKind.FAILED
-        wait = backoff(self.backoff_base, self.backoff_max, attempts) if spent else 0.0
+        if kind is VerdictKind.DEFERRED:
+            wait = deferred_wait(self.backoff_base, self.backoff_max, attempts)
+        else:
+            wait = backoff(self.backoff_base, self.backoff_max, attempts) if spent else 0.0
         queued = replace(
             running,
             state=JobState.QUEUED,

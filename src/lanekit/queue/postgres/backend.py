@@ -46,7 +46,13 @@ from lanekit.queue.model import (
     error_file_text,
 )
 from lanekit.queue.observed import ClaimState, ClaimView, JobLocation, RecoverReason
-from lanekit.queue.policy import DEFAULT_BACKOFF_BASE, DEFAULT_BACKOFF_MAX, backoff, gave_up
+from lanekit.queue.policy import (
+    DEFAULT_BACKOFF_BASE,
+    DEFAULT_BACKOFF_MAX,
+    DEFER_SECONDS,
+    backoff,
+    gave_up,
+)
 from lanekit.queue.postgres import schema as pg_schema
 from lanekit.queue.postgres.connection import session_for
 from lanekit.queue.postgres.lease import awake_clock, fence_deadline
@@ -473,7 +479,10 @@ class PostgresQueue:
         if kind is VerdictKind.FAILED:
             wait = backoff(self.backoff_base, self.backoff_max, attempts)
             return JobState.QUEUED, attempts, error or None, (wait or None), "failed"
-        return JobState.QUEUED, max(attempts - 1, 0), error or None, None, "stopped"
+        # STOPPED, or DEFERRED (the lane cannot start its command): no attempt spent; a
+        # deferred job waits DEFER_SECONDS so a lane started on arrival does not spin on it.
+        deferred = DEFER_SECONDS if kind is VerdictKind.DEFERRED else None
+        return JobState.QUEUED, max(attempts - 1, 0), error or None, deferred, "stopped"
 
     def settle(self, claim: Claim, verdict: Verdict) -> Settled:
         """Finish the claim, fenced by its token and the running state, closing its attempt

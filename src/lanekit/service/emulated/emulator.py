@@ -26,6 +26,10 @@ sources leave room:
 - A job whose log path or WorkingDirectory cannot be opened, or whose program is missing, is
   not started and gets last exit 78 (EX_CONFIG), as modern launchd reports it. It still counts as
   a run: launchd counts the spawn attempt.
+- QueueDirectories: while a listed directory holds anything and the job is not running, the
+  job is started (ThrottleInterval applies), as launchd does; a watch process per such job
+  (lanekit.service.emulated.queuewatch, started at bootstrap) brings the domain up to date
+  when a file arrives, so such a job starts within a fraction of a second with no lanekit call.
 - Nothing fires on a clock by itself (there is no daemon): `tick(now)` fires calendar
   (StartCalendarInterval) and interval (StartInterval) jobs due at `now`, each at most once per
   minute (`lanekit emulator tick`, service/emulated/clock.py, drives it through a span); a job
@@ -181,9 +185,25 @@ class EmulatedDomain:
                 interval_base=now,
                 last_calendar=_minute_key(datetime.fromtimestamp(now)),
             )
+            watched = data.get("QueueDirectories")
+            if isinstance(watched, list) and watched:
+                job.queue_directories = [str(directory) for directory in watched]
             state.jobs[label] = job
             if data.get("RunAtLoad") is True:
                 self._start(job, now)
+        if job.queue_directories:
+            self._watch_queue_directories(label, now)
+
+    def _watch_queue_directories(self, label: str, loaded_at: float) -> None:
+        """Start launchd's watch on the job's QueueDirectories (a process of its own, outside
+        the domain lock), and start the job now if they already hold something."""
+        import functools
+
+        from lanekit.service.emulated.queuewatch import watch
+        from lanekit.service.launchd.environ import detach
+
+        detach(functools.partial(watch, self.state_dir, label, loaded_at, self.reap))
+        self.reap()
 
     def bootout(self, label: str) -> None:
         """Unload: SIGTERM now, SIGKILL after ExitTimeOut; returns before the job is gone."""
@@ -466,6 +486,13 @@ class EmulatedDomain:
             if not job.running and job.pending_at is not None and now >= job.pending_at:
                 job.pending_at = None
                 self._spawn(job, now)
+            elif not job.running and not job.booted_out and job.queue_directories:
+                from lanekit.service.emulated.queuewatch import non_empty
+
+                # launchd starts a QueueDirectories job, again and again, while a directory
+                # holds anything (ThrottleInterval applies: _start postpones).
+                if non_empty(job.queue_directories):
+                    self._start(job, now)
         return ended
 
     def _reap(self, job: JobEntry, now: float) -> bool:

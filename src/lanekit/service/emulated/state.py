@@ -53,6 +53,9 @@ class JobEntry:
     """The minute (YYYY-MM-DDTHH:MM) of the last calendar firing handled."""
     interval_base: float | None = None
     """The StartInterval timer counts from here (load time, then the last firing)."""
+    queue_directories: list[str] | None = None
+    """QueueDirectories of the plist (None: none), for the domain's watch on them
+    (lanekit.service.emulated.queuewatch), which reads domain.json without importing plistlib."""
     definition: Definition | None = None
     """What `print` says of the plist, worked out at bootstrap
     (lanekit.service.emulated.info)."""

@@ -23,6 +23,7 @@ import json
 import os
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -318,6 +319,41 @@ def _detach_and_watch(
     if os.fork() != 0:
         os._exit(0)
     _watch(launch, prep, report_w, status_file)
+
+
+def detach(loop: Callable[[], None]) -> int:
+    """Run `loop` in a process of its own that outlives the caller (new session, no terminal,
+    stdio on /dev/null, no inherited descriptors): launchd's own watches in the emulated
+    domain (lanekit.service.emulated.queuewatch). Returns its pid."""
+    report_r, report_w = os.pipe()
+    try:
+        helper = os.fork()
+        if helper == 0:
+            try:
+                gc.disable()  # a long-lived fork of the CLI: leave the inherited heap alone
+                close_fds_except({report_w})
+                devnull = os.open(os.devnull, os.O_RDWR)
+                for fd in (0, 1, 2):
+                    os.dup2(devnull, fd)
+                os.close(devnull)
+                os.setsid()
+                child = os.fork()
+                if child != 0:
+                    os.write(report_w, str(child).encode())
+                    os._exit(0)
+                os.close(report_w)
+                loop()
+            finally:
+                os._exit(0)
+        os.close(report_w)
+        report_w = -1
+        pid = read_all(report_r).decode(errors="replace")
+        os.waitpid(helper, 0)
+    finally:
+        os.close(report_r)
+        if report_w >= 0:
+            os.close(report_w)
+    return int(pid) if pid.isdigit() else 0
 
 
 def _noop(signum: int, frame: FrameType | None) -> None:

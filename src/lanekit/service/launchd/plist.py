@@ -35,6 +35,7 @@ from lanekit.config import (
     one_line,
     select_lanes,
 )
+from lanekit.config.model import StartOn
 from lanekit.errors import ConfigError, EnvironmentUnusableError
 from lanekit.service.launchd.model import PlistError, load_plist
 from lanekit.state.paths import Paths
@@ -87,6 +88,9 @@ def lane_plist(lane: LaneSpec, *, interpreter: str, snapshot: Path) -> dict[str,
         plist["StartCalendarInterval"] = calendar
     if lane.schedule.interval is not None:
         plist["StartInterval"] = lane.schedule.interval
+    watched = queue_directories(lane)
+    if watched:
+        plist["QueueDirectories"] = watched
     optional = {
         "ThrottleInterval": lane.throttle_interval,
         "ExitTimeOut": lane.exit_timeout,
@@ -132,6 +136,17 @@ def program_arguments(lane: LaneSpec, *, interpreter: str, snapshot: Path) -> li
     return [*guard, interpreter, *INTERPRETER_FLAGS, "-c", ENTRYPOINT_CODE, *command]
 
 
+def queue_directories(lane: LaneSpec) -> list[str]:
+    """The directories launchd watches to start the lane (QueueDirectories): the queue's
+    queue/ for a lane started on enqueue, none otherwise."""
+    if StartOn.ENQUEUE not in lane.start:
+        return []
+    from lanekit.queue import ready_dir
+
+    ready = ready_dir(lane.queue.dir)
+    return [] if ready is None else [str(ready)]
+
+
 def session_types(lane: LaneSpec) -> str | list[str]:
     """LimitLoadToSessionType: a string for one session, an array for several (plist(5))."""
     return lane.session_type[0] if len(lane.session_type) == 1 else list(lane.session_type)
@@ -162,6 +177,7 @@ def rendered_lane(
         "environment": lane_environment(lane),
         "calendar": [entry.to_plist() for entry in lane.schedule.calendar],
         "interval": lane.schedule.interval,
+        "queue_directories": queue_directories(lane),
         "working_directory": str(lane.start_directory),
         "stdout_path": str(lane.stdout_path),
         "stderr_path": str(lane.stderr_path),
