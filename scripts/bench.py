@@ -20,7 +20,11 @@
 (i) `lanekit status` on 5 lanes vs `python -c "import typer"`;
 (j) one `lanekit watch` pass over 20 lanes vs `lanekit doctor` over the same lanes, and a pass
     over 100 lanes in CPU as a share of one CPU at the default `every` (5 min);
-(k) `lanekit status` and `lanekit doctor` at 100 lanes vs at 1 lane.
+(k) `lanekit status` and `lanekit doctor` at 100 lanes vs at 1 lane;
+(l, m, n) the postgres queue, on the server `--pg CONNINFO` names (password from PGPASSFILE):
+    claim+settle jobs/s at 1/2/4/8 workers vs a procrastinate-style and a pg-boss-style claim,
+    a run at a backlog of 100 vs 100,000, an empty run's CPU vs `python -c pass`
+    (scripts/benchkit/postgres.py; `--only lmn --pg "host=... user=... dbname=..."`).
 
 Timings only; nothing here is a test (tests never assert timings). Needs the `bench` extra
 (dirq, litequeue, persist-queue) for (b).
@@ -53,6 +57,12 @@ def parse_options(args_list: list[str]) -> argparse.Namespace:
     parser.add_argument("--dir", type=Path, default=None, help="work dir (default: temp dir)")
     parser.add_argument("--only", default="abcdefghijk", help="which figures, e.g. --only ce")
     parser.add_argument("--workers", type=int, default=8, help="processes for (b)")
+    parser.add_argument(
+        "--pg",
+        default=None,
+        metavar="CONNINFO",
+        help="the PostgreSQL server for (l), (m), (n): a conninfo without a password",
+    )
     parser.add_argument(
         "--repeat",
         type=int,
@@ -94,6 +104,10 @@ def sizes_for(*, quick: bool, repeat: int) -> dict[str, int]:
         "share_log_lines": 200 if quick else 2_000,
         "scale_lanes": 100,
         "scale_runs": 3 if quick else 7,
+        "pg_claims": 2_000 if quick else 10_000,
+        "pg_backlog": 10_000 if quick else 100_000,
+        "pg_backlog_runs": 3 if quick else 5,
+        "pg_startup": 10 if quick else 30,
     }
 
 
@@ -148,7 +162,31 @@ def measure(
     if "k" in args.only:
         say("(k) status and doctor at scale")
         figures.append(bench_scale(root, sizes["scale_lanes"], sizes["scale_runs"]))
+    if set("lmn") & set(args.only):
+        figures += _postgres(root, args, sizes)
     return figures, table
+
+
+def _postgres(root: Path, args: argparse.Namespace, sizes: dict[str, int]) -> list[Figure]:
+    """(l), (m), (n): the postgres queue's figures (they need --pg)."""
+    from benchkit.postgres import bench_pg_backlog, bench_pg_claims, bench_pg_startup
+
+    if args.pg is None:
+        say("(l, m, n) need --pg CONNINFO (a PostgreSQL server): skipped")
+        return []
+    figures = []
+    if "l" in args.only:
+        say("(l) postgres claim+settle")
+        figures.append(bench_pg_claims(root, args.pg, sizes["pg_claims"]))
+    if "m" in args.only:
+        say("(m) postgres backlog")
+        figures.append(
+            bench_pg_backlog(root, args.pg, 100, sizes["pg_backlog"], sizes["pg_backlog_runs"])
+        )
+    if "n" in args.only:
+        say("(n) postgres empty run")
+        figures.append(bench_pg_startup(root, args.pg, sizes["pg_startup"]))
+    return figures
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,7 +10,9 @@ while a job runs:
   the server's clock, and its attempt row inserted;
 - renew and settle are fenced by the token and the running state (zero rows: the lease is
   lost; a fenced settle changes nothing and raises ClaimFencedError); settle closes the
-  attempt row in the same statement;
+  attempt row in the same statement. "Running" is spelled `lease_expires IS NOT NULL` (a
+  CHECK makes it the same as state = 'running'): so spelled, the planner looks the row up by
+  its primary key instead of walking the partial index of running jobs on stale statistics;
 - recover takes expired leases on any host, re-checking the predicate under the row lock in
   the same statement (a late renew or settle wins), records the attempt `orphaned`, and
   retries or fails the job per `on_orphan`; a job whose watcher recorded its end is settled by
@@ -437,7 +439,7 @@ class PostgresQueue:
             "renew",
             """
             UPDATE {s}.jobs SET lease_expires = now() + make_interval(secs => %(lease)s)
-            WHERE queue = %(q)s AND id = %(id)s AND token = %(token)s AND state = 'running'
+            WHERE queue = %(q)s AND id = %(id)s AND token = %(token)s AND lease_expires IS NOT NULL
             RETURNING cancel_requested
             """,
             {"id": terms.job_id, "token": terms.token, "lease": self.location.lease},
@@ -498,13 +500,14 @@ class PostgresQueue:
                     lease_expires = NULL, claimed_at = NULL, outcome = NULL,
                     cancel_requested = false
                 WHERE queue = %(q)s AND id = %(id)s AND token = %(token)s
-                  AND state = 'running'
+                  AND lease_expires IS NOT NULL
                 RETURNING id, token, extract(epoch from not_before)::float8
             ), attempt AS (
                 UPDATE {s}.attempts a SET ended_at = now(), outcome = %(outcome)s,
                     error = %(error)s
                 FROM done
-                WHERE a.queue = %(q)s AND a.job_id = done.id AND a.token = done.token
+                WHERE a.queue = %(q)s AND a.job_id = %(id)s AND a.token = %(token)s
+                  AND done.id = a.job_id
             )
             SELECT * FROM done
             """,
@@ -550,7 +553,7 @@ class PostgresQueue:
             "record_outcome",
             """
             UPDATE {s}.jobs SET outcome = %(outcome)s::jsonb
-            WHERE queue = %(q)s AND id = %(id)s AND token = %(token)s AND state = 'running'
+            WHERE queue = %(q)s AND id = %(id)s AND token = %(token)s AND lease_expires IS NOT NULL
             """,
             {
                 "id": terms.job_id,
@@ -568,7 +571,7 @@ class PostgresQueue:
             "cancel_requested",
             """
             SELECT cancel_requested FROM {s}.jobs
-            WHERE queue = %(q)s AND id = %(id)s AND token = %(token)s AND state = 'running'
+            WHERE queue = %(q)s AND id = %(id)s AND token = %(token)s AND lease_expires IS NOT NULL
             """,
             {"id": claim.job_id, "token": handle.token},
         )
@@ -700,7 +703,8 @@ class PostgresQueue:
                 UPDATE {s}.attempts a SET ended_at = now(), outcome = %(outcome)s,
                     error = %(error)s
                 FROM moved
-                WHERE a.queue = %(q)s AND a.job_id = moved.id AND a.token = moved.token
+                WHERE a.queue = %(q)s AND a.job_id = %(id)s AND a.token = %(token)s
+                  AND moved.id = a.job_id
             )
             SELECT * FROM moved
             """,
