@@ -385,9 +385,8 @@ class PostgresQueue:
 
     def _write_payload(self, job_id: str, token: int, payload: bytes) -> str:
         """The payload as a 0600 file in the spool, new (O_EXCL, O_NOFOLLOW)."""
+        # The token makes the name new: no earlier claim of the job wrote it.
         path = f"{self.spool}/{job_id}.{token}.json"
-        with _suppress_missing():
-            os.unlink(path)  # noqa: PTH108 - a leftover of a crash of this very claim
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         try:
             from lanekit.system.fdio import write_all
