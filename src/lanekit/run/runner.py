@@ -287,11 +287,11 @@ class _LaneRun:
         spec = self.spec
         queue_dir = str(spec.queue_dir)
         now = epoch()
-        if not purge_due(queue_dir, now, spec.keep_done):
+        if not purge_due(queue_dir, now, spec.keep_done, str(spec.log_path)):
             return
         from lanekit.system.atomic import write_atomic  # once a day: off the fast path
 
-        stamp = purge_stamp(queue_dir, utc_day(now))
+        stamp = purge_stamp(queue_dir, utc_day(now), str(spec.log_path))
         try:
             # replace=False: the one run whose rename creates the stamp claims the purge.
             write_atomic(Path(stamp), b"", durable=False, replace=False)
