@@ -220,9 +220,10 @@ class PostgresQueue:
                 else f"run `lanekit db migrate {self.location.queue}` once, from any machine"
             )
             raise SchemaError(problem, hint)
-        from lanekit.system.owned import make_private_dirs
+        from lanekit.system.owned import check_private, make_private_dirs
 
         make_private_dirs(self.spool)
+        check_private(self.spool, "spool directory", directory=True)  # ours, nobody else's
         self._checked = True
 
     def migrate(self) -> tuple[int | None, int]:
