@@ -204,9 +204,17 @@ class PostgresQueue:
         )
 
     def ensure(self) -> None:
-        """Check the schema (runs and `apply` never migrate: `lanekit db migrate` does), and
-        make the spool."""
-        self.check()
+        """Make the spool and check the schema (runs and `apply` never migrate: `lanekit db
+        migrate` does). A server out of reach is not refused here: `apply` installs the lanes
+        all the same, their runs wait for it (exit 75), and doctor says so."""
+        import contextlib
+
+        from lanekit.queue.postgres.connection import QueueUnavailableError
+        from lanekit.system.owned import make_private_dirs
+
+        make_private_dirs(self.spool)
+        with contextlib.suppress(QueueUnavailableError):
+            self.check()
 
     def check(self) -> None:
         """SchemaError unless the schema is this lanekit's version (QueueUnavailableError, exit
