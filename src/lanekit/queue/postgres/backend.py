@@ -406,7 +406,7 @@ class PostgresQueue:
         return path
 
     def _drop_files(self, file: str) -> None:
-        """A settled claim's payload and the watcher's files beside it."""
+        """A recovered claim's payload and the watcher's files beside it."""
         for path in (
             file,
             job_outcome.status_path(file),
@@ -530,7 +530,10 @@ class PostgresQueue:
             },
         )
         handle.release()
-        self._drop_files(claim.file)
+        # The payload only: the runner removes the watcher's status and cancel request itself
+        # (a fifth of a job's cost was these unlinks); recover() sweeps a dead run's files.
+        with _suppress_missing():
+            os.unlink(claim.file)  # noqa: PTH108 - a str path in the spool
         if not rows:
             raise ClaimFencedError(
                 f"{self.where}: job {claim.job_id}'s lease (token {handle.token}) was taken "
@@ -641,6 +644,8 @@ class PostgresQueue:
                 job_id, token, state, new_attempts, error, wait, attempt_outcome
             ):
                 continue  # renewed or settled meanwhile: no longer lapsed
+            if not dry_run:  # what its dead run left in this machine's spool, if it ran here
+                self._drop_files(f"{self.spool}/{job_id}.{token}.json")
             shown = new_attempts if outcome is None or state is not JobState.QUEUED else attempts
             recovered.append(
                 Recovered(
