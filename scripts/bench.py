@@ -22,6 +22,10 @@
     over 100 lanes in CPU as a share of one CPU at the default `every` (5 min);
 (k) `lanekit status` and `lanekit doctor` at 100 lanes vs at 1 lane;
 (l) a single `lanekit enqueue` of an installed lane vs `python -c pass`, in CPU.
+(p, q, r) the postgres queue, on the server `--pg CONNINFO` names (password from PGPASSFILE):
+    claim+settle jobs/s at 1/2/4/8 workers vs a procrastinate-style and a pg-boss-style claim,
+    a run at a backlog of 100 vs 100,000, an empty run's CPU vs `python -c pass`
+    (scripts/benchkit/postgres.py; `--only pqr --pg "host=... user=... dbname=..."`).
 
 Timings only; nothing here is a test (tests never assert timings). Needs the `bench` extra
 (dirq, litequeue, persist-queue) for (b).
@@ -54,6 +58,12 @@ def parse_options(args_list: list[str]) -> argparse.Namespace:
     parser.add_argument("--dir", type=Path, default=None, help="work dir (default: temp dir)")
     parser.add_argument("--only", default="abcdefghijkl", help="which figures, e.g. --only ce")
     parser.add_argument("--workers", type=int, default=8, help="processes for (b)")
+    parser.add_argument(
+        "--pg",
+        default=None,
+        metavar="CONNINFO",
+        help="the PostgreSQL server for (p), (q), (r): a conninfo without a password",
+    )
     parser.add_argument(
         "--repeat",
         type=int,
@@ -96,6 +106,10 @@ def sizes_for(*, quick: bool, repeat: int) -> dict[str, int]:
         "scale_lanes": 100,
         "scale_runs": 3 if quick else 7,
         "single_runs": (10 if quick else 60) * repeat,
+        "pg_claims": 2_000 if quick else 10_000,
+        "pg_backlog": 10_000 if quick else 100_000,
+        "pg_backlog_runs": 3 if quick else 5,
+        "pg_startup": 10 if quick else 30,
     }
 
 
@@ -153,7 +167,31 @@ def measure(
     if "l" in args.only:
         say("(l) a single enqueue")
         figures.append(bench_single_enqueue(root, sizes["single_runs"]))
+    if set("pqr") & set(args.only):
+        figures += _postgres(root, args, sizes)
     return figures, table
+
+
+def _postgres(root: Path, args: argparse.Namespace, sizes: dict[str, int]) -> list[Figure]:
+    """(p), (q), (r): the postgres queue's figures (they need --pg)."""
+    from benchkit.postgres import bench_pg_backlog, bench_pg_claims, bench_pg_startup
+
+    if args.pg is None:
+        say("(l, m, n) need --pg CONNINFO (a PostgreSQL server): skipped")
+        return []
+    figures = []
+    if "p" in args.only:
+        say("(p) postgres claim+settle")
+        figures.append(bench_pg_claims(root, args.pg, sizes["pg_claims"]))
+    if "q" in args.only:
+        say("(q) postgres backlog")
+        figures.append(
+            bench_pg_backlog(root, args.pg, 100, sizes["pg_backlog"], sizes["pg_backlog_runs"])
+        )
+    if "r" in args.only:
+        say("(r) postgres empty run")
+        figures.append(bench_pg_startup(root, args.pg, sizes["pg_startup"]))
+    return figures
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -207,7 +207,7 @@ def start() -> tuple[PgServer, subprocess.Popen[bytes]]:
             ]
         )
     passfile = base / "pgpass"
-    passfile.write_text(f"127.0.0.1:*:lk:lk:{password}\n127.0.0.*:*:lk:lk:{password}\n")
+    passfile.write_text(f"*:*:lk:lk:{password}\n")
     passfile.chmod(0o600)
     return PgServer("127.0.0.1", port, passfile, password, base), server
 

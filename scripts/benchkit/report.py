@@ -17,6 +17,7 @@ GROUPS = {
     "j": ("<!-- bench-watch:start -->", "<!-- bench-watch:end -->", "The watchdog"),
     "k": ("<!-- bench-scale:start -->", "<!-- bench-scale:end -->", "Status and doctor at scale"),
     "l": ("<!-- bench-enqueue:start -->", "<!-- bench-enqueue:end -->", "A single enqueue"),
+    "pqr": ("<!-- bench-pg:start -->", "<!-- bench-pg:end -->", "The postgres queue"),
 }
 """The figure groups and the block of docs/benchmarks.md each is written to: `--write-docs`
 rewrites the block of every group the run measured whole (queue figures, CLI figures)."""

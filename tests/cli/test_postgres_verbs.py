@@ -86,3 +86,31 @@ def test_cancel_stop_reaches_a_running_job_through_the_database(
     assert time.monotonic() - started < 15
     view = queue.job("long")
     assert view is not None and view.state is JobState.FAILED and view.error == "cancelled\n"
+
+
+def test_apply_installs_a_postgres_lane_while_its_server_is_out_of_reach(tmp_path: Path) -> None:
+    """A laptop offline still installs its lanes; their runs exit 75 until the server answers
+    (doctor's queue.db-unreachable says so). An unmigrated schema is refused, though."""
+    config = tmp_path / "lanes.toml"
+    config.write_text(
+        '[queues.shared]\nbackend = "postgres"\n'
+        'dsn = "host=127.0.0.1 port=9 user=lk dbname=lk"\n\n'
+        '[lanes.publish]\nqueue = "shared"\ncommand = ["/bin/cat", "{job}"]\nevery = "5m"\n'
+    )
+    applied = lanekit("apply", "-c", str(config))
+    assert applied.returncode == 0, applied.stderr
+    assert lanekit("run", "publish").returncode == 75
+
+
+def test_apply_refuses_a_schema_not_migrated(
+    pg_server: PgServer, pg_schema: str, tmp_path: Path
+) -> None:
+    config = tmp_path / "lanes.toml"
+    config.write_text(
+        f'[queues.shared]\nbackend = "postgres"\ndsn = "{pg_server.dsn}"\n'
+        f'schema = "{pg_schema}"\n\n'
+        '[lanes.publish]\nqueue = "shared"\ncommand = ["/bin/cat", "{job}"]\nevery = "5m"\n'
+    )
+    applied = lanekit("apply", "-c", str(config))
+    assert applied.returncode == 1  # apply's own: a lane it could not install
+    assert "lanekit db migrate shared" in applied.stderr

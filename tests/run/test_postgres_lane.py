@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from lanekit.queue.model import Verdict
 from lanekit.queue.records import JobState
 from lanekit.run.lanelog import read_events
 from pglane import CONFIG, lanekit, queue_of, setup
@@ -161,3 +162,22 @@ def test_a_job_that_ends_after_its_runner_died_is_settled_by_its_outcome_anywher
     [item] = queue.recover(stale_after=0, max_attempts=3)
     assert (item.state, item.exit) == (JobState.SUCCEEDED, 0)
     assert len((tmp_path / "out.jsonl").read_text().splitlines()) == 1
+
+
+def test_a_run_purges_a_postgres_queue_once_a_day(
+    pg_server: PgServer, pg_schema: str, tmp_path: Path
+) -> None:
+    """The first run of the UTC day on a machine purges finished jobs past keep_done (30 d
+    by default); the guard outlives them; the day's stamp lives beside the lane log."""
+    setup(pg_server, pg_schema, tmp_path)
+    queue = queue_of(pg_server, pg_schema, tmp_path)
+    queue.enqueue({}, job_id="old")
+    queue.settle(queue.claimer().claim(), Verdict.succeeded())  # type: ignore[arg-type]
+    table = f'"{pg_schema}".jobs'
+    queue.session.rows(f"UPDATE {table} SET finished_at = now() - interval '40 days'")
+    assert lanekit("run", "publish").returncode == 0
+    assert queue.job("old") is None and queue.succeeded("old")
+    purged = [event for event in events(tmp_path) if event["event"] == "purged"]
+    assert [event["done"] for event in purged] == ["1"]
+    assert lanekit("run", "publish").returncode == 0  # the day's purge is done: not again
+    assert len([event for event in events(tmp_path) if event["event"] == "purged"]) == 1

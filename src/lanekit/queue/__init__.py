@@ -207,8 +207,10 @@ def job_ids(location: str | PathLike[str], states: tuple[str, ...], prefix: str 
 
 def purgeable(location: str | PathLike[str], now: float, keep_done: float) -> bool:
     """True when the queue may hold finished jobs past `keep_done`, or failed ones: the daily
-    purge is worth loading the queue for (a peek, as for nothing_queued). A queue with no
-    directory here is not purged by the lanes' daily claim (its stamp lives in logs/)."""
+    purge is worth loading the queue for (a peek, as for nothing_queued). A postgres queue
+    always may (its runs purge it once a day on each machine); a memory queue never is."""
+    if str(location).startswith(POSTGRES):
+        return True  # a server cannot be peeked at: its purge is one statement, once a day
     directory = directory_of(location)
     if directory is None:
         return False

@@ -333,11 +333,11 @@ class _LaneRun:
         spec = self.spec
         queue_dir = str(spec.queue_dir)
         now = epoch()
-        if not purge_due(queue_dir, now, spec.keep_done):
+        if not purge_due(queue_dir, now, spec.keep_done, str(spec.log_path)):
             return
         from lanekit.system.atomic import write_atomic  # once a day: off the fast path
 
-        stamp = purge_stamp(queue_dir, utc_day(now))
+        stamp = purge_stamp(queue_dir, utc_day(now), str(spec.log_path))
         try:
             # replace=False: the one run whose rename creates the stamp claims the purge.
             write_atomic(Path(stamp), b"", durable=False, replace=False)
@@ -521,19 +521,35 @@ class _LaneRun:
                 )
             raise
 
+    def _release_after_error(self, queue: JobQueue, claim: Claim) -> None:
+        """Give the claim back after an error; a leased one whose lease was taken over
+        meanwhile (a settle that reached the server though its answer did not) is `fenced`."""
+        from lanekit.queue.model import ClaimFencedError
+
+        try:
+            self._give_back(queue, claim)
+        except ClaimFencedError:
+            self.log.event(EventName.FENCED, job=claim.job_id)
+            return
+        self.log.event(EventName.REQUEUED, job=claim.job_id, reason=Reason.RUNNER_ERROR)
+
     def _outlive_watcher(self, queue: JobQueue, claim: Claim, began: float) -> None:
         """The job's watcher died before recording the job's end: a crash of lanekit's (it
         was killed alone), not the job's doing. The job may still run, and this runner still
         holds its claim's lock: wait until no copy of the job runs (stopped at the lane's
         timeout or on a stop, as its watcher would have), then give it back without spending
         an attempt. Its exit status died with the watcher, so it runs again (at least once),
-        never while a copy of it still runs."""
+        never while a copy of it still runs. A leased claim (a server queue's) lost its renewer
+        with the watcher: its copies are killed at once, before the lease can lapse."""
         spec, stop = self.spec, self.stop
         term_at: float | None = None
+        leased = queue.lease_terms(claim) is not None
         while copies := job_outcome.job_copies(str(claim.path)):
             now = self.clock()
             expired = spec.timeout is not None and now - began >= spec.timeout
-            if term_at is None and (stop.stopping() or expired):
+            if leased:
+                copies.signal(signal.SIGKILL)
+            elif term_at is None and (stop.stopping() or expired):
                 term_at = now
                 copies.signal(signal.SIGTERM)
             elif term_at is not None and now - term_at >= min(spec.kill_grace, stop.grace):
@@ -646,8 +662,7 @@ class _LaneRun:
         finally:
             if claim.held:
                 # Something unexpected (a bug, a settle that raised): never strand the claim.
-                self._give_back(queue, claim)
-                log.event(EventName.REQUEUED, job=claim.job_id, reason=Reason.RUNNER_ERROR)
+                self._release_after_error(queue, claim)
             if self.launcher is None:
                 # Settled: the status and any cancel request have done their work (leftovers
                 # are swept by recover).

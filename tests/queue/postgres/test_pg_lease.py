@@ -288,3 +288,20 @@ def test_the_lease_owner_is_this_host_and_process(queue: PostgresQueue) -> None:
     claim(queue)
     [view] = queue.claims()
     assert view.info.pid == os.getpid() and view.info.host
+
+
+def test_a_spool_others_may_write_is_refused(
+    pg_server: PgServer, pg_schema: str, tmp_path: Path
+) -> None:
+    """The payloads' directory must be lanekit's alone: one others may write is refused
+    (exit 69) with the chmod that fixes it."""
+    from lanekit.errors import UnsafeStateError
+
+    spool = tmp_path / "spool"
+    spool.mkdir(mode=0o700)
+    spool.chmod(0o777)
+    queue = PostgresQueue(PgLocation("s", pg_server.dsn, schema=pg_schema), spool=spool)
+    queue.migrate()
+    with pytest.raises(UnsafeStateError, match="spool directory") as caught:
+        queue.check()
+    assert caught.value.hint is not None and "chmod 700" in caught.value.hint

@@ -21,7 +21,7 @@ from lanekit.config import LaneSpec
 from lanekit.doctor import DoctorContext, Problem, Scope, Severity, Target, check
 from lanekit.doctor.registry import Tally
 from lanekit.errors import LanekitError
-from lanekit.queue import holding
+from lanekit.queue import POSTGRES, holding
 from lanekit.queue.observed import ClaimState, ClaimView
 from lanekit.queue.records import JobState
 from lanekit.run.lanelog import EventName, Reason
@@ -87,9 +87,10 @@ def _claims(lane: LaneSpec, ctx: DoctorContext) -> list[ClaimView]:
 def stale_claim(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """kill -9, a crash or a power cut leaves a job in claimed/; every run recovers it, but
     a lane that no longer runs never will. A claim whose job still runs is not stale (see
-    queue.orphaned-job)."""
+    queue.orphaned-job). A postgres queue's claims are leases: queue.lease-expired says when
+    one lapsed, on whichever host."""
     lane = target.lane
-    if lane is None:
+    if lane is None or str(lane.queue.dir).startswith(POSTGRES):
         return
     views = _claims(lane, ctx)
     dead = [v.info for v in views if v.state is ClaimState.STRANDED]

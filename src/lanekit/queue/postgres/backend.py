@@ -10,7 +10,9 @@ while a job runs:
   the server's clock, and its attempt row inserted;
 - renew and settle are fenced by the token and the running state (zero rows: the lease is
   lost; a fenced settle changes nothing and raises ClaimFencedError); settle closes the
-  attempt row in the same statement;
+  attempt row in the same statement. "Running" is spelled `lease_expires IS NOT NULL` (a
+  CHECK makes it the same as state = 'running'): so spelled, the planner looks the row up by
+  its primary key instead of walking the partial index of running jobs on stale statistics;
 - recover takes expired leases on any host, re-checking the predicate under the row lock in
   the same statement (a late renew or settle wins), records the attempt `orphaned`, and
   retries or fails the job per `on_orphan`; a job whose watcher recorded its end is settled by
@@ -214,9 +216,17 @@ class PostgresQueue:
         return None
 
     def ensure(self) -> None:
-        """Check the schema (runs and `apply` never migrate: `lanekit db migrate` does), and
-        make the spool."""
-        self.check()
+        """Make the spool and check the schema (runs and `apply` never migrate: `lanekit db
+        migrate` does). A server out of reach is not refused here: `apply` installs the lanes
+        all the same, their runs wait for it (exit 75), and doctor says so."""
+        import contextlib
+
+        from lanekit.queue.postgres.connection import QueueUnavailableError
+        from lanekit.system.owned import make_private_dirs
+
+        make_private_dirs(self.spool)
+        with contextlib.suppress(QueueUnavailableError):
+            self.check()
 
     def check(self) -> None:
         """SchemaError unless the schema is this lanekit's version (QueueUnavailableError, exit
@@ -230,9 +240,10 @@ class PostgresQueue:
                 else f"run `lanekit db migrate {self.location.queue}` once, from any machine"
             )
             raise SchemaError(problem, hint)
-        from lanekit.system.owned import make_private_dirs
+        from lanekit.system.owned import check_private, make_private_dirs
 
         make_private_dirs(self.spool)
+        check_private(self.spool, "spool directory", directory=True)  # ours, nobody else's
         self._checked = True
 
     def migrate(self) -> tuple[int | None, int]:
@@ -395,9 +406,8 @@ class PostgresQueue:
 
     def _write_payload(self, job_id: str, token: int, payload: bytes) -> str:
         """The payload as a 0600 file in the spool, new (O_EXCL, O_NOFOLLOW)."""
+        # The token makes the name new: no earlier claim of the job wrote it.
         path = f"{self.spool}/{job_id}.{token}.json"
-        with _suppress_missing():
-            os.unlink(path)  # noqa: PTH108 - a leftover of a crash of this very claim
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         try:
             from lanekit.system.fdio import write_all
@@ -408,7 +418,7 @@ class PostgresQueue:
         return path
 
     def _drop_files(self, file: str) -> None:
-        """A settled claim's payload and the watcher's files beside it."""
+        """A recovered claim's payload and the watcher's files beside it."""
         for path in (
             file,
             job_outcome.status_path(file),
@@ -449,7 +459,7 @@ class PostgresQueue:
             "renew",
             """
             UPDATE {s}.jobs SET lease_expires = now() + make_interval(secs => %(lease)s)
-            WHERE queue = %(q)s AND id = %(id)s AND token = %(token)s AND state = 'running'
+            WHERE queue = %(q)s AND id = %(id)s AND token = %(token)s AND lease_expires IS NOT NULL
             RETURNING cancel_requested
             """,
             {"id": terms.job_id, "token": terms.token, "lease": self.location.lease},
@@ -513,13 +523,14 @@ class PostgresQueue:
                     lease_expires = NULL, claimed_at = NULL, outcome = NULL,
                     cancel_requested = false
                 WHERE queue = %(q)s AND id = %(id)s AND token = %(token)s
-                  AND state = 'running'
+                  AND lease_expires IS NOT NULL
                 RETURNING id, token, extract(epoch from not_before)::float8
             ), attempt AS (
                 UPDATE {s}.attempts a SET ended_at = now(), outcome = %(outcome)s,
                     error = %(error)s
                 FROM done
-                WHERE a.queue = %(q)s AND a.job_id = done.id AND a.token = done.token
+                WHERE a.queue = %(q)s AND a.job_id = %(id)s AND a.token = %(token)s
+                  AND done.id = a.job_id
             )
             SELECT * FROM done
             """,
@@ -534,7 +545,10 @@ class PostgresQueue:
             },
         )
         handle.release()
-        self._drop_files(claim.file)
+        # The payload only: the runner removes the watcher's status and cancel request itself
+        # (a fifth of a job's cost was these unlinks); recover() sweeps a dead run's files.
+        with _suppress_missing():
+            os.unlink(claim.file)  # noqa: PTH108 - a str path in the spool
         if not rows:
             raise ClaimFencedError(
                 f"{self.where}: job {claim.job_id}'s lease (token {handle.token}) was taken "
@@ -565,7 +579,7 @@ class PostgresQueue:
             "record_outcome",
             """
             UPDATE {s}.jobs SET outcome = %(outcome)s::jsonb
-            WHERE queue = %(q)s AND id = %(id)s AND token = %(token)s AND state = 'running'
+            WHERE queue = %(q)s AND id = %(id)s AND token = %(token)s AND lease_expires IS NOT NULL
             """,
             {
                 "id": terms.job_id,
@@ -583,7 +597,7 @@ class PostgresQueue:
             "cancel_requested",
             """
             SELECT cancel_requested FROM {s}.jobs
-            WHERE queue = %(q)s AND id = %(id)s AND token = %(token)s AND state = 'running'
+            WHERE queue = %(q)s AND id = %(id)s AND token = %(token)s AND lease_expires IS NOT NULL
             """,
             {"id": claim.job_id, "token": handle.token},
         )
@@ -645,6 +659,8 @@ class PostgresQueue:
                 job_id, token, state, new_attempts, error, wait, attempt_outcome
             ):
                 continue  # renewed or settled meanwhile: no longer lapsed
+            if not dry_run:  # what its dead run left in this machine's spool, if it ran here
+                self._drop_files(f"{self.spool}/{job_id}.{token}.json")
             shown = new_attempts if outcome is None or state is not JobState.QUEUED else attempts
             recovered.append(
                 Recovered(
@@ -715,7 +731,8 @@ class PostgresQueue:
                 UPDATE {s}.attempts a SET ended_at = now(), outcome = %(outcome)s,
                     error = %(error)s
                 FROM moved
-                WHERE a.queue = %(q)s AND a.job_id = moved.id AND a.token = moved.token
+                WHERE a.queue = %(q)s AND a.job_id = %(id)s AND a.token = %(token)s
+                  AND moved.id = a.job_id
             )
             SELECT * FROM moved
             """,

@@ -29,6 +29,8 @@ STATEMENT_TIMEOUT_MS = 5000
 TCP_USER_TIMEOUT_MS = 2000
 """Unacknowledged data for longer than this ends the connection (a partition)."""
 
+TUPLES_OK = 2
+"""libpq's PGRES_TUPLES_OK (psycopg.pq.ExecStatus.TUPLES_OK): a statement that returned rows."""
 DOWN_MEMORY = 2.0
 """Seconds a failed connect is remembered (see Session._down)."""
 
@@ -110,7 +112,9 @@ class Session:
         conn = self.connection()
         try:
             cursor = conn.execute(query, params, prepare=True)
-            return cursor.fetchall() if cursor.description is not None else []
+            result = cursor.pgresult
+            # The result's status, not cursor.description: that builds a Column per column.
+            return cursor.fetchall() if result is not None and result.status == TUPLES_OK else []
         except (psycopg.OperationalError, psycopg.errors.QueryCanceled) as exc:
             self.close()
             raise self.unavailable(exc) from None

@@ -45,7 +45,8 @@ MIGRATIONS: tuple[str, ...] = (
         claimed_at timestamptz,
         outcome jsonb,
         cancel_requested boolean NOT NULL DEFAULT false,
-        PRIMARY KEY (queue, id)
+        PRIMARY KEY (queue, id),
+        CHECK ((state = 'running') = (lease_expires IS NOT NULL))
     );
     CREATE INDEX jobs_ready ON {s}.jobs (queue, seq) WHERE state = 'queued';
     CREATE INDEX jobs_leases ON {s}.jobs (queue, lease_expires) WHERE state = 'running';

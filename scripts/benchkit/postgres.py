@@ -1,0 +1,306 @@
+"""The postgres queue's figures, on a server the caller names (`--pg "host=... port=... user=...
+dbname=..."`, the password from PGPASSFILE or ~/.pgpass, never on the command line):
+
+(p) claim + settle jobs/s with 1, 2, 4 and 8 worker processes: lanekit's claim and settle
+    (one statement each: fencing token, lease, attempt row, the payload written to and removed
+    from the spool) vs a procrastinate-style and a pg-boss-style claim and finish written here
+    after their SQL (one statement each too, unfenced, no attempt rows, no file);
+(q) one `lanekit run` of 20 jobs at a backlog of 100 vs 100,000;
+(r) `lanekit run` of a postgres lane with nothing queued vs `python -c pass`, in CPU seconds
+    (user + system of the process).
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+import time
+from multiprocessing import get_context
+from pathlib import Path
+
+from benchkit.common import LANE, PY, Figure, fresh, lane_spec, median, say
+from lanekit.queue.model import Verdict
+from lanekit.queue.postgres.backend import PostgresQueue
+from lanekit.queue.postgres.location import PgLocation
+
+WORKERS = (1, 2, 4, 8)
+
+PROCRASTINATE_TABLE = """
+CREATE TABLE {s}.procrastinate_jobs (
+    id bigserial PRIMARY KEY, queue_name text NOT NULL, task_name text NOT NULL,
+    priority integer NOT NULL DEFAULT 0, lock text, queueing_lock text,
+    args jsonb NOT NULL DEFAULT '{{}}', status text NOT NULL DEFAULT 'todo',
+    scheduled_at timestamptz, attempts integer NOT NULL DEFAULT 0, worker_id bigint
+);
+CREATE INDEX ON {s}.procrastinate_jobs (queue_name, priority DESC, id) WHERE status = 'todo';
+"""
+# procrastinate's procrastinate_fetch_job (its lock and queueing-lock checks left out: they
+# only add work) and procrastinate_finish_job: by id, no token.
+PROCRASTINATE_FETCH = """
+WITH candidate AS (
+    SELECT id FROM {s}.procrastinate_jobs
+    WHERE status = 'todo' AND queue_name = 'q' AND (scheduled_at IS NULL OR scheduled_at <= now())
+    ORDER BY priority DESC, id ASC LIMIT 1 FOR UPDATE SKIP LOCKED
+)
+UPDATE {s}.procrastinate_jobs j SET status = 'doing', worker_id = %(worker)s
+FROM candidate WHERE j.id = candidate.id RETURNING j.id, j.args
+"""
+PROCRASTINATE_FINISH = """
+UPDATE {s}.procrastinate_jobs SET status = 'succeeded', attempts = attempts + 1
+WHERE id = %(id)s AND status = 'doing'
+"""
+
+PGBOSS_TABLE = """
+CREATE TABLE {s}.job (
+    id uuid PRIMARY KEY DEFAULT gen_random_uuid(), name text NOT NULL,
+    priority integer NOT NULL DEFAULT 0, data jsonb, state text NOT NULL DEFAULT 'created',
+    retry_count integer NOT NULL DEFAULT 0, start_after timestamptz NOT NULL DEFAULT now(),
+    started_on timestamptz, created_on timestamptz NOT NULL DEFAULT now(),
+    completed_on timestamptz, output jsonb
+);
+CREATE INDEX ON {s}.job (name, priority DESC, created_on, id) WHERE state IN ('created', 'retry');
+"""
+# pg-boss's fetchNextJob and completeJobs (v10 plans.js), one job at a time; its job_state
+# enum orders created < retry < active, spelled here as a list.
+PGBOSS_FETCH = """
+WITH next AS (
+    SELECT id FROM {s}.job
+    WHERE name = 'q' AND state IN ('created', 'retry') AND start_after < now()
+    ORDER BY priority DESC, created_on, id LIMIT 1 FOR UPDATE SKIP LOCKED
+)
+UPDATE {s}.job j SET state = 'active', started_on = now(),
+    retry_count = CASE WHEN j.started_on IS NOT NULL THEN j.retry_count + 1
+        ELSE j.retry_count END
+FROM next WHERE j.name = 'q' AND j.id = next.id RETURNING j.id, j.data
+"""
+PGBOSS_FINISH = """
+UPDATE {s}.job SET completed_on = now(), state = 'completed', output = NULL
+WHERE name = 'q' AND id = %(id)s AND state = 'active'
+"""
+
+
+def _schema(dsn: str, name: str) -> str:
+    """A fresh schema `name` (dropped first), its name."""
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+        conn.execute(f'CREATE SCHEMA "{name}"')
+    return name
+
+
+def _fill_others(dsn: str, schema: str, jobs: int) -> None:
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(PROCRASTINATE_TABLE.replace("{s}", f'"{schema}"').replace("{{}}", "{}"))
+        conn.execute(PGBOSS_TABLE.replace("{s}", f'"{schema}"'))
+        conn.execute(
+            f'INSERT INTO "{schema}".procrastinate_jobs (queue_name, task_name, args) '
+            "SELECT 'q', 't', jsonb_build_object('n', n) FROM generate_series(1, %s) n",
+            (jobs,),
+        )
+        conn.execute(
+            f'INSERT INTO "{schema}".job (name, data) '
+            "SELECT 'q', jsonb_build_object('n', n) FROM generate_series(1, %s) n",
+            (jobs,),
+        )
+        conn.execute(f'ANALYZE "{schema}".procrastinate_jobs')
+        conn.execute(f'ANALYZE "{schema}".job')
+
+
+def _fill_lanekit(dsn: str, schema: str, jobs: int, queue: str = LANE) -> PostgresQueue:
+    """The schema migrated and `jobs` jobs queued in one statement (not timed)."""
+    pg = PostgresQueue(PgLocation(queue, dsn, schema=schema))
+    pg.migrate()
+    pg.session.rows(
+        f'INSERT INTO "{schema}".jobs (queue, id, payload) '
+        "SELECT %s, 'job-' || lpad(n::text, 8, '0'), convert_to(format('{\"n\": %%s}', n), 'UTF8') "
+        "FROM generate_series(1, %s) n",
+        (queue, jobs),
+    )
+    pg.session.rows(f'ANALYZE "{schema}".jobs')  # as autovacuum would after a bulk load
+    return pg
+
+
+def _drain(kind: str, dsn: str, schema: str, spool: str) -> int:
+    """One worker: claim and settle until nothing is left; how many it took."""
+    done = 0
+    if kind == "lanekit":
+        queue = PostgresQueue(PgLocation(LANE, dsn, schema=schema), spool=Path(spool))
+        claimer = queue.claimer(lane=LANE)
+        while (claim := claimer.claim()) is not None:
+            queue.settle(claim, Verdict.succeeded())
+            done += 1
+        return done
+    import psycopg
+
+    fetch, finish = (
+        (PROCRASTINATE_FETCH, PROCRASTINATE_FINISH)
+        if kind == "procrastinate"
+        else (PGBOSS_FETCH, PGBOSS_FINISH)
+    )
+    fetch, finish = (text.replace("{s}", f'"{schema}"') for text in (fetch, finish))
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        while rows := conn.execute(fetch, {"worker": os.getpid()}, prepare=True).fetchall():
+            conn.execute(finish, {"id": rows[0][0]}, prepare=True)
+            done += 1
+    return done
+
+
+def _rate(kind: str, dsn: str, schema: str, spool: Path, workers: int) -> tuple[float, int]:
+    """(jobs/s, jobs) of `workers` processes draining the kind's table."""
+    context = get_context("fork")
+    started = time.perf_counter()
+    with context.Pool(workers) as pool:
+        counts = pool.starmap(_drain, [(kind, dsn, schema, str(spool))] * workers)
+    elapsed = time.perf_counter() - started
+    return sum(counts) / elapsed, sum(counts)
+
+
+def bench_pg_claims(root: Path, dsn: str, jobs: int) -> Figure:
+    """(p): claim+settle jobs/s, lanekit vs the procrastinate-style and pg-boss-style claim,
+    at 1/2/4/8 workers; each (workers, kind) on a fresh table of `jobs` jobs, kinds in turn."""
+    spool = fresh(root, "pg-spool")
+    rates: dict[tuple[int, str], float] = {}
+    for workers in WORKERS:
+        for kind in ("lanekit", "procrastinate", "pg-boss"):
+            schema = _schema(dsn, "bench_claims")
+            if kind == "lanekit":
+                _fill_lanekit(dsn, schema, jobs)
+            else:
+                _fill_others(dsn, schema, jobs)
+            rate, taken = _rate(kind, dsn, schema, spool, workers)
+            assert taken == jobs, (kind, workers, taken)
+            rates[workers, kind] = rate
+            say(f"  (p) {workers} workers, {kind}: {rate:,.0f} jobs/s")
+    ratios = [
+        rates[w, "lanekit"] / max(rates[w, "procrastinate"], rates[w, "pg-boss"]) for w in WORKERS
+    ]
+    ratio = min(ratios)
+    table = [
+        f"{w} worker{'s' if w > 1 else ''}: lanekit {rates[w, 'lanekit']:,.0f} jobs/s, "
+        f"procrastinate-style {rates[w, 'procrastinate']:,.0f}, pg-boss-style "
+        f"{rates[w, 'pg-boss']:,.0f} (lanekit / the faster: {ratios[i]:.2f}x)"
+        for i, w in enumerate(WORKERS)
+    ]
+    return Figure(
+        key="p",
+        title="postgres claim+settle jobs/s, lanekit vs the faster of a procrastinate-style and "
+        "a pg-boss-style claim (worst of 1/2/4/8 workers)",
+        ratio=ratio,
+        target=">= 1.0x",
+        met=ratio >= 1.0,
+        rounds=ratios,
+        detail=[
+            *table,
+            f"{jobs:,} jobs per measurement, each on a fresh table; every worker a process with "
+            "its own connection (autocommit, prepared statements), one job per claim",
+        ],
+        limits="Two round trips a job for everyone (claim, settle). lanekit's statements do "
+        "more (a fencing token, a lease, an attempt row inserted at claim and closed at "
+        "settle, a partial unique index on succeeded attempts) and it writes and removes the "
+        "payload's file in the spool for the job's command",
+    )
+
+
+def bench_pg_backlog(root: Path, dsn: str, small: int, large: int, runs: int) -> Figure:
+    """(q): one `lanekit run` of 20 jobs at a backlog of `small` vs `large`."""
+    argvs: dict[int, list[str]] = {}
+    for backlog in (small, large):
+        schema = _schema(dsn, f"bench_backlog_{backlog}")
+        say(f"  (q) filling {backlog + 20 * runs:,} jobs")
+        queue = _fill_lanekit(dsn, schema, backlog + 20 * runs)
+        place = fresh(root, f"pg-backlog-{backlog}")
+        spec = lane_spec(Path(str(queue.location)), ["/bin/true"], max_jobs=20)
+        from dataclasses import replace
+
+        spec = replace(spec, log_path=place / "bench.log")
+        spec.write(place / "snapshot.json")
+        argvs[backlog] = [
+            PY,
+            "-m",
+            "lanekit",
+            "run",
+            LANE,
+            "--snapshot",
+            str(place / "snapshot.json"),
+        ]
+    timings: dict[int, list[float]] = {small: [], large: []}
+    for _ in range(runs):
+        for backlog, argv in argvs.items():
+            started = time.perf_counter()
+            subprocess.run(argv, check=True, stdout=subprocess.DEVNULL)
+            timings[backlog].append(time.perf_counter() - started)
+    per_round = [big / few for few, big in zip(timings[small], timings[large], strict=True)]
+    ratio = median(per_round)
+    return Figure(
+        key="q",
+        title=f"postgres: one run of 20 jobs at a backlog of {small:,} vs {large:,}",
+        ratio=ratio,
+        target="<= 1.5x",
+        met=ratio <= 1.5,
+        rounds=per_round,
+        detail=[
+            f"backlog {small:,}: {median(timings[small]) * 1e3:.0f} ms; backlog {large:,}: "
+            f"{median(timings[large]) * 1e3:.0f} ms (median of {runs} runs, 20 jobs each, "
+            "job = /bin/true, alternating backlogs)",
+        ],
+        limits="A claim reads the head of the partial index of ready jobs (queue, seq) WHERE "
+        "state = 'queued': its cost does not grow with the backlog",
+    )
+
+
+def _cpu(argv: list[str], env: dict[str, str] | None = None) -> float:
+    """CPU seconds (user + system) of one child process run to completion."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(argv, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def bench_pg_startup(root: Path, dsn: str, runs: int) -> Figure:
+    """(r): CPU of `lanekit run` on a postgres lane with nothing queued vs `python -c pass`."""
+    from lanekit.service.launchd.plist import ENTRYPOINT_CODE, INTERPRETER_FLAGS
+
+    schema = _schema(dsn, "bench_empty")
+    queue = _fill_lanekit(dsn, schema, 0)
+    place = fresh(root, "pg-empty")
+    from dataclasses import replace
+
+    spec = replace(
+        lane_spec(Path(str(queue.location)), ["/bin/true"], max_jobs=20),
+        log_path=place / "bench.log",
+    )
+    spec.write(place / "snapshot.json")
+    run_argv = [PY, *INTERPRETER_FLAGS, "-c", ENTRYPOINT_CODE, "run", LANE]
+    run_argv += ["--snapshot", str(place / "snapshot.json")]
+    pass_argv = [PY, "-c", "pass"]
+    for _ in range(3):
+        _cpu(run_argv)
+        _cpu(pass_argv)
+    base, lane = [], []
+    for _ in range(runs):
+        base.append(_cpu(pass_argv))
+        lane.append(_cpu(run_argv))
+    per_round = [
+        median(lane[at : at + 10]) / median(base[at : at + 10]) for at in range(0, runs, 10)
+    ]
+    ratio = median(per_round)
+    return Figure(
+        key="r",
+        title="`lanekit run` of a postgres lane with nothing queued vs `python -c pass`, CPU",
+        ratio=ratio,
+        target="<= 5x",
+        met=ratio <= 5.0,
+        rounds=per_round,
+        detail=[
+            f"lanekit run: {median(lane) * 1e3:.1f} ms CPU; python -c pass: "
+            f"{median(base) * 1e3:.1f} ms CPU (user + system, median of {runs} runs each, "
+            "interleaved; the ratio is the median of rounds of 10)",
+        ],
+        limits="A postgres queue cannot be peeked at without its server: an empty run imports "
+        "the queue machinery and psycopg (its one client), connects (TCP, SCRAM), checks the "
+        "schema version, recovers (one query) and claims (one statement)",
+    )
