@@ -226,3 +226,48 @@ def test_units_changed_behind_systemds_back_are_reloaded(
     assert reloaded.result is Result.DONE
     assert not manager.observe([label])[label].stale
     assert apply(config, paths, manager).nothing_to_do
+
+
+def test_applying_twenty_lanes_reloads_systemd_once(systemd: UserManager, paths: Paths) -> None:
+    """20 lanes, never more than ONE daemon-reload per apply (`enable --no-reload`: enable
+    would reload the manager once per lane): new units need none (systemd reads a unit when
+    it is first named, and again once a stop let it go), changed or touched ones at most one
+    (the first load that finds systemd's copy older reloads; the other 19 then find theirs
+    read), and systemd then runs what the files say. A second apply reloads nothing."""
+    lanes = "".join(
+        f'[lanes.l{i}]\nqueue = "q"\ncommand = ["/bin/true"]\nschedule = "{i} 3 * * *"\n'
+        for i in range(20)
+    )
+    manager = _manager(systemd, paths)
+
+    def reloads() -> int:
+        """daemon-reloads, and the one `enable`/`disable` make unless told --no-reload."""
+        return sum(
+            1
+            for call in manager.systemctl.calls
+            if "daemon-reload" in call
+            or ({"enable", "disable"} & set(call) and "--no-reload" not in call)
+        )
+
+    first = _config(paths, lanes)
+    labels = [lane.label for lane in first.lanes.values()]
+    assert {o.result for o in apply(first, paths, manager).outcomes} == {Result.DONE}
+    assert reloads() <= 1
+    changed = _config(paths, lanes.replace(' 3 * * *"\n', ' 4 * * *"\n'))
+    outcomes = apply(changed, paths, manager).outcomes
+    assert {(o.action.kind, o.result) for o in outcomes} == {(ActionKind.UPDATE, Result.DONE)}
+    assert reloads() <= 1
+    fires = manager.observe(labels)
+    assert {
+        lane.next_fire.astimezone().hour for lane in fires.lanes.values() if lane.next_fire
+    } == {4}
+    before = reloads()
+    later = time.time() + 5
+    for label in labels:
+        os.utime(systemd.unit_dir / unit_names(label)[1], (later, later))
+    outcomes = apply(changed, paths, manager).outcomes
+    assert {(o.action.kind, o.result) for o in outcomes} == {(ActionKind.UPDATE, Result.DONE)}
+    assert reloads() - before <= 1
+    assert apply(changed, paths, manager).nothing_to_do
+    assert reloads() - before <= 1
+    assert not any(lane.stale for lane in manager.observe(labels).lanes.values())
