@@ -20,7 +20,9 @@
 (i) `lanekit status` on 5 lanes vs `python -c "import typer"`;
 (j) one `lanekit watch` pass over 20 lanes vs `lanekit doctor` over the same lanes, and a pass
     over 100 lanes in CPU as a share of one CPU at the default `every` (5 min);
-(k) `lanekit status` and `lanekit doctor` at 100 lanes vs at 1 lane.
+(k) `lanekit status` and `lanekit doctor` at 100 lanes vs at 1 lane;
+(s) `lanekit status` on 5 systemd lanes vs `python -c "import typer"`, on a real user manager
+    (root: tests/usermanager.py), with the daemon-reloads of applying 20 lanes.
 
 Timings only; nothing here is a test (tests never assert timings). Needs the `bench` extra
 (dirq, litequeue, persist-queue) for (b).
@@ -41,6 +43,7 @@ from benchkit.interactive import bench_cli_startup, bench_enqueue
 from benchkit.report import DOCS, GROUPS, machine_info, render, write_docs
 from benchkit.scale import bench_scale
 from benchkit.startup import bench_backlog, bench_paging, bench_startup
+from benchkit.systemd import bench_systemd
 from benchkit.timeline import bench_timeline
 from benchkit.watchpass import bench_watch
 
@@ -148,6 +151,9 @@ def measure(
     if "k" in args.only:
         say("(k) status and doctor at scale")
         figures.append(bench_scale(root, sizes["scale_lanes"], sizes["scale_runs"]))
+    if "s" in args.only:
+        say("(s) status on systemd lanes")
+        figures.append(bench_systemd(root, sizes["cli_runs"]))
     return figures, table
 
 

@@ -16,6 +16,7 @@ GROUPS = {
     "ghi": ("<!-- bench-cli:start -->", "<!-- bench-cli:end -->", "Interactive commands"),
     "j": ("<!-- bench-watch:start -->", "<!-- bench-watch:end -->", "The watchdog"),
     "k": ("<!-- bench-scale:start -->", "<!-- bench-scale:end -->", "Status and doctor at scale"),
+    "s": ("<!-- bench-systemd:start -->", "<!-- bench-systemd:end -->", "On systemd"),
 }
 """The figure groups and the block of docs/benchmarks.md each is written to: `--write-docs`
 rewrites the block of every group the run measured whole (queue figures, CLI figures)."""

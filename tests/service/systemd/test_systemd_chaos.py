@@ -24,8 +24,8 @@ from lanekit.config import Config, load_config
 from lanekit.queue.directory.backend import Queue
 from lanekit.reconcile import apply
 from lanekit.service.systemd.manager import SystemdManager
+from lanekit.service.systemd.names import unit_names
 from lanekit.service.systemd.systemctl import Systemctl
-from lanekit.service.systemd.units import unit_names
 from lanekit.state.paths import Paths
 from usermanager import UserManager
 

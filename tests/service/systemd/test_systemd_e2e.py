@@ -19,8 +19,8 @@ from lanekit.config import Config, load_config
 from lanekit.queue import open_queue
 from lanekit.reconcile import ActionKind, Result, apply, remove
 from lanekit.service.systemd.manager import SystemdManager
+from lanekit.service.systemd.names import unit_names
 from lanekit.service.systemd.systemctl import Systemctl
-from lanekit.service.systemd.units import unit_names
 from lanekit.state.paths import Paths
 from usermanager import UserManager
 

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from lanekit.errors import Refusal, ServiceError
 from lanekit.service.exits import describe_exit
 from lanekit.service.manager import LaneObservation, ManagerKind, Observation
+from lanekit.service.systemd.names import SERVICE_SUFFIX, unit_names
 from lanekit.service.systemd.systemctl import (
     CLD_DUMPED,
     CLD_EXITED,
@@ -36,7 +37,6 @@ from lanekit.service.systemd.systemctl import (
     Systemctl,
     UnitState,
 )
-from lanekit.service.systemd.units import SERVICE_SUFFIX, unit_names
 
 if TYPE_CHECKING:
     from lanekit.config import LaneSpec
