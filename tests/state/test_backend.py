@@ -77,3 +77,28 @@ def test_service_manager_is_read_from_defaults(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="service_manager") as caught:
         load_config(path, Paths.under(tmp_path))
     assert "launchd, systemd, emulated" in caught.value.hint
+
+
+def test_validate_reports_what_systemd_refuses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With systemd chosen, `lanekit validate` reports a launchd-only key as apply would
+    refuse it; with launchd chosen the same lanes.toml validates."""
+    import sys
+
+    from lanekit.reconcile.validate import check_config
+
+    monkeypatch.delenv("LANEKIT_LAUNCHD", raising=False)
+    path = tmp_path / "lanes.toml"
+    body = (
+        '[queues.q]\ndir = "~/q"\n[lanes.x]\nqueue = "q"\ncommand = ["/bin/true"]\n'
+        'schedule = "0 3 * * *"\nthrottle_interval = 30\n'
+    )
+    path.write_text('[defaults]\nservice_manager = "systemd"\n' + body, encoding="utf-8")
+    checked = check_config(path, Paths.under(tmp_path), interpreter=sys.executable)
+    assert [e.message for e in checked.errors] == [
+        "lane x: throttle_interval means nothing under systemd (a timer never starts a oneshot"
+        " that is still running, and starts are not throttled)"
+    ]
+    path.write_text('[defaults]\nservice_manager = "launchd"\n' + body, encoding="utf-8")
+    assert check_config(path, Paths.under(tmp_path), interpreter=sys.executable).ok
