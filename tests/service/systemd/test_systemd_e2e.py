@@ -271,3 +271,28 @@ def test_applying_twenty_lanes_reloads_systemd_once(systemd: UserManager, paths:
     assert apply(changed, paths, manager).nothing_to_do
     assert reloads() - before <= 1
     assert not any(lane.stale for lane in manager.observe(labels).lanes.values())
+
+
+def test_a_first_apply_creates_the_unit_directory(systemd: UserManager, paths: Paths) -> None:
+    """On a fresh account ~/.config/systemd/user does not exist yet: apply creates it (ours,
+    0700) and systemd loads the lane from it; a unit directory others may write is refused."""
+    import shutil
+    import stat
+
+    from lanekit.errors import UnsafeStateError
+
+    shutil.rmtree(systemd.unit_dir)
+    config = _config(
+        paths, '[lanes.f]\nqueue = "q"\ncommand = ["/bin/true"]\nschedule = "0 3 * * *"\n'
+    )
+    manager = _manager(systemd, paths)
+    assert {o.result for o in apply(config, paths, manager).outcomes} == {Result.DONE}
+    assert stat.S_IMODE(systemd.unit_dir.stat().st_mode) == 0o700
+    label = config.lanes["f"].label
+    assert manager.observe([label])[label].loaded
+    systemd.unit_dir.chmod(0o777)
+    try:
+        with pytest.raises(UnsafeStateError, match="unit directory"):
+            apply(config, paths, manager)
+    finally:
+        systemd.unit_dir.chmod(0o700)
