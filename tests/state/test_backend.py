@@ -102,3 +102,37 @@ def test_validate_reports_what_systemd_refuses(
     ]
     path.write_text('[defaults]\nservice_manager = "launchd"\n' + body, encoding="utf-8")
     assert check_config(path, Paths.under(tmp_path), interpreter=sys.executable).ok
+
+
+def test_render_prints_the_units_where_systemd_runs_the_lanes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`lanekit render` shows what apply installs: with systemd chosen, each lane's service and
+    timer (and `--out` writes them by name); with launchd, the plist."""
+    import sys
+
+    from lanekit.service.launchd.plist import render_config
+
+    monkeypatch.delenv("LANEKIT_LAUNCHD", raising=False)
+    path = tmp_path / "lanes.toml"
+    body = '[queues.q]\ndir = "~/q"\n[lanes.x]\nqueue = "q"\ncommand = ["/bin/true"]\n'
+    path.write_text('[defaults]\nservice_manager = "systemd"\n' + body, encoding="utf-8")
+    paths = Paths.under(tmp_path)
+    assert [r.file_name for r in render_config(path, paths, interpreter=sys.executable)] == [
+        "local.lanekit.x.service"
+    ]
+    path.write_text(
+        '[defaults]\nservice_manager = "systemd"\n' + body + 'schedule = "0 3 * * *"\n',
+        encoding="utf-8",
+    )
+    out = tmp_path / "out"
+    written = render_config(path, paths, interpreter=sys.executable, out=out)
+    assert sorted(p.name for p in out.iterdir()) == [
+        "local.lanekit.x.service",
+        "local.lanekit.x.timer",
+    ]
+    assert all(item.changed for item in written)
+    path.write_text('[defaults]\nservice_manager = "launchd"\n' + body, encoding="utf-8")
+    assert [r.file_name for r in render_config(path, paths, interpreter=sys.executable)] == [
+        "local.lanekit.x.plist"
+    ]

@@ -78,7 +78,8 @@ def render(
         Path | None,
         typer.Option(
             "--out",
-            help="Write <Label>.plist files into this directory instead of printing them.",
+            help="Write <Label>.plist files (systemd: <label>.service and .timer) into this"
+            " directory instead of printing them.",
             show_default=False,
             file_okay=False,
         ),
@@ -86,7 +87,8 @@ def render(
     templates: TemplatesOption = None,
     config: ConfigOption = None,
 ) -> None:
-    """Print the launchd plist of each lane (or write them with --out)."""
+    """Print the launchd plist of each lane (or write them with --out); where systemd runs
+    the lanes, its units."""
     from lanekit.cli.render import config as show
     from lanekit.config import find_config
     from lanekit.service.launchd.plist import render_config

@@ -232,11 +232,13 @@ class RenderedLane:
     path: Path | None = None
     changed: bool = False
     """True when the file was created or replaced; False when it already had these bytes."""
+    name: str | None = None
+    """The file's name when it is not the lane's plist (a systemd unit, `<label>.timer`)."""
 
     @property
     def file_name(self) -> str:
-        """`<Label>.plist`, the name launchd's convention and `--out` use."""
-        return f"{self.lane.label}.plist"
+        """`<Label>.plist`, the name launchd's convention and `--out` use (or `name`)."""
+        return self.name or f"{self.lane.label}.plist"
 
 
 def render_config(
@@ -248,7 +250,8 @@ def render_config(
     templates: Path | None = None,
     out: Path | None = None,
 ) -> list[RenderedLane]:
-    """`lanekit render`: the named lanes (all when none) as canonical plists.
+    """`lanekit render`: the named lanes (all when none) as canonical plists, or as systemd
+    units (`<label>.service`, `<label>.timer`) where systemd runs them.
 
     With `out`, each is written to `out/<Label>.plist` -- only after every lane rendered, so a
     bad lane leaves no file behind. `templates` overrides `[defaults] templates`.
@@ -256,25 +259,51 @@ def render_config(
     config = load_config(config_path, paths)
     lanes = select_lanes(config, names)
     user_templates = templates or config.templates
-    rendered = [
-        RenderedLane(
-            lane,
-            render_lane(
+    if _systemd_runs(config.service_manager):
+        # systemd runs the lanes here: their units are what apply installs.
+        from lanekit.service.systemd.units import rendered_units
+
+        rendered = [
+            RenderedLane(lane, data, name=name)
+            for lane in lanes
+            for name, data in rendered_units(
                 lane,
                 interpreter=interpreter,
                 snapshot=paths.snapshot_for(lane.label),
                 templates=user_templates,
-            ),
-        )
-        for lane in lanes
-    ]
+            ).items()
+        ]
+    else:
+        rendered = [
+            RenderedLane(
+                lane,
+                render_lane(
+                    lane,
+                    interpreter=interpreter,
+                    snapshot=paths.snapshot_for(lane.label),
+                    templates=user_templates,
+                ),
+            )
+            for lane in lanes
+        ]
     if out is None:
         return rendered
     written: list[RenderedLane] = []
     for item in rendered:
         target = out / item.file_name
-        written.append(RenderedLane(item.lane, item.data, target, write_plist(target, item.data)))
+        changed = write_plist(target, item.data)
+        written.append(RenderedLane(item.lane, item.data, target, changed, item.name))
     return written
+
+
+def _systemd_runs(configured: str | None) -> bool:
+    """Whether systemd runs the lanes of a lanes.toml saying `configured` (its
+    `service_manager`), on this machine (lanekit.state.backend.manager_choice)."""
+    import sys
+
+    from lanekit.state.backend import manager_choice
+
+    return manager_choice(os.environ, sys.platform, configured)[0] == "systemd"
 
 
 def init_config(directory: Path, paths: Paths) -> Path:
