@@ -108,31 +108,34 @@ def test_render_prints_the_units_where_systemd_runs_the_lanes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`lanekit render` shows what apply installs: with systemd chosen, each lane's service and
-    timer (and `--out` writes them by name); with launchd, the plist."""
-    import sys
+    timer (`# name` before each, and `--out` writes them by name); with launchd, the plist."""
+    from typer.testing import CliRunner
 
-    from lanekit.service.launchd.plist import render_config
+    from lanekit.cli import app
 
     monkeypatch.delenv("LANEKIT_LAUNCHD", raising=False)
+    monkeypatch.chdir(tmp_path)
     path = tmp_path / "lanes.toml"
-    body = '[queues.q]\ndir = "~/q"\n[lanes.x]\nqueue = "q"\ncommand = ["/bin/true"]\n'
-    path.write_text('[defaults]\nservice_manager = "systemd"\n' + body, encoding="utf-8")
-    paths = Paths.under(tmp_path)
-    assert [r.file_name for r in render_config(path, paths, interpreter=sys.executable)] == [
-        "local.lanekit.x.service"
-    ]
-    path.write_text(
-        '[defaults]\nservice_manager = "systemd"\n' + body + 'schedule = "0 3 * * *"\n',
-        encoding="utf-8",
+    body = (
+        '[queues.q]\ndir = "~/q"\n[lanes.x]\nqueue = "q"\ncommand = ["/bin/true"]\n'
+        'schedule = "0 3 * * *"\n[lanes.y]\nqueue = "q"\ncommand = ["/bin/true"]\n'
     )
-    out = tmp_path / "out"
-    written = render_config(path, paths, interpreter=sys.executable, out=out)
-    assert sorted(p.name for p in out.iterdir()) == [
+    path.write_text('[defaults]\nservice_manager = "systemd"\n' + body, encoding="utf-8")
+    shown = CliRunner().invoke(app, ["render", "-c", str(path)])
+    assert shown.exit_code == 0, shown.output
+    heads = [ln for ln in shown.output.splitlines() if ln.startswith("# local.lanekit.")]
+    assert heads == [
+        "# local.lanekit.x.service",
+        "# local.lanekit.x.timer",
+        "# local.lanekit.y.service",
+    ]
+    assert "OnCalendar=*-*-* 03:00:00" in shown.output
+    wrote = CliRunner().invoke(app, ["render", "x", "-c", str(path), "--out", "out"])
+    assert wrote.exit_code == 0, wrote.output
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
         "local.lanekit.x.service",
         "local.lanekit.x.timer",
     ]
-    assert all(item.changed for item in written)
     path.write_text('[defaults]\nservice_manager = "launchd"\n' + body, encoding="utf-8")
-    assert [r.file_name for r in render_config(path, paths, interpreter=sys.executable)] == [
-        "local.lanekit.x.plist"
-    ]
+    plists = CliRunner().invoke(app, ["render", "-c", str(path)])
+    assert "# local.lanekit.x.plist" in plists.output

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Protocol
 
 import jinja2
 
@@ -223,6 +223,16 @@ def write_plist(path: Path, data: bytes, *, mtime: float | None = None) -> bool:
     return True
 
 
+class UnitsRenderer(Protocol):
+    """Another manager's renderer of a lane (systemd's rendered_units): file name -> bytes."""
+
+    def __call__(
+        self, lane: LaneSpec, *, interpreter: str, snapshot: Path, templates: Path | None = None
+    ) -> dict[str, bytes]:
+        """The lane's files."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class RenderedLane:
     """One lane's canonical plist, and where it was written (None: not written)."""
@@ -249,9 +259,11 @@ def render_config(
     interpreter: str,
     templates: Path | None = None,
     out: Path | None = None,
+    units: Callable[[str | None], UnitsRenderer | None] | None = None,
 ) -> list[RenderedLane]:
-    """`lanekit render`: the named lanes (all when none) as canonical plists, or as systemd
-    units (`<label>.service`, `<label>.timer`) where systemd runs them.
+    """`lanekit render`: the named lanes (all when none) as canonical plists, or, when
+    `units` (given the config's service_manager) gives a renderer, as the files it renders
+    (systemd's `<label>.service` and `<label>.timer`).
 
     With `out`, each is written to `out/<Label>.plist` -- only after every lane rendered, so a
     bad lane leaves no file behind. `templates` overrides `[defaults] templates`.
@@ -259,14 +271,13 @@ def render_config(
     config = load_config(config_path, paths)
     lanes = select_lanes(config, names)
     user_templates = templates or config.templates
-    if _systemd_runs(config.service_manager):
-        # systemd runs the lanes here: their units are what apply installs.
-        from lanekit.service.systemd.units import rendered_units
-
+    renderer = units(config.service_manager) if units is not None else None
+    if renderer is not None:
+        # Another manager runs the lanes here (systemd): its units are what apply installs.
         rendered = [
             RenderedLane(lane, data, name=name)
             for lane in lanes
-            for name, data in rendered_units(
+            for name, data in renderer(
                 lane,
                 interpreter=interpreter,
                 snapshot=paths.snapshot_for(lane.label),
@@ -294,16 +305,6 @@ def render_config(
         changed = write_plist(target, item.data)
         written.append(RenderedLane(item.lane, item.data, target, changed, item.name))
     return written
-
-
-def _systemd_runs(configured: str | None) -> bool:
-    """Whether systemd runs the lanes of a lanes.toml saying `configured` (its
-    `service_manager`), on this machine (lanekit.state.backend.manager_choice)."""
-    import sys
-
-    from lanekit.state.backend import manager_choice
-
-    return manager_choice(os.environ, sys.platform, configured)[0] == "systemd"
 
 
 def init_config(directory: Path, paths: Paths) -> Path:
