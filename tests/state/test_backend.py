@@ -139,3 +139,21 @@ def test_render_prints_the_units_where_systemd_runs_the_lanes(
     path.write_text('[defaults]\nservice_manager = "launchd"\n' + body, encoding="utf-8")
     plists = CliRunner().invoke(app, ["render", "-c", str(path)])
     assert "# local.lanekit.x.plist" in plists.output
+
+
+def test_the_clock_is_real_where_systemd_runs_the_lanes(tmp_path: Path) -> None:
+    """An emulated domain ticked ahead earlier on this machine does not move the clock of
+    commands once systemd runs the lanes (status, doctor judge by the real time)."""
+    import time
+
+    from lanekit.service.emulated.emulator import EmulatedDomain
+    from lanekit.service.launchd import clock_for
+
+    paths = Paths.under(tmp_path)
+    EmulatedDomain(paths.emulator, launch_agents=paths.launch_agents).set_clock(time.time() + 7200)
+    runtime, listener = _runtime_with_manager(tmp_path)
+    with listener:
+        systemd_clock = clock_for(paths, {"XDG_RUNTIME_DIR": str(runtime)}, "linux")
+        assert abs(systemd_clock.time() - time.time()) < 60
+    emulated_clock = clock_for(paths, {"XDG_RUNTIME_DIR": str(tmp_path / "none")}, "linux")
+    assert emulated_clock.time() - time.time() > 3600

@@ -41,6 +41,10 @@ def clock_for(
     platform = sys.platform if platform is None else platform
     if backend_name(env, platform) != "emulated":
         return REAL
+    from lanekit.state.backend import manager_choice
+
+    if manager_choice(env, platform)[0] == "systemd":
+        return REAL  # systemd runs the lanes here: an emulated domain's clock is not theirs
     from lanekit.service.emulated.state import read_offset
 
     offset = max(read_offset(paths.emulator), job_offset(env, platform))
