@@ -26,6 +26,8 @@
     claim+settle jobs/s at 1/2/4/8 workers vs a procrastinate-style and a pg-boss-style claim,
     a run at a backlog of 100 vs 100,000, an empty run's CPU vs `python -c pass`
     (scripts/benchkit/postgres.py; `--only pqr --pg "host=... user=... dbname=..."`).
+(s) `lanekit status` on 5 systemd lanes vs `python -c "import typer"`, on a real user manager
+    (root: tests/usermanager.py), with the daemon-reloads of applying 20 lanes.
 
 Timings only; nothing here is a test (tests never assert timings). Needs the `bench` extra
 (dirq, litequeue, persist-queue) for (b).
@@ -46,6 +48,7 @@ from benchkit.interactive import bench_cli_startup, bench_enqueue, bench_single_
 from benchkit.report import DOCS, GROUPS, machine_info, render, write_docs
 from benchkit.scale import bench_scale
 from benchkit.startup import bench_backlog, bench_paging, bench_startup
+from benchkit.systemd import bench_systemd
 from benchkit.timeline import bench_timeline
 from benchkit.watchpass import bench_watch
 
@@ -169,6 +172,9 @@ def measure(
         figures.append(bench_single_enqueue(root, sizes["single_runs"]))
     if set("pqr") & set(args.only):
         figures += _postgres(root, args, sizes)
+    if "s" in args.only:
+        say("(s) status on systemd lanes")
+        figures.append(bench_systemd(root, sizes["cli_runs"]))
     return figures, table
 
 

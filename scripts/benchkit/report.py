@@ -18,6 +18,7 @@ GROUPS = {
     "k": ("<!-- bench-scale:start -->", "<!-- bench-scale:end -->", "Status and doctor at scale"),
     "l": ("<!-- bench-enqueue:start -->", "<!-- bench-enqueue:end -->", "A single enqueue"),
     "pqr": ("<!-- bench-pg:start -->", "<!-- bench-pg:end -->", "The postgres queue"),
+    "s": ("<!-- bench-systemd:start -->", "<!-- bench-systemd:end -->", "On systemd"),
 }
 """The figure groups and the block of docs/benchmarks.md each is written to: `--write-docs`
 rewrites the block of every group the run measured whole (queue figures, CLI figures)."""

@@ -13,6 +13,7 @@ from lanekit.cli.options import ConfigOption, JsonOption, complete_lane
 from lanekit.errors import ExitCode
 
 if TYPE_CHECKING:
+    from lanekit.service.launchd.plist import UnitsRenderer
     from lanekit.state.paths import Paths
 
 # The core and the renderer are imported inside each command (lanekit.cli.registry).
@@ -83,7 +84,8 @@ def render(
         Path | None,
         typer.Option(
             "--out",
-            help="Write <Label>.plist files into this directory instead of printing them.",
+            help="Write <Label>.plist files (systemd: <label>.service and .timer) into this"
+            " directory instead of printing them.",
             show_default=False,
             file_okay=False,
         ),
@@ -91,7 +93,10 @@ def render(
     templates: TemplatesOption = None,
     config: ConfigOption = None,
 ) -> None:
-    """Print the launchd plist of each lane (or write them with --out)."""
+    """Print the launchd plist of each lane (or write them with --out).
+
+    Where systemd runs the lanes (`[defaults] service_manager`, or a Linux user manager that
+    answers), each lane's systemd units instead."""
     from lanekit.cli.render import config as show
     from lanekit.config import find_config
     from lanekit.service.launchd.plist import render_config
@@ -106,8 +111,21 @@ def render(
         interpreter=sys.executable,
         templates=_absolute(templates, paths),
         out=_absolute(out, paths),
+        units=_units_renderer,
     )
     show.rendered(rendered, paths.cwd)
+
+
+def _units_renderer(configured: str | None) -> UnitsRenderer | None:
+    """systemd's renderer when systemd runs the lanes of a lanes.toml that says `configured`
+    (its service_manager) on this machine, else None (the plist)."""
+    from lanekit.state.backend import manager_choice
+
+    if manager_choice(os.environ, sys.platform, configured)[0] != "systemd":
+        return None
+    from lanekit.service.systemd.units import rendered_units
+
+    return rendered_units
 
 
 def _absolute(path: Path | None, paths: Paths) -> Path | None:

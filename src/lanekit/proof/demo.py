@@ -22,6 +22,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from lanekit.config import Config, load_config
@@ -123,9 +124,14 @@ class DemoReport:
     """The day as `lanekit timeline` shows it: the burst, the skipped reload, the failure."""
     timeline_page: Path | None = None
     """Where its HTML page was written (kept after the clean-up)."""
+    manager_reason: str = ""
+    """Why this service manager ran the demo (on Linux: systemd when a user manager answers,
+    else the emulated domain, and why)."""
 
 
-def _lanes_toml(root: Path, prefix: str, funnel_schedule: str) -> str:
+def _lanes_toml(
+    root: Path, prefix: str, funnel_schedule: str, fire_at: tuple[int, int] = FIRE_AT
+) -> str:
     job = root / "bin" / "demo_job.py"
     ledger = root / "ledger.txt"
     lines = [
@@ -134,8 +140,13 @@ def _lanes_toml(root: Path, prefix: str, funnel_schedule: str) -> str:
         f'label_prefix = "{prefix}"',
         'path = ["/usr/bin", "/bin", "/usr/sbin", "/sbin"]',
         "max_attempts = 3",
-        "# One second, not launchd's 10: the demo kicks a lane again seconds after the burst.",
-        "throttle_interval = 1",
+    ]
+    if fire_at == FIRE_AT:
+        lines += [
+            "# One second, not launchd's 10: the demo kicks a lane again seconds after the burst.",
+            "throttle_interval = 1",
+        ]
+    lines += [
         "",
         "[queues.notes]",
         f'dir = "{root / "notes"}"',
@@ -145,7 +156,7 @@ def _lanes_toml(root: Path, prefix: str, funnel_schedule: str) -> str:
         "",
     ]
     for lane in LANES:
-        schedule = funnel_schedule if lane == "funnel" else f"{FIRE_AT[1]} {FIRE_AT[0]} * * *"
+        schedule = funnel_schedule if lane == "funnel" else f"{fire_at[1]} {fire_at[0]} * * *"
         lines += [
             f"[lanes.{lane}]",
             'queue = "notes"',
@@ -193,9 +204,31 @@ def _ledger(root: Path) -> list[tuple[str, str]]:
     return rows
 
 
-def _fire_all(manager: ServiceManager, config: Config) -> tuple[str, ...]:
-    """Fire the five lanes at one moment: the emulated calendar minute, or kickstart on a Mac."""
+def _real_timers(manager: ServiceManager) -> bool:
+    """systemd fires the burst itself, on its own timers (no emulated clock, no kickstart)."""
+    return manager.kind == "systemd"
+
+
+def _next_minute(now: datetime) -> tuple[int, int]:
+    """(hour, minute) of the next whole minute at least 10 s away: when systemd's timers fire
+    the burst."""
+    at = (now + timedelta(seconds=70)).replace(second=0, microsecond=0)
+    return at.hour, at.minute
+
+
+def _fire_all(
+    manager: ServiceManager, config: Config, fire_at: tuple[int, int] = FIRE_AT
+) -> tuple[str, ...]:
+    """Fire the five lanes at one moment: the emulated calendar minute, systemd's timers at
+    the real one (waited for), or kickstart on a Mac."""
     labels = {config.lanes[name].label: name for name in LANES}
+    if _real_timers(manager):
+        now = datetime.now()
+        when = now.replace(hour=fire_at[0], minute=fire_at[1], second=0, microsecond=0)
+        if when < now:
+            when += timedelta(days=1)
+        time.sleep(max(0.0, (when - now).total_seconds()))
+        return tuple(sorted(labels.values()))
     if isinstance(manager, EmulatedManager):
         # The next 10:40 on the emulated clock: an outage ends, every lane's minute arrives.
         # The domain's clock moves there first, so the runs log, record and show 10:40.
@@ -225,10 +258,11 @@ def _drain(
     ids: set[str],
     progress: Callable[[Progress], None],
     timeout: float,
+    fire_at: tuple[int, int] = FIRE_AT,
 ) -> DrainReport:
     labels = {config.lanes[name].label: name for name in LANES}
+    fired = _fire_all(manager, config, fire_at)
     started = time.monotonic()
-    fired = _fire_all(manager, config)
     deadline = started + timeout
     while True:
         counts = queue.counts()
@@ -263,7 +297,13 @@ def _outcome(result: ApplyResult, lane: str) -> Outcome:
 
 
 def _reload_mid_run(
-    root: Path, prefix: str, paths: Paths, manager: ServiceManager, queue: JobQueue
+    root: Path,
+    prefix: str,
+    paths: Paths,
+    manager: ServiceManager,
+    queue: JobQueue,
+    *,
+    fire_at: tuple[int, int] = FIRE_AT,
 ) -> ReloadReport:
     """Change funnel's plist while it runs a slow job: skipped, then applied once it is idle."""
     config_path = root / "lanes.toml"
@@ -276,9 +316,13 @@ def _reload_mid_run(
     while queue.counts().claimed == 0 and time.monotonic() < deadline:
         manager.loaded()
         time.sleep(0.05)
-    # The seed's funnel ran at 10:40 and 16:40: adding the second time changes its plist.
+    # The seed's funnel ran at 10:40 and 16:40: adding the second time (six hours on) changes
+    # its plist.
     config_path.write_text(
-        _lanes_toml(root, prefix, f"{FIRE_AT[1]} {FIRE_AT[0]},16 * * *"), encoding="utf-8"
+        _lanes_toml(
+            root, prefix, f"{fire_at[1]} {fire_at[0]},{(fire_at[0] + 6) % 24} * * *", fire_at
+        ),
+        encoding="utf-8",
     )
     config = load_config(config_path, paths)
     skipped = _outcome(apply(config, paths, manager), "funnel")
@@ -349,8 +393,10 @@ def run_demo(
     config: Config | None = None
     try:
         tools = _write_files(root)
+        fire_at = _next_minute(datetime.now()) if _real_timers(manager) else FIRE_AT
         (root / "lanes.toml").write_text(
-            _lanes_toml(root, prefix, f"{FIRE_AT[1]} {FIRE_AT[0]} * * *"), encoding="utf-8"
+            _lanes_toml(root, prefix, f"{fire_at[1]} {fire_at[0]} * * *", fire_at),
+            encoding="utf-8",
         )
         config = load_config(root / "lanes.toml", paths)
         # The publish lane's tool is missing from its PATH on purpose (doctor's finding).
@@ -368,8 +414,9 @@ def run_demo(
             ids=ids,
             progress=progress,
             timeout=timeout,
+            fire_at=fire_at,
         )
-        reload = _reload_mid_run(root, prefix, paths, manager, queue)
+        reload = _reload_mid_run(root, prefix, paths, manager, queue, fire_at=fire_at)
         _kick_broken_lane(config, manager)
         user_env = {**env, "PATH": f"{tools}{os.pathsep}{env.get('PATH', '')}"}
         doctor = diagnose(
@@ -388,7 +435,18 @@ def run_demo(
         "LANEKIT_STATE_DIR": str(paths.state),
         "LANEKIT_LAUNCH_AGENTS": str(paths.launch_agents),
     }
-    return DemoReport(root, backend, keep, drain, reload, findings, hint if keep else {}, day, page)
+    return DemoReport(
+        root,
+        "systemd" if _real_timers(manager) else backend,
+        keep,
+        drain,
+        reload,
+        findings,
+        hint if keep else {},
+        day,
+        page,
+        manager_reason=manager.domain_reason,
+    )
 
 
 def _clean_up(

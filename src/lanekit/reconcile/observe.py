@@ -51,6 +51,9 @@ def observe(
     """Read what the manager has installed, snapshots, ONE observation of it and the lane
     locks. Refuses (UnsafeStateError) state someone else could have written (check_state)."""
     check_state(paths)
+    # Where the manager reads the lanes' units from (systemd's ~/.config/systemd/user): whoever
+    # may write there decides what runs as you, as in lanekit's own state.
+    check_private(manager.install_dir, "unit directory", directory=True)
     wanted = {d.label for d in desired}
     installed = scan_installed(paths, manager, wanted)
     labels = wanted | {k for k, v in installed.items() if v.lane is not None}

@@ -49,6 +49,7 @@ def check_config(
     warnings: list[str] = []
     if config is not None:
         seen = {error.message for error in errors}
+        units = _systemd_chosen(config)
         for lane in config.lanes.values():
             try:
                 rendered = render_lane(
@@ -57,6 +58,16 @@ def check_config(
                     snapshot=paths.snapshot_for(lane.label),
                     templates=templates or config.templates,
                 )
+                if units:
+                    # What the systemd backend refuses (launchd-only keys, its templates).
+                    from lanekit.service.systemd.units import rendered_units
+
+                    rendered_units(
+                        lane,
+                        interpreter=interpreter,
+                        snapshot=paths.snapshot_for(lane.label),
+                        templates=templates or config.templates,
+                    )
             except ConfigError as exc:
                 # A broken template fails every lane the same way: report it once.
                 same = exc.message.removeprefix(f"lane {lane.name}: ")
@@ -85,3 +96,13 @@ def check_config(
         errors=tuple(errors),
         warnings=tuple(warnings),
     )
+
+
+def _systemd_chosen(config: Config) -> bool:
+    """Whether systemd runs this config's lanes (lanekit.state.backend.manager_choice)."""
+    import os
+    import sys
+
+    from lanekit.state.backend import manager_choice
+
+    return manager_choice(os.environ, sys.platform, config.service_manager)[0] == "systemd"

@@ -50,11 +50,11 @@ class Installed:
     """The LANEKIT_LANE marker's value; None when the plist was not installed by lanekit."""
     plist_mode: int | None = None
     """The plist file's permission bits; None when unknown (no file)."""
+    snapshot_mode: int | None = None
+    """The snapshot file's permission bits; None when unknown (no file)."""
     companions: Mapping[str, bytes | None] = field(default_factory=dict)
     """The files installed beside the main one, by name, for each name the lane wants or
     has (None: no such file); see Desired.companions."""
-    snapshot_mode: int | None = None
-    """The snapshot file's permission bits; None when unknown (no file)."""
 
 
 def desired_lane(

@@ -5,9 +5,10 @@ A manager renders a lane to its artifacts (file name -> bytes, and the directory
 into), observes every lane it is asked about in ONE call (loaded, running pid, last exit and how
 the run ended, disabled, the definition it has loaded and whether that is older than the
 artifact), and loads, unloads (with a grace period), starts now, stops a run (leaving the lane
-loaded), disables and enables. Two
-implement it today: launchd through `launchctl` (lanekit.service.launchd.manager) and the
-emulated domain (lanekit.service.emulated.manager); `lanekit.service.open_manager` picks one.
+loaded), disables and enables. Three implement it: launchd through `launchctl`
+(lanekit.service.launchd.manager), the emulated domain (lanekit.service.emulated.manager) and
+systemd's user manager (lanekit.service.systemd.manager); `lanekit.service.open_manager` picks
+one.
 The contract every implementation passes is tests/service/test_service_contract.py.
 
 Builtin and typing imports only at the top: `lanekit status` imports this on every call (what

@@ -16,8 +16,8 @@ from lanekit.doctor import DoctorRequest, Finding, Severity, diagnose
 from lanekit.errors import NotStartedError
 from lanekit.reconcile import apply, kick
 from lanekit.service.systemd.manager import SystemdManager
+from lanekit.service.systemd.names import unit_names
 from lanekit.service.systemd.systemctl import BUS_HINT, Systemctl
-from lanekit.service.systemd.units import unit_names
 from lanekit.state.paths import Paths
 from usermanager import UserManager
 

@@ -19,8 +19,8 @@ from lanekit.config import Config, load_config
 from lanekit.queue import open_queue
 from lanekit.reconcile import ActionKind, Result, apply, remove
 from lanekit.service.systemd.manager import SystemdManager
+from lanekit.service.systemd.names import unit_names
 from lanekit.service.systemd.systemctl import Systemctl
-from lanekit.service.systemd.units import unit_names
 from lanekit.state.paths import Paths
 from usermanager import UserManager
 
@@ -226,3 +226,73 @@ def test_units_changed_behind_systemds_back_are_reloaded(
     assert reloaded.result is Result.DONE
     assert not manager.observe([label])[label].stale
     assert apply(config, paths, manager).nothing_to_do
+
+
+def test_applying_twenty_lanes_reloads_systemd_once(systemd: UserManager, paths: Paths) -> None:
+    """20 lanes, never more than ONE daemon-reload per apply (`enable --no-reload`: enable
+    would reload the manager once per lane): new units need none (systemd reads a unit when
+    it is first named, and again once a stop let it go), changed or touched ones at most one
+    (the first load that finds systemd's copy older reloads; the other 19 then find theirs
+    read), and systemd then runs what the files say. A second apply reloads nothing."""
+    lanes = "".join(
+        f'[lanes.l{i}]\nqueue = "q"\ncommand = ["/bin/true"]\nschedule = "{i} 3 * * *"\n'
+        for i in range(20)
+    )
+    manager = _manager(systemd, paths)
+
+    def reloads() -> int:
+        """daemon-reloads, and the one `enable`/`disable` make unless told --no-reload."""
+        return sum(
+            1
+            for call in manager.systemctl.calls
+            if "daemon-reload" in call
+            or ({"enable", "disable"} & set(call) and "--no-reload" not in call)
+        )
+
+    first = _config(paths, lanes)
+    labels = [lane.label for lane in first.lanes.values()]
+    assert {o.result for o in apply(first, paths, manager).outcomes} == {Result.DONE}
+    assert reloads() <= 1
+    changed = _config(paths, lanes.replace(' 3 * * *"\n', ' 4 * * *"\n'))
+    outcomes = apply(changed, paths, manager).outcomes
+    assert {(o.action.kind, o.result) for o in outcomes} == {(ActionKind.UPDATE, Result.DONE)}
+    assert reloads() <= 1
+    fires = manager.observe(labels)
+    assert {
+        lane.next_fire.astimezone().hour for lane in fires.lanes.values() if lane.next_fire
+    } == {4}
+    before = reloads()
+    later = time.time() + 5
+    for label in labels:
+        os.utime(systemd.unit_dir / unit_names(label)[1], (later, later))
+    outcomes = apply(changed, paths, manager).outcomes
+    assert {(o.action.kind, o.result) for o in outcomes} == {(ActionKind.UPDATE, Result.DONE)}
+    assert reloads() - before <= 1
+    assert apply(changed, paths, manager).nothing_to_do
+    assert reloads() - before <= 1
+    assert not any(lane.stale for lane in manager.observe(labels).lanes.values())
+
+
+def test_a_first_apply_creates_the_unit_directory(systemd: UserManager, paths: Paths) -> None:
+    """On a fresh account ~/.config/systemd/user does not exist yet: apply creates it (ours,
+    0700) and systemd loads the lane from it; a unit directory others may write is refused."""
+    import shutil
+    import stat
+
+    from lanekit.errors import UnsafeStateError
+
+    shutil.rmtree(systemd.unit_dir)
+    config = _config(
+        paths, '[lanes.f]\nqueue = "q"\ncommand = ["/bin/true"]\nschedule = "0 3 * * *"\n'
+    )
+    manager = _manager(systemd, paths)
+    assert {o.result for o in apply(config, paths, manager).outcomes} == {Result.DONE}
+    assert stat.S_IMODE(systemd.unit_dir.stat().st_mode) == 0o700
+    label = config.lanes["f"].label
+    assert manager.observe([label])[label].loaded
+    systemd.unit_dir.chmod(0o777)
+    try:
+        with pytest.raises(UnsafeStateError, match="unit directory"):
+            apply(config, paths, manager)
+    finally:
+        systemd.unit_dir.chmod(0o700)

@@ -21,6 +21,7 @@ from lanekit.errors import ConfigError
 from lanekit.schedule import CalendarEntry
 from lanekit.schedule.fires import next_fires
 from lanekit.schedule.model import can_occur
+from lanekit.service.systemd.names import unit_names
 from lanekit.service.systemd.systemctl import calendar_fires, verify
 from lanekit.service.systemd.units import (
     calendar_table,
@@ -31,7 +32,6 @@ from lanekit.service.systemd.units import (
     parse_unit,
     rendered_units,
     split_words,
-    unit_names,
 )
 from lanekit.state.paths import Paths
 from places import GOLDEN, REPO

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Callable, Iterator
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
@@ -43,7 +44,12 @@ def report(r: DemoReport) -> None:
     """The incident's numbers, the reload story and the doctor finding."""
     d = r.drain
     out = stdout()
-    line(f"lanekit demo ({r.backend} launchd) in {r.root}")
+    if r.backend == "systemd":
+        line(f"lanekit demo (systemd user manager: its own timers fire the burst) in {r.root}")
+    else:
+        line(f"lanekit demo ({r.backend} launchd) in {r.root}")
+    if r.backend == "emulated" and sys.platform.startswith("linux") and r.manager_reason:
+        line(f"  the emulated domain: {r.manager_reason}")
     line(
         f"{d.jobs} jobs queued; {len(d.fired)} lanes fired at the same moment: {', '.join(d.fired)}"
     )

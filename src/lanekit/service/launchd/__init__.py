@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
 from lanekit.service.launchd.model import LaunchctlError, Launchd, ListEntry, ServiceInfo
-from lanekit.state.clock import Clock
+from lanekit.state.clock import REAL, Clock
 from lanekit.state.paths import Paths, backend_name
 
 __all__ = [
@@ -46,6 +46,13 @@ def clock_for(
     """The clock of a lanekit command (lanekit.state.clock): real on the launchctl backend; on the
     emulated one the domain's clock (its state file, or the offset this process was started
     with if larger). Here, beside open_launchd, because only the backend knows its time."""
+    env = os.environ if env is None else env
+    platform = sys.platform if platform is None else platform
+    if backend_name(env, platform) == "emulated":
+        from lanekit.state.backend import manager_choice
+
+        if manager_choice(env, platform)[0] == "systemd":
+            return REAL  # systemd runs the lanes here: an emulated domain's clock is not theirs
     from lanekit.service.emulated.offset import command_clock
 
     return command_clock(paths.emulator, env, platform)

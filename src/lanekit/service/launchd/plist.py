@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Protocol
 
 import jinja2
 
@@ -243,6 +243,16 @@ def write_plist(path: Path, data: bytes, *, mtime: float | None = None) -> bool:
     return True
 
 
+class UnitsRenderer(Protocol):
+    """Another manager's renderer of a lane (systemd's rendered_units): file name -> bytes."""
+
+    def __call__(
+        self, lane: LaneSpec, *, interpreter: str, snapshot: Path, templates: Path | None = None
+    ) -> dict[str, bytes]:
+        """The lane's files."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class RenderedLane:
     """One lane's canonical plist, and where it was written (None: not written)."""
@@ -252,11 +262,13 @@ class RenderedLane:
     path: Path | None = None
     changed: bool = False
     """True when the file was created or replaced; False when it already had these bytes."""
+    name: str | None = None
+    """The file's name when it is not the lane's plist (a systemd unit, `<label>.timer`)."""
 
     @property
     def file_name(self) -> str:
-        """`<Label>.plist`, the name launchd's convention and `--out` use."""
-        return f"{self.lane.label}.plist"
+        """`<Label>.plist`, the name launchd's convention and `--out` use (or `name`)."""
+        return self.name or f"{self.lane.label}.plist"
 
 
 def render_config(
@@ -267,8 +279,11 @@ def render_config(
     interpreter: str,
     templates: Path | None = None,
     out: Path | None = None,
+    units: Callable[[str | None], UnitsRenderer | None] | None = None,
 ) -> list[RenderedLane]:
-    """`lanekit render`: the named lanes (all when none) as canonical plists.
+    """`lanekit render`: the named lanes (all when none) as canonical plists, or, when
+    `units` (given the config's service_manager) gives a renderer, as the files it renders
+    (systemd's `<label>.service` and `<label>.timer`).
 
     With `out`, each is written to `out/<Label>.plist` -- only after every lane rendered, so a
     bad lane leaves no file behind. `templates` overrides `[defaults] templates`.
@@ -276,24 +291,39 @@ def render_config(
     config = load_config(config_path, paths)
     lanes = select_lanes(config, names)
     user_templates = templates or config.templates
-    rendered = [
-        RenderedLane(
-            lane,
-            render_lane(
+    renderer = units(config.service_manager) if units is not None else None
+    if renderer is not None:
+        # Another manager runs the lanes here (systemd): its units are what apply installs.
+        rendered = [
+            RenderedLane(lane, data, name=name)
+            for lane in lanes
+            for name, data in renderer(
                 lane,
                 interpreter=interpreter,
                 snapshot=paths.snapshot_for(lane.label),
                 templates=user_templates,
-            ),
-        )
-        for lane in lanes
-    ]
+            ).items()
+        ]
+    else:
+        rendered = [
+            RenderedLane(
+                lane,
+                render_lane(
+                    lane,
+                    interpreter=interpreter,
+                    snapshot=paths.snapshot_for(lane.label),
+                    templates=user_templates,
+                ),
+            )
+            for lane in lanes
+        ]
     if out is None:
         return rendered
     written: list[RenderedLane] = []
     for item in rendered:
         target = out / item.file_name
-        written.append(RenderedLane(item.lane, item.data, target, write_plist(target, item.data)))
+        changed = write_plist(target, item.data)
+        written.append(RenderedLane(item.lane, item.data, target, changed, item.name))
     return written
 
 

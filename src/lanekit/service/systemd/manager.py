@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from lanekit.errors import Refusal, ServiceError
 from lanekit.service.exits import describe_exit
 from lanekit.service.manager import LaneObservation, ManagerKind, Observation, Stopped
+from lanekit.service.systemd.names import SERVICE_SUFFIX, unit_names
 from lanekit.service.systemd.systemctl import (
     CLD_DUMPED,
     CLD_EXITED,
@@ -36,7 +37,6 @@ from lanekit.service.systemd.systemctl import (
     Systemctl,
     UnitState,
 )
-from lanekit.service.systemd.units import SERVICE_SUFFIX, unit_names
 
 if TYPE_CHECKING:
     from lanekit.config import LaneSpec
@@ -241,7 +241,9 @@ class SystemdManager:
         ):
             self.systemctl.daemon_reload()
         if has_timer:
-            self.systemctl.verb("enable", names[1], flags=("--now",))
+            # --no-reload: `enable` reloads the whole manager by default, once per lane; the
+            # reload above (only when a unit changed) is all this lane needs.
+            self.systemctl.verb("enable", names[1], flags=("--now", "--no-reload"))
 
     def unload(self, label: str, *, grace: float = 0.0) -> bool:
         """Stop the timer and the service (a running runner gets SIGTERM and, after
@@ -319,14 +321,14 @@ class SystemdManager:
         (self._disabled / label).touch()
         timer = unit_names(label)[1]
         if (self._install_dir / timer).is_file():
-            self.systemctl.verb("disable", timer, flags=("--now",))
+            self.systemctl.verb("disable", timer, flags=("--now", "--no-reload"))
 
     def enable(self, label: str) -> None:
         """Clear the mark and `enable` the timer again (armed by the next `load`)."""
         (self._disabled / label).unlink(missing_ok=True)
         timer = unit_names(label)[1]
         if (self._install_dir / timer).is_file():
-            self.systemctl.verb("enable", timer)
+            self.systemctl.verb("enable", timer, flags=("--no-reload",))
 
     def linger(self, user: str) -> bool | None:
         """Whether `user`'s manager runs without a login (None: no logind here)."""

@@ -31,28 +31,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import jinja2
-
-from lanekit.config import LaneSpec, lane_environment
 from lanekit.config.model import DEFAULT_SESSION_TYPES
 from lanekit.errors import ConfigError
 from lanekit.schedule.model import WEEKDAY_NAMES, CalendarEntry
-from lanekit.service.launchd.plist import (
-    SHIPPED_PREFIX,
-    _template,
-    _template_error,
-    _template_hint,
-    program_arguments,
-)
+from lanekit.service.systemd.names import unit_names
 from lanekit.state.snapshot_schema import DEFAULT_EXIT_TIMEOUT
 
 if TYPE_CHECKING:
+    from lanekit.config import LaneSpec
     from lanekit.service.artifacts import JobDefinition
+
+# jinja2 and the plist module (templates, the lane's argv) are imported when a lane is
+# rendered: `lanekit status` on systemd reads unit names from here and renders nothing.
 
 SERVICE_TEMPLATE = "lane.service.j2"
 TIMER_TEMPLATE = "lane.timer.j2"
-SERVICE_SUFFIX = ".service"
-TIMER_SUFFIX = ".timer"
 KILL_MODE = "mixed"
 """SIGTERM to the runner alone, SIGKILL to the rest of the cgroup after TimeoutStopSec (see the
 module docstring)."""
@@ -294,14 +287,12 @@ def refusals(lane: LaneSpec) -> list[ConfigError]:
     return found
 
 
-def unit_names(label: str) -> tuple[str, str]:
-    """(`<label>.service`, `<label>.timer`)."""
-    return f"{label}{SERVICE_SUFFIX}", f"{label}{TIMER_SUFFIX}"
-
-
 def lane_units(lane: LaneSpec, *, interpreter: str, snapshot: Path) -> dict[str, Unit]:
     """The units a lane must have (file name -> Unit): the model the templates are checked
     against. ConfigError for a launchd-only setting (`refusals`)."""
+    from lanekit.config import lane_environment
+    from lanekit.service.launchd.plist import program_arguments
+
     refused = refusals(lane)
     if refused:
         raise refused[0]
@@ -392,6 +383,15 @@ def _render_checked(
     want: Unit,
     templates: Path | None,
 ) -> bytes:
+    import jinja2
+
+    from lanekit.service.launchd.plist import (
+        SHIPPED_PREFIX,
+        _template,
+        _template_error,
+        _template_hint,
+    )
+
     template = _template(templates, name)
     source = template.filename or name
     try:
