@@ -63,9 +63,9 @@ def _enqueue(args: list[str]) -> int | None:
         return int(exc.exit_code)
     if job_id is None:
         return None
-    from lanekit.system.quoting import printable
-
-    sys.stdout.write(printable(job_id) + "\n")
+    # As render.queue.enqueued, without lanekit.system.quoting: an id passed validate_job_id
+    # (letters, digits, '.', '_', '-': lanekit.queue.ids), so printable() leaves it unchanged.
+    sys.stdout.write(job_id + "\n")
     return 0
 
 

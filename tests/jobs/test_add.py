@@ -132,7 +132,6 @@ SINGLE_ENQUEUE_MODULES = {
     "lanekit.system.fdio",
     "lanekit.system.fsops",
     "lanekit.system.owned",
-    "lanekit.system.quoting",
     "lanekit.system.strictjson",
     "lanekit.system.volumes",
     # Beyond lanekit's, all builtin or tiny: `from __future__ import annotations` imports

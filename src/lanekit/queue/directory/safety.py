@@ -18,7 +18,6 @@ import sys
 from lanekit.queue.directory.layout import CHECK_STAMP, MOVED_THROUGH, PUBLISHED_INTO, SUBDIRS
 from lanekit.system import fsops, volumes
 from lanekit.system.owned import make_private_dirs
-from lanekit.system.quoting import cmdline
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -162,6 +161,8 @@ def check_root(root: str, *, fresh: bool = False) -> None:
                 if elsewhere
                 else f"queue directories must be real directories inside {root}"
             )
+            from lanekit.system.quoting import cmdline  # a refusal's hint only
+
             raise _refusal(
                 f"{path}: is a symlink to {target}, {why}",
                 "replace the symlink with a directory: "
@@ -343,6 +344,8 @@ def check_access(path: str, st: os.stat_result) -> None:
         )
     writable = st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
     if writable:
+        from lanekit.system.quoting import cmdline  # a refusal's hint only
+
         who = (
             "group and others"
             if writable == stat.S_IWGRP | stat.S_IWOTH
