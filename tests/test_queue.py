@@ -426,7 +426,7 @@ def test_enqueue_after_a_killed_process_with_the_same_pid(
     process with the same pid picks (its counters start again at 0)."""
     restart_serials(monkeypatch)
     created: list[str] = []
-    real_write_new, real_rename = fsops.write_new, fsops.rename_noreplace
+    real_write_new, real_publish = fsops.write_new, fsops.publish_new
 
     def recording_write_new(path: str, data: bytes, **kwargs: Any) -> None:
         created.append(path)
@@ -436,10 +436,10 @@ def test_enqueue_after_a_killed_process_with_the_same_pid(
         raise Killed
 
     monkeypatch.setattr(fsops, "write_new", recording_write_new)
-    monkeypatch.setattr(fsops, "rename_noreplace", killed)
+    monkeypatch.setattr(fsops, "publish_new", killed)  # the job's move into queue/
     with pytest.raises(Killed):
         queue.enqueue({"n": 1}, job_id="after-kill")
-    monkeypatch.setattr(fsops, "rename_noreplace", real_rename)
+    monkeypatch.setattr(fsops, "publish_new", real_publish)
     for path in created:  # SIGKILL runs no cleanup: the temp files stay
         Path(path).write_bytes(b"left over")
     assert len(os.listdir(queue.tmp)) == len(created) == 2

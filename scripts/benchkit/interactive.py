@@ -196,10 +196,12 @@ def bench_single_enqueue(root: Path, runs: int) -> Figure:
             f"{median(bases) * 1e3:.1f} ms; {runs} runs each, interleaved; the ratio is the "
             f"median of {len(per_round)} rounds' (10 runs each side, ratio of medians)",
         ],
-        limits="The interpreter, then about 25 small lanekit modules (builtin imports only: "
-        "lanekit.jobs.add), ctypes for the no-replace rename (RENAME_NOREPLACE through "
-        "renameat2; about 0.2-0.35x alone), the installed snapshot and the emulated domain's "
-        "clock read without json, the queue's checks (ownership, volume, a probe renamed "
-        "through its directories) and the durable write: job and record fsynced, two "
-        "no-replace renames, two directory fsyncs.",
+        limits="The interpreter, then 28 small lanekit modules and 5 builtin or tiny ones "
+        "(tests/jobs/test_add.py pins the set: no ctypes, no collections), most of the rest: "
+        "about 0.35x. Then the installed snapshot and the emulated domain's clock read "
+        "without json; the queue's checks (ownership, mode and type of each directory, volume "
+        "and mounts from /proc/self/mountinfo, the probe's kept verdict in .queue-check "
+        "compared); the durable write: job and record fsynced, each published by link + "
+        "unlink, two directory fsyncs. The objects the imports made are frozen out of the "
+        "shutdown's garbage collection.",
     )

@@ -33,7 +33,19 @@ command = ["/bin/true", "{{job}}"]
 schedule = "@daily"
 """
 
-HEAVY = ("typer", "click", "rich", "json", "dataclasses", "enum", "pathlib", "re", "tomllib")
+HEAVY = (
+    "typer",
+    "click",
+    "rich",
+    "json",
+    "dataclasses",
+    "enum",
+    "pathlib",
+    "re",
+    "tomllib",
+    "ctypes",
+    "collections",
+)
 """What a single enqueue of an installed lane must not import (each costs a large share of
 `python -c pass`: benchmark figure (l))."""
 
@@ -91,6 +103,84 @@ def test_a_single_enqueue_of_an_installed_lane_loads_no_heavy_module(tmp_path: P
     assert (queue.queue / f"{job_id}.json").read_text() == '{"n": 1}'
     record = queue.store.read(job_id)
     assert record is not None and (record.state, record.attempts) == (JobState.QUEUED, 0)
+
+
+SINGLE_ENQUEUE_MODULES = {
+    "lanekit",
+    "lanekit.__main__",
+    "lanekit.jobs",
+    "lanekit.jobs.add",
+    "lanekit.jobs.installed",
+    "lanekit.queue",
+    "lanekit.queue.directory",
+    "lanekit.queue.directory.enqueue",
+    "lanekit.queue.directory.layout",
+    "lanekit.queue.directory.recordfile",
+    "lanekit.queue.directory.safety",
+    "lanekit.queue.ids",
+    "lanekit.queue.payload",
+    "lanekit.queue.recordline",
+    "lanekit.service",
+    "lanekit.service.emulated",
+    "lanekit.service.emulated.offset",
+    "lanekit.state",
+    "lanekit.state.backend",
+    "lanekit.state.clock",
+    "lanekit.state.schemas",
+    "lanekit.state.snapshot_schema",
+    "lanekit.system",
+    "lanekit.system.fdio",
+    "lanekit.system.fsops",
+    "lanekit.system.owned",
+    "lanekit.system.strictjson",
+    "lanekit.system.volumes",
+    # Beyond lanekit's, all builtin or tiny: `from __future__ import annotations` imports
+    # __future__; _json is the C scanner the snapshot and the payload are read with (no json);
+    # errno and itertools are fsops'; gc freezes the objects before the exit (__main__).
+    "__future__",
+    "_json",
+    "errno",
+    "gc",
+    "itertools",
+}
+"""Every module a single enqueue of an installed lane imports beyond `python -c pass`'s, once
+its queue's probe verdict is kept (apply leaves it): each costs start-up, figure (l). No ctypes
+(a new job is published by link(2), the probe is not rerun), no collections."""
+
+
+def test_a_single_enqueue_imports_exactly_these_modules(tmp_path: Path) -> None:
+    """The fast path's imports, pinned (a module added to the path must be added here, on
+    purpose): what it loads beyond an empty interpreter's, with the same probe of sys.modules.
+    Linux: on macOS the queue's volume check asks statfs(2) through ctypes."""
+    if not sys.platform.startswith("linux"):
+        pytest.skip("on macOS the volume check loads ctypes (statfs(2)): pinned on Linux")
+    config = install(tmp_path / "p")
+    code, _, err = lanekit("enqueue", "work", "-", cwd=config.parent, stdin="{}", probe=True)
+    assert code == 0, err
+    loaded = set(ast.literal_eval(err))
+    baseline_code = "import atexit, sys\natexit.register(lambda: print(repr(sorted(sys.modules))))"
+    baseline = subprocess.run(
+        [sys.executable, "-c", baseline_code], capture_output=True, text=True, check=True
+    )
+    assert sorted(loaded - set(ast.literal_eval(baseline.stdout))) == sorted(SINGLE_ENQUEUE_MODULES)
+    assert "ctypes" not in loaded and "collections" not in loaded
+
+
+def test_the_fast_path_refuses_what_the_queue_check_refuses(tmp_path: Path) -> None:
+    """A queue directory others may write to is refused by the fast path as by the command
+    (exit 69, one error line naming it), although the probe's verdict is kept: nothing is
+    queued."""
+    config = install(tmp_path / "p")
+    failed = config.parent / "inbox" / "failed"
+    failed.chmod(0o722)
+    code, out, err = lanekit("enqueue", "work", cwd=config.parent, stdin="{}")
+    assert (code, out) == (69, "")
+    assert err.splitlines()[0] == (
+        f"error: {failed}: writable by group and others (mode 0722); someone else could add, "
+        "take or replace jobs"
+    )
+    failed.chmod(0o700)
+    assert Queue(config.parent / "inbox").counts().queued == 0
 
 
 def test_the_fast_path_refuses_what_the_command_refuses(tmp_path: Path) -> None:

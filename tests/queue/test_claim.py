@@ -5,6 +5,7 @@ reason; the brief extra names of a producer's `ln && rm` and lanekit's own mark 
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ import pytest
 from lanekit.queue.directory.backend import Queue
 from lanekit.queue.model import Dropped, DropReason
 from lanekit.queue.records import JobState
+from lanekit.system import fsops
 
 OLD = 1_000_000_000
 """An mtime no claim would give a file (2001): a file dated so was not touched."""
@@ -111,3 +113,35 @@ def test_a_file_over_max_job_bytes_goes_to_failed_unread(
     reason = (queue.failed / "aa-big.error").read_text()
     assert f"job file is {len(big)} bytes, over the queue's max_job_bytes (64)" in reason
     assert queue.store.read("aa-big").state is JobState.FAILED  # type: ignore[union-attr]
+
+
+def test_an_enqueue_killed_between_link_and_unlink_delays_its_job_never_loses_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An enqueue publishes its job by link + unlink (fsops.publish_new). Killed between the
+    two, it leaves the job in queue/ with a second name in tmp/: claims pass it over, untouched,
+    until the sweep of tmp/ removes the temp name an hour later; then it is claimed and runs."""
+    queue = make_queue(tmp_path)
+
+    class KilledError(BaseException):
+        pass
+
+    def killed_after_link(src: str, dst: str) -> None:
+        os.link(src, dst)
+        raise KilledError
+
+    with monkeypatch.context() as patch:
+        patch.setattr(fsops, "publish_new", killed_after_link)
+        patch.setattr(os, "unlink", lambda *args, **kwargs: None)  # SIGKILL cleans nothing up
+        with pytest.raises(KilledError):
+            queue.enqueue({"n": 1}, job_id="aa-killed")
+    (left,) = [p for p in queue.tmp.iterdir() if p.name.startswith(".job.")]
+    assert (queue.queue / "aa-killed.json").stat().st_nlink == 2
+    assert claim_all(queue) == ([], [])
+    assert (queue.queue / "aa-killed.json").exists()
+    queue.recover(stale_after=3600, max_attempts=3)
+    assert left.exists(), "a temp file younger than an hour is kept"
+    os.utime(left, (time.time() - 7200, time.time() - 7200))
+    queue.recover(stale_after=3600, max_attempts=3)
+    assert not left.exists()
+    assert claim_all(queue) == (["aa-killed"], [])

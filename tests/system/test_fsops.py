@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import errno
 import os
+import subprocess
 import sys
 import threading
 from collections.abc import Callable
@@ -166,6 +167,32 @@ def test_cross_device_move_is_refused_not_copied(rename: NoReplaceRename, tmp_pa
         assert src.exists() and not dst.exists()
     finally:
         dst.unlink(missing_ok=True)
+
+
+def test_publish_new_names_a_new_file_and_never_replaces(tmp_path: Path) -> None:
+    """publish_new gives a temp file its final name (one name left, the temp one gone); onto
+    a taken name it is FileExistsError, the file there untouched and the temp file kept (its
+    creator removes it). No ctypes is needed for it."""
+    tmp, dst = tmp_path / "tmp", tmp_path / "dst"
+    tmp.mkdir()
+    dst.mkdir()
+    fsops.write_new(str(tmp / "a"), b"new", durable=False)
+    fsops.publish_new(str(tmp / "a"), str(dst / "job.json"))
+    assert (dst / "job.json").read_bytes() == b"new"
+    assert (dst / "job.json").stat().st_nlink == 1
+    assert list(tmp.iterdir()) == []
+    fsops.write_new(str(tmp / "b"), b"other", durable=False)
+    with pytest.raises(FileExistsError):
+        fsops.publish_new(str(tmp / "b"), str(dst / "job.json"))
+    assert (dst / "job.json").read_bytes() == b"new"
+    assert (tmp / "b").read_bytes() == b"other"
+    code = (
+        "import sys; from lanekit.system import fsops; "
+        f"fsops.publish_new({str(tmp / 'b')!r}, {str(dst / 'c')!r}); "
+        "print('ctypes' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout == "False\n"
 
 
 def test_write_new_refuses_an_existing_file(tmp_path: Path) -> None:

@@ -93,3 +93,20 @@ def test_the_work_dir_is_local(tmp_path: Path) -> None:
         pytest.skip("reads /proc/self/mountinfo")
     assert volumes.linux_fstype(os.path.realpath(tmp_path)) is not None
     assert volumes.mount_problem(os.path.realpath(tmp_path)) is None
+
+
+def test_linux_mounts_key_names_the_holding_mount_and_every_mount_inside() -> None:
+    """The key of a directory: the id and mount point of the mount holding it, then each mount
+    point inside it (a bind mount onto a directory of the queue shows only here); a sibling
+    with a common prefix is not inside."""
+    assert volumes.linux_mounts_key("/home/me/q", MOUNTINFO) == "22:/"
+    assert (
+        volumes.linux_mounts_key("/mnt/nas", MOUNTINFO) == "30:/mnt/nas 31:/mnt/nas/local\\040disk"
+    )
+    assert (
+        volumes.linux_mounts_key("/mnt/nas/local disk/q", MOUNTINFO) == "31:/mnt/nas/local\\040disk"
+    )
+    bound = MOUNTINFO + "40 22 0:21 /home/me/q/claimed /home/me/q/claimed rw - ext4 /dev/vda rw\n"
+    assert volumes.linux_mounts_key("/home/me/q", bound) == "22:/ 40:/home/me/q/claimed"
+    assert volumes.linux_mounts_key("/home/me/qq", bound) == "22:/"
+    assert volumes.linux_mounts_key("/home/me/q", "") is None

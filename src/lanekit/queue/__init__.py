@@ -149,6 +149,20 @@ def job_places(location: str | PathLike[str]) -> list[Path]:
     return [Path(directory, name) for name in MOVED_THROUGH]
 
 
+def own_files(location: str | PathLike[str]) -> list[Path]:
+    """The files a queue at `location` keeps in its directory itself, beside its directories
+    (the stamp of its last passed check: lanekit.queue.directory.safety.check_root), which
+    `uninstall --delete-queues` removes with them; none for a queue kept elsewhere."""
+    directory = directory_of(location)
+    if directory is None:
+        return []
+    from pathlib import Path
+
+    from lanekit.queue.directory.layout import CHECK_STAMP
+
+    return [Path(directory, CHECK_STAMP)]
+
+
 def holding(location: str | PathLike[str], state: JobState) -> str:
     """Where a queue at `location` keeps the jobs in `state`, for messages (a directory of
     it: queue/ for queued, though delayed/ holds some too; `memory:NAME/<state>`; `postgres

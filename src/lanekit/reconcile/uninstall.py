@@ -164,7 +164,7 @@ def _queue(
     queue_dir: Path, lanes: list[str], *, delete: bool, dry_run: bool, others: set[Path]
 ) -> Item:
     """A queue of the removed lanes: kept, or (delete) lanekit's directories in it deleted."""
-    from lanekit.queue import job_places
+    from lanekit.queue import job_places, own_files
 
     used_by = ", ".join(lanes)
     if not delete:
@@ -181,6 +181,9 @@ def _queue(
         return Item(ItemKind.QUEUE, str(queue_dir), Done.WOULD_REMOVE, f"drained by {used_by}")
     for place in [*job_places(queue_dir), queue_dir / LOGS]:
         _delete_tree(place)
+    for own in own_files(queue_dir):
+        with contextlib.suppress(FileNotFoundError):
+            own.unlink()
     try:
         queue_dir.rmdir()
     except OSError:

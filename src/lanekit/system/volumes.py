@@ -11,12 +11,17 @@ from __future__ import annotations
 import errno
 import os
 import sys
-from collections.abc import Callable
 
 from lanekit.system.fdio import read_all
 
-XattrCall = Callable[[str, str, int], tuple[bytes | int | None, int]]
-"""getxattr(path, name, size) -> (value bytes, or its length for size 0, or None; errno)."""
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    # Only for annotations: collections.abc imports collections (~2 ms), and a single
+    # `lanekit enqueue` checks its queue's volume through this module (benchmark figure (l)).
+    from collections.abc import Callable
+
+    XattrCall = Callable[[str, str, int], tuple[bytes | int | None, int]]
+    """getxattr(path, name, size) -> (value bytes, or its length for size 0, or None; errno)."""
 
 _SYNC_PARENTS = {
     "/Library/Mobile Documents/": "iCloud Drive (~/Library/Mobile Documents)",
@@ -98,17 +103,25 @@ def _unescape_mount(text: str) -> str:
     return "".join(out)
 
 
+def read_mountinfo() -> str | None:
+    """/proc/self/mountinfo's text (Linux); None where it cannot be read."""
+    try:
+        fd = os.open("/proc/self/mountinfo", os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        return read_all(fd).decode("utf-8", "replace")
+    finally:
+        os.close(fd)
+
+
 def linux_fstype(path: str, mountinfo: str | None = None) -> str | None:
-    """The type of the filesystem holding `path` (a real path), from /proc/self/mountinfo."""
+    """The type of the filesystem holding `path` (a real path), from /proc/self/mountinfo
+    (read here unless given)."""
     if mountinfo is None:
-        try:
-            fd = os.open("/proc/self/mountinfo", os.O_RDONLY)
-        except OSError:
+        mountinfo = read_mountinfo()
+        if mountinfo is None:
             return None
-        try:
-            mountinfo = read_all(fd).decode("utf-8", "replace")
-        finally:
-            os.close(fd)
     best, best_type = -1, None
     for line in mountinfo.splitlines():
         fields = line.split(" ")
@@ -120,6 +133,32 @@ def linux_fstype(path: str, mountinfo: str | None = None) -> str | None:
         if (path == mount_point or path.startswith(prefix)) and len(mount_point) >= best:
             best, best_type = len(mount_point), fstype
     return best_type
+
+
+def linux_mounts_key(path: str, mountinfo: str) -> str | None:
+    """The mounts that decide what renames inside the directory `path` (a real path) can do:
+    the id of the mount holding it, then every mount point inside it with its id, one line
+    (mountinfo's own fields); None when no mount holds it (nothing to go by).
+
+    A bind mount of a directory onto itself keeps its (st_dev, st_ino) but makes renames into
+    it fail (EXDEV): only the mount table tells. Mount ids are per boot and per mount
+    namespace, so a reboot or another namespace gives another key."""
+    best, holder = -1, None
+    inside: list[str] = []
+    base = path.rstrip("/") + "/"
+    for line in mountinfo.splitlines():
+        fields = line.split(" ")
+        if len(fields) < 7:
+            continue
+        mount_point = _unescape_mount(fields[4])
+        if mount_point.startswith(base):
+            inside.append(f"{fields[0]}:{fields[4]}")
+        prefix = mount_point.rstrip("/") + "/"
+        if (path == mount_point or path.startswith(prefix)) and len(mount_point) >= best:
+            best, holder = len(mount_point), f"{fields[0]}:{fields[4]}"
+    if holder is None:
+        return None
+    return " ".join([holder, *sorted(inside)])
 
 
 def darwin_fstype(path: str) -> tuple[str, bool]:  # pragma: no cover - macOS only
@@ -163,11 +202,14 @@ def darwin_statfs(path: str) -> tuple[str, int]:  # pragma: no cover - macOS onl
     return result.f_fstypename.decode("utf-8", "replace"), int(result.f_flags)
 
 
-def mount_problem(path: str, *, platform: str | None = None) -> str | None:
-    """Why the filesystem holding `path` cannot hold a queue, or None when it can."""
+def mount_problem(
+    path: str, *, platform: str | None = None, mountinfo: str | None = None
+) -> str | None:
+    """Why the filesystem holding `path` cannot hold a queue, or None when it can (Linux:
+    from `mountinfo`, /proc/self/mountinfo's text, read here unless given)."""
     platform = sys.platform if platform is None else platform
     if platform.startswith("linux"):
-        fstype = linux_fstype(path)
+        fstype = linux_fstype(path, mountinfo)
         return None if fstype is None else classify_mount(fstype)
     if platform == "darwin":  # pragma: no cover - macOS only
         try:

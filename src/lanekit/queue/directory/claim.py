@@ -517,10 +517,11 @@ class Claimer:
         elsewhere, which lanekit did not create: the claim would date it (os.utime) and the job
         could change it. So it is refused. Legitimate extra names are brief or lanekit's own:
         the job's running mark left by an earlier claim of this very file (mark.take adopts
-        it); a producer between its `ln tmp/x queue/<id>.json` and its `rm tmp/x` (README), or
-        a rename done as link + unlink (fsops.link_unlink), whose other name is in tmp/ or
-        claimed/: that file is put back and passed over, to be claimed once the name is gone.
-        Never on the common path (a job file has one name), so tmp/ and claimed/ may be listed.
+        it); a producer between its `ln tmp/x queue/<id>.json` and its `rm tmp/x` (README), an
+        enqueue between the same two calls (fsops.publish_new), or a rename done as link +
+        unlink (fsops.link_unlink), whose other name is in tmp/ or claimed/: that file is put
+        back and passed over, to be claimed once the name is gone. Never on the common path
+        (a job file has one name), so tmp/ and claimed/ may be listed.
         """
         queue = self.queue
         inode = (st.st_ino, st.st_dev)

@@ -1,5 +1,6 @@
-"""Adding a job: the payload checked, written to tmp/, renamed without replacing into queue/,
-its `queued` record created where the id has none (design.md section 3).
+"""Adding a job: the payload checked, written to tmp/, moved without replacing into queue/ (link
++ unlink: lanekit.system.fsops.publish_new), its `queued` record created where the id has none
+(design.md section 3).
 
 Builtin imports only for a job with a generated id, given by its queue's path (`add`): a single
 `lanekit enqueue` runs this, and its start-up is a benchmark figure (lanekit.jobs.add). So the
@@ -73,7 +74,7 @@ def add(
     second rounded up, so it never runs early), as a retry waits out its backoff; each run
     moves it into queue/ once due.
 
-    Written to tmp/, fsynced, renamed without replacing into queue/<id>.json (or delayed/),
+    Written to tmp/, fsynced, moved without replacing into queue/<id>.json (or delayed/),
     directory fsynced (no fsyncs when not `durable`). A given id must pass validate_job_id and must
     not be anywhere in the queue already; an id whose record says succeeded is refused too
     (JobExistsError), because the guard would only skip it.
@@ -144,7 +145,9 @@ def write_job(
             tmp_dir, record_line(job_id, QUEUED, 0, stamp, stamp), durable=durable
         )
         try:
-            fsops.rename_noreplace(job_tmp, target)
+            # link(2) + unlink(2): as exclusive as the no-replace rename, without ctypes
+            # (fsops.publish_new says what the instant with two names costs).
+            fsops.publish_new(job_tmp, target)
         except FileExistsError:
             from lanekit.queue.model import JobExistsError
 

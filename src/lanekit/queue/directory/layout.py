@@ -36,6 +36,13 @@ SUBDIRS = ("tmp", "queue", "claimed", "done", "failed", "delayed", "records", "l
 MOVED_THROUGH = ("tmp", "queue", "claimed", "delayed", "done", "failed", "records")
 """The directories jobs and records are renamed between: the probe rename visits each."""
 
+PUBLISHED_INTO = ("queue", "delayed", "records")
+"""Where a new file gets its name by a link from tmp/ (a job, a job waiting for its time, a
+record: lanekit.system.fsops.publish_new): the probe links into each."""
+CHECK_STAMP = ".queue-check"
+"""The queue's own file (in its directory) keeping the verdict of the last probe that passed,
+and what it depends on (lanekit.queue.directory.safety.check_root)."""
+
 STATE_DIRS = {"queued": "queue", "running": "claimed", "succeeded": "done", "failed": "failed"}
 """The directory of the jobs in each state (JobState values; queued: queue/, though a retry
 waiting out its backoff is in delayed/)."""

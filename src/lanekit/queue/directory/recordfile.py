@@ -1,7 +1,7 @@
-"""A new record's file: staged in tmp/, then moved into records/ by a no-replace rename, so a
-record that exists is never overwritten (enqueue's `queued` record; RecordStore.stage and
-create come here too). Builtin imports only: a single `lanekit enqueue` writes one
-(lanekit.jobs.add)."""
+"""A new record's file: staged in tmp/, then moved into records/ without replacing (link +
+unlink, lanekit.system.fsops.publish_new), so a record that exists is never overwritten
+(enqueue's `queued` record; RecordStore.stage and create come here too). Builtin imports only:
+a single `lanekit enqueue` writes one (lanekit.jobs.add)."""
 
 # ruff: noqa: PTH108
 # (str paths and os.* on purpose: the claim path, see lanekit.queue.directory)
@@ -22,10 +22,11 @@ def stage_record(tmp_dir: str, line: bytes, *, durable: bool) -> str:
 
 def create_record(records_dir: str, staged: str, job_id: str, *, durable: bool) -> bool:
     """Move the staged record of `job_id` into `records_dir` unless the job already has a
-    record; True if it did. An existing record is left alone and the staged file removed: a
-    no-replace rename decides, so a concurrent writer's record is never overwritten."""
+    record; True if it did. An existing record is left alone and the staged file removed:
+    link(2), which never replaces, decides, so a concurrent writer's record is never
+    overwritten."""
     try:
-        fsops.rename_noreplace(staged, f"{records_dir}/{job_id}.json")
+        fsops.publish_new(staged, f"{records_dir}/{job_id}.json")
     except FileExistsError:
         os.unlink(staged)
         return False

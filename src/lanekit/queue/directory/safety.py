@@ -13,11 +13,11 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import sys
 
-from lanekit.queue.directory.layout import MOVED_THROUGH, SUBDIRS
+from lanekit.queue.directory.layout import CHECK_STAMP, MOVED_THROUGH, PUBLISHED_INTO, SUBDIRS
 from lanekit.system import fsops, volumes
 from lanekit.system.owned import make_private_dirs
-from lanekit.system.quoting import cmdline
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -42,7 +42,12 @@ def location_error(root: str | os.PathLike[str]) -> QueueError | None:
     before the directory exists (it judges the nearest existing parent), so `validate` and
     `apply` refuse the same queues before anything is created (lanekit.reconcile.preflight)."""
     root = os.fspath(root)
-    real = os.path.realpath(root)
+    return _location_error(root, os.path.realpath(root), None)
+
+
+def _location_error(root: str, real: str, mountinfo: str | None) -> QueueError | None:
+    """location_error of `root`, whose real path is `real` (Linux: `mountinfo`, the mount
+    table's text, read here unless given)."""
     where = volumes.sync_folder(real)
     if where is not None:
         return _refusal(
@@ -67,7 +72,7 @@ def location_error(root: str | os.PathLike[str]) -> QueueError | None:
             "point the queue's dir at a directory (or where `lanekit apply` may create one), "
             "or move the file out of the way",
         )
-    problem = volumes.mount_problem(existing)
+    problem = volumes.mount_problem(existing, mountinfo=mountinfo)
     if problem is not None:
         return _refusal(
             f"{root}: {problem}; rename there is not atomic or not local",
@@ -89,7 +94,7 @@ def ensure(q: QueueState) -> None:
             "check that the parent directory exists and is writable",
         ) from None
     _checked_roots.discard(q.root)
-    check(q)
+    check_root(q.root, fresh=True)
 
 
 def check(q: QueueState) -> None:
@@ -97,15 +102,21 @@ def check(q: QueueState) -> None:
     check_root(q.root)
 
 
-def check_root(root: str) -> None:
+def check_root(root: str, *, fresh: bool = False) -> None:
     """Refuse (QueueError, exit 69) a queue whose directories could break exactly-once.
 
     All directories must exist, be real directories (not symlinks), belong to us and not be
     writable by group or others, sit on one local filesystem (same st_dev, and a probe file
-    renamed through each of them), and not be inside a network or sync-engine folder.
+    renamed through each of them, linked in claimed/ and linked from tmp/ into each directory
+    a new file is published into), and not be inside a network or sync-engine folder.
     A queue that passed is not checked again in the same process.
+
+    The probe's verdict is kept in the queue's CHECK_STAMP, keyed on what decides it (see
+    `probe_key`): a process whose key matches the stamp skips the probe (and so loads no
+    ctypes: a single `lanekit enqueue` is a benchmark figure); any change, or `fresh` (ensure,
+    `apply`), probes again. Everything else above is asked of the disk by every process.
     """
-    if root in _checked_roots:
+    if root in _checked_roots and not fresh:
         return
     try:
         root_stat = os.stat(root)
@@ -123,9 +134,12 @@ def check_root(root: str) -> None:
     if not stat.S_ISDIR(root_stat.st_mode):
         raise _refusal(f"{root}: not a directory", "point the queue's dir at a directory")
     check_access(root, root_stat)
-    refusal = location_error(root)
+    real = os.path.realpath(root)
+    mountinfo = volumes.read_mountinfo() if sys.platform.startswith("linux") else None
+    refusal = _location_error(root, real, mountinfo)
     if refusal is not None:
         raise refusal
+    identities = [f". {root_stat.st_dev} {root_stat.st_ino}"]
     for name in SUBDIRS:
         path = f"{root}/{name}"
         try:
@@ -147,6 +161,8 @@ def check_root(root: str) -> None:
                 if elsewhere
                 else f"queue directories must be real directories inside {root}"
             )
+            from lanekit.system.quoting import cmdline  # a refusal's hint only
+
             raise _refusal(
                 f"{path}: is a symlink to {target}, {why}",
                 "replace the symlink with a directory: "
@@ -163,8 +179,76 @@ def check_root(root: str) -> None:
                 "a copy, not an atomic move",
                 "keep every queue directory on the queue's own filesystem (no mounts inside)",
             )
-    probe_renames(root)
+        identities.append(f"{name} {sub.st_dev} {sub.st_ino}")
+    key = probe_key(real, identities, mountinfo)
+    if fresh or key is None or read_stamp(root) != key:
+        probe_renames(root)
+        if key is not None:
+            write_stamp(root, key)
     _checked_roots.add(root)
+
+
+CHECK_VERSION = 1
+"""The probe's version in CHECK_STAMP: raise it whenever probe_renames asks something new of
+the filesystem, so that every queue is probed again."""
+
+
+def probe_key(real: str, identities: list[str], mountinfo: str | None) -> str | None:
+    """What the probe's verdict depends on, as CHECK_STAMP keeps it; None when it cannot be
+    told (the probe then runs every time).
+
+    The probe asks the filesystem whether a file moves and links between the queue's
+    directories without replacing. Its answer can change only if one of those directories
+    becomes another (its (st_dev, st_ino): a directory replaced, a volume or a mount put in
+    its place, the queue restored elsewhere), if the mounts change (Linux: a bind mount of a
+    directory onto itself keeps both numbers yet makes renames into it fail; the mount table
+    names it, lanekit.system.volumes.linux_mounts_key), or if the probe itself changes
+    (CHECK_VERSION). A reboot gives new mount ids on Linux, hence one probe more."""
+    mounts = ""
+    if sys.platform.startswith("linux"):
+        if mountinfo is None:
+            return None
+        found = volumes.linux_mounts_key(real, mountinfo)
+        if found is None:
+            return None
+        mounts = found
+    return "\n".join(
+        [f"lanekit queue check {CHECK_VERSION} {sys.platform}", f"mounts {mounts}", *identities, ""]
+    )
+
+
+def read_stamp(root: str) -> str | None:
+    """CHECK_STAMP's text, when it is a regular file of our own that only we may write
+    (the queue's directory, checked before, lets nobody else create it); else None."""
+    try:
+        fd, st = fsops.open_regular_stat(f"{root}/{CHECK_STAMP}")
+    except OSError:
+        return None
+    try:
+        if st.st_uid != os.geteuid() or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            return None
+        return os.read(fd, STAMP_LIMIT).decode("utf-8", "replace")
+    finally:
+        os.close(fd)
+
+
+STAMP_LIMIT = 4096
+"""CHECK_STAMP's largest size read (a key is a few hundred bytes)."""
+
+
+def write_stamp(root: str, key: str) -> None:
+    """Keep the probe's verdict for `key` (a passed probe only). Not fsynced: a stamp lost
+    with a power cut costs one probe more. Best effort: a stamp that cannot be written leaves
+    the next process to probe."""
+    try:  # noqa: SIM105 - contextlib would cost a single enqueue's start-up
+        fsops.replace_file(
+            f"{root}/{CHECK_STAMP}",
+            key.encode(),
+            tmp=f"{root}/tmp/.probe-stamp-{fsops.tmp_suffix()}",
+            durable=False,
+        )
+    except OSError:
+        pass
 
 
 def probe_renames(root: str) -> None:
@@ -205,6 +289,8 @@ def probe_renames(root: str) -> None:
             here = there
             if target == "claimed":
                 probe_link(there)
+        for target in PUBLISHED_INTO:
+            probe_publish(here, f"{root}/{target}/{name}")
     finally:
         try:  # noqa: SIM105 - contextlib would cost a single enqueue's start-up
             os.unlink(here)
@@ -229,6 +315,23 @@ def probe_link(path: str) -> None:
     os.unlink(link)
 
 
+def probe_publish(here: str, there: str) -> None:
+    """Link the probe at `here` (in tmp/) to `there` and remove the link again; QueueError
+    if that fails: a new job or record is given its name by link(2) from tmp/
+    (lanekit.system.fsops.publish_new)."""
+    try:
+        os.link(here, there)
+    except OSError as exc:
+        raise _refusal(
+            f"{os.path.dirname(there)}: a hard link from {os.path.dirname(here)} fails "
+            f"({exc.strerror}), and each new job and record is given its name by one, so no "
+            "job could be enqueued",
+            "keep every queue directory on one local filesystem with hard links (APFS, HFS+, "
+            "ext4...)",
+        ) from None
+    os.unlink(there)
+
+
 def check_access(path: str, st: os.stat_result) -> None:
     """Refuse a queue directory someone else owns or may write to."""
     uid = os.geteuid()
@@ -241,6 +344,8 @@ def check_access(path: str, st: os.stat_result) -> None:
         )
     writable = st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
     if writable:
+        from lanekit.system.quoting import cmdline  # a refusal's hint only
+
         who = (
             "group and others"
             if writable == stat.S_IWGRP | stat.S_IWOTH
