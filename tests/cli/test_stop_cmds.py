@@ -89,8 +89,8 @@ def test_stop_puts_the_job_back_and_leaves_the_lane_loaded(project: Path) -> Non
         ("signal", "75", "1")
     ]
     status = _lane_status(project)
-    # Loaded and idle; status words a last exit other than 0 as `error` (75: stopped).
-    assert (status["state"], status["pid"], status["last_exit"]) == ("error", None, 75)
+    # Loaded and idle; a last exit of 75 is `stopped` (its job went back), not `error`.
+    assert (status["state"], status["pid"], status["last_exit"]) == ("stopped", None, 75)
     again = _ok("stop", "slow", "-c", c)
     assert "lane slow is not running: nothing to stop" in again.stderr
 

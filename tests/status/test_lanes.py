@@ -41,7 +41,8 @@ STATE_TABLE = [
     (True, False, None, 1, True, ERR),
     (True, False, None, 78, False, ERR),
     (True, False, None, -15, True, ERR),
-    (True, False, None, 75, True, ERR),
+    (True, False, None, 75, True, LaneState.STOPPED),  # stopped: its jobs went back (issue 35)
+    (True, True, None, 75, True, DIS),
     (True, False, None, 0, True, SCH),
     (True, False, None, None, True, SCH),
     (True, False, None, 0, False, IDLE),
@@ -61,7 +62,7 @@ def test_lane_state_table(
     expected: LaneState,
 ) -> None:
     """Each combination of launchd facts maps to exactly one state, with a fixed precedence:
-    not loaded > running > disabled > error > scheduled > idle."""
+    not loaded > running > disabled > stopped (exit 75) > error > scheduled > idle."""
     facts = LaneFacts(
         loaded=loaded, disabled=disabled, pid=pid, last_exit=last_exit, has_schedule=has_schedule
     )
@@ -69,12 +70,13 @@ def test_lane_state_table(
 
 
 def test_state_vocabulary_is_closed() -> None:
-    """The JSON and table output use exactly these six strings."""
+    """The JSON and table output use exactly these seven strings."""
     assert [s.value for s in LaneState] == [
         "running",
         "scheduled",
         "idle",
         "error",
+        "stopped",
         "not-loaded",
         "disabled",
     ]

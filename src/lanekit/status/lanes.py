@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lanekit.config import Config, LaneSpec, is_watchdog, select_lanes
-from lanekit.errors import LanekitError
+from lanekit.errors import ExitCode, LanekitError
 from lanekit.service import manager_of
 from lanekit.state.paths import Paths, paused_labels
 
@@ -35,6 +35,9 @@ class LaneState(StrEnum):
     """Loaded, idle, last run fine, no schedule: runs only when kicked."""
     ERROR = "error"
     """Loaded and idle, but the last run ended with a non-zero status or a signal."""
+    STOPPED = "stopped"
+    """Loaded and idle; the last run was stopped before it ended and put its jobs back (exit
+    75: `lanekit stop`, a reload, a logout): nothing failed, the next fire runs them."""
     NOT_LOADED = "not-loaded"
     """launchd does not know the lane (run `lanekit apply`)."""
     DISABLED = "disabled"
@@ -61,6 +64,8 @@ def lane_state(facts: LaneFacts) -> LaneState:
         return LaneState.RUNNING
     if facts.disabled:
         return LaneState.DISABLED
+    if facts.last_exit == ExitCode.INTERRUPTED:
+        return LaneState.STOPPED
     if facts.last_exit not in (None, 0):
         return LaneState.ERROR
     return LaneState.SCHEDULED if facts.has_schedule else LaneState.IDLE

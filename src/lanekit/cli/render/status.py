@@ -22,6 +22,7 @@ _STATE_STYLE = {
     LaneState.SCHEDULED: "cyan",
     LaneState.IDLE: "",
     LaneState.ERROR: "bold red",
+    LaneState.STOPPED: "yellow",
     LaneState.NOT_LOADED: "yellow",
     LaneState.DISABLED: "magenta",
 }
