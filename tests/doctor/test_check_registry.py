@@ -41,12 +41,16 @@ ISSUE_34_ALERTS = {
 """The postgres queue's problems that stop work (its server, its schema, its leases, the
 password file libpq ignores): alerted on too."""
 
+ISSUE_35_ALERTS = {"lane.respawn-loop"}
+"""A lane started on enqueue that launchd starts again and again without a job ending: it
+spins (a start every ThrottleInterval) and drains nothing, so the owner must hear of it."""
+
 
 def test_the_alert_checks_are_the_problems_that_stop_work() -> None:
     """`@check(..., alert=True)` marks exactly issue 9's alert checks; of them only
     queue.failed-jobs keeps a tally (more jobs failed: the alert is sent again)."""
     chosen = alert_checks()
-    assert {chk.id for chk in chosen} == ISSUE_9_ALERTS | ISSUE_34_ALERTS
+    assert {chk.id for chk in chosen} == ISSUE_9_ALERTS | ISSUE_34_ALERTS | ISSUE_35_ALERTS
     assert [chk.id for chk in chosen if chk.tally is not None] == ["queue.failed-jobs"]
 
 

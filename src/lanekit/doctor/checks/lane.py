@@ -303,6 +303,7 @@ ThrottleInterval (10 s) allows 60; a lane started on enqueue that works ends a j
     summary="launchd keeps starting a lane on enqueue whose runs take no job (QueueDirectories)",
     needs_lane=True,
     needs_plist=False,
+    alert=True,
 )
 def respawn_loop(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """launchd starts a QueueDirectories job again and again while the directory holds
