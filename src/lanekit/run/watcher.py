@@ -489,6 +489,7 @@ class JobTie:
             os.close(errors_r)
         if failed:
             os.waitpid(pid, 0)
+            self.untie()  # its pid, told to the guard, may be anyone's later
             number = int(failed) if failed.isdigit() else errno.ENOEXEC
             raise OSError(number, os.strerror(number), program)
         return pid
