@@ -32,7 +32,10 @@ still run, and nobody else starts the job. A watcher killed too (one `pkill -9 -
 run'` kills runner and watcher) leaves a job that holds nothing: its copies are then found by
 the process group the watcher noted when it started the job (claimed/.<claim name>.started,
 the file that becomes the status) and by the claim their environment names (job_copies), and
-the claim stays until none is left. Between jobs the watcher holds no claim; it exits at
+the claim stays until none is left. That search works on this machine only: a leased job (a
+server queue's, whose lease another host takes over once it lapses) is instead tied to its
+watcher's life (JobTie): its process group is killed when the watcher dies, however it dies.
+Between jobs the watcher holds no claim; it exits at
 the end of the run, or, when the runner died, once the job it watches has ended.
 
 Its loop is launchd's supervisor's too (lanekit.service.launchd.environ: the emulated domain and
