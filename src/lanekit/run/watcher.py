@@ -425,6 +425,17 @@ class JobTie:
     main thread exits (the job is forked from the main thread only; the lease is renewed from
     another, which must not fork), even if the guard was killed too.
 
+    Why a live process: nothing the kernel offers kills a whole group when a process dies.
+    The parent-death signal is cleared in a fork's child, so only the job's leader has it;
+    a subreaper (PR_SET_CHILD_SUBREAPER) adopts orphans only while it lives, and the watcher
+    is the one that died (the leader as subreaper is killed first); a PID namespace, whose
+    processes all die with its init, needs an unprivileged user namespace (refused on some
+    distributions) and makes the job PID 1, which ignores a SIGTERM it has no handler for
+    (the lane's stops and timeouts). macOS has no parent-death signal at all; a pipe's EOF
+    is how a process learns of another's death there too, and the guard is that process.
+    What escapes the guard: a process that left the job's group (setsid), and a guard
+    killed on purpose as well (README, "Several machines, one queue").
+
     The job is forked (not posix_spawn'd: the child has work to do before exec): it joins its
     own process group, sets its parent-death signal, checks that its parent is still the
     watcher (a watcher that died before the prctl would never signal), writes its pid to the
