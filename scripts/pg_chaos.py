@@ -5,13 +5,16 @@ its own on a loopback address (127.0.0.2, .3, ...) that this script controls as 
 would: it cuts every connection, or black-holes them for 1-6 s (stops forwarding and keeps
 the sockets open, as a partition looks to a client). Meanwhile real `lanekit run` processes,
 started again and again as launchd would (several lanes per host drain the queue), are
-SIGKILLed at random, runners and job watchers alike. Checks: no job lost, no two executions
-of one job overlapping in time, every attempt with an outcome, and succeeded <=> exactly one
-succeeded attempt.
+SIGKILLed at random, runners and job watchers alike, and both at once (a double kill: nothing
+renews or self-fences the job any more, so it must die with its watcher). Checks: no job lost,
+no two executions of one job overlapping in time, every attempt with an outcome, and
+succeeded <=> exactly one succeeded attempt.
 
     PGPASSFILE=~/.pgpass scripts/pg_chaos.py --server 127.0.0.1:5432 --user lk --db lk \\
         --jobs 60 --seconds 20 --seed 1
     ... --unfenced       # the control: the watchers' self-fence off; must show overlaps
+    ... --untied         # the control: jobs outlive a killed watcher; must show overlaps
+                         # (with --kinds double and jobs longer than the lease)
 
 Each job takes a per-job flock before it writes `start` to the ledger and `busy` when another
 live copy holds it (a killed copy's lock dies with it), so an overlap is counted by the jobs
@@ -55,11 +58,13 @@ time.sleep(work)
 line("end")
 """
 
-UNFENCED = (
-    "import sys, lanekit.run.leasekeeper as keeper; keeper.FENCE = False; "
+CONTROL = (
+    "import sys, lanekit.run.leasekeeper as keeper, lanekit.run.watcher as watcher; "
+    "keeper.FENCE = {fence}; watcher.TIE = {tie}; "
     "from lanekit.__main__ import main; main(sys.argv[1:])"
 )
-"""The control's runner: the watchers' self-fence off (lanekit.run.leasekeeper.FENCE)."""
+"""A control's runner: the watchers' self-fence off (lanekit.run.leasekeeper.FENCE), or jobs
+not tied to their watcher's life (lanekit.run.watcher.TIE)."""
 
 
 class Proxy:
@@ -157,6 +162,7 @@ class PgChaosResult:
     recovered: int
     seconds: float
     fenced_on: bool
+    tied_on: bool
 
     @property
     def ok(self) -> bool:
@@ -191,8 +197,9 @@ def run_pg_chaos(
     work_ms: tuple[int, int] = (200, 2500),
     hole_s: tuple[float, float] = (1.0, 6.0),
     strike_every: float = 0.4,
-    kinds: tuple[str, ...] = ("runner", "watcher", "cut", "blackhole"),
+    kinds: tuple[str, ...] = ("runner", "watcher", "double", "cut", "blackhole"),
     fence: bool = True,
+    tie: bool = True,
     seed: int = 1,
     drain_timeout: float = 90.0,
     respawn_every: float = 0.5,
@@ -254,8 +261,8 @@ def run_pg_chaos(
         every.append(Host(name, root / name, proxy, env))
     runner_argv = (
         [sys.executable, "-m", "lanekit", "run"]
-        if fence
-        else [sys.executable, "-c", UNFENCED, "run"]
+        if fence and tie
+        else [sys.executable, "-c", CONTROL.format(fence=fence, tie=tie), "run"]
     )
     strikes = dict.fromkeys(kinds, 0)
     runs = 0
@@ -287,7 +294,7 @@ def run_pg_chaos(
                     runner.wait(timeout=15)
             host.proxy.close()
     elapsed = time.monotonic() - started
-    return _check(queue, ids, ledger, every, strikes, runs, elapsed, fence)
+    return _check(queue, ids, ledger, every, strikes, runs, elapsed, (fence, tie))
 
 
 def _start_runs(hosts: list[Host], lanes: int, argv: list[str], now: float, every: float) -> int:
@@ -335,6 +342,9 @@ def _strike(kind: str, host: Host, rng: random.Random, hole_s: tuple[float, floa
     watchers = [child for child in children if child.name().startswith("python")]
     if not watchers:
         return False
+    if kind == "double":  # runner and watcher at once, as `pkill -9 -f 'lanekit run'` does
+        with contextlib.suppress(ProcessLookupError):
+            runner.send_signal(signal.SIGKILL)
     with contextlib.suppress(psutil.Error):
         rng.choice(watchers).kill()
     return True
@@ -356,8 +366,9 @@ def _check(
     strikes: dict[str, int],
     runs: int,
     elapsed: float,
-    fence: bool,
+    protection: tuple[bool, bool],
 ) -> PgChaosResult:
+    """The figures; `protection`: (the self-fence on, jobs tied to their watcher)."""
     from lanekit.queue.postgres.backend import PostgresQueue
     from lanekit.queue.records import JobState
     from lanekit.run.lanelog import read_events
@@ -406,7 +417,8 @@ def _check(
         lease_lost=lease_lost,
         recovered=recovered,
         seconds=round(elapsed, 1),
-        fenced_on=fence,
+        fenced_on=protection[0],
+        tied_on=protection[1],
     )
 
 
@@ -423,6 +435,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lease", type=int, default=5)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--unfenced", action="store_true", help="the control: self-fence off")
+    parser.add_argument(
+        "--untied", action="store_true", help="the control: jobs outlive a killed watcher"
+    )
+    parser.add_argument("--kinds", default="runner,watcher,double,cut,blackhole")
+    parser.add_argument("--work-ms", default="200,2500", help="a job's length: MIN,MAX")
+    parser.add_argument("--strike-every", type=float, default=0.4)
     args = parser.parse_args(argv)
     host, _, port = args.server.rpartition(":")
     passfile = Path(os.environ.get("PGPASSFILE") or Path.home() / ".pgpass")
@@ -440,10 +458,14 @@ def main(argv: list[str] | None = None) -> int:
             lanes=args.lanes,
             lease=args.lease,
             fence=not args.unfenced,
+            tie=not args.untied,
             seed=args.seed,
+            kinds=tuple(args.kinds.split(",")),
+            work_ms=(int(args.work_ms.split(",")[0]), int(args.work_ms.split(",")[1])),
+            strike_every=args.strike_every,
         )
     print(json.dumps(asdict(result), indent=2))
-    return 0 if result.ok or args.unfenced else 1
+    return 0 if result.ok or args.unfenced or args.untied else 1
 
 
 if __name__ == "__main__":

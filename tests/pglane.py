@@ -1,6 +1,7 @@
 """A lane on a postgres queue for CLI and run tests: lanes.toml, `db migrate` and `apply` (the
 emulated launchd domain), and `lanekit` run as a real process. The job records what it got
-(the payload, its path, the spool's mode) in OUT and sleeps for its payload's `sleep`."""
+(the payload, its path, the spool's mode, its pid) in OUT and sleeps for its payload's `sleep`;
+with `child` in the payload it first starts a child in its process group, whose pid it records."""
 
 from __future__ import annotations
 
@@ -13,13 +14,17 @@ from lanekit.queue.postgres.location import PgLocation
 from pgserver import PgServer
 
 JOB = """
-import json, os, sys, time
+import json, os, subprocess, sys, time
 path = sys.argv[1]
 assert path == os.environ["LANEKIT_JOB_FILE"], (path, os.environ["LANEKIT_JOB_FILE"])
 job = json.loads(open(path).read())
 mode = oct(os.stat(os.path.dirname(path)).st_mode & 0o777)
+child = None
+if job.get("child"):
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"]).pid
+line = {"job": job, "path": path, "dir_mode": mode, "pid": os.getpid(), "child": child}
 with open(os.environ["OUT"], "a") as out:
-    out.write(json.dumps({"job": job, "path": path, "dir_mode": mode}) + "\\n")
+    out.write(json.dumps(line) + "\\n")
 time.sleep(job.get("sleep", 0))
 """
 

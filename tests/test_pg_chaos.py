@@ -91,3 +91,49 @@ def test_partitions_longer_than_the_lease(
         assert result.lease_lost + result.fenced > 0, result
     else:
         assert result.overlaps > 0, result
+
+
+DOUBLE_KILLS = {
+    "jobs": 6,
+    "lanes": 2,
+    "seconds": 12,
+    "lease": 5,
+    "work_ms": (11000, 12000),
+    "strike_every": 2.5,
+    "kinds": ("double",),
+    "max_jobs": 1,
+}
+"""Jobs longer than the lease and runner + watcher SIGKILLed together, nothing else: with
+nobody left to renew or self-fence, a job outlives its lease unless it dies with its
+watcher, while another host recovers it."""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("tie", [True, False], ids=["tied", "control"])
+def test_double_kills_of_runner_and_watcher(
+    pg_server: PgServer, pg_schema: str, tmp_path: Path, tie: bool
+) -> None:
+    """With jobs tied to their watcher (lanekit.run.watcher.JobTie), a job whose runner and
+    watcher are SIGKILLed together dies with them, so the host that recovers it after its
+    lease lapsed never runs it beside a live copy. The control, jobs not tied, shows the
+    overlaps this prevents, so the check can fail."""
+    result = pg_chaos.run_pg_chaos(
+        server=(pg_server.host, pg_server.port),
+        user="lk",
+        db="lk",
+        passfile=pg_server.passfile,
+        schema=pg_schema,
+        root=tmp_path,
+        tie=tie,
+        **DOUBLE_KILLS,
+    )
+    print(result)
+    assert result.strikes["double"] > 0, result
+    assert result.lost == 0, result
+    assert result.recovered > 0, result
+    if tie:
+        assert result.overlaps == 0, result
+        assert result.attempts_without_outcome == 0, result
+        assert result.success_mismatches == 0, result
+    else:
+        assert result.overlaps > 0, result

@@ -6,6 +6,7 @@ with the job still queued."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -181,3 +182,77 @@ def test_a_run_purges_a_postgres_queue_once_a_day(
     assert [event["done"] for event in purged] == ["1"]
     assert lanekit("run", "publish").returncode == 0  # the day's purge is done: not again
     assert len([event for event in events(tmp_path) if event["event"] == "purged"]) == 1
+
+
+UNTIED = (
+    "import sys, lanekit.run.watcher as watcher; watcher.TIE = False; "
+    "from lanekit.__main__ import main; main(sys.argv[1:])"
+)
+"""The control's runner: leased jobs not tied to their watcher (lanekit.run.watcher.TIE)."""
+
+
+def _ended(pid: int) -> bool:
+    """Gone, or a zombie its new parent has not reaped yet (it runs nothing)."""
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kill", ["runner+watcher", "runner+watcher+guard", "control"], ids=str)
+def test_a_job_never_outlives_its_watcher(
+    pg_server: PgServer, pg_schema: str, tmp_path: Path, kill: str
+) -> None:
+    """The runner and the job's watcher are SIGKILLed together mid-job: nothing renews the
+    lease or self-fences any more, so the job, and the child it started in its process group,
+    must be gone within a second (the guard kills the group at the watcher's death), long
+    before the lease lapses and another host runs the job again. With the guard killed too,
+    Linux's parent-death signal still kills the job's leader (its child, which the kernel
+    does not signal, is what the guard is for). The control (jobs not tied) shows both
+    outliving their watcher, which is how two copies ran at once across hosts."""
+    import signal
+    import sys
+
+    import psutil
+
+    if kill == "runner+watcher+guard" and not sys.platform.startswith("linux"):
+        pytest.skip("the parent-death signal is Linux's (README, 'Several machines, one queue')")
+    setup(pg_server, pg_schema, tmp_path)
+    queue = queue_of(pg_server, pg_schema, tmp_path)
+    queue.enqueue({"sleep": 60, "child": True}, job_id="long")
+    argv = ["-m", "lanekit"] if kill != "control" else ["-c", UNTIED]
+    runner = subprocess.Popen([sys.executable, *argv, "run", "publish"])
+    out = tmp_path / "out.jsonl"
+    started = time.monotonic()
+    while not out.exists() or not out.read_text().endswith("\n"):
+        assert time.monotonic() - started < 30
+        time.sleep(0.05)
+    line = json.loads(out.read_text())
+    job, child = int(line["pid"]), int(line["child"])
+    watcher = psutil.Process(job).ppid()
+    guards = [p for p in psutil.Process(watcher).children() if p.pid != job]
+    try:
+        runner.send_signal(signal.SIGKILL)
+        runner.wait()
+        os.kill(watcher, signal.SIGKILL)
+        if kill == "runner+watcher+guard":
+            [guard] = guards
+            guard.kill()
+        killed = time.monotonic()
+        while time.monotonic() - killed < 1.0 and not (_ended(job) and _ended(child)):
+            time.sleep(0.02)
+        if kill == "control":
+            assert guards == []
+            assert not _ended(job) and not _ended(child)
+        elif kill == "runner+watcher":
+            assert _ended(job) and _ended(child)
+        else:
+            assert _ended(job)
+            assert not _ended(child)  # the kernel signals the leader only
+    finally:
+        for pid in (job, child):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)

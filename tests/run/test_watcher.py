@@ -6,6 +6,7 @@ Real runners (`python -m lanekit run`), real SIGKILLs, real jobs writing to a le
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -800,3 +801,64 @@ def test_a_job_whose_environment_cannot_be_read_is_found_by_its_process_group(
         gate.touch()
         if proc.poll() is None:
             proc.kill()
+
+
+TIED_WATCHER = """
+import os, signal, sys, time
+from lanekit.run.watcher import JobTie
+tie = JobTie()
+mark = sys.argv[1]
+script = 'exec >/dev/null 2>&1; sleep 60 & echo $! > "$0.tmp"; mv "$0.tmp" "$0"; wait'
+job = tie.spawn("/bin/sh", ["sh", "-c", script,
+                mark], {"PATH": "/bin:/usr/bin"}, [])
+while not os.path.exists(mark):
+    time.sleep(0.01)
+if sys.argv[2] == "untie":
+    tie.untie()
+print(job, flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+@pytest.mark.parametrize("told", [True, False], ids=["tied", "untied"])
+def test_a_tied_jobs_group_dies_with_its_watcher(tmp_path: Path, told: bool) -> None:
+    """A watcher (here a small process standing in for one) starts a job through JobTie and is
+    SIGKILLed: the guard kills the job's whole process group within a second, the job's
+    child included. Untied first (the guard told the job is over, as after every job), the
+    guard kills nothing: the child outlives the watcher (on Linux the kernel's parent-death
+    signal still kills the job's leader, which is all it can do)."""
+    mark = tmp_path / "child"
+    done = subprocess.run(
+        [sys.executable, "-c", TIED_WATCHER, str(mark), "keep" if told else "untie"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=30,
+    )
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    job, child = int(done.stdout), int(mark.read_text())
+    try:
+        assert os.getpgid(child) == job  # the job's child is in the job's group
+    except ProcessLookupError:
+        assert told  # already killed by the guard
+    try:
+        killed = time.monotonic()
+        while time.monotonic() - killed < 1.0 and not (_dead(job) and _dead(child)):
+            time.sleep(0.02)
+        assert _dead(child) is told
+        assert _dead(job) is (told or sys.platform.startswith("linux"))
+    finally:
+        for pid in (job, child):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_a_tied_job_that_cannot_be_executed_says_why(tmp_path: Path) -> None:
+    """The exec fails in the forked child: its errno comes back to the watcher as an OSError,
+    as posix_spawn's would."""
+    program = tmp_path / "garbage"
+    program.write_bytes(b"\x7fELF not really\n")
+    program.chmod(0o755)
+    tie = watcher.JobTie()
+    with pytest.raises(OSError, match="Exec format error"):
+        tie.spawn(str(program), [str(program)], {}, [])

@@ -65,15 +65,22 @@ class LeaseKeeper:
         return FENCE and (self.lost or awake_clock() >= self.deadline)
 
     def close(self, outcome: Outcome | None = None) -> None:
-        """Stop renewing (the job ended); a renew in flight finishes on its own. With the
+        """Stop renewing (the job ended). With the
         job's `outcome`, keep it in the claim first (best effort: a server out of reach
         leaves recovery to run the job again, at least once), so that a run on any machine
-        settles the job by it if this one's runner is gone."""
+        settles the job by it if this one's runner is gone. Returns once the renewer thread
+        has ended (a renew in flight is bounded by the connection's timeouts; the lease
+        bounds the wait): the watcher forks the next job, which must happen with no other
+        thread alive (lanekit.run.watcher.JobTie)."""
         self._closed.set()
-        if outcome is None or self.lost:
-            return
-        from lanekit.errors import LanekitError
-        from lanekit.queue import open_queue
+        try:
+            if outcome is None or self.lost:
+                return
+            from lanekit.errors import LanekitError
+            from lanekit.queue import open_queue
 
-        with contextlib.suppress(LanekitError, OSError):
-            open_queue(self.terms.location).keep_outcome(self.terms, outcome)
+            with contextlib.suppress(LanekitError, OSError):
+                open_queue(self.terms.location).keep_outcome(self.terms, outcome)
+        finally:
+            if self._thread.is_alive():
+                self._thread.join(self.terms.lease)

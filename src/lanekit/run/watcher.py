@@ -32,7 +32,10 @@ still run, and nobody else starts the job. A watcher killed too (one `pkill -9 -
 run'` kills runner and watcher) leaves a job that holds nothing: its copies are then found by
 the process group the watcher noted when it started the job (claimed/.<claim name>.started,
 the file that becomes the status) and by the claim their environment names (job_copies), and
-the claim stays until none is left. Between jobs the watcher holds no claim; it exits at
+the claim stays until none is left. That search works on this machine only: a leased job (a
+server queue's, whose lease another host takes over once it lapses) is instead tied to its
+watcher's life (JobTie): its process group is killed when the watcher dies, however it dies.
+Between jobs the watcher holds no claim; it exits at
 the end of the run, or, when the runner died, once the job it watches has ended.
 
 Its loop is launchd's supervisor's too (lanekit.service.launchd.environ: the emulated domain and
@@ -84,6 +87,11 @@ CANCEL_POLL = 0.25
 KILL_NOW = signal.SIGUSR1
 """What the runner sends the watcher for "SIGKILL the job's group now" (a SIGKILL to the
 watcher itself would orphan the job with its claim unlocked)."""
+
+
+TIE = True
+"""Whether a leased job is tied to its watcher's life (JobTie). The chaos run's control
+switches it off to show the overlaps it prevents; nothing else changes it."""
 
 
 # --- the watcher's side -------------------------------------------------------------------
@@ -198,15 +206,20 @@ def _watch(
         out_r, out_w = os.pipe()
         actions += [(os.POSIX_SPAWN_DUP2, out_w, 1), (os.POSIX_SPAWN_CLOSE, out_r)]
     began = time.monotonic()
+    tie = _tie() if lease is not None and TIE else None
     try:
-        job = os.posix_spawn(
-            find_program(argv[0], env.get("PATH", os.defpath)),
-            list(argv),
-            dict(env),
-            setpgroup=0,
-            setsigmask=(),  # the job starts with no signal blocked, whatever ours is now
-            file_actions=actions,
-        )
+        program = find_program(argv[0], env.get("PATH", os.defpath))
+        if tie is not None:
+            job = tie.spawn(program, argv, env, actions)
+        else:
+            job = os.posix_spawn(
+                program,
+                list(argv),
+                dict(env),
+                setpgroup=0,
+                setsigmask=(),  # the job starts with no signal blocked, whatever ours is now
+                file_actions=actions,
+            )
     except OSError as exc:
         for fd in (err_r, err_w, out_r, out_w):
             if fd >= 0:
@@ -258,6 +271,8 @@ def _watch(
             os.close(out_r)
         if kept_output is not None:
             kept_output.close()
+    if tie is not None:
+        tie.untie()  # the job's group is gone (supervise waited for it): nothing to kill
     return 0
 
 
@@ -386,6 +401,160 @@ def _note_to_status(note: int, started: str, status: str, data: bytes) -> bool:
     finally:
         os.close(note)
     return True
+
+
+GUARD_SCRIPT = (
+    'trap "" HUP; p=0; while read -r g; do p=$g; done; '
+    '[ "$p" = 0 ] || kill -s KILL -- "-$p" 2>/dev/null'
+)
+"""The guard: the last process group it was told of is SIGKILLed at its stdin's EOF, which
+comes when the watcher, holding the pipe's only write end, dies however it dies. A shell, so
+that `pkill -f 'lanekit run'` (which kills runner and watcher) does not match it too."""
+
+
+class JobTie:
+    """Ties each leased job to its watcher's life, so that a job never outlives its fence
+    (the watcher renews the lease and self-fences: once it is gone nothing stops a job, whose
+    lease then lapses and another host runs it again, two copies at once).
+
+    Two layers. The guard (GUARD_SCRIPT), one `/bin/sh` per watcher in a process group of its
+    own, reads the job's process group from a pipe and SIGKILLs that whole group at the pipe's
+    EOF: the watcher's death, SIGKILL included, on every platform; the job's own children die
+    with it, as long as they stay in its group. And on Linux, the job's leader gets
+    PR_SET_PDEATHSIG(SIGKILL) between fork and exec: the kernel kills it when the watcher's
+    main thread exits (the job is forked from the main thread only; the lease is renewed from
+    another, which must not fork), even if the guard was killed too.
+
+    Why a live process: nothing the kernel offers kills a whole group when a process dies.
+    The parent-death signal is cleared in a fork's child, so only the job's leader has it;
+    a subreaper (PR_SET_CHILD_SUBREAPER) adopts orphans only while it lives, and the watcher
+    is the one that died (the leader as subreaper is killed first); a PID namespace, whose
+    processes all die with its init, needs an unprivileged user namespace (refused on some
+    distributions) and makes the job PID 1, which ignores a SIGTERM it has no handler for
+    (the lane's stops and timeouts). macOS has no parent-death signal at all; a pipe's EOF
+    is how a process learns of another's death there too, and the guard is that process.
+    What escapes the guard: a process that left the job's group (setsid), and a guard
+    killed on purpose as well (README, "Several machines, one queue").
+
+    The job is forked (not posix_spawn'd: the child has work to do before exec): it joins its
+    own process group, sets its parent-death signal, checks that its parent is still the
+    watcher (a watcher that died before the prctl would never signal), writes its pid to the
+    guard (so the guard knows the group before the job's first instruction), then execs. The
+    watcher has no other thread when it forks (LeaseKeeper.close joins its renewer), so the
+    child's Python before exec cannot meet a lock held by a thread that does not exist in it."""
+
+    def __init__(self) -> None:
+        from lanekit.system.processes import parent_death_setter
+
+        self._death = parent_death_setter()
+        self._guard = 0
+        self._feed = -1
+
+    def _ensure_guard(self) -> None:
+        """A live guard with its pipe: started on first use, again if it died (killed alone)."""
+        if self._guard:
+            with contextlib.suppress(ChildProcessError):
+                if os.waitpid(self._guard, os.WNOHANG)[0] == 0:
+                    return
+            os.close(self._feed)
+            self._guard, self._feed = 0, -1
+        read, feed = os.pipe()  # both ends close-on-exec: no job or later guard inherits them
+        devnull = (os.O_WRONLY, 0)
+        try:
+            self._guard = os.posix_spawn(
+                "/bin/sh",
+                ["sh", "-c", GUARD_SCRIPT],
+                {},
+                setpgroup=0,  # apart from the job's group, which it kills, and the watcher's
+                setsigmask=(),
+                file_actions=[
+                    (os.POSIX_SPAWN_DUP2, read, 0),
+                    (os.POSIX_SPAWN_OPEN, 1, os.devnull, *devnull),
+                    (os.POSIX_SPAWN_OPEN, 2, os.devnull, *devnull),
+                ],
+            )
+        except OSError:
+            os.close(feed)  # no shell: the parent-death signal (Linux) is all that is left
+            feed = -1
+        finally:
+            os.close(read)
+        self._feed = feed
+
+    def spawn(
+        self,
+        program: str,
+        argv: Sequence[str],
+        env: Mapping[str, str],
+        actions: Sequence[tuple[int, ...]],
+    ) -> int:
+        """Start the job (leader of a new process group), tied; its pid. `actions`: the
+        posix_spawn file actions (DUP2 and CLOSE) to apply in the child. OSError with the
+        child's errno when the exec failed."""
+        self._ensure_guard()
+        parent = os.getpid()
+        errors_r, errors_w = os.pipe()  # close-on-exec: EOF tells the exec succeeded
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child, which execs or _exits
+            self._child(program, argv, env, actions, parent, errors_w)
+        os.close(errors_w)
+        try:
+            failed = os.read(errors_r, 16)
+        finally:
+            os.close(errors_r)
+        if failed:
+            os.waitpid(pid, 0)
+            self.untie()  # its pid, told to the guard, may be anyone's later
+            number = int(failed) if failed.isdigit() else errno.ENOEXEC
+            raise OSError(number, os.strerror(number), program)
+        return pid
+
+    def _child(  # noqa: PLR0917 - private, called once by spawn with its own values
+        self,
+        program: str,
+        argv: Sequence[str],
+        env: Mapping[str, str],
+        actions: Sequence[tuple[int, ...]],
+        parent: int,
+        errors: int,
+    ) -> None:  # pragma: no cover - runs between fork and exec
+        try:
+            signal.set_wakeup_fd(-1)  # a signal now must not wake the watcher's loop
+            os.setpgid(0, 0)
+            if self._death is not None and self._death(signal.SIGKILL) != 0:
+                raise OSError(errno.EPERM, "prctl(PR_SET_PDEATHSIG)")
+            if os.getppid() != parent:  # the watcher died before the prctl: nothing fences us
+                os._exit(0)
+            if self._feed >= 0:
+                with contextlib.suppress(OSError):  # a guard gone: the prctl stays
+                    write_all(self._feed, b"%d\n" % os.getpid())
+            for action in actions:
+                if action[0] == os.POSIX_SPAWN_DUP2:
+                    os.dup2(action[1], action[2])
+                else:
+                    os.close(action[1])
+            signal.pthread_sigmask(signal.SIG_SETMASK, ())
+            os.execve(program, list(argv), dict(env))  # noqa: S606 - argv, as posix_spawn
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.write(errors, b"%d" % (exc.errno or errno.ENOEXEC))
+        finally:
+            os._exit(127)
+
+    def untie(self) -> None:
+        """The job's group is gone: the guard is told so (a later EOF kills nothing)."""
+        if self._feed >= 0:
+            with contextlib.suppress(OSError):
+                write_all(self._feed, b"0\n")
+
+
+_TIES: list[JobTie] = []
+"""The watcher's one JobTie, made at its first leased job."""
+
+
+def _tie() -> JobTie:
+    if not _TIES:
+        _TIES.append(JobTie())
+    return _TIES[0]
 
 
 if __name__ == "__main__":  # pragma: no cover - not an entry point

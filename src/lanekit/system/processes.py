@@ -71,6 +71,31 @@ def group_alive(pgid: int) -> bool:
     return True
 
 
+PR_SET_PDEATHSIG = 1
+"""prctl(2)'s option: the signal a process gets when the thread that forked it exits."""
+
+
+def parent_death_setter() -> Callable[[int], int] | None:
+    """On Linux, prctl(PR_SET_PDEATHSIG, sig) as a callable (returns prctl's result: 0, or -1
+    with errno set), loaded before a fork so that the child only calls it; None elsewhere
+    (macOS has no parent-death signal). ctypes is imported here only, on the path that
+    starts a leased job."""
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    prctl.argtypes = (ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong)
+    prctl.restype = ctypes.c_int
+
+    def set_parent_death_signal(sig: int) -> int:
+        return int(prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0))
+
+    return set_parent_death_signal
+
+
 def close_fds_except(keep: Iterable[int]) -> None:
     """Close every descriptor above stdio but `keep`: a watcher outlives its caller and must
     hold nothing of it (the lane lock above all, which would keep the lane busy)."""
