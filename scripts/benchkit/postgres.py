@@ -277,13 +277,16 @@ def bench_pg_startup(root: Path, dsn: str, runs: int) -> Figure:
     run_argv = [PY, *INTERPRETER_FLAGS, "-c", ENTRYPOINT_CODE, "run", LANE]
     run_argv += ["--snapshot", str(place / "snapshot.json")]
     pass_argv = [PY, "-c", "pass"]
+    # The floor: the client alone, imported by the same interpreter with the same flags.
+    client_argv = [PY, *INTERPRETER_FLAGS, "-c", "import psycopg"]
     for _ in range(3):
         _cpu(run_argv)
         _cpu(pass_argv)
-    base, lane = [], []
+    base, lane, client = [], [], []
     for _ in range(runs):
         base.append(_cpu(pass_argv))
         lane.append(_cpu(run_argv))
+        client.append(_cpu(client_argv))
     per_round = [
         median(lane[at : at + 10]) / median(base[at : at + 10]) for at in range(0, runs, 10)
     ]
@@ -299,8 +302,21 @@ def bench_pg_startup(root: Path, dsn: str, runs: int) -> Figure:
             f"lanekit run: {median(lane) * 1e3:.1f} ms CPU; python -c pass: "
             f"{median(base) * 1e3:.1f} ms CPU (user + system, median of {runs} runs each, "
             "interleaved; the ratio is the median of rounds of 10)",
+            f"the floor, `python -I -c 'import psycopg'` alone: {median(client) * 1e3:.1f} ms "
+            f"CPU, {median(client) / median(base):.1f}x `python -c pass`; lanekit's own part "
+            f"(its modules, the connection, its statements): "
+            f"{(median(lane) - median(client)) / median(base):.1f}x",
         ],
-        limits="A postgres queue cannot be peeked at without its server: an empty run imports "
-        "the queue machinery and psycopg (its one client), connects (TCP, SCRAM), checks the "
-        "schema version, recovers (one query) and claims (one statement)",
+        limits="A postgres queue cannot be peeked at without its server, so an empty run "
+        "imports psycopg, its one client, and that import alone is above the target: psycopg's "
+        "package __init__ imports every part of it (async connection and cursors, copy, "
+        "pipelines) whatever is used, its errors module does `from asyncio import "
+        "CancelledError` (asyncio, ssl), psycopg and psycopg_binary each read their version "
+        "with importlib.metadata (email, zipfile) at import, psycopg.pq.misc imports "
+        "ctypes.util (subprocess, tempfile, shutil) to find libpq, and _compat imports "
+        "typing_extensions (inspect); each is an attribute used while psycopg is being "
+        "imported, so no lazy import on lanekit's side can defer it, and importing "
+        "psycopg.Connection or psycopg.pq alone runs the same package __init__. Under the "
+        "floor, lanekit imports the queue machinery, connects (TCP, SCRAM), checks the schema "
+        "version, recovers and claims (one statement each)",
     )
