@@ -7,7 +7,8 @@ dbname=..."`, the password from PGPASSFILE or ~/.pgpass, never on the command li
     after their SQL (one statement each too, unfenced, no attempt rows, no file);
 (q) one `lanekit run` of 20 jobs at a backlog of 100 vs 100,000;
 (r) `lanekit run` of a postgres lane with nothing queued vs `python -c pass`, in CPU seconds
-    (user + system of the process).
+    (user + system of the process);
+(t) `lanekit jobs` page 1 over 100,000 finished jobs vs reading them all (JobQueue.page).
 """
 
 from __future__ import annotations
@@ -249,6 +250,58 @@ def bench_pg_backlog(root: Path, dsn: str, small: int, large: int, runs: int) ->
         ],
         limits="A claim reads the head of the partial index of ready jobs (queue, seq) WHERE "
         "state = 'queued': its cost does not grow with the backlog",
+    )
+
+
+def bench_pg_paging(root: Path, dsn: str, jobs: int, runs: int) -> Figure:
+    """(t): page 1 of the jobs (newest first, the total counted) over `jobs` finished ones vs
+    reading every one of them, through PostgresQueue.page; one finished state's pages too."""
+    from lanekit.queue.records import JobState
+
+    schema = _schema(dsn, "bench_paging")
+    say(f"  (t) filling {jobs:,} finished jobs")
+    queue = _fill_lanekit(dsn, schema, jobs)
+    table = f'"{schema}".jobs'
+    queue.session.rows(f"UPDATE {table} SET state = 'succeeded', finished_at = now()")
+    queue.session.rows(f"UPDATE {table} SET state = 'failed', error = 'x' WHERE seq %% 50 = 0")
+    queue.session.rows(f"VACUUM ANALYZE {table}")  # as autovacuum would after a bulk change
+    queue.check()
+    timed: dict[str, list[float]] = {}
+
+    def timing(name: str, page: int, per_page: int, state: JobState | None = None) -> None:
+        started = time.perf_counter()
+        got = queue.page(page, per_page, state)
+        timed.setdefault(name, []).append(time.perf_counter() - started)
+        assert got.items, name
+
+    for _ in range(runs):
+        timing("page 1", 1, 20)
+        timing("every job", 1, 0)
+        timing("succeeded page 1", 1, 20, JobState.SUCCEEDED)
+        timing("failed page 1", 1, 20, JobState.FAILED)
+        timing("failed, last page", jobs // 50 // 20, 20, JobState.FAILED)
+        timing("the last page", jobs // 20, 20)
+    per_round = [
+        page / full for page, full in zip(timed["page 1"], timed["every job"], strict=True)
+    ]
+    ratio = median(per_round)
+    return Figure(
+        key="t",
+        title=f"postgres: `lanekit jobs` page 1 over {jobs:,} finished jobs vs reading them all",
+        ratio=ratio,
+        target="<= 5%",
+        met=ratio <= 0.05,
+        rounds=per_round,
+        detail=[
+            ", ".join(f"{name}: {median(times) * 1e3:.1f} ms" for name, times in timed.items())
+            + f" (median of {runs}; 20 jobs a page; 2% of the jobs failed, the rest succeeded; "
+            "the ratio is the median of the rounds' page 1 / every job)",
+        ],
+        limits="Page 1 shows the total, so the chosen jobs are counted: every job's entry in "
+        "an index (jobs_newest), one state's in its partial index (jobs_finished by state and "
+        "seq, where the count needs no row at all once vacuumed). A page's rows are read by "
+        "seq from a boundary found in the same index, so a deep page skips index entries, "
+        "not rows",
     )
 
 
