@@ -755,8 +755,9 @@ class PostgresQueue:
         return self._state_of(job_id) is JobState.SUCCEEDED
 
     def counts(self, now: float | None = None) -> QueueCounts:
-        """Every state's count and the oldest queued job and claim, in one query."""
-        from lanekit.queue.counts import QueueCounts
+        """Every state's count, the oldest queued job and claim, and the leases by host (how
+        many lapsed, on the server's clock), in one query."""
+        from lanekit.queue.counts import HostLeases, QueueCounts
 
         [row] = self._rows(
             "counts",
@@ -769,13 +770,34 @@ class PostgresQueue:
                 count(*) FILTER (WHERE state = 'succeeded'),
                 count(*) FILTER (WHERE state = 'failed'),
                 extract(epoch from now() - min(queued_at) FILTER (WHERE state = 'queued'))::float8,
-                extract(epoch from now() - min(claimed_at) FILTER (WHERE state = 'running'))::float8
+                extract(epoch from now() - min(claimed_at)
+                    FILTER (WHERE state = 'running'))::float8,
+                (SELECT ARRAY[coalesce(array_agg(host ORDER BY host), '{}'),
+                        coalesce(array_agg(running::text ORDER BY host), '{}'),
+                        coalesce(array_agg(expired::text ORDER BY host), '{}')]
+                    FROM (SELECT lease_host AS host, count(*) AS running,
+                            count(*) FILTER (WHERE lease_expires < now()) AS expired
+                        FROM {s}.jobs WHERE queue = %(q)s AND state = 'running'
+                        GROUP BY lease_host) AS by_host)
             FROM {s}.jobs WHERE queue = %(q)s
             """,
             {},
         )
-        queued, delayed, claimed, done, failed, oldest_queued, oldest_claim = row
-        return QueueCounts(queued, delayed, claimed, done, failed, oldest_queued, oldest_claim)
+        queued, delayed, claimed, done, failed, oldest_queued, oldest_claim, hosts = row
+        # Three parallel text arrays (host, running, expired): plain arrays load without
+        # registering a composite type. Sorted here, by code point, whatever the collation.
+        leases = tuple(
+            sorted(
+                (
+                    HostLeases(host, int(running), int(expired))
+                    for host, running, expired in zip(*hosts, strict=True)
+                ),
+                key=lambda held: held.host,
+            )
+        )
+        return QueueCounts(
+            queued, delayed, claimed, done, failed, oldest_queued, oldest_claim, leases
+        )
 
     def claims(self, now: float | None = None) -> list[ClaimView]:
         """Every claim, oldest first: LIVE while its lease holds, STRANDED once it lapsed
