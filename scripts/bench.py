@@ -22,10 +22,11 @@
     over 100 lanes in CPU as a share of one CPU at the default `every` (5 min);
 (k) `lanekit status` and `lanekit doctor` at 100 lanes vs at 1 lane;
 (l) a single `lanekit enqueue` of an installed lane vs `python -c pass`, in CPU.
-(p, q, r) the postgres queue, on the server `--pg CONNINFO` names (password from PGPASSFILE):
-    claim+settle jobs/s at 1/2/4/8 workers vs a procrastinate-style and a pg-boss-style claim,
-    a run at a backlog of 100 vs 100,000, an empty run's CPU vs `python -c pass`
-    (scripts/benchkit/postgres.py; `--only pqr --pg "host=... user=... dbname=..."`).
+(p, q, r, t) the postgres queue, on the server `--pg CONNINFO` names (password from
+    PGPASSFILE): claim+settle jobs/s at 1/2/4/8 workers vs a procrastinate-style and a
+    pg-boss-style claim, a run at a backlog of 100 vs 100,000, an empty run's CPU vs
+    `python -c pass`, `jobs` page 1 over 100,000 finished jobs vs reading them all
+    (scripts/benchkit/postgres.py; `--only pqrt --pg "host=... user=... dbname=..."`).
 (s) `lanekit status` on 5 systemd lanes vs `python -c "import typer"`, on a real user manager
     (root: tests/usermanager.py), with the daemon-reloads of applying 20 lanes.
 
@@ -170,7 +171,7 @@ def measure(
     if "l" in args.only:
         say("(l) a single enqueue")
         figures.append(bench_single_enqueue(root, sizes["single_runs"]))
-    if set("pqr") & set(args.only):
+    if set("pqrt") & set(args.only):
         figures += _postgres(root, args, sizes)
     if "s" in args.only:
         say("(s) status on systemd lanes")
@@ -179,11 +180,16 @@ def measure(
 
 
 def _postgres(root: Path, args: argparse.Namespace, sizes: dict[str, int]) -> list[Figure]:
-    """(p), (q), (r): the postgres queue's figures (they need --pg)."""
-    from benchkit.postgres import bench_pg_backlog, bench_pg_claims, bench_pg_startup
+    """(p), (q), (r), (t): the postgres queue's figures (they need --pg)."""
+    from benchkit.postgres import (
+        bench_pg_backlog,
+        bench_pg_claims,
+        bench_pg_paging,
+        bench_pg_startup,
+    )
 
     if args.pg is None:
-        say("(l, m, n) need --pg CONNINFO (a PostgreSQL server): skipped")
+        say("(p, q, r, t) need --pg CONNINFO (a PostgreSQL server): skipped")
         return []
     figures = []
     if "p" in args.only:
@@ -197,6 +203,9 @@ def _postgres(root: Path, args: argparse.Namespace, sizes: dict[str, int]) -> li
     if "r" in args.only:
         say("(r) postgres empty run")
         figures.append(bench_pg_startup(root, args.pg, sizes["pg_startup"]))
+    if "t" in args.only:
+        say("(t) postgres jobs pages")
+        figures.append(bench_pg_paging(root, args.pg, sizes["pg_backlog"], sizes["paging_runs"]))
     return figures
 
 

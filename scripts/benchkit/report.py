@@ -17,7 +17,7 @@ GROUPS = {
     "j": ("<!-- bench-watch:start -->", "<!-- bench-watch:end -->", "The watchdog"),
     "k": ("<!-- bench-scale:start -->", "<!-- bench-scale:end -->", "Status and doctor at scale"),
     "l": ("<!-- bench-enqueue:start -->", "<!-- bench-enqueue:end -->", "A single enqueue"),
-    "pqr": ("<!-- bench-pg:start -->", "<!-- bench-pg:end -->", "The postgres queue"),
+    "pqrt": ("<!-- bench-pg:start -->", "<!-- bench-pg:end -->", "The postgres queue"),
     "s": ("<!-- bench-systemd:start -->", "<!-- bench-systemd:end -->", "On systemd"),
 }
 """The figure groups and the block of docs/benchmarks.md each is written to: `--write-docs`

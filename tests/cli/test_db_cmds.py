@@ -8,6 +8,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from lanekit.cli import app
+from lanekit.state.schemas import POSTGRES_QUEUE_SCHEMA
 from pgserver import PgServer
 
 CONFIG = """
@@ -38,7 +39,8 @@ def test_db_migrate_creates_then_finds_the_schema_up_to_date(
     config.write_text(CONFIG.format(dsn=pg_server.dsn, schema=pg_schema, local=tmp_path / "q"))
     code, out, err = invoke("db", "migrate", "-c", str(config))
     assert (code, err) == (0, "")
-    assert "postgres queue shared" in out and "schema created (version 1)" in out
+    assert "postgres queue shared" in out
+    assert f"schema created (version {POSTGRES_QUEUE_SCHEMA})" in out
     code, out, _ = invoke("db", "migrate", "shared", "-c", str(config))
     assert code == 0 and "up to date" in out
     assert pg_server.password not in out

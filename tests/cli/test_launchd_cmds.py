@@ -39,7 +39,16 @@ LANE_KEYS = {
     "next_fire",
     "queue",
 }
-QUEUE_KEYS = {"queued", "delayed", "claimed", "done", "failed", "oldest_claim_age_seconds", "error"}
+QUEUE_KEYS = {
+    "queued",
+    "delayed",
+    "claimed",
+    "done",
+    "failed",
+    "oldest_claim_age_seconds",
+    "error",
+    "leases",
+}
 
 FAKE_CODEX = """#!/bin/sh
 # Stands in for `codex exec --file JOB`: sleeps as long as the job asks, then succeeds.

@@ -36,6 +36,47 @@ def test_status_jobs_and_job_on_a_postgres_lane(
     assert [item["outcome"] for item in detail["attempt_history"]] == ["failed"]
 
 
+def test_status_shows_the_leases_by_host_and_the_expired_ones(
+    pg_server: PgServer, pg_schema: str, tmp_path: Path
+) -> None:
+    """status counts a postgres queue's running jobs by the host holding their lease, and how
+    many of those leases lapsed (the server's clock), in text and in --json as documented."""
+    from test_json_contracts import STATUS_LEASE_KEYS, contracts, problems
+
+    setup(pg_server, pg_schema, tmp_path)
+    queue = queue_of(pg_server, pg_schema, tmp_path)
+    [lane] = json.loads(lanekit("status", "--json").stdout)["lanes"]
+    assert lane["queue"]["leases"] == []
+    for n in range(4):
+        queue.enqueue({"n": n}, job_id=f"j{n}")
+    claimer = queue.claimer(lane="publish")
+    for _ in range(3):
+        assert claimer.claim() is not None
+    # One of them held by another machine whose lease lapsed (it was cut off, or is gone).
+    queue.session.rows(
+        f"UPDATE \"{pg_schema}\".jobs SET lease_host = 'zz-laptop', "
+        "lease_expires = now() - interval '1 second' WHERE id = 'j0'"
+    )
+    status = lanekit("status", "--json")
+    assert status.returncode == 0, status.stderr
+    document = json.loads(status.stdout)
+    [lane] = document["lanes"]
+    here = socket.gethostname()
+    expected = sorted(
+        [
+            {"host": here, "running": 2, "expired": 0},
+            {"host": "zz-laptop", "running": 1, "expired": 1},
+        ],
+        key=lambda held: str(held["host"]),
+    )
+    assert lane["queue"]["leases"] == expected  # by host name
+    found, paths = problems(contracts()["status"], document)
+    assert not found and paths >= STATUS_LEASE_KEYS
+    shown = {here: f"{here} 2", "zz-laptop": "zz-laptop 1 (1 expired: the next run recovers it)"}
+    text = " ".join(lanekit("status").stdout.split())
+    assert "leases: " + ", ".join(shown[str(held["host"])] for held in expected) in text
+
+
 def test_retry_requeue_cancel_and_purge_on_a_postgres_lane(
     pg_server: PgServer, pg_schema: str, tmp_path: Path
 ) -> None:

@@ -24,6 +24,19 @@ class QueueCounts:
     """Seconds since the oldest job in queue/ was enqueued (None when queue/ is empty)."""
     oldest_claim_age: float | None
     """Seconds since the oldest current claim was taken (None when nothing is claimed)."""
+    leases: tuple[HostLeases, ...] | None = None
+    """The running jobs' leases by host (a server queue's); None for a queue without leases
+    (a directory queue's claims are held by their owner's lock, not by a lease)."""
+
+
+@dataclass(frozen=True, slots=True)
+class HostLeases:
+    """The leases one host holds on a server queue: its running jobs, and how many of those
+    leases lapsed (a holder gone or cut off: the next run on any host recovers them)."""
+
+    host: str
+    running: int
+    expired: int
 
 
 @dataclass(frozen=True, slots=True)

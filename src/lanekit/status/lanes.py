@@ -20,6 +20,7 @@ from lanekit.service import manager_of
 from lanekit.state.paths import Paths, paused_labels
 
 if TYPE_CHECKING:
+    from lanekit.queue.counts import HostLeases
     from lanekit.service.launchd import Launchd
     from lanekit.service.manager import LaneObservation, ServiceManager
 
@@ -83,6 +84,8 @@ class QueueSummary:
     oldest_claim_age: float | None = None
     """Seconds since the oldest current claim was taken; None when nothing is claimed."""
     error: str | None = None
+    leases: tuple[HostLeases, ...] | None = None
+    """A server queue's leases by host (QueueCounts.leases); None for a directory queue."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,4 +247,5 @@ def _queue_summary(lane: LaneSpec) -> QueueSummary:
         done=counts.done,
         failed=counts.failed,
         oldest_claim_age=counts.oldest_claim_age,
+        leases=counts.leases,
     )

@@ -23,6 +23,7 @@ from lanekit.queue.postgres.connection import QueueUnavailableError
 from lanekit.queue.postgres.lease import awake_clock, margin
 from lanekit.queue.postgres.location import OnOrphan, PgLocation
 from lanekit.queue.records import JobState
+from lanekit.state.schemas import POSTGRES_QUEUE_SCHEMA
 from pgserver import PgServer
 
 
@@ -272,8 +273,8 @@ def test_a_schema_older_or_newer_is_refused_not_migrated(
     queue = PostgresQueue(PgLocation("s", pg_server.dsn, schema=pg_schema), spool=tmp_path)
     with pytest.raises(SchemaError, match="db migrate"):
         queue.check()
-    assert queue.migrate() == (None, 1)
-    assert queue.migrate() == (1, 1)
+    assert queue.migrate() == (None, POSTGRES_QUEUE_SCHEMA)
+    assert queue.migrate() == (POSTGRES_QUEUE_SCHEMA, POSTGRES_QUEUE_SCHEMA)
     queue.session.rows(f"UPDATE \"{pg_schema}\".meta SET value = '99' WHERE key = 'version'")
     with pytest.raises(SchemaError, match="newer") as caught:
         queue.check()

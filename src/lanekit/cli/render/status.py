@@ -9,13 +9,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lanekit.cli.render import json_out, line, table_row
 from lanekit.service.exits import signal_label
 from lanekit.state.schemas import STATUS_SCHEMA
 from lanekit.status.lanes import LaneState, LaneStatus
 from lanekit.system.quoting import cmdline
+
+if TYPE_CHECKING:
+    from lanekit.queue.counts import HostLeases
 
 _STATE_STYLE = {
     LaneState.RUNNING: "bold green",
@@ -88,6 +91,8 @@ def status(
             detail += f"; project: {row.project}"
         if row.queue.error:
             detail += f"; queue: {row.queue.error}"
+        if row.queue.leases is not None:
+            detail += f"; leases: {_leases(row.queue.leases)}"
         if row.watchdog:
             detail += f"; {row.watchdog}"
         line(detail)
@@ -113,6 +118,20 @@ def _status_cells(row: LaneStatus) -> tuple[str, ...]:
         _dash(q.failed),
         _age(q.oldest_claim_age),
     )
+
+
+def _leases(leases: Sequence[HostLeases]) -> str:
+    """`mini 2 (1 expired), laptop 1`: a server queue's running jobs by the host holding
+    their lease; an expired one is recovered by the next run on any host."""
+    if not leases:
+        return "none held"
+    parts = []
+    for held in leases:
+        part = f"{held.host} {held.running}"
+        if held.expired:
+            part += f" ({held.expired} expired: the next run recovers it)"
+        parts.append(part)
+    return ", ".join(parts)
 
 
 def _project(project: Path | None) -> str:
@@ -193,6 +212,12 @@ def _lane_json(row: LaneStatus) -> dict[str, Any]:
             "failed": q.failed,
             "oldest_claim_age_seconds": q.oldest_claim_age,
             "error": q.error,
+            "leases": None
+            if q.leases is None
+            else [
+                {"host": held.host, "running": held.running, "expired": held.expired}
+                for held in q.leases
+            ],
         },
     }
 

@@ -755,8 +755,9 @@ class PostgresQueue:
         return self._state_of(job_id) is JobState.SUCCEEDED
 
     def counts(self, now: float | None = None) -> QueueCounts:
-        """Every state's count and the oldest queued job and claim, in one query."""
-        from lanekit.queue.counts import QueueCounts
+        """Every state's count, the oldest queued job and claim, and the leases by host (how
+        many lapsed, on the server's clock), in one query."""
+        from lanekit.queue.counts import HostLeases, QueueCounts
 
         [row] = self._rows(
             "counts",
@@ -769,13 +770,34 @@ class PostgresQueue:
                 count(*) FILTER (WHERE state = 'succeeded'),
                 count(*) FILTER (WHERE state = 'failed'),
                 extract(epoch from now() - min(queued_at) FILTER (WHERE state = 'queued'))::float8,
-                extract(epoch from now() - min(claimed_at) FILTER (WHERE state = 'running'))::float8
+                extract(epoch from now() - min(claimed_at)
+                    FILTER (WHERE state = 'running'))::float8,
+                (SELECT ARRAY[coalesce(array_agg(host ORDER BY host), '{}'),
+                        coalesce(array_agg(running::text ORDER BY host), '{}'),
+                        coalesce(array_agg(expired::text ORDER BY host), '{}')]
+                    FROM (SELECT lease_host AS host, count(*) AS running,
+                            count(*) FILTER (WHERE lease_expires < now()) AS expired
+                        FROM {s}.jobs WHERE queue = %(q)s AND state = 'running'
+                        GROUP BY lease_host) AS by_host)
             FROM {s}.jobs WHERE queue = %(q)s
             """,
             {},
         )
-        queued, delayed, claimed, done, failed, oldest_queued, oldest_claim = row
-        return QueueCounts(queued, delayed, claimed, done, failed, oldest_queued, oldest_claim)
+        queued, delayed, claimed, done, failed, oldest_queued, oldest_claim, hosts = row
+        # Three parallel text arrays (host, running, expired): plain arrays load without
+        # registering a composite type. Sorted here, by code point, whatever the collation.
+        leases = tuple(
+            sorted(
+                (
+                    HostLeases(host, int(running), int(expired))
+                    for host, running, expired in zip(*hosts, strict=True)
+                ),
+                key=lambda held: held.host,
+            )
+        )
+        return QueueCounts(
+            queued, delayed, claimed, done, failed, oldest_queued, oldest_claim, leases
+        )
 
     def claims(self, now: float | None = None) -> list[ClaimView]:
         """Every claim, oldest first: LIVE while its lease holds, STRANDED once it lapsed
@@ -811,31 +833,37 @@ class PostgresQueue:
         only those waiting for their time, or only the ready ones), newest first."""
         from lanekit.queue.paging import Page, adjust_item_count, paginate
 
-        chosen = """
-            (%(state)s::text IS NULL OR state = %(state)s)
-            AND (%(delayed)s::boolean IS NULL OR (state = 'queued'
-                AND (not_before IS NOT NULL AND not_before > now()) = %(delayed)s))
-            """
-        params = {"state": None if state is None else str(state), "delayed": delayed}
-        [(total, everything)] = self._rows(
-            "page_total",
-            "SELECT count(*) FILTER (WHERE " + chosen + "), count(*) FROM {s}.jobs"
-            " WHERE queue = %(q)s",
-            params,
+        chosen = _page_filter(state, delayed)
+        name = f"page.{state}.{delayed}"
+        # The filter is written into the statement (a word of the JobState vocabulary), not
+        # passed as a parameter, so each (state, delayed) has a statement of its own whose
+        # plan reads the partial index of that state; only the chosen jobs are counted.
+        [(total,)] = self._rows(
+            name + ".count", "SELECT count(*) FROM {s}.jobs WHERE queue = %(q)s" + chosen, {}
         )
         start, stop, meta = paginate(total, page, per_page)
+        # Keyset by seq: the page's first seq is found in the index alone (jobs_newest, or
+        # the state's partial index: no row is read for the jobs of the pages before), then
+        # the page is read from there, per_page rows. The numbered page of the contract stays.
         rows = self._rows(
-            "page",
+            name,
             "SELECT " + _RECORD_COLUMNS + ", CASE WHEN state = 'queued' AND not_before > now()"
             " THEN extract(epoch from not_before)::float8 END"
-            " FROM {s}.jobs WHERE queue = %(q)s AND "
+            " FROM {s}.jobs WHERE queue = %(q)s"
             + chosen
-            + " ORDER BY seq DESC OFFSET %(start)s LIMIT %(limit)s",
-            {**params, "start": start, "limit": stop - start},
+            + " AND seq <= (SELECT seq FROM {s}.jobs WHERE queue = %(q)s"
+            + chosen
+            + " ORDER BY seq DESC OFFSET %(start)s LIMIT 1)"
+            " ORDER BY seq DESC LIMIT %(limit)s",
+            {"start": start, "limit": stop - start},
         )
         items = [_record(row) for row in rows]
         waiting = {row[0]: iso_utc(row[7]) for row in rows if row[7] is not None}
-        elsewhere = everything if state is not None and not total else 0
+        elsewhere = 0
+        if state is not None and not total:
+            [(elsewhere,)] = self._rows(
+                "page.everything", "SELECT count(*) FROM {s}.jobs WHERE queue = %(q)s", {}
+            )
         return Page(
             items, adjust_item_count(meta, len(items)), [], state, elsewhere, waiting, delayed
         )
@@ -1089,6 +1117,16 @@ class PostgresQueue:
     def close(self) -> None:
         """Close this process's connection (tests; a run's ends with its process)."""
         self.session.close()
+
+
+def _page_filter(state: JobState | None, delayed: bool | None) -> str:
+    """The WHERE clause's tail that chooses a page's jobs (JobQueue.page's `state`, `delayed`)."""
+    chosen = "" if state is None else f" AND state = '{JobState(state)}'"
+    if delayed is True:
+        chosen += " AND state = 'queued' AND not_before > now()"
+    elif delayed is False:
+        chosen += " AND state = 'queued' AND (not_before IS NULL OR not_before <= now())"
+    return chosen
 
 
 def _purged(rows: list[tuple[Any, ...]], expired: tuple[str, ...], *, dry_run: bool) -> Purged:
