@@ -93,6 +93,10 @@ class LaneObservation:
     next_fire: datetime | None = None
     """When the manager itself will next start the lane (systemd's timer; aware), None when
     it does not say (launchd) or never."""
+    watch_failed: str = ""
+    """Why the manager stopped starting the lane when work arrives (systemd's path unit
+    failed: `trigger-limit-hit`, `unit-start-limit-hit`); empty when it did not, or the
+    manager does not say."""
 
     @property
     def running(self) -> bool:
