@@ -144,6 +144,32 @@ class Observation:
 
 
 @dataclass(frozen=True, slots=True)
+class Vocabulary:
+    """A manager's own words for what plan, apply and pause say they do: a lane on systemd is
+    never said to have a plist, nor to be booted out of launchd."""
+
+    manager: str
+    """Who runs the lanes (`disabled in launchd`)."""
+    artifact: str
+    """What a lane is installed as (`plist changed`, `write units`)."""
+    unload: str
+    """Taking a loaded lane down before a reload."""
+    load: str
+    """Loading (arming) the lane."""
+    unloaded: str
+    """`unload` done (`booted out and written`)."""
+
+
+LAUNCHD_WORDS = Vocabulary("launchd", "plist", "bootout", "bootstrap", "booted out")
+VOCABULARY = {
+    ManagerKind.LAUNCHD: LAUNCHD_WORDS,
+    ManagerKind.EMULATED: LAUNCHD_WORDS,
+    ManagerKind.SYSTEMD: Vocabulary("systemd", "units", "stop", "start", "stopped"),
+}
+"""Each manager's words (the emulated domain is launchd's)."""
+
+
+@dataclass(frozen=True, slots=True)
 class Stopped:
     """What `ServiceManager.stop` did to a lane's running instance."""
 

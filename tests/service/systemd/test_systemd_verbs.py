@@ -186,3 +186,30 @@ def test_adopt_is_refused_where_systemd_runs_the_lanes(
     assert "systemd runs the lanes here" in refused.stderr
     assert "Traceback" not in refused.stderr
     assert (paths.cwd / "lanes.toml").read_bytes() == before
+
+
+def test_plan_and_pause_speak_systemds_words(
+    systemd: UserManager, paths: Paths, cli: Callable[..., Any]
+) -> None:
+    """Where systemd runs the lanes, plan, apply, pause and resume never say plist, launchd,
+    bootout or bootstrap: the units changed, systemd disabled them, a start arms them."""
+    lanes = (
+        '[lanes.w]\nqueue = "q"\ncommand = ["/bin/true", "{job}"]\nschedule = "0 3 * * *"\n'
+        'start = ["schedule", "enqueue"]\n'
+    )
+    _config(paths, lanes)
+    said = [_ok(cli("plan")).stdout, _ok(cli("apply")).stdout]
+    _config(paths, lanes + 'env = { GEN = "2" }\n')
+    planned = _ok(cli("plan")).stdout
+    assert "units changed (" in planned, planned
+    assert "stop, write units, write snapshot, start" in planned, planned
+    said += [planned, _ok(cli("apply")).stdout]
+    paused = _ok(cli("pause", "w")).stdout
+    assert "disable in systemd" in paused, paused
+    assert "systemd would start it again and again while jobs wait" in paused, paused
+    resumed = _ok(cli("resume", "w")).stdout
+    assert "enable in systemd" in resumed and "start" in resumed, resumed
+    said += [paused, resumed, _ok(cli("plan")).stdout]
+    for text in said:
+        for word in ("plist", "launchd", "bootout", "bootstrap", "booted out"):
+            assert word not in text, (word, text)
