@@ -360,6 +360,17 @@ class SystemdManager:
         """The lane's installed units that start its service: the timer, the path unit."""
         return [name for name in all_unit_names(label)[1:] if (self._install_dir / name).is_file()]
 
+    def run_environment(self, unit_env: Mapping[str, str]) -> dict[str, str]:
+        """The environment a run of a unit with `unit_env` (its Environment= lines) gets,
+        for `lanekit try`: the manager's own block (`show-environment`: what it was started
+        with, HOME, USER, LOGNAME and SHELL among it in a login session), then the unit's
+        lines. What systemd sets per start (INVOCATION_ID, SYSTEMD_EXEC_PID, MANAGERPID)
+        has no value outside a start and is left out; a unit without User= gets no other
+        variable (measured on systemd 252: tests/proof/test_try_systemd.py)."""
+        env = self.systemctl.environment()
+        env.update(unit_env)
+        return env
+
     def linger(self, user: str) -> bool | None:
         """Whether `user`'s manager runs without a login (None: no logind here)."""
         from lanekit.service.systemd.systemctl import linger
