@@ -176,3 +176,31 @@ def test_remove_deletes_the_path_unit_and_its_link(systemd: UserManager, paths: 
     assert sorted(p.name for p in systemd.unit_dir.rglob("*") if label in p.name) == []
     shown = systemd.systemctl("show", "-p", "LoadState", path_name(label)).stdout
     assert shown.split() == ["LoadState=not-found"]
+
+
+def test_a_lane_no_longer_started_on_enqueue_loses_its_path_unit(
+    systemd: UserManager, paths: Paths
+) -> None:
+    """start back to ["schedule"]: apply stops the path unit, deletes its file and its
+    paths.target.wants link, and systemd forgets it; an enqueue no longer starts the lane."""
+    config = _config(paths, '["/bin/true", "{job}"]')
+    manager = _manager(systemd, paths)
+    apply(config, paths, manager)
+    label = config.lanes["arrive"].label
+    text = (paths.cwd / "lanes.toml").read_text().replace(', "enqueue"', "")
+    (paths.cwd / "lanes.toml").write_text(text)
+    changed = load_config(paths.cwd / "lanes.toml", paths)
+    outcomes = apply(changed, paths, manager).outcomes
+    assert {o.result for o in outcomes} == {Result.DONE}, outcomes
+    assert sorted(p.name for p in systemd.unit_dir.rglob("*") if label in p.name) == [
+        f"{label}.service",
+        f"{label}.timer",
+        f"{label}.timer",  # its timers.target.wants link
+    ]
+    shown = systemd.systemctl("show", "-p", "LoadState", path_name(label)).stdout
+    assert shown.split() == ["LoadState=not-found"]
+    queue = open_queue(changed.lanes["arrive"].queue.dir, durable=False)
+    queue.enqueue({"n": 1})
+    time.sleep(2)
+    assert queue.counts().queued == 1
+    assert apply(changed, paths, manager).nothing_to_do

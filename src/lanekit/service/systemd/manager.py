@@ -29,7 +29,13 @@ from typing import TYPE_CHECKING
 from lanekit.errors import Refusal, ServiceError
 from lanekit.service.exits import describe_exit
 from lanekit.service.manager import LaneObservation, ManagerKind, Observation, Stopped
-from lanekit.service.systemd.names import SERVICE_SUFFIX, all_unit_names, path_name, unit_names
+from lanekit.service.systemd.names import (
+    PATH_SUFFIX,
+    SERVICE_SUFFIX,
+    all_unit_names,
+    path_name,
+    unit_names,
+)
 from lanekit.service.systemd.systemctl import (
     CLD_DUMPED,
     CLD_EXITED,
@@ -253,11 +259,23 @@ class SystemdManager:
             )
             error.reason = Refusal.BUSY
             raise error
+        # A timer or path unit the lane no longer has (its schedule, or start on enqueue,
+        # went): its file was deleted, so it is stopped, unlinked and forgotten here.
+        gone = [name for name, has in ((names[1], has_timer), (names[2], has_path)) if not has]
+        running = [
+            name
+            for name in gone
+            if states.get(name, UnitState(name)).active_state not in {"inactive", "failed"}
+        ]
+        if running:
+            self.systemctl.verb("stop", *running)
+        self._unlink_wants(gone)
         if (
             not service.loaded
             or service.need_reload
             or (has_timer and (not timer.loaded or timer.need_reload))
             or (has_path and (not path.loaded or path.need_reload))
+            or any(states.get(name, UnitState(name)).loaded for name in gone)
         ):
             self.systemctl.daemon_reload()
         armed = [name for name, has in ((names[1], has_timer), (names[2], has_path)) if has]
@@ -382,15 +400,19 @@ class SystemdManager:
         failed result) and its disabled mark, and reload so nothing of it stays loaded."""
         (self._disabled / label).unlink(missing_ok=True)
         names = all_unit_names(label)
-        # `enable` linked the timer into timers.target.wants and the path unit into
-        # paths.target.wants (their [Install] WantedBy); with the files gone `disable` cannot
-        # read [Install] any more, so the links go by hand.
-        for target, name in (("timers.target.wants", names[1]), ("paths.target.wants", names[2])):
+        self._unlink_wants(names[1:])
+        self.systemctl.run("reset-failed", "--", *names, what="reset-failed", check=False)
+        self.systemctl.daemon_reload()
+
+    def _unlink_wants(self, names: Iterable[str]) -> None:
+        """`enable` linked a timer into timers.target.wants and a path unit into
+        paths.target.wants (their [Install] WantedBy); once their files are gone `disable`
+        cannot read [Install] any more, so the links go by hand."""
+        for name in names:
+            target = "paths.target.wants" if name.endswith(PATH_SUFFIX) else "timers.target.wants"
             wants = self._install_dir / target / name
             if wants.is_symlink():
                 wants.unlink()
-        self.systemctl.run("reset-failed", "--", *names, what="reset-failed", check=False)
-        self.systemctl.daemon_reload()
 
     def _disabled_labels(self) -> frozenset[str]:
         try:
