@@ -204,3 +204,29 @@ def test_a_lane_no_longer_started_on_enqueue_loses_its_path_unit(
     time.sleep(2)
     assert queue.counts().queued == 1
     assert apply(changed, paths, manager).nothing_to_do
+
+
+def test_a_lane_started_only_on_enqueue(systemd: UserManager, paths: Paths) -> None:
+    """start = ["enqueue"]: a service and a path unit, no timer; the lane counts as loaded
+    while the path unit watches, and an enqueued job is drained without a kick."""
+    text = (
+        '[defaults]\nlabel_prefix = "com.example.enq"\n'
+        f'[queues.q]\ndir = "{paths.home / "q"}"\n'
+        '[lanes.only]\nqueue = "q"\nstart = ["enqueue"]\ncommand = ["/bin/true", "{job}"]\n'
+    )
+    (paths.cwd / "lanes.toml").parent.mkdir(parents=True, exist_ok=True)
+    (paths.cwd / "lanes.toml").write_text(text, encoding="utf-8")
+    config = load_config(paths.cwd / "lanes.toml", paths)
+    manager = _manager(systemd, paths)
+    assert {o.result for o in apply(config, paths, manager).outcomes} == {Result.DONE}
+    label = config.lanes["only"].label
+    assert sorted(p.name for p in systemd.unit_dir.glob(f"{label}.*")) == [
+        f"{label}.path",
+        f"{label}.service",
+    ]
+    seen = manager.observe([label])[label]
+    assert seen.loaded and seen.next_fire is None
+    queue = open_queue(config.lanes["only"].queue.dir, durable=False)
+    queue.enqueue({"n": 1})
+    assert _until(lambda: queue.counts().done == 1, 8), queue.counts()
+    assert apply(config, paths, manager).nothing_to_do
