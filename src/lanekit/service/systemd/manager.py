@@ -148,7 +148,16 @@ class SystemdManager:
         return service_definition(service, timer, artifact.decode("utf-8", "replace"))
 
     def _units(self, labels: Iterable[str]) -> list[str]:
-        return [name for label in labels for name in all_unit_names(label)]
+        """The units to `show` for `labels`: the service and the timer of each, and the path
+        unit of a lane that has its file (asking systemd about a unit it does not know costs
+        it a search of every unit directory, and most lanes have no path unit)."""
+        names = []
+        for label in labels:
+            service, timer, path = all_unit_names(label)
+            names += [service, timer]
+            if (self._install_dir / path).exists():
+                names.append(path)
+        return names
 
     def observe(
         self, labels: Iterable[str], wanted: Mapping[str, bytes] | None = None
