@@ -96,6 +96,8 @@ ISSUE_CHECK_IDS = {
     "systemd.exec-failed",
     "systemd.never-elapses",
     "systemd.unanchored-interval",
+    "systemd.next-fire-disagrees",
+    "systemd.enqueue-watch-failed",
     # issue 34: a queue on a PostgreSQL server
     "queue.db-unreachable",
     "queue.schema-version",

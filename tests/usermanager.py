@@ -68,7 +68,9 @@ class UserManager:
         """Stop every unit the user left, delete the user's units and reload: the next test
         starts from an empty manager."""
         ours = sorted(
-            path.name for path in self.unit_dir.glob("*") if path.suffix in {".service", ".timer"}
+            path.name
+            for path in self.unit_dir.glob("*")
+            if path.suffix in {".service", ".timer", ".path"}
         )
         if ours:
             self.systemctl("stop", "--", *ours)

@@ -257,7 +257,7 @@ def uninstall(
     result = reconcile_uninstall(
         loaded,
         paths,
-        open_manager(paths),
+        open_manager(paths, configured=loaded.service_manager if loaded else None),
         scope=Scope.ALL if everything else Scope.PROJECT,
         dry_run=dry_run,
         delete_queues=delete_queues,
@@ -304,22 +304,26 @@ def adopt(
     Each plist becomes a [lanes.NAME] table: its program and arguments, schedule, environment,
     logs and launchd options. Keys no lane key expresses are listed and refused unless
     --keep-unknown. `lanekit apply` then boots the hand-written job out (never while it runs),
-    moves its plist aside (never deleted) and installs the lane in its place."""
+    moves its plist aside (never deleted) and installs the lane in its place. Refused (exit 2)
+    where systemd runs the lanes: there is no launchd job to take over."""
     from lanekit.cli.render import launchd as show
     from lanekit.reconcile.adopt import adopt as reconcile_adopt
     from lanekit.service import open_manager
     from lanekit.state.paths import Paths
 
     paths = Paths.from_env()
+    loaded = _config(config, paths)
+    manager = open_manager(paths, configured=loaded.service_manager)
     result = reconcile_adopt(
-        _config(config, paths),
+        loaded,
         paths,
         plists,
         lane=lane,
         queue=queue,
         keep_unknown=keep_unknown,
         dry_run=dry_run,
-        install_dir=open_manager(paths).install_dir,
+        install_dir=manager.install_dir,
+        manager=manager.kind,
     )
     show.adopted(result)
 
@@ -363,7 +367,9 @@ def stop(
     from lanekit.state.paths import Paths
 
     paths = Paths.from_env()
-    result = reconcile_stop(_config(config, paths), paths, open_manager(paths), lane, wait=wait)
+    loaded = _config(config, paths)
+    manager = open_manager(paths, configured=loaded.service_manager)
+    result = reconcile_stop(loaded, paths, manager, lane, wait=wait)
     show.stopped(result)
     raise typer.Exit(int(result.exit_code))
 
@@ -383,8 +389,9 @@ def restart(
     from lanekit.state.paths import Paths
 
     paths = Paths.from_env()
-    manager = open_manager(paths)
-    result = reconcile_restart(_config(config, paths), paths, manager, lane, wait=wait)
+    loaded = _config(config, paths)
+    manager = open_manager(paths, configured=loaded.service_manager)
+    result = reconcile_restart(loaded, paths, manager, lane, wait=wait)
     show.stopped(result.stop)
     if result.start is not None:
         show.kicked(result.start, emulated=manager.kind == "emulated")

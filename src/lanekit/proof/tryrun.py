@@ -10,6 +10,13 @@ Before running, the doctor checks that would make launchd fail the spawn or the 
 once (program, interpreter, commands on the job's PATH, log paths, working directory) run
 first; an error among them is reported and nothing runs.
 
+Where systemd runs the lanes, a lane's run gets what its unit gives instead: the installed
+service (else the one `apply` would write), read by the systemd backend's one unit reader
+(lanekit.service.systemd.units): its ExecStart, Environment= over the user manager's own
+environment, WorkingDirectory, StandardOutput/StandardError appended. `--job` runs the
+command with what the runner started by that unit would give it
+(lanekit.run.jobenv.lane_process_env).
+
 For a lanekit lane, `try LANE` runs the lane entrypoint as installed (its ProgramArguments):
 that is a real run, which claims and processes real jobs from the queue. `try LANE --job FILE`
 instead runs the lane's job command once on FILE, with the lane's environment, without
@@ -23,7 +30,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lanekit.doctor import (
     DoctorContext,
@@ -37,6 +44,10 @@ from lanekit.errors import ExitCode, UsageError
 from lanekit.service.exits import describe_exit
 from lanekit.state.paths import Paths, backend_name
 from lanekit.system.quoting import cmdline
+
+if TYPE_CHECKING:
+    from lanekit.config import LaneSpec
+    from lanekit.service.launchd.launch import JobLaunch
 
 PREFLIGHT = (
     "plist.invalid",
@@ -146,7 +157,8 @@ def _job_id(job_file: Path) -> str:
     return job_id_of(job_file.name)
 
 
-def _target(request: TryRequest, paths: Paths, env: Mapping[str, str]) -> Target:
+def _target(request: TryRequest, paths: Paths, env: Mapping[str, str]) -> tuple[Target, str | None]:
+    """What to run, and the lane's `[defaults] service_manager` (None: by platform)."""
     from lanekit.config import find_config, load_config
     from lanekit.config.projects import find_configs, lanes_named, project_config
     from lanekit.errors import ConfigError
@@ -158,17 +170,18 @@ def _target(request: TryRequest, paths: Paths, env: Mapping[str, str]) -> Target
             raise UsageError("--job needs a LANE, not --plist", "e.g. `lanekit try LANE --job F`")
         if request.project is not None:
             found = project_config(request.project, paths)
-            return plist_target(request.plist, load_config(found, paths))
+            return plist_target(request.plist, load_config(found, paths)), None
         try:
             config = load_config(find_config(request.config_path, env, paths.cwd), paths)
         except ConfigError:
             if request.config_path is not None:
                 raise
             config = None
-        return plist_target(request.plist, config)
+        return plist_target(request.plist, config), None
     assert request.lane is not None
     configs, _ = find_configs(request.config_path, paths, env, project=request.project)
     (lane,) = lanes_named(configs, [request.lane])
+    configured = next((c.service_manager for c in configs if c.lanes.get(lane.name) is lane), None)
     target = lane_target(lane, paths)
     if request.job is not None:
         job_file = request.job.absolute()
@@ -181,25 +194,24 @@ def _target(request: TryRequest, paths: Paths, env: Mapping[str, str]) -> Target
             plist_error=target.plist_error,
             installed=target.installed,
             lane=lane,
-        )
-    if not target.installed:
+        ), configured
+    if not target.installed and not _unit_installed(lane, paths, env, configured):
         raise UsageError(
             f"lane {lane.name} is not installed, so there is no entrypoint to try",
             f"run `{cmdline('lanekit', 'apply', lane.name)}` first, or "
             f"`{cmdline('lanekit', 'try', lane.name)} --job FILE` to run its command once",
         )
-    return target
+    return target, configured
 
 
 def try_run(request: TryRequest, paths: Paths, env: Mapping[str, str] | None = None) -> TryResult:
     """The core of `lanekit try`: preflight, then one foreground run as launchd would do it."""
     from lanekit.doctor.checks import jobfacts
-    from lanekit.service.launchd.environ import run_foreground
-    from lanekit.service.launchd.launch import JobSetupError, launch_for
+    from lanekit.service.launchd.launch import launch_for
     from lanekit.service.launchd.manager import plist_definition
 
     env = os.environ if env is None else env
-    target = _target(request, paths, env)
+    target, configured = _target(request, paths, env)
     ctx = DoctorContext(paths)
     problems: list[Finding] = []
     for check_id in PREFLIGHT:
@@ -221,6 +233,17 @@ def try_run(request: TryRequest, paths: Paths, env: Mapping[str, str] | None = N
     )
     if target.plist is None or any(p.severity is Severity.ERROR for p in problems):
         return base
+    unit = systemd_launch(target, request, paths, env, configured)
+    if unit is not None:
+        base = replace(
+            base,
+            argv=unit.argv,
+            cwd=unit.cwd,
+            env_path=unit.env.get("PATH", ""),
+            stdout_path=unit.stdout_path,
+            stderr_path=unit.stderr_path,
+        )
+        return _foreground(base, unit, request.timeout)
     if not request.here and backend_name(env, sys.platform) == "launchctl":
         return _as_launchd_job(base, target.plist, paths, env, request.timeout)
     launch = launch_for(target.plist)
@@ -231,8 +254,16 @@ def try_run(request: TryRequest, paths: Paths, env: Mapping[str, str] | None = N
         from lanekit.service.launchd import clock_for
 
         launch = with_clock(launch, clock_for(paths, env).offset)
+    return _foreground(base, launch, request.timeout)
+
+
+def _foreground(base: TryResult, launch: JobLaunch, timeout: float | None) -> TryResult:
+    """Run `launch` here, in the foreground, and say how it ended."""
+    from lanekit.service.launchd.environ import run_foreground
+    from lanekit.service.launchd.launch import JobSetupError
+
     try:
-        outcome = run_foreground(launch, timeout=request.timeout)
+        outcome = run_foreground(launch, timeout=timeout)
     except JobSetupError as exc:
         return replace(base, setup_error=exc.message)
     tail = tuple(outcome.stderr_tail.splitlines()[-TAIL_LINES:])
@@ -244,6 +275,81 @@ def try_run(request: TryRequest, paths: Paths, env: Mapping[str, str] | None = N
         duration=outcome.duration,
         stderr_tail=tail,
         timed_out=outcome.timed_out,
+    )
+
+
+def _unit_installed(
+    lane: LaneSpec, paths: Paths, env: Mapping[str, str], configured: str | None
+) -> bool:
+    """Where systemd runs the lanes: whether the lane's service file is installed."""
+    from lanekit.state.backend import manager_choice
+
+    if manager_choice(env, sys.platform, configured)[0] != "systemd":
+        return False
+    from lanekit.service import open_manager
+
+    return open_manager(paths, env, configured).artifact_path(lane.label).is_file()
+
+
+def systemd_launch(
+    target: Target,
+    request: TryRequest,
+    paths: Paths,
+    env: Mapping[str, str],
+    configured: str | None,
+) -> JobLaunch | None:
+    """The run a lane's systemd unit would start (None: systemd does not run the lanes here,
+    or this is no lane). The service is the installed one, else the one apply would write;
+    `--job` swaps in the job command and its LANEKIT_* variables, as for launchd."""
+    lane = target.lane
+    if lane is None:
+        return None
+    from lanekit.state.backend import manager_choice
+
+    if manager_choice(env, sys.platform, configured)[0] != "systemd":
+        return None
+    from lanekit.service import open_manager
+    from lanekit.service.launchd.launch import JobLaunch
+    from lanekit.service.systemd.manager import SystemdManager
+    from lanekit.state.snapshot_schema import DEFAULT_EXIT_TIMEOUT
+
+    manager = open_manager(paths, env, configured)
+    assert isinstance(manager, SystemdManager)
+    path = manager.artifact_path(lane.label)
+    try:
+        service = path.read_bytes()
+    except FileNotFoundError:
+        made = manager.render(
+            lane, interpreter=sys.executable, snapshot=paths.snapshot_for(lane.label)
+        )
+        service = made.files[path.name]
+    defined = manager.define(service)
+    # The runner's own process gets what the unit gives; a job it starts gets what the runner
+    # makes of that (lanekit.run.jobenv.lane_process_env, the function the runner calls).
+    run_env = manager.run_environment(defined.env)
+    argv = defined.argv
+    if request.job is not None:
+        from lanekit.run.jobenv import job_env, lane_process_env
+        from lanekit.run.runner import job_argv
+
+        job_file = request.job.absolute()
+        run_env = job_env(
+            lane_process_env(run_env, defined.label, defined.env),
+            lane=lane.name,
+            job_id=_job_id(job_file),
+            job_file=job_file,
+            attempt=1,
+        )
+        argv = tuple(job_argv(lane.command, job_file))
+    return JobLaunch(
+        label=defined.label,
+        argv=argv,
+        env=run_env,
+        cwd=defined.cwd or str(paths.home),
+        stdout_path=defined.stdout,
+        stderr_path=defined.stderr,
+        nice=lane.nice,
+        exit_timeout=DEFAULT_EXIT_TIMEOUT if defined.exit_timeout is None else defined.exit_timeout,
     )
 
 

@@ -9,6 +9,10 @@ edited with tomlkit, so its comments and layout stay; the new text is validated 
 before it replaces the file (atomically), so a failed adopt changes nothing. Each lane records
 the label it `replaces`: `apply` then boots the hand-written job out (never while it runs),
 moves its plist aside (`<label>.plist.adopted`, never deleted) and installs the lane.
+
+Where systemd runs the lanes, `adopt` is refused: there is no launchd job to take over, and a
+`replaces` label would name a unit `apply` must not move aside. A Mac's plist becomes a lane
+there by writing its `[lanes.NAME]` table (or by adopting it on the Mac and copying the table).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from lanekit.config.provenance import MARKER
 from lanekit.errors import UsageError
 from lanekit.reconcile.apply import ADOPTED_SUFFIX
 from lanekit.service.launchd.model import PlistError, load_plist
+from lanekit.service.manager import ManagerKind
 from lanekit.state.paths import Paths
 from lanekit.system.atomic import write_atomic
 
@@ -257,13 +262,22 @@ def adopt(
     keep_unknown: bool = False,
     dry_run: bool = False,
     install_dir: Path | None = None,
+    manager: ManagerKind = ManagerKind.LAUNCHD,
 ) -> AdoptResult:
     """Add one `[lanes.NAME]` per plist to `config`'s lanes.toml (see the module docstring).
     `lane` names the lane (one plist only); `queue` makes it drain that queue of lanes.toml
     instead of a plain lane. Refuses (UsageError, nothing written) a plist with keys no lane
     key expresses unless `keep_unknown`, a lane name already taken, and a result lanes.toml
-    would not load."""
+    would not load, and any adopt where `manager` is systemd (see the module docstring)."""
     import tomlkit
+
+    if manager is ManagerKind.SYSTEMD:
+        raise UsageError(
+            "lanekit adopt takes over hand-written launchd jobs, and systemd runs the lanes"
+            " here: there is no launchd job to replace (nothing was changed)",
+            "write the job as a [lanes.NAME] table of lanes.toml (docs/configuration.md), or"
+            " adopt the plist on the Mac and copy its table here without `replaces`",
+        )
 
     if lane is not None and len(plists) != 1:
         raise UsageError(

@@ -23,7 +23,7 @@ from lanekit.service import manager_of
 from lanekit.service.installs import Desired, Installed, desired_lane
 from lanekit.service.launchd import Launchd, clock_for
 from lanekit.service.launchd.domain import domain_notes
-from lanekit.service.manager import ServiceManager
+from lanekit.service.manager import VOCABULARY, ServiceManager
 from lanekit.state.paths import Paths
 from lanekit.state.schemas import APPLY_SCHEMA
 from lanekit.state.snapshot import RunSpec
@@ -228,6 +228,7 @@ def _apply(
         definitions=seen.definitions,
         paused=paused,
         stale=seen.stale,
+        words=VOCABULARY[manager.kind],
     )
     if lanes:
         actions = [a for a in actions if a.kind is not ActionKind.REMOVE]
@@ -488,7 +489,8 @@ def _carry_out(
             write_atomic(paths.snapshot_for(label), want.snapshot)
         if action.enable:
             stopper.manager.enable(label)
-            notes.append("it was disabled in launchd (not by `lanekit pause`): enabled it")
+            manager_name = action.words.manager
+            notes.append(f"it was disabled in {manager_name} (not by `lanekit pause`): enabled it")
         if action.bootstrap:
             stopper.bootstrap(label, stopper.manager.artifact_path(label), exit_timeout(specs))
         elif action.paused:
@@ -500,10 +502,10 @@ def _carry_out(
         ActionKind.UPDATE: "reloaded" if action.bootout else "written and loaded",
         ActionKind.SKIP_RUNNING: "reloaded",
         ActionKind.LOAD: "loaded",
-        ActionKind.REWRITE: "plist rewritten, no reload needed",
+        ActionKind.REWRITE: f"{action.words.artifact} rewritten, no reload needed",
     }[action.kind]
     if action.paused and not action.bootstrap:
-        done = "booted out and written" if action.bootout else "written"
+        done = f"{action.words.unloaded} and written" if action.bootout else "written"
     # What was carried out: a running lane reloaded after --wait or --force had its change
     # (an update) deferred; `skip-running` is only what the plan would have done.
     carried_out = action.deferred or ActionKind.UPDATE

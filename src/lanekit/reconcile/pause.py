@@ -29,7 +29,7 @@ from lanekit.config.model import StartOn
 from lanekit.queue.recordline import iso_utc
 from lanekit.service import manager_of
 from lanekit.service.launchd import Launchd, clock_for
-from lanekit.service.manager import ServiceManager
+from lanekit.service.manager import VOCABULARY, ServiceManager
 from lanekit.state.paths import Paths
 from lanekit.state.snapshot_schema import DEFAULT_EXIT_TIMEOUT
 from lanekit.system.atomic import write_atomic
@@ -75,6 +75,7 @@ def pause(
     disabled override. Idempotent; a lane that is running finishes the job it has."""
     stamp = iso_utc(clock_for(paths).time() if now is None else now)
     manager = manager_of(launchd, paths.launch_agents)
+    words = VOCABULARY[manager.kind]
     seen = manager.observe(lane.label for lane in lanes)
     results = []
     for lane in lanes:
@@ -87,14 +88,17 @@ def pause(
                 text = f"paused at {stamp} by `{cmdline('lanekit', 'pause', lane.name)}`\n"
                 write_atomic(marker, text.encode("utf-8"))
         if not seen[lane.label].disabled:
-            steps.append("disable in launchd")
+            steps.append(f"disable in {words.manager}")
             if not dry_run:
                 manager.disable(lane.label)
         loaded = seen[lane.label].loaded
         if loaded and StartOn.ENQUEUE in lane.start:
             # launchd starts a QueueDirectories job again and again while its jobs wait, and
             # a paused run takes none of them: unloaded, it cannot spin (`resume` loads it).
-            steps.append("unload (started on enqueue: launchd would respawn it while jobs wait)")
+            steps.append(
+                f"unload (started on enqueue: {words.manager} would start it again and again"
+                " while jobs wait)"
+            )
             if not dry_run:
                 timeout = DEFAULT_EXIT_TIMEOUT if lane.exit_timeout is None else lane.exit_timeout
                 manager.unload(lane.label, grace=timeout + STOP_MARGIN)
@@ -113,18 +117,19 @@ def resume(
     """Resume `lanes`: enable the label, load the installed plist if launchd does not
     have it, then remove the marker (runs claim again from then on). Idempotent."""
     manager = manager_of(launchd, paths.launch_agents)
+    words = VOCABULARY[manager.kind]
     seen = manager.observe(lane.label for lane in lanes)
     results = []
     for lane in lanes:
         steps = []
         if seen[lane.label].disabled:
-            steps.append("enable in launchd")
+            steps.append(f"enable in {words.manager}")
             if not dry_run:
                 manager.enable(lane.label)
         plist = manager.artifact_path(lane.label)
         was_loaded = is_loaded = seen[lane.label].loaded
         if not is_loaded and plist.exists():
-            steps.append("bootstrap")
+            steps.append(words.load)
             if not dry_run:
                 manager.load(plist)
             is_loaded = True

@@ -17,6 +17,7 @@ from lanekit.service.installs import Desired, Installed
 from lanekit.service.launchd import ServiceInfo
 from lanekit.service.launchd.definition import Difference
 from lanekit.service.launchd.drift import Drift, companion_change, lane_drift
+from lanekit.service.manager import LAUNCHD_WORDS, Vocabulary
 from lanekit.system.owned import (
     PRIVATE_FILE,
 )
@@ -59,6 +60,8 @@ class Action:
     """For skip-running: the change that waits for the run to end (e.g. `plist changed (...)`)."""
     paused: bool = False
     """`lanekit pause` holds the lane: apply neither enables nor bootstraps it."""
+    words: Vocabulary = field(default=LAUNCHD_WORDS, repr=False, compare=False)
+    """The manager's words the reason and the steps are in."""
     drift: Drift = field(default_factory=Drift)
     """What the plan found different (lanekit.service.launchd.drift): the facts the reason words.
     Doctor's
@@ -73,11 +76,11 @@ class Action:
     def steps(self) -> tuple[str, ...]:
         """The steps in the order apply takes them, in words."""
         flags = (
-            (self.bootout, "bootout"),
-            (self.write_plist, "write plist"),
+            (self.bootout, self.words.unload),
+            (self.write_plist, f"write {self.words.artifact}"),
             (self.write_snapshot, "write snapshot"),
             (self.enable, "enable"),
-            (self.bootstrap, "bootstrap"),
+            (self.bootstrap, self.words.load),
         )
         return tuple(step for on, step in flags if on)
 
@@ -92,6 +95,7 @@ def plan(
     definitions: Mapping[str, ServiceInfo] | None = None,
     paused: Set[str] = frozenset(),
     stale: Mapping[str, tuple[str, ...]] | None = None,
+    words: Vocabulary = LAUNCHD_WORDS,
 ) -> list[Action]:
     """One action per desired lane (in order), then removal offers for orphaned lanekit plists.
 
@@ -100,7 +104,8 @@ def plan(
     `disabled` launchd's disabled overrides, `definitions` label -> `print()` of the loaded
     lanes (what launchd really runs; a label missing there is compared on its file only),
     `paused` the labels `lanekit pause` holds (never enabled nor loaded by apply:
-    lanekit.reconcile.pause). Pure: no I/O.
+    lanekit.reconcile.pause), `words` the manager's (a systemd lane has no plist). Pure: no
+    I/O.
     """
     definitions = definitions or {}
     actions = [
@@ -113,6 +118,7 @@ def plan(
                 disabled=disabled,
                 definition=definitions.get(d.label),
                 stale=(stale or {}).get(d.label, ()),
+                words=words,
             ),
             paused,
         )
@@ -123,7 +129,7 @@ def plan(
         item = installed[label]
         if label in wanted or item.lane is None or item.plist is None:
             continue
-        actions.append(_offer_removal(item, label in loaded, running))
+        actions.append(replace(_offer_removal(item, label in loaded, running), words=words))
     return actions
 
 
@@ -136,6 +142,7 @@ def plan_lane(
     disabled: Set[str] = frozenset(),
     definition: ServiceInfo | None = None,
     stale: tuple[str, ...] = (),
+    words: Vocabulary = LAUNCHD_WORDS,
 ) -> Action:
     """One lane's action (what `plan` decides for it, before `lanekit pause` is considered),
     carrying the drift it was decided on. `loaded`: the labels launchd lists; `definition`:
@@ -155,8 +162,10 @@ def plan_lane(
         # loaded is older than the files (NeedDaemonReload): only a reload makes it current.
         older = tuple(Difference("the loaded units", why, "reloaded") for why in stale)
         drift = replace(drift, loaded=older)
-    action = _decide(want, have, drift, loaded=loaded, running=running or {}, disabled=disabled)
-    return replace(action, drift=drift)
+    action = _decide(
+        want, have, drift, loaded=loaded, running=running or {}, disabled=disabled, words=words
+    )
+    return replace(action, drift=drift, words=words)
 
 
 def _decide(
@@ -167,15 +176,17 @@ def _decide(
     loaded: Set[str],
     running: Mapping[str, int | None],
     disabled: Set[str],
+    words: Vocabulary,
 ) -> Action:
     plist = have.plist if have else None
+    thing = words.artifact
     is_loaded = want.label in loaded
-    plist_drift = _mode_drift(have.plist_mode if have and plist is not None else None)
-    snapshot_drift = _mode_drift(have.snapshot_mode if have and have.snapshot else None)
+    plist_drift = _mode_drift(have.plist_mode if have and plist is not None else None, words)
+    snapshot_drift = _mode_drift(have.snapshot_mode if have and have.snapshot else None, words)
     snapshot_stale = drift.snapshot or snapshot_drift is not None
     snapshot_change = drift.snapshot_change or snapshot_drift or ""
     enable = want.label in disabled
-    note = "; disabled in launchd: enable it first" if enable else ""
+    note = disabled_note(words) if enable else ""
 
     def act(
         kind: ActionKind,
@@ -211,22 +222,23 @@ def _decide(
         # launchd's copy is current and the file only looks different: writing it is enough.
         return act(
             ActionKind.REWRITE,
-            "plist file differs in formatting only and launchd has the current definition:"
+            f"{thing} file differs in formatting only and {words.manager} has the current"
+            " definition:"
             " rewritten without a reload" + ("; run snapshot changed" if snapshot_stale else ""),
             write_plist=True,
             write_snapshot=snapshot_stale,
         )
     if drift.plist_bytes or (is_loaded and drift.loaded):
         if plist is None:
-            what = "loaded but its plist file is missing"
+            what = f"loaded but its {thing} file is missing"
         elif drift.plist_bytes:
-            what = f"plist changed ({drift.plist_change})"
+            what = f"{thing} changed ({drift.plist_change})"
         else:
             what = drift.loaded_change
         if drift.plist_bytes and drift.loaded and plist is not None:
             what += f"; {drift.loaded_change}"
         if foreign:
-            what += "; replaces a plist lanekit did not install"
+            what += f"; replaces a {thing} lanekit did not install"
         if not is_loaded:
             return act(
                 ActionKind.UPDATE,
@@ -266,14 +278,14 @@ def _decide(
         if is_loaded:
             return act(
                 ActionKind.REWRITE,
-                f"plist {plist_drift}: rewritten without a reload"
+                f"{thing} {plist_drift}: rewritten without a reload"
                 + ("; run snapshot changed" if snapshot_stale else ""),
                 write_plist=True,
                 write_snapshot=snapshot_stale,
             )
         return act(
             ActionKind.UPDATE,
-            f"plist {plist_drift}; not loaded" + note,
+            f"{thing} {plist_drift}; not loaded" + note,
             write_plist=True,
             write_snapshot=snapshot_stale,
             bootstrap=True,
@@ -292,17 +304,23 @@ def _decide(
     if snapshot_stale:
         return act(
             ActionKind.SNAPSHOT,
-            f"run snapshot {snapshot_change}, plist unchanged: no reload needed",
+            f"run snapshot {snapshot_change}, {thing} unchanged: no reload needed",
             write_snapshot=True,
         )
-    return act(ActionKind.UNCHANGED, "plist and snapshot up to date, loaded")
+    return act(ActionKind.UNCHANGED, f"{thing} and snapshot up to date, loaded")
 
 
-def _mode_drift(mode: int | None) -> str | None:
+def disabled_note(words: Vocabulary) -> str:
+    """What a reason adds for a lane its manager has disabled."""
+    return f"; disabled in {words.manager}: enable it first"
+
+
+def _mode_drift(mode: int | None, words: Vocabulary) -> str | None:
     """`mode 0666, not 0600 ...` when an installed file's mode is not the one apply writes."""
     if mode is None or mode == PRIVATE_FILE:
         return None
-    why = " (others may write it: launchd and `lanekit run` refuse it)" if mode & 0o022 else ""
+    refusers = f"{words.manager} and `lanekit run` refuse it"
+    why = f" (others may write it: {refusers})" if mode & 0o022 else ""
     return f"mode {mode:04o}, not {PRIVATE_FILE:04o}{why}"
 
 
@@ -317,7 +335,7 @@ def _keep_paused(action: Action, paused: Set[str]) -> Action:
         if action.kind is ActionKind.UNCHANGED:
             return replace(action, reason=f"{action.reason}; paused", paused=True)
         return replace(action, paused=True)
-    reason = action.reason.replace("; disabled in launchd: enable it first", "")
+    reason = action.reason.replace(disabled_note(action.words), "")
     if action.kind is ActionKind.LOAD and not action.write_snapshot:
         return replace(
             action,

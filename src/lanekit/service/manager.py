@@ -93,6 +93,10 @@ class LaneObservation:
     next_fire: datetime | None = None
     """When the manager itself will next start the lane (systemd's timer; aware), None when
     it does not say (launchd) or never."""
+    watch_failed: str = ""
+    """Why the manager stopped starting the lane when work arrives (systemd's path unit
+    failed: `trigger-limit-hit`, `unit-start-limit-hit`); empty when it did not, or the
+    manager does not say."""
 
     @property
     def running(self) -> bool:
@@ -137,6 +141,32 @@ class Observation:
         if found is not None:
             return found
         return LaneObservation(label, loaded=label in self.loaded, disabled=label in self.disabled)
+
+
+@dataclass(frozen=True, slots=True)
+class Vocabulary:
+    """A manager's own words for what plan, apply and pause say they do: a lane on systemd is
+    never said to have a plist, nor to be booted out of launchd."""
+
+    manager: str
+    """Who runs the lanes (`disabled in launchd`)."""
+    artifact: str
+    """What a lane is installed as (`plist changed`, `write units`)."""
+    unload: str
+    """Taking a loaded lane down before a reload."""
+    load: str
+    """Loading (arming) the lane."""
+    unloaded: str
+    """`unload` done (`booted out and written`)."""
+
+
+LAUNCHD_WORDS = Vocabulary("launchd", "plist", "bootout", "bootstrap", "booted out")
+VOCABULARY = {
+    ManagerKind.LAUNCHD: LAUNCHD_WORDS,
+    ManagerKind.EMULATED: LAUNCHD_WORDS,
+    ManagerKind.SYSTEMD: Vocabulary("systemd", "units", "stop", "start", "stopped"),
+}
+"""Each manager's words (the emulated domain is launchd's)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -69,6 +69,8 @@ def test_a_healthy_lane_is_silent(systemd: UserManager, paths: Paths) -> None:
         "systemd.exec-failed",
         "systemd.never-elapses",
         "systemd.unanchored-interval",
+        "systemd.next-fire-disagrees",
+        "systemd.enqueue-watch-failed",
     ):
         assert _run(check, paths, manager) == [], check
 
@@ -170,3 +172,46 @@ def test_an_unanchored_interval(systemd: UserManager, paths: Paths) -> None:
     [finding] = _run("systemd.unanchored-interval", paths, manager)
     assert "OnUnitActiveSec= alone" in finding.message
     assert finding.fix.startswith("lanekit apply d")
+
+
+def test_a_timer_that_fires_when_lanekit_says_not(systemd: UserManager, paths: Paths) -> None:
+    """The timer's NEXT (what status shows) is cross-checked against lanekit's own schedule
+    maths at runtime: silent while they agree (03:00 both); a timer edited to 04:00 is a
+    warning that says both times and the fix."""
+    config = _config(paths)
+    manager = _manager(systemd, paths)
+    apply(config, paths, manager)
+    assert _run("systemd.next-fire-disagrees", paths, manager) == []
+    name = unit_names(config.lanes["d"].label)[1]
+    timer = systemd.unit_dir / name
+    timer.write_text(timer.read_text().replace("03:00:00", "04:00:00"))
+    systemd.systemctl("daemon-reload")
+    systemd.systemctl("restart", name)
+    [finding] = _run("systemd.next-fire-disagrees", paths, manager)
+    assert finding.severity is Severity.WARNING
+    assert " 04:00:00, but its schedule" in finding.message
+    assert " 03:00:00 (local time)" in finding.message
+    assert "lanekit apply --force d" in finding.fix
+
+
+def test_a_path_unit_that_gave_up(systemd: UserManager, paths: Paths) -> None:
+    """A lane started on enqueue whose runs leave the job (paused by its marker alone, its
+    path unit left armed) hits the path unit's limit: doctor names it and the fix."""
+    config = _config(paths, LANE + 'start = ["schedule", "enqueue"]\n')
+    manager = _manager(systemd, paths)
+    apply(config, paths, manager)
+    assert _run("systemd.enqueue-watch-failed", paths, manager) == []
+    label = config.lanes["d"].label
+    marker = paths.pause_marker_for(label)
+    marker.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    marker.write_text("paused by the test, path unit left armed\n")
+    from lanekit.queue import open_queue
+
+    open_queue(config.lanes["d"].queue.dir, durable=False).enqueue({"n": 1})
+    deadline = time.monotonic() + 15
+    while not manager.observe([label])[label].watch_failed and time.monotonic() < deadline:
+        time.sleep(0.1)
+    [finding] = _run("systemd.enqueue-watch-failed", paths, manager)
+    assert "no longer starts lane d when a job arrives" in finding.message
+    assert "trigger-limit-hit" in finding.message or "start-limit-hit" in finding.message
+    assert f"systemctl --user start {label}.path" in finding.fix

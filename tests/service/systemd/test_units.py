@@ -21,7 +21,7 @@ from lanekit.errors import ConfigError
 from lanekit.schedule import CalendarEntry
 from lanekit.schedule.fires import next_fires
 from lanekit.schedule.model import can_occur
-from lanekit.service.systemd.names import unit_names
+from lanekit.service.systemd.names import path_name, unit_names
 from lanekit.service.systemd.systemctl import calendar_fires, verify
 from lanekit.service.systemd.units import (
     calendar_table,
@@ -66,6 +66,12 @@ every = "7m"
 run_at_load = true
 exit_timeout = "30s"
 
+[lanes.arrives]
+queue = "q"
+command = ["/bin/echo", "{job}"]
+every = "15m"
+start = ["schedule", "enqueue"]
+
 [lanes.manual]
 queue = "q"
 command = ["/bin/echo", "100% $HOME \\"quoted\\" back\\\\slash", "{job}"]
@@ -100,6 +106,7 @@ LANES = [
     ("edges", "nine"),
     ("edges", "odd"),
     ("edges", "manual"),
+    ("edges", "arrives"),
 ]
 
 
@@ -155,6 +162,35 @@ def test_day_and_weekday_are_two_lines_weekday_seven_is_sunday(tmp_path: Path) -
     assert odd.value("Timer", "OnStartupSec") == "0"
     assert odd.value("Timer", "Persistent") is None
     assert list(_render(configs, "manual")) == ["com.example.edge.manual.service"]
+
+
+def test_a_lane_started_on_enqueue_has_a_path_unit(tmp_path: Path) -> None:
+    """start = ["schedule", "enqueue"] adds `<label>.path` watching the queue's ready
+    directory (DirectoryNotEmpty=, created 0700 if missing) that starts the lane's service,
+    with a trigger limit, and the same start limit on the service: a lane whose runs leave
+    their jobs there is not restarted for ever (systemd.path(5)). Other lanes have neither."""
+    configs = _configs(tmp_path)["edges"]
+    lane = configs.lanes["arrives"]
+    files = _render(configs, "arrives")
+    assert list(files) == [
+        f"{lane.label}.service",
+        f"{lane.label}.timer",
+        f"{lane.label}.path",
+    ]
+    path = parse_unit(files[path_name(lane.label)])
+    assert path.value("Path", "DirectoryNotEmpty") == str(lane.queue.dir / "queue")
+    assert path.value("Path", "Unit") == f"{lane.label}.service"
+    assert path.value("Path", "MakeDirectory") == "true"
+    assert path.value("Path", "DirectoryMode") == "0700"
+    assert path.value("Path", "TriggerLimitIntervalSec") == "10s"
+    assert path.value("Path", "TriggerLimitBurst") == "20"
+    assert path.value("Install", "WantedBy") == "paths.target"
+    service = parse_unit(files[f"{lane.label}.service"])
+    assert service.value("Unit", "StartLimitBurst") == "20"
+    assert service.value("Unit", "StartLimitIntervalSec") == "10s"
+    nine = parse_unit(_render(configs, "nine")["com.example.edge.nine.service"])
+    assert nine.value("Unit", "StartLimitBurst") is None
+    assert path_name(configs.lanes["nine"].label) not in _render(configs, "nine")
 
 
 @pytest.mark.parametrize(
@@ -287,10 +323,13 @@ def test_systemd_verifies_every_generated_pair(tmp_path: Path, analyze: dict[str
         files = _render(configs[which], name, interpreter=sys.executable)
         for file_name, data in files.items():
             (out / file_name).write_bytes(data)
-        service, timer = unit_names(configs[which].lanes[name].label)
+        label = configs[which].lanes[name].label
+        service, timer = unit_names(label)
         if timer in files:
             assert parse_unit(files[timer]).value("Timer", "Unit") == service
             assert service in files
+        if path_name(label) in files:
+            assert parse_unit(files[path_name(label)]).value("Path", "Unit") == service
         checked = verify([str(out / f) for f in files], analyze)
         assert checked.clean, (name, checked.returncode, checked.stderr)
 

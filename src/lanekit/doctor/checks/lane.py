@@ -15,6 +15,7 @@ from lanekit.doctor import DoctorContext, Problem, Severity, Target, check
 from lanekit.doctor.checks.launchd import LOOP_STATES
 from lanekit.errors import LanekitError
 from lanekit.run.lanelog import EventName, Reason
+from lanekit.service.manager import LAUNCHD_LIKE
 from lanekit.state.paths import is_paused
 from lanekit.system.quoting import cmdline
 
@@ -304,6 +305,8 @@ ThrottleInterval (10 s) allows 60; a lane started on enqueue that works ends a j
     needs_lane=True,
     needs_plist=False,
     alert=True,
+    # systemd's path unit stops itself after its start limit: systemd.enqueue-watch-failed.
+    managers=LAUNCHD_LIKE,
 )
 def respawn_loop(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
     """launchd starts a QueueDirectories job again and again while the directory holds

@@ -225,3 +225,80 @@ def unanchored_interval(target: Target, ctx: DoctorContext) -> Iterator[Problem]
             " does not have, so after a reboot the lane never runs.",
             f"{cmdline('lanekit', 'apply', lane.name)} (lanekit writes OnActiveSec= beside it)",
         )
+
+
+NEXT_FIRE_TOLERANCE = 2.0
+"""Seconds systemd's next elapse may differ from lanekit's next fire (AccuracySec=1s)."""
+
+
+@check(
+    "systemd.next-fire-disagrees",
+    summary="the lane's timer will next fire at another time than lanekit's schedule maths say",
+    needs_plist=False,
+    needs_lane=True,
+    needs_launchd=True,
+    managers=SYSTEMD_ONLY,
+)
+def next_fire_disagrees(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
+    """`status` shows the timer's own NEXT (what will happen); this cross-checks it against
+    lanekit's schedule maths (what lanes.toml means, and what launchd would do) for a calendar
+    lane: a timer edited by hand, another time zone in the user manager, an OnCalendar= systemd
+    reads otherwise. Interval lanes count from when they were armed, so they are not compared."""
+    lane = target.lane
+    if lane is None or not lane.schedule.calendar or lane.schedule.interval is not None:
+        return
+    seen = ctx.seen(lane.label)
+    if not seen.loaded or seen.next_fire is None:
+        return
+    from datetime import timedelta
+
+    from lanekit.schedule import describe_schedule, schedule_next_fires
+
+    timer = seen.next_fire.astimezone().replace(tzinfo=None)
+    now = ctx.now().astimezone().replace(tzinfo=None)
+    # From just before now: a fire due this second may be systemd's next or already past.
+    ours = schedule_next_fires(lane.schedule, now - timedelta(seconds=NEXT_FIRE_TOLERANCE), 2)
+    if any(abs((timer - fire).total_seconds()) <= NEXT_FIRE_TOLERANCE for fire in ours):
+        return
+    expected = ours[0].strftime("%Y-%m-%d %H:%M:%S") if ours else "never"
+    yield Problem(
+        Severity.WARNING,
+        f"lane {lane.name}'s timer will next fire at {timer:%Y-%m-%d %H:%M:%S}, but its schedule"
+        f" ({describe_schedule(lane.schedule)})"
+        f" says {expected} (local time): systemd runs a timer that is not what lanes.toml"
+        " means (edited by hand, or the user manager runs in another time zone).",
+        f"{cmdline('lanekit', 'apply', '--force', lane.name)} rewrites and re-arms the timer;"
+        f" {cmdline('systemctl', '--user', 'show-environment')} shows the manager's TZ",
+    )
+
+
+@check(
+    "systemd.enqueue-watch-failed",
+    summary="systemd stopped starting a lane on enqueue: its path unit hit a start limit",
+    needs_plist=False,
+    needs_lane=True,
+    needs_launchd=True,
+    managers=SYSTEMD_ONLY,
+)
+def enqueue_watch_failed(target: Target, ctx: DoctorContext) -> Iterator[Problem]:
+    """A lane started on enqueue whose runs left their jobs in queue/ was started again and
+    again (systemd.path(5)) until a limit stopped it: its path unit failed and no longer
+    watches the queue; only its schedule still starts the lane."""
+    lane = target.lane
+    if lane is None:
+        return
+    seen = ctx.seen(lane.label)
+    if not seen.watch_failed:
+        return
+    from lanekit.service.systemd.names import path_name
+
+    yield Problem(
+        Severity.WARNING,
+        f"systemd no longer starts lane {lane.name} when a job arrives: its path unit failed"
+        f" ({seen.watch_failed}) after starting it too often while its runs left the jobs in"
+        " queue/ (a paused lane whose path unit was armed, a command that cannot start).",
+        f"the other findings for lane {lane.name} say why its runs took nothing; once that is"
+        f" fixed, `{cmdline('systemctl', '--user', 'start', path_name(lane.label))}` arms it"
+        f" again (or `{cmdline('lanekit', 'pause', lane.name)}` then"
+        f" `{cmdline('lanekit', 'resume', lane.name)}`)",
+    )

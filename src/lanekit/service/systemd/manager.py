@@ -1,17 +1,20 @@
 """systemd's user manager as a `ServiceManager` (lanekit.service.manager), through the one
 adapter (lanekit.service.systemd.systemctl).
 
-A lane is `<label>.service` and, when it has a schedule, `<label>.timer`, in the user's unit
-directory (~/.config/systemd/user). The seam's words, in systemd's:
-- loaded: the timer is active (armed); a lane without a timer, its service is loaded;
+A lane is `<label>.service`, `<label>.timer` when it has a schedule and `<label>.path` when it
+starts on enqueue, in the user's unit directory (~/.config/systemd/user). The seam's words, in
+systemd's:
+- loaded: the timer is active (armed); a lane without a timer, its path unit is active (watching)
+  or, without either, its service is loaded;
 - load: `daemon-reload` only when a unit of the lane is new or changed on disk (so applying 20
-  lanes reloads once), then `enable --now` the timer;
-- unload: `stop` the timer and the service (the runner gets SIGTERM, KillMode=mixed), then poll;
+  lanes reloads once), then `enable --now` the timer and the path unit;
+- unload: `stop` the timer, the path unit and the service (the runner gets SIGTERM,
+  KillMode=mixed), then poll;
 - running: the service is activating with a MainPID (the oneshot's runner);
-- disable / enable: systemd's `disable` of the timer keeps it from starting at the next login,
-  and lanekit's own marker (under the state dir) keeps `load` from arming it: launchd's
-  persisted disable, which systemd has no word for (`mask` cannot cover a file in the same
-  directory).
+- disable / enable: systemd's `disable --now` of the timer and the path unit keeps them from
+  starting at the next login, and lanekit's own marker (under the state dir) keeps `load`
+  from arming them: launchd's persisted disable, which systemd has no word for (`mask`
+  cannot cover a file in the same directory).
 An observation is ONE `systemctl --user show` for every unit of every lane asked about.
 """
 
@@ -26,7 +29,13 @@ from typing import TYPE_CHECKING
 from lanekit.errors import Refusal, ServiceError
 from lanekit.service.exits import describe_exit
 from lanekit.service.manager import LaneObservation, ManagerKind, Observation, Stopped
-from lanekit.service.systemd.names import SERVICE_SUFFIX, unit_names
+from lanekit.service.systemd.names import (
+    PATH_SUFFIX,
+    SERVICE_SUFFIX,
+    all_unit_names,
+    path_name,
+    unit_names,
+)
 from lanekit.service.systemd.systemctl import (
     CLD_DUMPED,
     CLD_EXITED,
@@ -97,8 +106,8 @@ class SystemdManager:
         return self._install_dir / unit_names(label)[0]
 
     def artifact_paths(self, label: str) -> tuple[Path, ...]:
-        """The service and the timer."""
-        return tuple(self._install_dir / name for name in unit_names(label))
+        """The service, the timer and the path unit."""
+        return tuple(self._install_dir / name for name in all_unit_names(label))
 
     def render(
         self, lane: LaneSpec, *, interpreter: str, snapshot: Path, templates: Path | None = None
@@ -139,7 +148,16 @@ class SystemdManager:
         return service_definition(service, timer, artifact.decode("utf-8", "replace"))
 
     def _units(self, labels: Iterable[str]) -> list[str]:
-        return [name for label in labels for name in unit_names(label)]
+        """The units to `show` for `labels`: the service and the timer of each, and the path
+        unit of a lane that has its file (asking systemd about a unit it does not know costs
+        it a search of every unit directory, and most lanes have no path unit)."""
+        names = []
+        for label in labels:
+            service, timer, path = all_unit_names(label)
+            names += [service, timer]
+            if (self._install_dir / path).exists():
+                names.append(path)
+        return names
 
     def observe(
         self, labels: Iterable[str], wanted: Mapping[str, bytes] | None = None
@@ -165,7 +183,17 @@ class SystemdManager:
         service_name, timer_name = unit_names(label)
         service = states.get(service_name, UnitState(service_name))
         timer = states.get(timer_name, UnitState(timer_name))
-        loaded = timer.active_state == "active" if timer.loaded else service.loaded
+        path = states.get(path_name(label), UnitState(path_name(label)))
+        if timer.loaded:
+            loaded = timer.active_state == "active"
+        elif path.loaded:
+            loaded = path.active_state == "active"
+        else:
+            loaded = service.loaded
+        # A path unit that started the lane too often stops watching (failed, its Result says
+        # which limit): the lane no longer starts on enqueue until it is started again.
+        failed = path.loaded and path.active_state == "failed"
+        watch_failed = (path.result or "failed") if failed else ""
         running = service.active_state in {"activating", "deactivating"} and service.main_pid
         exit_code: int | None = None
         sig: int | None = None
@@ -175,7 +203,7 @@ class SystemdManager:
             elif service.exec_code in {CLD_KILLED, CLD_DUMPED}:
                 sig = service.exec_status
         stale: list[str] = []
-        if service.need_reload or timer.need_reload:
+        if service.need_reload or timer.need_reload or path.need_reload:
             stale.append("unit files changed on disk since systemd read them")
         if wanted is not None and (service.loaded or timer.loaded):
             try:
@@ -198,10 +226,11 @@ class SystemdManager:
             not_started=exit_code in SETUP_FAILURES,
             next_fire=timer.next_elapse,
             stale=tuple(stale) if loaded else (),
+            watch_failed=watch_failed,
         )
 
     def observe_lane(self, label: str) -> LaneObservation:
-        """The same `show`, for one lane's two units."""
+        """The same `show`, for one lane's units."""
         return self.observe([label])[label]
 
     def loaded(self) -> dict[str, int | None]:
@@ -211,21 +240,26 @@ class SystemdManager:
         return {label: seen[label].pid for label in labels if seen[label].loaded}
 
     def load(self, artifact: Path) -> None:
-        """Reload the unit files if systemd's copy is missing or older, then arm the timer
-        (`enable --now`). REFUSED when the lane is disabled; BUSY while it is still loaded."""
+        """Reload the unit files if systemd's copy is missing or older, then arm the timer and
+        the path unit (`enable --now`). REFUSED when the lane is disabled; BUSY while it is
+        still loaded."""
         label = artifact.name[: -len(SERVICE_SUFFIX)]
         if label in self._disabled_labels():
             raise ServiceError(
                 f"{label} is disabled (lanekit pause, or a disable through lanekit)",
                 f"`lanekit resume` it, or remove {self._disabled / label}",
             )
-        names = unit_names(label)
+        names = all_unit_names(label)
         has_timer = (self._install_dir / names[1]).is_file()
+        has_path = (self._install_dir / names[2]).is_file()
         states = self.systemctl.show(names)
         service = states.get(names[0], UnitState(names[0]))
         timer = states.get(names[1], UnitState(names[1]))
-        if service.active_state in {"activating", "deactivating"} or (
-            has_timer and timer.active_state == "active"
+        path = states.get(names[2], UnitState(names[2]))
+        if (
+            service.active_state in {"activating", "deactivating"}
+            or (has_timer and timer.active_state == "active")
+            or (has_path and path.active_state == "active")
         ):
             how = service.active_state if service.main_pid else "armed"
             error = ServiceError(
@@ -234,26 +268,44 @@ class SystemdManager:
             )
             error.reason = Refusal.BUSY
             raise error
+        # A timer or path unit the lane no longer has (its schedule, or start on enqueue,
+        # went): its file was deleted, so it is stopped, unlinked and forgotten here.
+        gone = [name for name, has in ((names[1], has_timer), (names[2], has_path)) if not has]
+        running = [
+            name
+            for name in gone
+            if states.get(name, UnitState(name)).active_state not in {"inactive", "failed"}
+        ]
+        if running:
+            self.systemctl.verb("stop", *running)
+        self._unlink_wants(gone)
         if (
             not service.loaded
             or service.need_reload
             or (has_timer and (not timer.loaded or timer.need_reload))
+            or (has_path and (not path.loaded or path.need_reload))
+            or any(states.get(name, UnitState(name)).loaded for name in gone)
         ):
             self.systemctl.daemon_reload()
-        if has_timer:
+        armed = [name for name, has in ((names[1], has_timer), (names[2], has_path)) if has]
+        if armed:
             # --no-reload: `enable` reloads the whole manager by default, once per lane; the
-            # reload above (only when a unit changed) is all this lane needs.
-            self.systemctl.verb("enable", names[1], flags=("--now", "--no-reload"))
+            # reload above (only when a unit changed) is all this lane needs. A path unit that
+            # failed (its trigger limit) is started again by `--now`.
+            self.systemctl.verb("enable", *armed, flags=("--now", "--no-reload"))
 
     def unload(self, label: str, *, grace: float = 0.0) -> bool:
-        """Stop the timer and the service (a running runner gets SIGTERM and, after
-        TimeoutStopSec, the cgroup SIGKILL); poll up to `grace` seconds until neither is
+        """Stop the timer, the path unit and the service (a running runner gets SIGTERM and,
+        after TimeoutStopSec, the cgroup SIGKILL); poll up to `grace` seconds until none is
         active."""
-        names = unit_names(label)
+        names = all_unit_names(label)
         states = self.systemctl.show(names)
         if all(s.active_state in {"inactive", "failed"} for s in states.values()):
             return True
-        self.systemctl.verb("stop", *names, flags=("--no-block",))
+        # Only what systemd has loaded: `stop` of a unit it does not know (a lane without a
+        # path unit) fails the whole call.
+        loaded = [name for name in names if states.get(name, UnitState(name)).loaded]
+        self.systemctl.verb("stop", *loaded, flags=("--no-block",))
         deadline = time.monotonic() + max(grace, 0.0)
         while True:
             states = self.systemctl.show(names)
@@ -315,20 +367,36 @@ class SystemdManager:
         return Stopped(pid=pid, ended=True, killed=killed)
 
     def disable(self, label: str) -> None:
-        """Mark it disabled, then `disable --now` its timer (it neither fires nor comes back at
-        the next login)."""
+        """Mark it disabled, then `disable --now` its timer and its path unit (it neither fires,
+        nor starts on enqueue, nor comes back at the next login)."""
         self._disabled.mkdir(parents=True, exist_ok=True, mode=0o700)
         (self._disabled / label).touch()
-        timer = unit_names(label)[1]
-        if (self._install_dir / timer).is_file():
-            self.systemctl.verb("disable", timer, flags=("--now", "--no-reload"))
+        triggers = self._triggers(label)
+        if triggers:
+            self.systemctl.verb("disable", *triggers, flags=("--now", "--no-reload"))
 
     def enable(self, label: str) -> None:
-        """Clear the mark and `enable` the timer again (armed by the next `load`)."""
+        """Clear the mark and `enable` the timer and the path unit again (armed by the next
+        `load`)."""
         (self._disabled / label).unlink(missing_ok=True)
-        timer = unit_names(label)[1]
-        if (self._install_dir / timer).is_file():
-            self.systemctl.verb("enable", timer, flags=("--no-reload",))
+        triggers = self._triggers(label)
+        if triggers:
+            self.systemctl.verb("enable", *triggers, flags=("--no-reload",))
+
+    def _triggers(self, label: str) -> list[str]:
+        """The lane's installed units that start its service: the timer, the path unit."""
+        return [name for name in all_unit_names(label)[1:] if (self._install_dir / name).is_file()]
+
+    def run_environment(self, unit_env: Mapping[str, str]) -> dict[str, str]:
+        """The environment a run of a unit with `unit_env` (its Environment= lines) gets,
+        for `lanekit try`: the manager's own block (`show-environment`: what it was started
+        with, HOME, USER, LOGNAME and SHELL among it in a login session), then the unit's
+        lines. What systemd sets per start (INVOCATION_ID, SYSTEMD_EXEC_PID, MANAGERPID)
+        has no value outside a start and is left out; a unit without User= gets no other
+        variable (measured on systemd 252: tests/proof/test_try_systemd.py)."""
+        env = self.systemctl.environment()
+        env.update(unit_env)
+        return env
 
     def linger(self, user: str) -> bool | None:
         """Whether `user`'s manager runs without a login (None: no logind here)."""
@@ -340,14 +408,20 @@ class SystemdManager:
         """After its files are gone: forget the lane's state (`clean --what=state`, reset a
         failed result) and its disabled mark, and reload so nothing of it stays loaded."""
         (self._disabled / label).unlink(missing_ok=True)
-        names = unit_names(label)
-        # `enable` linked the timer into timers.target.wants (its [Install] WantedBy); with
-        # the file gone `disable` cannot read [Install] any more, so the link goes by hand.
-        wants = self._install_dir / "timers.target.wants" / names[1]
-        if wants.is_symlink():
-            wants.unlink()
+        names = all_unit_names(label)
+        self._unlink_wants(names[1:])
         self.systemctl.run("reset-failed", "--", *names, what="reset-failed", check=False)
         self.systemctl.daemon_reload()
+
+    def _unlink_wants(self, names: Iterable[str]) -> None:
+        """`enable` linked a timer into timers.target.wants and a path unit into
+        paths.target.wants (their [Install] WantedBy); once their files are gone `disable`
+        cannot read [Install] any more, so the links go by hand."""
+        for name in names:
+            target = "paths.target.wants" if name.endswith(PATH_SUFFIX) else "timers.target.wants"
+            wants = self._install_dir / target / name
+            if wants.is_symlink():
+                wants.unlink()
 
     def _disabled_labels(self) -> frozenset[str]:
         try:

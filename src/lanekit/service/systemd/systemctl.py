@@ -245,6 +245,21 @@ class Systemctl:
         """The user manager replies (`systemctl --user show-environment`)."""
         return self.run("show-environment", what="systemctl --user", check=False).returncode == 0
 
+    def environment(self) -> dict[str, str]:
+        """The user manager's own environment block (`show-environment`), which every unit
+        it starts inherits before its Environment= lines; a value systemd prints C-quoted
+        (`$'...'`) is read back."""
+        done = self.run("show-environment", what="systemctl --user show-environment")
+        found: dict[str, str] = {}
+        for line in done.stdout.splitlines():
+            name, sep, value = line.partition("=")
+            if not sep:
+                continue
+            if value.startswith("$'") and value.endswith("'"):
+                value = value[2:-1].encode("utf-8").decode("unicode_escape")
+            found[name] = value
+        return found
+
     def daemon_reload(self) -> None:
         """Reread every unit file (after apply wrote some)."""
         self.run("daemon-reload", what="systemctl --user daemon-reload")

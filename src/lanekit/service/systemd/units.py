@@ -1,10 +1,12 @@
-"""LaneSpec -> a systemd user service and timer, through the jinja2 templates in templates/.
+"""LaneSpec -> a systemd user service, timer and path unit, through the jinja2 templates in
+templates/.
 
-A lane is `<label>.service` (Type=oneshot: one lane run per start) and, when it has a schedule
-or runs at load, `<label>.timer`. Each template renders text that is parsed back (`parse_unit`)
-and checked against `lane_units()` (the model): a user template may add keys, never change or
-drop one of the model's. What is written is the canonical form (`Unit.to_bytes`): comments and
-blank lines dropped, one blank line between sections.
+A lane is `<label>.service` (Type=oneshot: one lane run per start), `<label>.timer` when it has
+a schedule or runs at load, and `<label>.path` when it starts on enqueue. Each template renders
+text that is parsed back (`parse_unit`) and checked against `lane_units()` (the model): a user
+template may add keys, never change or drop one of the model's. What is written is the
+canonical form (`Unit.to_bytes`): comments and blank lines dropped, one blank line between
+sections.
 
 How launchd's words become systemd's (docs/configuration.md has the table):
 - StartCalendarInterval: one `OnCalendar=` per entry, in local time, with `Persistent=true`; an
@@ -17,6 +19,20 @@ How launchd's words become systemd's (docs/configuration.md has the table):
   `IOSchedulingClass=idle`. ProcessType=Background: `CPUSchedulingPolicy=idle`.
 - What means nothing under systemd is refused with the reason (`refusals`): ThrottleInterval,
   a LimitLoadToSessionType other than the default, an interactive ProcessType.
+- start = [..., "enqueue"] (launchd's QueueDirectories): a path unit with
+  `DirectoryNotEmpty=` on the queue's ready directory. systemd.path(5): when the service it
+  started ends, successfully or not, the directory is checked again at once and the service
+  started again while it is not empty, so a run that leaves its jobs there would be restarted
+  for ever. Two limits stop that: the service's own start limit (`StartLimitBurst=` starts per
+  `StartLimitIntervalSec=`; past it the start is refused, the service fails with
+  `start-limit-hit` and the path unit with `unit-start-limit-hit`) and the path unit's trigger
+  limit (`TriggerLimitBurst=` per `TriggerLimitIntervalSec=`; past it the path unit fails with
+  `trigger-limit-hit`); either way the path unit stops watching until it is started again
+  (`lanekit apply`, `resume`, `restart`), while the timer keeps the lane's schedule. Both are
+  ENQUEUE_BURST per ENQUEUE_INTERVAL: a backlog of ENQUEUE_BURST x max_jobs drains in one go,
+  a lane whose runs take nothing stops after ENQUEUE_BURST quick starts. lanekit's own runs
+  leave nothing in ready/ they cannot take (a missing command defers the job to delayed/), and
+  a pause stops the path unit.
 - `KillMode=mixed`: a stop sends SIGTERM to the runner (the main process) alone, so it puts its
   job back and exits 75 before the SIGKILL that `TimeoutStopSec` later sends to the rest of the
   cgroup (its job watcher, the job); `control-group` would SIGTERM the watcher and the job at
@@ -31,10 +47,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lanekit.config.model import DEFAULT_SESSION_TYPES
+from lanekit.config.model import DEFAULT_SESSION_TYPES, StartOn
 from lanekit.errors import ConfigError
 from lanekit.schedule.model import WEEKDAY_NAMES, CalendarEntry
-from lanekit.service.systemd.names import unit_names
+from lanekit.service.systemd.names import path_name, unit_names
 from lanekit.state.snapshot_schema import DEFAULT_EXIT_TIMEOUT
 
 if TYPE_CHECKING:
@@ -46,9 +62,17 @@ if TYPE_CHECKING:
 
 SERVICE_TEMPLATE = "lane.service.j2"
 TIMER_TEMPLATE = "lane.timer.j2"
+PATH_TEMPLATE = "lane.path.j2"
 KILL_MODE = "mixed"
 """SIGTERM to the runner alone, SIGKILL to the rest of the cgroup after TimeoutStopSec (see the
 module docstring)."""
+
+ENQUEUE_INTERVAL = "10s"
+ENQUEUE_BURST = 20
+"""A lane started on enqueue: at most ENQUEUE_BURST starts per ENQUEUE_INTERVAL, for the
+service and for its path unit (see the module docstring)."""
+READY_DIR_MODE = "0700"
+"""MakeDirectory='s mode for a ready directory that went missing: lanekit's dirs are private."""
 
 Entry = tuple[str, str]
 """One `Key=value` line of a section."""
@@ -321,9 +345,14 @@ def lane_units(lane: LaneSpec, *, interpreter: str, snapshot: Path) -> dict[str,
     policy = PROCESS_TYPES.get(lane.process_type or "Standard")
     if policy is not None:
         service.append(("CPUSchedulingPolicy", policy))
-    units = {
-        service_name: Unit((("Unit", (("Description", description),)), ("Service", tuple(service))))
-    }
+    head: list[Entry] = [("Description", description)]
+    watched = watched_dir(lane)
+    if watched is not None:
+        head += [
+            ("StartLimitIntervalSec", ENQUEUE_INTERVAL),
+            ("StartLimitBurst", str(ENQUEUE_BURST)),
+        ]
+    units = {service_name: Unit((("Unit", tuple(head)), ("Service", tuple(service))))}
     fires = triggers(lane)
     if fires:
         timer: list[Entry] = [("Unit", service_name), *fires, ("AccuracySec", "1s")]
@@ -336,7 +365,35 @@ def lane_units(lane: LaneSpec, *, interpreter: str, snapshot: Path) -> dict[str,
                 ("Install", (("WantedBy", "timers.target"),)),
             )
         )
+    if watched is not None:
+        units[path_name(lane.label)] = Unit(
+            (
+                ("Unit", (("Description", description + " on enqueue"),)),
+                (
+                    "Path",
+                    (
+                        ("DirectoryNotEmpty", specifiers(str(watched))),
+                        ("Unit", service_name),
+                        ("MakeDirectory", "true"),
+                        ("DirectoryMode", READY_DIR_MODE),
+                        ("TriggerLimitIntervalSec", ENQUEUE_INTERVAL),
+                        ("TriggerLimitBurst", str(ENQUEUE_BURST)),
+                    ),
+                ),
+                ("Install", (("WantedBy", "paths.target"),)),
+            )
+        )
     return units
+
+
+def watched_dir(lane: LaneSpec) -> Path | None:
+    """The directory whose jobs start the lane (its queue's ready directory) when it starts
+    on enqueue; None otherwise, or when its queue keeps no jobs in a directory."""
+    if StartOn.ENQUEUE not in lane.start:
+        return None
+    from lanekit.queue import ready_dir
+
+    return ready_dir(lane.queue.dir)
 
 
 def _exit_timeout(lane: LaneSpec) -> int:
@@ -368,10 +425,20 @@ def rendered_units(
         "unit": service_name,
         "triggers": triggers(lane),
         "persistent": bool(lane.schedule.calendar),
+        "start_limit_interval": service.value("Unit", "StartLimitIntervalSec"),
+        "start_limit_burst": service.value("Unit", "StartLimitBurst"),
+        "watched": None,
+        "directory_mode": READY_DIR_MODE,
+        "trigger_interval": ENQUEUE_INTERVAL,
+        "trigger_burst": ENQUEUE_BURST,
     }
+    path = model.get(path_name(lane.label))
+    if path is not None:
+        context["watched"] = path.value("Path", "DirectoryNotEmpty")
+    templates_of = {timer_name: TIMER_TEMPLATE, path_name(lane.label): PATH_TEMPLATE}
     files: dict[str, bytes] = {}
     for name, want in model.items():
-        template = TIMER_TEMPLATE if name == timer_name else SERVICE_TEMPLATE
+        template = templates_of.get(name, SERVICE_TEMPLATE)
         files[name] = _render_checked(lane, template, context, want, templates)
     return files
 
