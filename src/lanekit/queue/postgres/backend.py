@@ -172,6 +172,15 @@ _SETTLE = """
 """The settle's CTEs, fenced by the token and the running state (`done` returns id, token and
 the retry's not_before; no row: fenced), closing the attempt row in the same statement."""
 
+_CLAIM_ALONE = f"WITH {_CLAIM.format(gate='')} SELECT * FROM claimed"
+_SETTLE_ALONE = f"WITH {_SETTLE} SELECT * FROM done"
+_SETTLE_AND_CLAIM = (
+    f"WITH {_SETTLE}, {_CLAIM.format(gate='AND EXISTS (SELECT 1 FROM done)')} "
+    "SELECT done.*, claimed.* FROM done LEFT JOIN claimed ON true"
+)
+"""The statements: a claim, a settle, and a settle with the next claim (the runner's step
+from one job to the next: one round trip instead of two)."""
+
 
 class PostgresQueue:
     """A queue in a PostgreSQL schema (see the module docstring)."""
@@ -434,7 +443,7 @@ class PostgresQueue:
     def _claim(self, lane: str | None) -> Claim | None:
         """The oldest ready job, now this process's: one statement."""
         owner, sent, params = self._claim_params(lane)
-        rows = self._rows("claim", f"WITH {_CLAIM.format(gate='')} SELECT * FROM claimed", params)
+        rows = self._rows("claim", _CLAIM_ALONE, params)
         return self._claimed(rows[0], owner, sent) if rows else None
 
     def _settle_and_claim(
@@ -448,8 +457,7 @@ class PostgresQueue:
         owner, sent, claim_params = self._claim_params(lane)
         rows = self._rows(
             "settle_and_claim",
-            f"WITH {_SETTLE}, {_CLAIM.format(gate='AND EXISTS (SELECT 1 FROM done)')} "
-            "SELECT done.*, claimed.* FROM done LEFT JOIN claimed ON true",
+            _SETTLE_AND_CLAIM,
             {**params, **claim_params},
         )
         settled = self._settled(claim, handle, rows, params["state"])
@@ -594,7 +602,7 @@ class PostgresQueue:
         """Finish the claim, fenced by its token and the running state, closing its attempt
         row in the same statement. ClaimFencedError when its lease was taken over."""
         handle, params = self._settle_params(claim, verdict)
-        rows = self._rows("settle", f"WITH {_SETTLE} SELECT * FROM done", params)
+        rows = self._rows("settle", _SETTLE_ALONE, params)
         return self._settled(claim, handle, rows, params["state"])
 
     def record_outcome(self, claim: Claim, outcome: Outcome) -> None:
