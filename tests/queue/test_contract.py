@@ -271,6 +271,67 @@ def test_a_claim_is_settled_once(backend: JobQueue) -> None:
     assert backend.counts().done == 1
 
 
+def test_settle_and_claim_settles_then_hands_out_the_next_job(backend: JobQueue) -> None:
+    """A runner going on to its next job: each step settles its claim (where the job went, as
+    settle says) and hands out the next job, until none is left; two claimers chaining side
+    by side take every job once."""
+    ids = [backend.enqueue({"n": n}, job_id=f"job-{n:02}") for n in range(12)]
+    first, second = backend.claimer(lane="work"), backend.claimer(lane="work")
+    held = [first.claim(), second.claim()]
+    taken: list[str] = []
+    while any(held):
+        for at, claimer in enumerate((first, second)):
+            claim = held[at]
+            if claim is None:
+                continue
+            taken.append(claim.job_id)
+            assert json.loads(claim.path.read_bytes()) == {"n": int(claim.job_id[4:])}
+            settled, held[at] = claimer.settle_and_claim(claim, Verdict.succeeded())
+            assert (settled.job_id, settled.state) == (claim.job_id, JobState.SUCCEEDED)
+            assert not claim.held
+    assert sorted(taken) == ids
+    assert backend.counts().done == 12
+    assert all(backend.succeeded(job_id) for job_id in ids)
+
+
+def test_settle_and_claim_of_a_failure_puts_the_job_back_for_a_later_claim(
+    backend: JobQueue,
+) -> None:
+    """A failed attempt settled by settle_and_claim goes back (attempts counted) and is run
+    again, by the next claim that step made or by a later one."""
+    backend.enqueue({}, job_id="flaky")
+    backend.enqueue({}, job_id="other")
+    claimer = backend.claimer()
+    first = claimer.claim()
+    assert first is not None and first.job_id == "flaky"
+    settled, after = claimer.settle_and_claim(first, Verdict.failed("exit 1", max_attempts=3))
+    assert settled.state is JobState.QUEUED
+    assert after is not None
+    seen = {after.job_id: after.attempt}
+    settled, last = claimer.settle_and_claim(after, Verdict.succeeded())
+    assert settled.state is JobState.SUCCEEDED
+    last = last or claimer.claim()
+    assert last is not None
+    seen[last.job_id] = last.attempt
+    assert seen == {"flaky": 2, "other": 1}
+    backend.settle(last, Verdict.succeeded())
+    assert claimer.claim() is None
+
+
+def test_settle_and_claim_of_a_settled_claim_claims_nothing(backend: JobQueue) -> None:
+    """A claim settled already is refused as settle refuses it, and no job is claimed."""
+    backend.enqueue({}, job_id="a")
+    backend.enqueue({}, job_id="b")
+    claimer = backend.claimer()
+    claim = claimer.claim()
+    assert claim is not None
+    backend.settle(claim, Verdict.succeeded())
+    with pytest.raises(QueueError, match="already settled"):
+        claimer.settle_and_claim(claim, Verdict.succeeded())
+    counts = backend.counts()
+    assert (counts.claimed, counts.queued) == (0, 1)
+
+
 def test_a_live_claim_is_left_alone_and_reported_live(backend: JobQueue) -> None:
     """A claim this process holds is LIVE and recover() does not take it."""
     backend.enqueue({})

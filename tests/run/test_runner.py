@@ -22,7 +22,7 @@ from lanekit.queue import open_queue
 from lanekit.queue.directory.backend import Queue
 from lanekit.queue.directory.recordstore import RecordStore
 from lanekit.queue.memory import MemoryQueue
-from lanekit.queue.model import RecordNotWrittenError
+from lanekit.queue.model import Claim, RecordNotWrittenError, Settled, Verdict
 from lanekit.queue.recordline import iso_utc
 from lanekit.queue.records import JobState, Record
 from lanekit.run import which_snapshot as runsnapshot
@@ -1189,6 +1189,60 @@ def test_a_run_drains_the_memory_queue(root: Path, memory_queue: str) -> None:
     assert view is not None and view.record is not None
     assert (view.state, view.record.attempts, view.record.lane) == (JobState.SUCCEEDED, 1, "work")
     assert [e["event"] for e in events(spec)] == ["start", "claimed", "done", "finish"]
+
+
+@pytest.mark.parametrize(
+    ("max_jobs", "steps", "claims", "done", "queued"),
+    [
+        (100, 4, 2, 3, 0),  # every settle chains into the next claim; the last finds none
+        (2, 1, 1, 2, 2),  # the second job's settle claims nothing: max_jobs is reached
+    ],
+    ids=["drain", "max-jobs"],
+)
+def test_a_run_settles_each_job_together_with_the_next_claim(
+    root: Path,
+    memory_queue: str,
+    monkeypatch: pytest.MonkeyPatch,
+    max_jobs: int,
+    steps: int,
+    claims: int,
+    done: int,
+    queued: int,
+) -> None:
+    """A run that goes on to its next job settles the one that ran (a success or a failure)
+    and claims the next in one step (JobClaimer.settle_and_claim: one statement on a server
+    queue); claim() alone only starts the run and looks again once a step found nothing.
+    Where the run would claim nothing more (max_jobs), the settle claims nothing either."""
+    from lanekit.queue.memory import MemoryClaimer
+
+    calls = {"claim": 0, "settle_and_claim": 0}
+    inside = [False]
+    real_claim, real_step = MemoryClaimer.claim, MemoryClaimer.settle_and_claim
+
+    def claim(self: MemoryClaimer) -> Claim | None:
+        calls["claim"] += not inside[0]  # the runner's own claims, not the step's
+        return real_claim(self)
+
+    def step(self: MemoryClaimer, claim: Claim, verdict: Verdict) -> tuple[Settled, Claim | None]:
+        calls["settle_and_claim"] += 1
+        inside[0] = True
+        try:
+            return real_step(self, claim, verdict)
+        finally:
+            inside[0] = False
+
+    monkeypatch.setattr(MemoryClaimer, "claim", claim)
+    monkeypatch.setattr(MemoryClaimer, "settle_and_claim", step)
+    queue = open_queue(memory_queue)
+    for n in range(4):
+        queue.enqueue({"n": n})
+    spec = memory_spec(root, memory_queue, ["tool"], max_jobs=max_jobs)
+    codes = [0, 1, 0, 0] if max_jobs > 2 else [0, 0]
+    result = run_lane(spec, launcher=FakeLauncher(*[FakeJob(code) for code in codes]))
+    assert calls == {"claim": claims, "settle_and_claim": steps}
+    counts = queue.counts()
+    assert (result.claimed, result.done, counts.done) == (len(codes), done, done)
+    assert (counts.claimed, counts.queued, counts.delayed) == (0, queued, 4 - done - queued)
 
 
 def test_a_failing_job_on_the_memory_queue_spends_its_attempts(

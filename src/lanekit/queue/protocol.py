@@ -45,6 +45,15 @@ class JobClaimer(Protocol):
         """The next job this process owns, or None when nothing is left to claim."""
         ...
 
+    def settle_and_claim(self, claim: Claim, verdict: Verdict) -> tuple[Settled, Claim | None]:
+        """Settle `claim` as JobQueue.settle does, then claim the next job as claim() does:
+        a runner going on to its next job, in one step where the backend can make it one (a
+        server queue: one statement, one round trip). A fenced settle raises ClaimFencedError
+        and claims nothing; any other failure of the settle claims nothing either. The next
+        claim is None when nothing is ready right then (the job just settled and put back
+        may be claimed by a later claim())."""
+        ...
+
 
 class JobQueue(Protocol):
     """One queue, as everything outside its backend sees it.

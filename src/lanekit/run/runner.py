@@ -67,9 +67,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
     from typing import TypeAlias
 
-    from lanekit.queue.model import Claim, Dropped
+    from lanekit.queue.model import Claim, Dropped, Settled, Verdict
     from lanekit.queue.outcome import Outcome
-    from lanekit.queue.protocol import JobQueue
+    from lanekit.queue.protocol import JobClaimer, JobQueue
     from lanekit.run.stop import Job
 
     Launcher: TypeAlias = Callable[[Sequence[str], Mapping[str, str], Sequence[int]], Job]
@@ -213,6 +213,14 @@ class _LaneRun:
         self.lease_lost = False
         """A job's lease was lost or lapsing (its watcher could not renew it): this host is
         cut off from the queue's server, so the run claims nothing more (exit 75)."""
+        self.ran = 0
+        """Jobs this run claimed to run (max_jobs counts them)."""
+        self.deadline: float | None = None
+        """When (self.clock) max_seconds runs out; None without a limit."""
+        self.claimer: JobClaimer | None = None
+        """The run's claimer while it claims jobs (None: settle only, claim nothing next)."""
+        self._next: Claim | None = None
+        """The job claimed together with the last settle (`_finish`), for `_work` to run."""
 
     def drain(self) -> RunResult:
         """Recover, then claim and run jobs until empty, max_jobs, max_seconds or a signal."""
@@ -260,32 +268,60 @@ class _LaneRun:
         return result
 
     def _work(self, started: float) -> str:
-        """Check the queue, recover dead claims, then claim and run; why the loop ended."""
+        """Check the queue, recover dead claims, then claim and run; why the loop ended. A job
+        settled while the run goes on is settled together with the next claim
+        (JobClaimer.settle_and_claim: one round trip to a server queue), which `_next` then
+        runs; a claim is only ever made where this loop would have made it."""
         spec = self.spec
         queue = open_queue(spec)
         queue.check()
         self._recover(queue)
-        claimer = queue.claimer(lane=spec.lane, on_drop=self._dropped)
-        deadline = None if spec.max_seconds is None else started + spec.max_seconds
-        ran = 0
+        claimer = self.claimer = queue.claimer(lane=spec.lane, on_drop=self._dropped)
+        self.deadline = None if spec.max_seconds is None else started + spec.max_seconds
         try:
-            while not self.stop.stopping():
-                if self.lease_lost:
-                    return Reason.LEASE_LOST
-                if ran >= spec.max_jobs:
-                    # A plain lane's queue holds this fire's one job: it is empty now.
-                    return Reason.EMPTY if spec.plain else Reason.MAX_JOBS
-                if deadline is not None and self.clock() >= deadline:
-                    return Reason.MAX_SECONDS
-                claim = claimer.claim()
+            while True:
+                claim, self._next = self._next, None
                 if claim is None:
-                    break
+                    if self.stop.stopping():
+                        break
+                    if (why := self._ends()) is not None:
+                        return why
+                    claim = claimer.claim()
+                    if claim is None:
+                        break
                 self.claimed += 1
-                ran += 1
+                self.ran += 1
                 self._run_one(queue, claim)
         finally:
+            self.claimer = None
+            pending, self._next = self._next, None
+            if pending is not None and pending.held:
+                # Claimed with a settle, then the run failed before starting it: give it back.
+                self.claimed += 1
+                self._release_after_error(queue, pending)
             watcher_link.stop_watching()  # the run's watcher, idle once its last job is settled
         return Reason.EMPTY
+
+    def _ends(self) -> str | None:
+        """Why the run claims no more (a limit, a lost lease), or None while it goes on."""
+        spec = self.spec
+        if self.lease_lost:
+            return Reason.LEASE_LOST
+        if self.ran >= spec.max_jobs:
+            # A plain lane's queue holds this fire's one job: it is empty now.
+            return Reason.EMPTY if spec.plain else Reason.MAX_JOBS
+        if self.deadline is not None and self.clock() >= self.deadline:
+            return Reason.MAX_SECONDS
+        return None
+
+    def _finish(self, queue: JobQueue, claim: Claim, verdict: Verdict) -> Settled:
+        """Settle a job that ran; when the run goes on (no stop, no limit reached: what the
+        loop checks before it claims), claim the next job in the same step, for `_work`."""
+        claimer = self.claimer
+        if claimer is None or self.stop.stopping() or self._ends() is not None:
+            return queue.settle(claim, verdict)
+        settled, self._next = claimer.settle_and_claim(claim, verdict)
+        return settled
 
     def _recover(self, queue: JobQueue) -> None:
         """Give back the claims whose owner is gone, each logged `recovered`."""
@@ -445,7 +481,7 @@ class _LaneRun:
                     duration=duration,
                 )
             elif cancelled:
-                queue.settle(claim, Verdict.gave_up(error))
+                self._finish(queue, claim, Verdict.gave_up(error))
                 self.failed += 1
                 log.event(
                     EventName.FAILED,
@@ -456,7 +492,7 @@ class _LaneRun:
                     error=error.partition("\n")[0],
                 )
             elif code == 0:
-                queue.settle(claim, Verdict.succeeded())
+                self._finish(queue, claim, Verdict.succeeded())
                 self.done += 1
                 log.event(EventName.DONE, job=claim.job_id, exit=0, duration=duration)
             elif stopped:
@@ -470,7 +506,7 @@ class _LaneRun:
                 )
             else:
                 verdict = Verdict.failed(error, self.spec.max_attempts)
-                settled = queue.settle(claim, verdict)
+                settled = self._finish(queue, claim, verdict)
                 first_line = error.partition("\n")[0]
                 if settled.state is JobState.FAILED:
                     self.failed += 1

@@ -132,6 +132,36 @@ def test_an_expired_lease_is_recovered_by_another_host_and_the_old_settle_is_fen
     assert attempts(host_b, "j") == ["orphaned", "succeeded"]
 
 
+def test_a_fenced_settle_and_claim_changes_nothing_and_claims_nothing(
+    pg_server: PgServer, pg_schema: str, tmp_path: Path
+) -> None:
+    """The one statement that settles and claims the next job claims nothing when its settle
+    is fenced: host A's lapsed claim was recovered and is B's now; A's settle_and_claim raises
+    ClaimFencedError and the other ready job stays queued, unclaimed, no attempt row for it."""
+    host_a = make(pg_server, pg_schema, tmp_path, name="a")
+    host_b = make(pg_server, pg_schema, tmp_path, name="b")
+    host_a.enqueue({}, job_id="j")
+    host_a.enqueue({}, job_id="k")
+    claimer = host_a.claimer(lane="l")
+    stale = claimer.claim()
+    assert stale is not None and stale.job_id == "j"
+    expire(host_a, "j")
+    host_b.recover(stale_after=3600, max_attempts=3)
+    fresh = claim(host_b)
+    assert fresh.job_id == "j"
+    with pytest.raises(ClaimFencedError, match="fenced"):
+        claimer.settle_and_claim(stale, Verdict.succeeded())
+    assert host_b.locate("k").state is JobState.QUEUED  # type: ignore[union-attr]
+    assert attempts(host_b, "k") == []
+    assert host_b.locate("j").state is JobState.RUNNING  # type: ignore[union-attr]
+    settled, after = host_b.claimer(lane="l").settle_and_claim(fresh, Verdict.succeeded())
+    assert settled.state is JobState.SUCCEEDED
+    assert after is not None and after.job_id == "k"
+    assert 28 < lease_left(host_b, "k") <= 30
+    assert attempts(host_b, "j") == ["orphaned", "succeeded"]
+    assert attempts(host_b, "k") == [None]
+
+
 def test_on_orphan_fail_never_runs_an_orphaned_job_again(
     pg_server: PgServer, pg_schema: str, tmp_path: Path
 ) -> None:

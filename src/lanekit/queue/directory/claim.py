@@ -22,7 +22,7 @@ from lanekit.queue.directory.mark import clear_stale, held_elsewhere, mark_path
 from lanekit.queue.directory.mark import release as release_mark
 from lanekit.queue.directory.mark import take as take_mark
 from lanekit.queue.directory.observe import done_file
-from lanekit.queue.directory.settle import promote_due, to_failed, write_failed_record
+from lanekit.queue.directory.settle import promote_due, settle, to_failed, write_failed_record
 from lanekit.queue.directory.state import ClaimLock
 from lanekit.queue.ids import (
     MAX_ID_LENGTH,
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 
     from lanekit.queue.directory.mark import Held
     from lanekit.queue.directory.state import QueueState
+    from lanekit.queue.model import Settled, Verdict
 
 
 _MISS_LIMIT = 4
@@ -159,6 +160,11 @@ class Claimer:
                 return taken
             if self.on_drop is not None:
                 self.on_drop(taken)
+
+    def settle_and_claim(self, claim: Claim, verdict: Verdict) -> tuple[Settled, Claim | None]:
+        """Settle, then claim (two steps: renames on a local filesystem cost no round trip)."""
+        settled = settle(self.queue, claim, verdict)
+        return settled, self.claim()
 
     def _lost_here(self) -> None:
         """After a lost race: hop ahead, further each time; after a few misses in a row go

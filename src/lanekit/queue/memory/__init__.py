@@ -629,6 +629,11 @@ class MemoryClaimer:
         """The next job this owner holds, or None when nothing is claimable."""
         return self.queue._claim(self.owner, self.lane)
 
+    def settle_and_claim(self, claim: Claim, verdict: Verdict) -> tuple[Settled, Claim | None]:
+        """Settle, then claim (two steps: nothing to save in memory)."""
+        settled = self.queue.settle(claim, verdict)
+        return settled, self.claim()
+
 
 _NAMED: dict[str, MemoryQueue] = {}
 

@@ -13,6 +13,8 @@ while a job runs:
   attempt row in the same statement. "Running" is spelled `lease_expires IS NOT NULL` (a
   CHECK makes it the same as state = 'running'): so spelled, the planner looks the row up by
   its primary key instead of walking the partial index of running jobs on stale statistics;
+- a runner going on to its next job settles and claims in one statement (the settle's CTEs,
+  then the claim's, gated on the settle having changed its row): one round trip a job;
 - recover takes expired leases on any host, re-checking the predicate under the row lock in
   the same statement (a late renew or settle wins), records the attempt `orphaned`, and
   retries or fails the job per `on_orphan`; a job whose watcher recorded its end is settled by
@@ -113,6 +115,71 @@ def _record(row: tuple[Any, ...]) -> Record:
     """A Record from the _RECORD_COLUMNS of a row."""
     job_id, state, attempts, queued, updated, lane, error = row[:7]
     return Record(job_id, JobState(state), attempts, iso_utc(queued), iso_utc(updated), lane, error)
+
+
+_CLAIM = """
+    next AS (
+        SELECT queue, id FROM {{s}}.jobs
+        WHERE queue = %(q)s AND state = 'queued'
+          AND (not_before IS NULL OR not_before <= now()) {gate}
+        ORDER BY seq
+        LIMIT 1
+        FOR UPDATE SKIP LOCKED
+    ), claimed AS (
+        UPDATE {{s}}.jobs j
+        SET state = 'running', attempts = j.attempts + 1, token = j.token + 1,
+            lane = coalesce(%(lane)s, j.lane), not_before = NULL,
+            lease_host = %(host)s, lease_pid = %(pid)s, lease_start = %(start)s,
+            lease_expires = now() + make_interval(secs => %(lease)s),
+            claimed_at = now(), updated_at = now(), outcome = NULL,
+            cancel_requested = false
+        FROM next
+        WHERE j.queue = next.queue AND j.id = next.id
+        RETURNING j.id, j.state, j.attempts, extract(epoch from j.queued_at)::float8,
+            extract(epoch from j.updated_at)::float8, j.lane, j.error, j.token,
+            j.payload
+    ), opened AS (
+        INSERT INTO {{s}}.attempts (queue, job_id, token, attempt, lane, host, pid, start)
+        SELECT %(q)s, id, token, attempts, lane, %(host)s, %(pid)s, %(start)s
+        FROM claimed
+    )"""
+"""The claim's CTEs (`claimed` returns the job; the columns _record reads, token, payload):
+the oldest ready job over the partial index of ready ones, moved to running with attempts + 1,
+the token + 1, the lease and its attempt row. `{gate}` adds a condition to the pick (the
+settle-and-claim statement's: only once its settle changed its row)."""
+
+_SETTLE = """
+    done AS (
+        UPDATE {s}.jobs SET state = %(state)s, attempts = %(attempts)s,
+            error = %(error)s, updated_at = now(),
+            not_before = CASE WHEN %(wait)s::float8 IS NULL THEN NULL
+                ELSE now() + make_interval(secs => %(wait)s::float8) END,
+            finished_at = CASE WHEN %(state)s IN ('succeeded', 'failed')
+                THEN now() END,
+            lease_host = NULL, lease_pid = NULL, lease_start = NULL,
+            lease_expires = NULL, claimed_at = NULL, outcome = NULL,
+            cancel_requested = false
+        WHERE queue = %(q)s AND id = %(id)s AND token = %(token)s
+          AND lease_expires IS NOT NULL
+        RETURNING id, token, extract(epoch from not_before)::float8
+    ), closed AS (
+        UPDATE {s}.attempts a SET ended_at = now(), outcome = %(outcome)s,
+            error = %(error)s
+        FROM done
+        WHERE a.queue = %(q)s AND a.job_id = %(id)s AND a.token = %(token)s
+          AND done.id = a.job_id
+    )"""
+"""The settle's CTEs, fenced by the token and the running state (`done` returns id, token and
+the retry's not_before; no row: fenced), closing the attempt row in the same statement."""
+
+_CLAIM_ALONE = f"WITH {_CLAIM.format(gate='')} SELECT * FROM claimed"
+_SETTLE_ALONE = f"WITH {_SETTLE} SELECT * FROM done"
+_SETTLE_AND_CLAIM = (
+    f"WITH {_SETTLE}, {_CLAIM.format(gate='AND EXISTS (SELECT 1 FROM done)')} "
+    "SELECT done.*, claimed.* FROM done LEFT JOIN claimed ON true"
+)
+"""The statements: a claim, a settle, and a settle with the next claim (the runner's step
+from one job to the next: one round trip instead of two)."""
 
 
 class PostgresQueue:
@@ -341,56 +408,25 @@ class PostgresQueue:
             self.check()
         return PostgresClaimer(self, lane)
 
-    def _claim(self, lane: str | None) -> Claim | None:
-        """The oldest ready job, now this process's: one statement."""
+    def _claim_params(self, lane: str | None) -> tuple[str, float, dict[str, Any]]:
+        """(owner, send time, parameters) of a claim about to be sent (_CLAIM's)."""
         from socket import gethostname
 
         from lanekit.queue.ids import own_owner
 
         owner = own_owner()
         _, pid, start = owner.rsplit("-", 2)
-        sent = awake_clock()
-        rows = self._rows(
-            "claim",
-            """
-            WITH next AS (
-                SELECT queue, id FROM {s}.jobs
-                WHERE queue = %(q)s AND state = 'queued'
-                  AND (not_before IS NULL OR not_before <= now())
-                ORDER BY seq
-                LIMIT 1
-                FOR UPDATE SKIP LOCKED
-            ), claimed AS (
-                UPDATE {s}.jobs j
-                SET state = 'running', attempts = j.attempts + 1, token = j.token + 1,
-                    lane = coalesce(%(lane)s, j.lane), not_before = NULL,
-                    lease_host = %(host)s, lease_pid = %(pid)s, lease_start = %(start)s,
-                    lease_expires = now() + make_interval(secs => %(lease)s),
-                    claimed_at = now(), updated_at = now(), outcome = NULL,
-                    cancel_requested = false
-                FROM next
-                WHERE j.queue = next.queue AND j.id = next.id
-                RETURNING j.id, j.state, j.attempts, extract(epoch from j.queued_at)::float8,
-                    extract(epoch from j.updated_at)::float8, j.lane, j.error, j.token,
-                    j.payload
-            ), attempt AS (
-                INSERT INTO {s}.attempts (queue, job_id, token, attempt, lane, host, pid, start)
-                SELECT %(q)s, id, token, attempts, lane, %(host)s, %(pid)s, %(start)s
-                FROM claimed
-            )
-            SELECT * FROM claimed
-            """,
-            {
-                "lane": lane,
-                "host": gethostname(),
-                "pid": int(pid),
-                "start": start,
-                "lease": self.location.lease,
-            },
-        )
-        if not rows:
-            return None
-        row = rows[0]
+        params = {
+            "lane": lane,
+            "host": gethostname(),
+            "pid": int(pid),
+            "start": start,
+            "lease": self.location.lease,
+        }
+        return owner, awake_clock(), params
+
+    def _claimed(self, row: tuple[Any, ...], owner: str, sent: float) -> Claim:
+        """The Claim of _CLAIM's returned row (its payload written to the spool)."""
         record, token, payload = _record(row), int(row[7]), bytes(row[8])
         file = self._write_payload(record.job_id, token, payload)
         handle = _Handle(token, fence_deadline(sent, self.location.lease))
@@ -403,6 +439,30 @@ class PostgresQueue:
             handle,
             lease_until=epoch() + self.location.lease,
         )
+
+    def _claim(self, lane: str | None) -> Claim | None:
+        """The oldest ready job, now this process's: one statement."""
+        owner, sent, params = self._claim_params(lane)
+        rows = self._rows("claim", _CLAIM_ALONE, params)
+        return self._claimed(rows[0], owner, sent) if rows else None
+
+    def _settle_and_claim(
+        self, claim: Claim, verdict: Verdict, lane: str | None
+    ) -> tuple[Settled, Claim | None]:
+        """Settle and claim the next ready job in one statement: _SETTLE's CTEs, then
+        _CLAIM's, gated on the settle having changed its row (a fenced settle claims nothing).
+        The statement sees the jobs as they were before it: the job it settles was running,
+        so a settle that puts it back never hands it straight back (a later claim() may)."""
+        handle, params = self._settle_params(claim, verdict)
+        owner, sent, claim_params = self._claim_params(lane)
+        rows = self._rows(
+            "settle_and_claim",
+            _SETTLE_AND_CLAIM,
+            {**params, **claim_params},
+        )
+        settled = self._settled(claim, handle, rows, params["state"])
+        row = rows[0][3:]
+        return settled, (None if row[0] is None else self._claimed(row, owner, sent))
 
     def _write_payload(self, job_id: str, token: int, payload: bytes) -> str:
         """The payload as a 0600 file in the spool, new (O_EXCL, O_NOFOLLOW)."""
@@ -494,9 +554,8 @@ class PostgresQueue:
         deferred = DEFER_SECONDS if kind is VerdictKind.DEFERRED else None
         return JobState.QUEUED, max(attempts - 1, 0), error or None, deferred, "stopped"
 
-    def settle(self, claim: Claim, verdict: Verdict) -> Settled:
-        """Finish the claim, fenced by its token and the running state, closing its attempt
-        row in the same statement. ClaimFencedError when its lease was taken over."""
+    def _settle_params(self, claim: Claim, verdict: Verdict) -> tuple[_Handle, dict[str, Any]]:
+        """The claim's handle and _SETTLE's parameters; QueueError for a settled claim."""
         handle = claim.handle
         if not isinstance(handle, _Handle) or not handle.held:
             raise QueueError(
@@ -509,41 +568,20 @@ class PostgresQueue:
         state, attempts, error_text, wait, outcome = self._ending(
             claim.attempt, verdict.kind, error, verdict.max_attempts
         )
-        rows = self._rows(
-            "settle",
-            """
-            WITH done AS (
-                UPDATE {s}.jobs SET state = %(state)s, attempts = %(attempts)s,
-                    error = %(error)s, updated_at = now(),
-                    not_before = CASE WHEN %(wait)s::float8 IS NULL THEN NULL
-                        ELSE now() + make_interval(secs => %(wait)s::float8) END,
-                    finished_at = CASE WHEN %(state)s IN ('succeeded', 'failed')
-                        THEN now() END,
-                    lease_host = NULL, lease_pid = NULL, lease_start = NULL,
-                    lease_expires = NULL, claimed_at = NULL, outcome = NULL,
-                    cancel_requested = false
-                WHERE queue = %(q)s AND id = %(id)s AND token = %(token)s
-                  AND lease_expires IS NOT NULL
-                RETURNING id, token, extract(epoch from not_before)::float8
-            ), attempt AS (
-                UPDATE {s}.attempts a SET ended_at = now(), outcome = %(outcome)s,
-                    error = %(error)s
-                FROM done
-                WHERE a.queue = %(q)s AND a.job_id = %(id)s AND a.token = %(token)s
-                  AND done.id = a.job_id
-            )
-            SELECT * FROM done
-            """,
-            {
-                "id": claim.job_id,
-                "token": handle.token,
-                "state": str(state),
-                "attempts": attempts,
-                "error": error_text,
-                "wait": wait,
-                "outcome": outcome,
-            },
-        )
+        return handle, {
+            "id": claim.job_id,
+            "token": handle.token,
+            "state": str(state),
+            "attempts": attempts,
+            "error": error_text,
+            "wait": wait,
+            "outcome": outcome,
+        }
+
+    def _settled(
+        self, claim: Claim, handle: _Handle, rows: list[tuple[Any, ...]], state: str
+    ) -> Settled:
+        """The Settled of _SETTLE's `done` rows; ClaimFencedError when there are none."""
         handle.release()
         # The payload only: the runner removes the watcher's status and cancel request itself
         # (a fifth of a job's cost was these unlinks); recover() sweeps a dead run's files.
@@ -556,8 +594,16 @@ class PostgresQueue:
                 "the job's lease lapsed (a partition, a sleep, a stalled renew); the run that "
                 "recovered it decides what happens next",
             )
+        job_state = JobState(state)
         not_before = rows[0][2]
-        return Settled(claim.job_id, state, self._place(claim.job_id, state), not_before)
+        return Settled(claim.job_id, job_state, self._place(claim.job_id, job_state), not_before)
+
+    def settle(self, claim: Claim, verdict: Verdict) -> Settled:
+        """Finish the claim, fenced by its token and the running state, closing its attempt
+        row in the same statement. ClaimFencedError when its lease was taken over."""
+        handle, params = self._settle_params(claim, verdict)
+        rows = self._rows("settle", _SETTLE_ALONE, params)
+        return self._settled(claim, handle, rows, params["state"])
 
     def record_outcome(self, claim: Claim, outcome: Outcome) -> None:
         """Keep how the job ended in its row (fenced), so recover() on any host settles it by
@@ -1160,6 +1206,10 @@ class PostgresClaimer:
     def claim(self) -> Claim | None:
         """The next job this process holds, or None when nothing is ready."""
         return self.queue._claim(self.lane)
+
+    def settle_and_claim(self, claim: Claim, verdict: Verdict) -> tuple[Settled, Claim | None]:
+        """Settle the claim and claim the next ready job in one statement (one round trip)."""
+        return self.queue._settle_and_claim(claim, verdict, self.lane)
 
 
 def open_location(
