@@ -1,0 +1,132 @@
+"""Two "hosts" (each its own HOME and state directory, each lanekit process told its own host
+name) drain one queue on a real PostgreSQL server: each host's timeline draws its own runs
+from its lane log and the other's jobs as the other's (text, JSON and the page), an orphaned
+attempt (its holder's lease lapsed, another host recovered it) as orphaned."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+
+from lanekit.queue.model import Claim
+from pglane import queue_of, setup
+from pgserver import PgServer
+from test_json_contracts import TIMELINE_AWAY_KEYS, contracts, problems
+
+AS_HOST = (
+    "import runpy, socket, sys\n"
+    "name = sys.argv.pop(1)\n"
+    "socket.gethostname = lambda: name\n"
+    "runpy.run_module('lanekit', run_name='__main__', alter_sys=True)\n"
+)
+"""`python -c AS_HOST NAME ARGS...`: lanekit as run on a machine called NAME (the one thing
+that differs between two machines that a test on one cannot give it for real)."""
+
+
+def as_host(host: str, env: Mapping[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(
+        [sys.executable, "-c", AS_HOST, host, *args],
+        env=dict(env),
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert done.returncode == 0, (args, done.stdout, done.stderr)
+    return done
+
+
+def host_env(root: Path) -> dict[str, str]:
+    """A second machine's environment: its own HOME, state directory and launchd domain."""
+    (root / "home").mkdir(parents=True)
+    return {
+        **os.environ,
+        "HOME": str(root / "home"),
+        "LANEKIT_STATE_DIR": str(root / "state"),
+        "LANEKIT_LAUNCH_AGENTS": str(root / "state" / "emulator" / "LaunchAgents"),
+    }
+
+
+def test_each_host_draws_the_others_jobs_as_theirs(
+    pg_server: PgServer, pg_schema: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = setup(pg_server, pg_schema, tmp_path)  # "mini" here: this test's own state dir
+    mini = dict(os.environ)
+    laptop = host_env(tmp_path / "laptop")
+    as_host("laptop", laptop, "apply", "-c", str(config))
+    queue = queue_of(pg_server, pg_schema, tmp_path)
+    for job_id in ("a0", "a1"):
+        queue.enqueue({}, job_id=job_id)
+    as_host("mini", mini, "run", "publish")
+    for job_id in ("b0", "b1"):
+        queue.enqueue({}, job_id=job_id)
+    as_host("laptop", laptop, "run", "publish")
+    # The laptop claims one more and vanishes mid-job (its lease lapses, as 30 s later):
+    # the mini's next run recovers it (an orphaned attempt of the laptop's) and runs it.
+    queue.enqueue({}, job_id="lost")
+    monkeypatch.setattr(socket, "gethostname", lambda: "laptop")
+    taken: Claim | None = queue.claimer(lane="publish").claim()
+    monkeypatch.undo()
+    assert taken is not None and taken.job_id == "lost"
+    queue.session.rows(
+        f"UPDATE \"{pg_schema}\".jobs SET lease_expires = now() - interval '1 s' WHERE id = %s",
+        ("lost",),
+    )
+    as_host("mini", mini, "run", "publish")
+
+    seen_by_mini = json.loads(as_host("mini", mini, "timeline", "--json", "-c", str(config)).stdout)
+    seen_by_laptop = json.loads(
+        as_host("laptop", laptop, "timeline", "--json", "-c", str(config)).stdout
+    )
+    [mini_row] = seen_by_mini["lanes"]
+    [laptop_row] = seen_by_laptop["lanes"]
+
+    def away(row: dict[str, object]) -> list[tuple[str, str, str]]:
+        return [(a["host"], a["job"], a["outcome"]) for a in row["away"]]  # type: ignore[attr-defined]
+
+    def own_jobs(row: dict[str, object]) -> list[str]:
+        return [job for run in row["runs"] for job in run["jobs"]]  # type: ignore[attr-defined]
+
+    assert own_jobs(mini_row) == ["a0", "a1", "lost"]
+    assert away(mini_row) == [
+        ("laptop", "b0", "succeeded"),
+        ("laptop", "b1", "succeeded"),
+        ("laptop", "lost", "orphaned"),
+    ]
+    assert own_jobs(laptop_row) == ["b0", "b1"]
+    assert away(laptop_row) == [
+        ("mini", "a0", "succeeded"),
+        ("mini", "a1", "succeeded"),
+        ("mini", "lost", "succeeded"),
+    ]
+    assert {a["lane"] for a in mini_row["away"] + laptop_row["away"]} == {"publish"}
+    for document in (seen_by_mini, seen_by_laptop):
+        found, paths = problems(contracts()["timeline"], document)
+        assert not found and paths >= TIMELINE_AWAY_KEYS
+
+    text = as_host("mini", mini, "timeline", "--width", "100", "-c", str(config)).stdout
+    lines = text.splitlines()
+    [lane_line] = [line for line in lines if line.startswith("publish ")]
+    [laptop_line] = [line for line in lines if line.startswith("@laptop")]
+    assert lines.index(laptop_line) == lines.index(lane_line) + 1  # under its lane
+    # All in one minute: one column, where the orphaned attempt outranks the successes.
+    assert laptop_line.split()[1:] == ["O", "3j"]
+    assert "@ host: a line of jobs another host ran, not this one" in " ".join(lines)
+    assert "job lost (attempt 1) on host laptop: orphaned (its lease lapsed)" in text
+    assert "@mini" not in text  # its own runs are on the lane's line, from its log
+
+    page = tmp_path / "day.html"
+    as_host("laptop", laptop, "timeline", "--html", str(page), "-c", str(config))
+    html = page.read_text(encoding="utf-8")
+    assert len(re.findall(r'<rect class="away succeeded" [^>]*data-host="mini"', html)) == 3
+    assert 'data-host="laptop"' not in html
+    assert "a job ran on another host (not this machine's; hover for the host)" in html
+    assert "3 jobs on other hosts" in " ".join(re.sub(r"<[^>]+>", " ", html).split())
