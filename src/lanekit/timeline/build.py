@@ -159,14 +159,11 @@ def _short(host: str) -> str:
 
 
 def _away_run(span: AttemptSpan, now: datetime) -> AwayRun:
+    """An attempt as drawn: one with no end recorded yet runs there still, up to now."""
     start = datetime.fromtimestamp(span.started, UTC)
-    if span.ended is None:
-        return AwayRun(
-            span.host, span.lane, span.job_id, span.attempt, span.pid, start, now,
-            AwayOutcome.RUNNING,
-        )  # fmt: skip
-    end = datetime.fromtimestamp(span.ended, UTC)
-    outcome = AwayOutcome(span.outcome) if span.outcome else AwayOutcome.RUNNING
+    end, outcome = now, AwayOutcome.RUNNING
+    if span.ended is not None and span.outcome is not None:
+        end, outcome = datetime.fromtimestamp(span.ended, UTC), AwayOutcome(span.outcome)
     return AwayRun(span.host, span.lane, span.job_id, span.attempt, span.pid, start, end, outcome)
 
 

@@ -210,7 +210,8 @@ class LaneInfo:
 
 
 class AwayOutcome(StrEnum):
-    """How a job another machine ran ended, as its queue recorded the attempt."""
+    """How a job another machine ran ended, as its queue recorded the attempt; later members
+    win a shared terminal column (lanekit.timeline.layout.away_cells)."""
 
     SUCCEEDED = "succeeded"
     STOPPED = "stopped"
