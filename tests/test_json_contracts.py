@@ -451,11 +451,19 @@ def test_job_json_matches_doc(sandbox: Path) -> None:
 
 
 TIMELINE_AWAY_KEYS = frozenset(
-    f"lanes[].away[].{key}"
-    for key in ("host", "lane", "job", "attempt", "pid", "start", "end", "outcome")
+    [
+        *(
+            f"lanes[].away[].{key}"
+            for key in ("host", "lane", "job", "attempt", "pid", "start", "end", "outcome")
+        ),
+        *(
+            f"job.attempt_history[].{key}"
+            for key in ("attempt", "host", "pid", "outcome", "started_at", "ended_at")
+        ),
+    ]
 )
-"""The jobs other hosts ran from a postgres queue: shown by tests/timeline/test_away.py on a
-real server (a directory queue has none: `away` is empty here)."""
+"""The jobs other hosts ran from a postgres queue, and a job's attempts by host: shown by
+tests/timeline/test_away.py on a real server (a directory queue has none: both are empty)."""
 
 
 def test_timeline_json_matches_doc(sandbox: Path) -> None:

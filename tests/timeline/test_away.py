@@ -117,9 +117,19 @@ def test_each_host_draws_the_others_jobs_as_theirs(
         ("mini", "lost", "succeeded"),
     ]
     assert {a["lane"] for a in mini_row["away"] + laptop_row["away"]} == {"publish"}
-    for document in (seen_by_mini, seen_by_laptop):
+    traced = json.loads(
+        as_host("mini", mini, "timeline", "--json", "--job", "lost", "-c", str(config)).stdout
+    )
+    assert [(a["host"], a["outcome"]) for a in traced["job"]["attempt_history"]] == [
+        ("laptop", "orphaned"),
+        ("mini", "succeeded"),
+    ]
+    shown: set[str] = set()
+    for document in (seen_by_mini, seen_by_laptop, traced):
         found, paths = problems(contracts()["timeline"], document)
-        assert not found and paths >= TIMELINE_AWAY_KEYS
+        assert not found
+        shown |= paths
+    assert shown >= TIMELINE_AWAY_KEYS
 
     text = as_host("mini", mini, "timeline", "--width", "100", "-c", str(config)).stdout
     lines = text.splitlines()
@@ -131,6 +141,8 @@ def test_each_host_draws_the_others_jobs_as_theirs(
     assert "@ host: a line of jobs another host ran, not this one" in " ".join(lines)
     assert "job lost (attempt 1) on host laptop: orphaned (its lease lapsed)" in text
     assert "@mini" not in text  # its own runs are on the lane's line, from its log
+    trace = as_host("mini", mini, "timeline", "--job", "lost", "-c", str(config)).stdout
+    assert "  attempt 1 on host laptop (pid " in trace and "): orphaned, " in trace
 
     page = tmp_path / "day.html"
     as_host("laptop", laptop, "timeline", "--html", str(page), "-c", str(config))

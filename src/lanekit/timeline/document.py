@@ -97,6 +97,7 @@ def _job(job: JobLife) -> dict[str, Any]:
         "attempts": None if record is None else record.attempts,
         "output": None if job.output is None else str(job.output),
         "events": [_event(e) for e in job.events],
+        "attempt_history": [] if view is None else [a.to_json() for a in view.history],
     }
 
 

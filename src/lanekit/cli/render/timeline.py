@@ -300,6 +300,12 @@ def job_lines(job: JobLife, tz: tzinfo | None = None) -> list[str]:
         out.append(f"  queued   {view.record.queued_at}  attempts {view.record.attempts}")
     if job.output is not None:
         out.append(f"  output   {job.output}  (lanekit job LANE {job.job_id} --output)")
+    for tried in () if view is None else view.history:  # a server queue's, every host's
+        ended = f" to {tried.ended_at}" if tried.ended_at else ""
+        out.append(
+            f"  attempt {tried.attempt} on host {tried.host} (pid {tried.pid}): "
+            f"{tried.outcome or 'running'}, {tried.started_at}{ended}"
+        )
     for event in job.events:
         detail = " ".join(f"{k}={v}" for k, v in event.fields.items())
         out.append(f"  {_hms(event.at, tz)} {event.lane}: {event.name} {detail}".rstrip())
