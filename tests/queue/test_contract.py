@@ -479,3 +479,32 @@ def test_purge_keeps_the_guard(backend: JobQueue) -> None:
     assert backend.succeeded("old")
     with pytest.raises(JobExistsError):
         backend.enqueue({}, job_id="old")
+
+
+def test_attempts_in_a_window_name_the_host_that_ran_them(
+    backend: JobQueue, claim_in_dead_process: Callable[..., str]
+) -> None:
+    """A server queue tells every claim that ran in a window, with its host, outcome and lane
+    (an orphaned one as orphaned), and none outside it; a queue one machine keeps tells none
+    (its lanes' logs are the whole story: lanekit timeline draws nothing extra)."""
+    import socket
+
+    before = time.time() - 1
+    backend.enqueue({}, job_id="ran")
+    backend.settle(claim_one(backend, lane="work"), Verdict.succeeded())
+    backend.enqueue({}, job_id="lost")
+    claim_in_dead_process(backend)
+    backend.recover(stale_after=0, max_attempts=3)
+    after = time.time() + 1
+    spans = backend.attempts_between(before, after)
+    if not isinstance(backend, PostgresQueue):
+        assert spans == []
+        return
+    here = socket.gethostname()
+    assert [(s.job_id, s.lane, s.attempt, s.host, s.outcome) for s in spans] == [
+        ("ran", "work", 1, here, "succeeded"),
+        ("lost", None, 1, here, "orphaned"),
+    ]
+    assert all(before <= s.started <= (s.ended or 0) <= after for s in spans)
+    assert backend.attempts_between(after, after + 60) == []
+    assert backend.attempts_between(before - 3600, before) == []

@@ -163,6 +163,26 @@ class AttemptView:
 
 
 @dataclass(frozen=True, slots=True)
+class AttemptSpan:
+    """One claim of some job as a server queue keeps it, with the host that ran it: what
+    JobQueue.attempts_between returns (`lanekit timeline` draws other hosts' runs by it)."""
+
+    job_id: str
+    lane: str | None
+    """The lane that claimed it, as that host named it (None: claimed without a lane)."""
+    attempt: int
+    host: str
+    """The claiming machine's host name (socket.gethostname() there)."""
+    pid: int
+    outcome: str | None
+    """succeeded, failed, stopped, orphaned (its lease lapsed), or None while it runs."""
+    started: float
+    """Epoch seconds, on the server's clock."""
+    ended: float | None
+    """Epoch seconds; None while it runs."""
+
+
+@dataclass(frozen=True, slots=True)
 class JobView:
     """Everything known about one job, for `lanekit job LANE ID`."""
 

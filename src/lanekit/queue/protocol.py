@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     )
     from lanekit.queue.observed import ClaimView, JobLocation
     from lanekit.queue.outcome import Outcome
-    from lanekit.queue.paging import JobView, Page
+    from lanekit.queue.paging import AttemptSpan, JobView, Page
     from lanekit.queue.records import JobState, Record
 
 
@@ -192,6 +192,13 @@ class JobQueue(Protocol):
 
     def job(self, job_id: str) -> JobView | None:
         """Everything known about one job, or None when there is no trace of it."""
+        ...
+
+    def attempts_between(self, start: float, end: float) -> list[AttemptSpan]:
+        """The claims running at some time in [start, end) (epoch seconds), oldest first, with
+        the host that made each: one read, for `lanekit timeline` to draw the runs of other
+        machines. Empty for a backend one machine keeps (directory, memory): its lanes' logs
+        on this machine already tell every run."""
         ...
 
     def locate(self, job_id: str) -> JobLocation | None:

@@ -2,7 +2,9 @@
 
 Sources: each lane's event log (only the span, by binary search on its timestamps: see
 lanelog.read_between), the lanes' schedules (fires in the span), launchd's list (which lanes
-run now, their last exit), and for `--job` the job's record.
+run now, their last exit), for a queue several machines share (postgres) the attempts other
+hosts made in the span (one query per queue: JobQueue.attempts_between), and for `--job` the
+job's record.
 """
 
 from __future__ import annotations
@@ -10,13 +12,13 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 from lanekit.config import Config, LaneSpec, find_config, load_config, select_lanes
 from lanekit.errors import LanekitError, UsageError
-from lanekit.queue import open_queue
-from lanekit.queue.paging import JobView
+from lanekit.queue import directory_of, open_queue
+from lanekit.queue.paging import AttemptSpan, JobView
 from lanekit.run.lanelog import read_between, read_events
 from lanekit.schedule import Schedule, next_fires
 from lanekit.service import manager_of
@@ -26,6 +28,8 @@ from lanekit.state.paths import Paths
 from lanekit.timeline.events import Event, parse_ts, to_event
 from lanekit.timeline.model import (
     DEFAULT_THROTTLE,
+    AwayOutcome,
+    AwayRun,
     LaneInfo,
     Timeline,
     Window,
@@ -149,6 +153,54 @@ def _observed(
         return Observation({}), (note,)
 
 
+def _short(host: str) -> str:
+    """A host name's short form: macOS flips between `name` and `name.local`."""
+    return host.split(".", 1)[0].lower()
+
+
+def _away_run(span: AttemptSpan, now: datetime) -> AwayRun:
+    """An attempt as drawn: one with no end recorded yet runs there still, up to now."""
+    start = datetime.fromtimestamp(span.started, UTC)
+    end, outcome = now, AwayOutcome.RUNNING
+    if span.ended is not None and span.outcome is not None:
+        end, outcome = datetime.fromtimestamp(span.ended, UTC), AwayOutcome(span.outcome)
+    return AwayRun(span.host, span.lane, span.job_id, span.attempt, span.pid, start, end, outcome)
+
+
+def away_runs(
+    lanes: Sequence[LaneSpec], window: Window, here: str
+) -> tuple[dict[str, list[AwayRun]], tuple[str, ...]]:
+    """Per lane shown, the jobs hosts other than `here` ran from its queue in the window,
+    from one query per queue kept elsewhere than this machine (a directory queue is drained
+    by this machine alone: its lane logs tell everything, and it is not asked). An attempt
+    goes to the row of the lane of its name, else to the first row of its queue shown. Also
+    a note per queue that could not be asked."""
+    by_queue: dict[str, list[LaneSpec]] = {}
+    for lane in lanes:
+        if directory_of(lane.queue.dir) is None:
+            by_queue.setdefault(str(lane.queue.dir), []).append(lane)
+    found: dict[str, list[AwayRun]] = {}
+    notes: list[str] = []
+    for location, queue_lanes in by_queue.items():
+        try:
+            spans = open_queue(location).attempts_between(
+                window.start.timestamp(), window.end.timestamp()
+            )
+        except LanekitError as exc:
+            notes.append(
+                f"queue {queue_lanes[0].queue.name} could not be asked ({exc.message}): "
+                "runs on other hosts not shown"
+            )
+            continue
+        names = {lane.name for lane in queue_lanes}
+        for span in spans:
+            if _short(span.host) == _short(here):
+                continue  # this machine's own: its lane log draws it
+            row = span.lane if span.lane in names else queue_lanes[0].name
+            found.setdefault(row, []).append(_away_run(span, window.now))
+    return found, tuple(notes)
+
+
 def _job_life(job_id: str, lanes: Sequence[LaneSpec], events: Sequence[Event]) -> JobLife:
     view: JobView | None = None
     output: Path | None = None
@@ -235,7 +287,11 @@ def timeline_of(
                 known_since=known_since(lane),
             )
         )
-    built = build_timeline(events, infos, window, read_to_now=read_to >= now)
+    from socket import gethostname
+
+    away, away_notes = away_runs(lanes, window, gethostname())
+    notes = (*notes, *away_notes)
+    built = build_timeline(events, infos, window, read_to_now=read_to >= now, away=away)
     job = None if request.job is None else _job_life(request.job, lanes, built.events)
     day = None if since is not None else window.start.date()
     return TimelineResult(built, day, job, notes)

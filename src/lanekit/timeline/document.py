@@ -8,7 +8,7 @@ from typing import Any
 from lanekit.state.schemas import TIMELINE_SCHEMA
 from lanekit.timeline.build import JobLife, TimelineResult
 from lanekit.timeline.events import Event
-from lanekit.timeline.model import Burst, LaneRow, Marker, Run
+from lanekit.timeline.model import AwayRun, Burst, LaneRow, Marker, Run
 
 
 def utc(at: datetime) -> str:
@@ -54,6 +54,19 @@ def _marker(marker: Marker) -> dict[str, Any]:
     return {"at": utc(marker.at), "kind": str(marker.kind), "detail": marker.detail}
 
 
+def _away(run: AwayRun) -> dict[str, Any]:
+    return {
+        "host": run.host,
+        "lane": run.lane,
+        "job": run.job,
+        "attempt": run.attempt,
+        "pid": run.pid,
+        "start": utc(run.start),
+        "end": utc(run.end),
+        "outcome": str(run.outcome),
+    }
+
+
 def _row(row: LaneRow) -> dict[str, Any]:
     return {
         "lane": row.lane,
@@ -61,6 +74,7 @@ def _row(row: LaneRow) -> dict[str, Any]:
         "fires": [utc(f) for f in row.fires],
         "runs": [_run(r) for r in row.runs],
         "markers": [_marker(m) for m in row.markers],
+        "away": [_away(r) for r in row.away],
     }
 
 
@@ -83,6 +97,7 @@ def _job(job: JobLife) -> dict[str, Any]:
         "attempts": None if record is None else record.attempts,
         "output": None if job.output is None else str(job.output),
         "events": [_event(e) for e in job.events],
+        "attempt_history": [] if view is None else [a.to_json() for a in view.history],
     }
 
 

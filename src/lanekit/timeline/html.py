@@ -19,8 +19,20 @@ from xml.etree import ElementTree as ET
 from lanekit.errors import UsageError
 from lanekit.system.fsops import replace_file
 from lanekit.timeline.build import JobLife, TimelineResult
-from lanekit.timeline.layout import Bar, Point, around, axis_ticks, bars, points, x_of
+from lanekit.timeline.layout import (
+    AwayBar,
+    Bar,
+    Point,
+    around,
+    away_bars,
+    axis_ticks,
+    bars,
+    points,
+    x_of,
+)
 from lanekit.timeline.model import (
+    AwayOutcome,
+    AwayRun,
     Burst,
     Marker,
     MarkerKind,
@@ -54,6 +66,16 @@ OUTCOME_WORDS = {
     Outcome.UNFINISHED: "no end logged",
     Outcome.UNDELIVERED: "watchdog: alert not delivered",
 }
+AWAY_WORDS = {
+    AwayOutcome.SUCCEEDED: "ran on another host",
+    AwayOutcome.STOPPED: "stopped on another host, put back",
+    AwayOutcome.RUNNING: "running on another host now",
+    AwayOutcome.FAILED: "failed on another host",
+    AwayOutcome.ORPHANED: "orphaned on another host (its lease lapsed)",
+}
+"""A job another host ran: an outlined strip at the foot of the lane's row (this machine's
+runs are filled bars), its host in its hover title."""
+AWAY_HEIGHT = 5
 MARKER_WORDS = {
     MarkerKind.MISSED: "missed run",
     MarkerKind.EXIT_78: "exit 78: launchd could not start it",
@@ -120,6 +142,12 @@ td.t { white-space: nowrap; font-variant-numeric: tabular-nums; color: var(--mut
 .tag.killed, .tag.error { background: var(--killed); }
 .tag.reloaded, .tag.reload-skipped { background: var(--reload); }
 .tag.throttled { background: var(--throttled); color: #1d2330; }
+.away { fill: none; stroke-width: 1.5; stroke-dasharray: 3 2; }
+.away.succeeded { stroke: var(--ok); } .away.stopped { stroke: var(--unfinished); }
+.away.running { stroke: var(--running); } .away.failed { stroke: var(--jobs-failed); }
+.away.orphaned { stroke: var(--killed); fill: var(--killed); fill-opacity: 0.25; }
+.tag.away-failed { background: var(--jobs-failed); }
+.tag.away-orphaned { background: var(--killed); }
 code { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 12px; }
 """
 
@@ -170,6 +198,18 @@ def run_title(run: Run, tz: tzinfo | None) -> str:
         parts.append(f"includes retries (attempt {run.attempts_max})")
     parts.extend(f"error: {e}" for e in run.errors)
     return "\n".join(parts)
+
+
+def away_title(run: AwayRun, tz: tzinfo | None) -> str:
+    """The hover text of a job another host ran: which host, which job, how it ended."""
+    lane = f" (its lane {run.lane})" if run.lane else ""
+    return "\n".join(
+        [
+            f"on host {run.host}{lane}: {AWAY_WORDS[run.outcome]}",
+            f"job {run.job}, attempt {run.attempt}, pid {run.pid}",
+            f"{_hms(run.start, tz)} to {_hms(run.end, tz)}",
+        ]
+    )
 
 
 def _marker_title(marker: Marker, tz: tzinfo | None) -> str:
@@ -353,7 +393,23 @@ def chart(
         for point in marks:
             if point.marker.kind is not MarkerKind.INSTALLED:
                 _draw_marker(group, point, cy, tz)
+        for away in away_bars(row, window, plot):
+            _draw_away(group, away, y + ROW_HEIGHT - AWAY_HEIGHT - 1, tz)
     return svg
+
+
+def _draw_away(group: ET.Element, bar: AwayBar, top: float, tz: tzinfo | None) -> None:
+    rect = _sub(
+        group,
+        "rect",
+        class_=f"away {bar.run.outcome}",
+        x=_num(bar.x),
+        y=_num(top),
+        width=_num(bar.width),
+        height=_num(AWAY_HEIGHT),
+    )
+    rect.set("data-host", bar.run.host)
+    _sub(rect, "title", away_title(bar.run, tz))
 
 
 def _draw_bar(group: ET.Element, bar: Bar, cy: float, tz: tzinfo | None) -> None:
@@ -372,13 +428,18 @@ def _draw_bar(group: ET.Element, bar: Bar, cy: float, tz: tzinfo | None) -> None
     _sub(rect, "title", run_title(bar.run, tz))
 
 
-def _legend(parent: ET.Element) -> None:
+def _legend(parent: ET.Element, *, away: bool = False) -> None:
     items = _sub(parent, "ul", class_="legend")
     for outcome, words in OUTCOME_WORDS.items():
         item = _sub(items, "li")
         svg = _sub(item, "svg", viewBox="0 0 16 16")
         _sub(svg, "rect", class_=f"run {outcome}", x="1", y="3", width="14", height="10", rx="2")
         item[-1].tail = words
+    for away_kind, words in AWAY_WORDS.items() if away else ():
+        item = _sub(items, "li")
+        svg = _sub(item, "svg", viewBox="0 0 16 16")
+        _sub(svg, "rect", class_=f"away {away_kind}", x="1", y="9", width="14", height="5")
+        item[-1].tail = f"a job {words} (not this machine's; hover for the host)"
     for kind in MarkerKind:  # every marker a chart may draw, each in the shape it is drawn in
         item = _sub(items, "li")
         svg = _sub(item, "svg", viewBox="-1 -1 18 18")
@@ -421,6 +482,16 @@ def _notable(result: TimelineResult, tz: tzinfo | None) -> list[tuple[datetime, 
                     f"{row.lane}: {run.claimed} jobs, exit {run.exit}{error}",
                 )
             )
+        for away in row.away:
+            if away.outcome in (AwayOutcome.FAILED, AwayOutcome.ORPHANED):
+                found.append(
+                    (
+                        away.start,
+                        f"away-{away.outcome}",
+                        AWAY_WORDS[away.outcome],
+                        f"{row.lane}: job {away.job} (attempt {away.attempt}) on host {away.host}",
+                    )
+                )
         for marker in row.markers:
             if marker.kind is MarkerKind.INSTALLED:
                 continue
@@ -510,12 +581,17 @@ def page(result: TimelineResult, tz: tzinfo | None = None) -> str:
         (len(timeline.bursts), "burst", "bursts"),
         (len(bad), "run that failed", "runs that failed"),
         (len(missed), "missed run", "missed runs"),
+        *(
+            [(len(away), "job on other hosts", "jobs on other hosts")]
+            if (away := [r for row in timeline.rows for r in row.away])
+            else []
+        ),
     ):
         span = _sub(counts, "span")
         _sub(span, "b", str(number))
         span[-1].tail = f" {one if number == 1 else many}"
     body.append(chart(timeline, w, tz, label=heading, bursts=timeline.bursts))
-    _legend(body)
+    _legend(body, away=any(row.away for row in timeline.rows))
     shown = _close_ups(timeline.bursts)
     for number, burst in enumerate(timeline.bursts, start=1):
         if number not in shown:

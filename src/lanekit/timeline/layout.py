@@ -11,7 +11,17 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
 from enum import StrEnum
 
-from lanekit.timeline.model import Burst, LaneRow, Marker, MarkerKind, Outcome, Run, Window
+from lanekit.timeline.model import (
+    AwayOutcome,
+    AwayRun,
+    Burst,
+    LaneRow,
+    Marker,
+    MarkerKind,
+    Outcome,
+    Run,
+    Window,
+)
 
 HOUR = timedelta(hours=1)
 TICK_STEPS = (1, 2, 3, 4, 6, 12, 24)
@@ -188,6 +198,25 @@ def row_cells(row: LaneRow, window: Window, width: int) -> list[Cell]:
     return cells
 
 
+_AWAY_PRECEDENCE = {outcome: rank for rank, outcome in enumerate(AwayOutcome)}
+
+
+def away_cells(runs: Sequence[AwayRun], window: Window, width: int) -> list[AwayOutcome | None]:
+    """One cell per column of another host's line under a lane: the outcome of its jobs there
+    (None: none ran), each column keeping the most important (AwayOutcome order)."""
+    cells: list[AwayOutcome | None] = [None] * width
+    for run in runs:
+        if not window.overlaps(run.start, run.end):
+            continue
+        first = column(max(run.start, window.start), window, width)
+        last = column(min(run.end, window.end), window, width)
+        for index in range(first, last + 1):
+            held = cells[index]
+            if held is None or _AWAY_PRECEDENCE[run.outcome] > _AWAY_PRECEDENCE[held]:
+                cells[index] = run.outcome
+    return cells
+
+
 def burst_columns(bursts: Sequence[Burst], window: Window, width: int) -> list[bool]:
     """Columns under a burst (the highlight row below the lanes)."""
     covered = [False] * width
@@ -235,6 +264,28 @@ def bars(row: LaneRow, window: Window, width: float) -> list[Bar]:
         w = max(x1 - x0, MIN_BAR_PX)
         x0 = min(x0, width - w)
         out.append(Bar(round(x0, 2), round(w, 2), run))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class AwayBar:
+    """A job another host ran, drawn from x to x + width (pixels)."""
+
+    x: float
+    width: float
+    run: AwayRun
+
+
+def away_bars(row: LaneRow, window: Window, width: float) -> list[AwayBar]:
+    """The row's jobs run on other hosts as bars, as `bars` places runs."""
+    out = []
+    for run in row.away:
+        if not window.overlaps(run.start, run.end):
+            continue
+        x0 = x_of(max(run.start, window.start), window, width)
+        x1 = x_of(min(run.end, window.end), window, width)
+        w = max(x1 - x0, MIN_BAR_PX)
+        out.append(AwayBar(round(min(x0, width - w), 2), round(w, 2), run))
     return out
 
 

@@ -209,6 +209,42 @@ class LaneInfo:
             object.__setattr__(self, "known_since", self.known_since.astimezone(UTC))
 
 
+class AwayOutcome(StrEnum):
+    """How a job another machine ran ended, as its queue recorded the attempt; later members
+    win a shared terminal column (lanekit.timeline.layout.away_cells)."""
+
+    SUCCEEDED = "succeeded"
+    STOPPED = "stopped"
+    """Stopped and put back (a signal, a reload): no failure."""
+    RUNNING = "running"
+    """No end recorded yet: still running there (drawn up to now)."""
+    FAILED = "failed"
+    ORPHANED = "orphaned"
+    """Its lease lapsed unrenewed (the host died, slept or was cut off) and a run recovered it."""
+
+
+@dataclass(frozen=True, slots=True)
+class AwayRun:
+    """One job another host ran from a lane's queue (one attempt of a server queue), drawn on
+    the lane's row as that host's, never as a run of this machine's."""
+
+    host: str
+    lane: str | None
+    """The lane that claimed it on that host (its name there)."""
+    job: str
+    attempt: int
+    pid: int
+    start: datetime
+    end: datetime
+    """When it ended; `now` while it runs."""
+    outcome: AwayOutcome
+
+    def __post_init__(self) -> None:
+        # UTC, as Window.
+        object.__setattr__(self, "start", self.start.astimezone(UTC))
+        object.__setattr__(self, "end", self.end.astimezone(UTC))
+
+
 @dataclass(frozen=True, slots=True)
 class LaneRow:
     """One row of the timeline."""
@@ -220,6 +256,14 @@ class LaneRow:
     markers: tuple[Marker, ...]
     other: tuple[Event, ...] = ()
     """Events of kinds this version does not draw (kept for --json)."""
+    away: tuple[AwayRun, ...] = ()
+    """Jobs other hosts ran from the lane's queue in the window (a server queue), oldest
+    first."""
+
+    @property
+    def away_hosts(self) -> tuple[str, ...]:
+        """The other hosts of `away`, in the order they first ran."""
+        return tuple(dict.fromkeys(run.host for run in self.away))
 
 
 @dataclass(frozen=True, slots=True)
@@ -510,10 +554,17 @@ def _burst(queue: str, group: Sequence[Run]) -> Burst:
 
 
 def build_timeline(
-    events: Sequence[Event], lanes: Sequence[LaneInfo], window: Window, *, read_to_now: bool
+    events: Sequence[Event],
+    lanes: Sequence[LaneInfo],
+    window: Window,
+    *,
+    read_to_now: bool,
+    away: Mapping[str, Sequence[AwayRun]] | None = None,
 ) -> Timeline:
     """The timeline of `lanes` over `window` from their events (which may start before the
-    window, so runs crossing its start are whole; runs are clipped to it when drawn)."""
+    window, so runs crossing its start are whole; runs are clipped to it when drawn), with
+    `away`: per lane, the jobs other hosts ran from its queue."""
+    away = {} if away is None else away
     ordered = sorted(events, key=lambda e: e.at)
     rows: list[LaneRow] = []
     by_queue: dict[str, list[Run]] = {}
@@ -533,6 +584,12 @@ def build_timeline(
                 runs=tuple(runs),
                 markers=tuple(sorted(markers, key=lambda m: m.at)),
                 other=tuple(e for e in mine if e.kind is Kind.OTHER),
+                away=tuple(
+                    sorted(
+                        (r for r in away.get(info.name, ()) if window.overlaps(r.start, r.end)),
+                        key=lambda r: (r.start, r.job),
+                    )
+                ),
             )
         )
         by_queue.setdefault(info.queue, []).extend(runs)

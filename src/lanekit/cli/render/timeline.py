@@ -15,8 +15,24 @@ from rich.text import Text
 from lanekit.cli.render import escaped, json_out, line, note, stdout
 from lanekit.timeline.build import JobLife, TimelineResult
 from lanekit.timeline.document import to_json
-from lanekit.timeline.layout import Cell, around, axis_ticks, burst_columns, row_cells
-from lanekit.timeline.model import Burst, LaneRow, MarkerKind, Outcome, Run, Window
+from lanekit.timeline.layout import (
+    Cell,
+    around,
+    away_cells,
+    axis_ticks,
+    burst_columns,
+    row_cells,
+)
+from lanekit.timeline.model import (
+    AwayOutcome,
+    AwayRun,
+    Burst,
+    LaneRow,
+    MarkerKind,
+    Outcome,
+    Run,
+    Window,
+)
 
 GLYPHS: dict[Cell, tuple[str, str, str]] = {
     Cell.EMPTY: ("·", "grey30", ""),
@@ -37,6 +53,18 @@ GLYPHS: dict[Cell, tuple[str, str, str]] = {
     Cell.EXIT_78: ("X", "bold red", "exit 78 (launchd)"),
 }
 """Glyph, style and legend words of each cell kind."""
+
+AWAY_GLYPHS: dict[AwayOutcome, tuple[str, str, str]] = {
+    AwayOutcome.SUCCEEDED: ("▒", "green", "ran there"),
+    AwayOutcome.STOPPED: ("s", "grey62", "stopped there, put back"),
+    AwayOutcome.RUNNING: ("▷", "cyan", "running there now"),
+    AwayOutcome.FAILED: ("f", "red", "failed there"),
+    AwayOutcome.ORPHANED: ("O", "bold red", "orphaned there (its lease lapsed)"),
+}
+"""Glyph, style and legend words of a job another host ran (its `@host` line under the lane):
+none is a glyph of this machine's runs."""
+AWAY_MARK = "@"
+"""Starts the name of another host's line under a lane."""
 
 BURST_GLYPH = "^"
 DEFAULT_WIDTH = 100
@@ -91,9 +119,12 @@ def _rows(
     window: Window,
     bursts: Sequence[Burst],
     sizes: tuple[int, int],
+    *,
     seen: set[Cell],
+    away_seen: set[AwayOutcome],
 ) -> list[Text]:
-    """One line per lane over `window`, then the burst row."""
+    """One line per lane over `window` (under it one per other host that ran jobs of its
+    queue: `@host`), then the burst row."""
     name_width, chart = sizes
     out = []
     for row in rows:
@@ -104,12 +135,37 @@ def _rows(
             text.append(glyph, style=style)
         text.append(" " + _summary(row.runs).rjust(_SUMMARY))
         out.append(text)
+        for host in row.away_hosts:
+            out.append(_away_line(host, row.away, window, sizes, away_seen))
     if bursts:
         covered = burst_columns(bursts, window, chart)
         text = Text("burst".ljust(name_width) + " ")
         text.append("".join(BURST_GLYPH if c else " " for c in covered), style="bold magenta")
         out.append(text)
     return out
+
+
+def _away_line(
+    host: str,
+    runs: Sequence[AwayRun],
+    window: Window,
+    sizes: tuple[int, int],
+    away_seen: set[AwayOutcome],
+) -> Text:
+    """Another host's jobs of the lane's queue, on a line of their own under the lane."""
+    name_width, chart = sizes
+    theirs = [run for run in runs if run.host == host]
+    text = Text((AWAY_MARK + host)[:name_width].ljust(name_width) + " ")
+    for outcome in away_cells(theirs, window, chart):
+        if outcome is None:
+            text.append(" ")
+            continue
+        glyph, style, _ = AWAY_GLYPHS[outcome]
+        away_seen.add(outcome)
+        text.append(glyph, style=style)
+    jobs = len({run.job for run in theirs if window.overlaps(run.start, run.end)})
+    text.append(" " + f"{jobs}j".rjust(_SUMMARY))
+    return text
 
 
 def chart_lines(result: TimelineResult, width: int, tz: tzinfo | None = None) -> list[Text]:
@@ -122,11 +178,14 @@ def chart_lines(result: TimelineResult, width: int, tz: tzinfo | None = None) ->
     chart = width - name_width - 1 - _SUMMARY - 1
     sizes = (name_width, chart)
     seen: set[Cell] = set()
+    away_seen: set[AwayOutcome] = set()
     out = [
         Text(_title(result, tz), style="bold"),
         _axis(timeline.window, tz, name_width + 1, chart),
     ]
-    out += _rows(timeline.rows, timeline.window, timeline.bursts, sizes, seen)
+    out += _rows(
+        timeline.rows, timeline.window, timeline.bursts, sizes, seen=seen, away_seen=away_seen
+    )
     for number, burst in enumerate(timeline.bursts[:MAX_CLOSE_UPS], start=1):
         close = around(burst, timeline.window)
         lanes = [row for row in timeline.rows if row.lane in burst.claims]
@@ -135,13 +194,19 @@ def chart_lines(result: TimelineResult, width: int, tz: tzinfo | None = None) ->
             Text(f"burst {number} close-up, {_hms(close.start, tz)} to {_hms(close.end, tz)}:")
         )
         out.append(_axis(close, tz, name_width + 1, chart))
-        out += _rows(lanes, close, (burst,), sizes, seen)
-    out.extend(_legend(seen - {Cell.EMPTY}, bool(timeline.bursts), width))
+        out += _rows(lanes, close, (burst,), sizes, seen=seen, away_seen=away_seen)
+    out.extend(_legend(seen - {Cell.EMPTY}, bool(timeline.bursts), width, away_seen))
     return out
 
 
-def _legend(cells: Iterable[Cell], bursts: bool, width: int) -> list[Text]:
+def _legend(
+    cells: Iterable[Cell], bursts: bool, width: int, away: Iterable[AwayOutcome] = ()
+) -> list[Text]:
     items = [(GLYPHS[c][0], GLYPHS[c][1], GLYPHS[c][2]) for c in Cell if c in set(cells)]
+    shown_away = set(away)
+    if shown_away:
+        items.append((AWAY_MARK, "", "host: a line of jobs another host ran, not this one"))
+        items += [AWAY_GLYPHS[o] for o in AwayOutcome if o in shown_away]
     if bursts:
         items.append((BURST_GLYPH, "bold magenta", "lanes of one queue at once"))
     items.append(("", "", "r runs, j jobs claimed"))
@@ -184,6 +249,14 @@ def _run_line(run: Run, tz: tzinfo | None) -> str:
     return f"{_hms(run.start, tz)} {run.lane}: {what}, {run.claimed} jobs{error}"
 
 
+def _away_words(lane: str, run: AwayRun, tz: tzinfo | None) -> str:
+    return (
+        f"{_hms(run.start, tz)} {lane}: job {run.job} (attempt {run.attempt}) on host "
+        f"{run.host}: {run.outcome}"
+        + (" (its lease lapsed)" if run.outcome is AwayOutcome.ORPHANED else "")
+    )
+
+
 _MARKER_WORDS = {
     MarkerKind.MISSED: "missed run (scheduled, nothing started)",
     MarkerKind.EXIT_78: "launchd could not start it (exit 78)",
@@ -203,6 +276,9 @@ def notable_lines(result: TimelineResult, tz: tzinfo | None = None) -> list[str]
         for run in row.runs:
             if run.outcome not in (Outcome.OK, Outcome.BUSY, Outcome.UNFINISHED):
                 timed.append((run.start, _run_line(run, tz)))
+        for away in row.away:
+            if away.outcome in (AwayOutcome.FAILED, AwayOutcome.ORPHANED):
+                timed.append((away.start, _away_words(row.lane, away, tz)))
         for marker in row.markers:
             if marker.kind is MarkerKind.INSTALLED:
                 continue  # the chart shows it; in words it would only repeat per lane
@@ -224,6 +300,12 @@ def job_lines(job: JobLife, tz: tzinfo | None = None) -> list[str]:
         out.append(f"  queued   {view.record.queued_at}  attempts {view.record.attempts}")
     if job.output is not None:
         out.append(f"  output   {job.output}  (lanekit job LANE {job.job_id} --output)")
+    for tried in () if view is None else view.history:  # a server queue's, every host's
+        ended = f" to {tried.ended_at}" if tried.ended_at else ""
+        out.append(
+            f"  attempt {tried.attempt} on host {tried.host} (pid {tried.pid}): "
+            f"{tried.outcome or 'running'}, {tried.started_at}{ended}"
+        )
     for event in job.events:
         detail = " ".join(f"{k}={v}" for k, v in event.fields.items())
         out.append(f"  {_hms(event.at, tz)} {event.lane}: {event.name} {detail}".rstrip())

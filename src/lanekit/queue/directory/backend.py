@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     )
     from lanekit.queue.observed import ClaimView, JobLocation
     from lanekit.queue.outcome import Outcome
-    from lanekit.queue.paging import JobView, Page
+    from lanekit.queue.paging import AttemptSpan, JobView, Page
     from lanekit.queue.records import JobState, Record
 
 
@@ -247,6 +247,10 @@ class Queue(QueueState):
         from lanekit.queue.directory import mark, observe
 
         return [(mark.with_lane(self, record), at) for record, at in observe.contradictions(self)]
+
+    def attempts_between(self, start: float, end: float) -> list[AttemptSpan]:
+        """None: only this machine claims from this queue, and its lanes' logs tell those runs."""
+        return []
 
     def success_copies(self) -> Counter[str]:
         """Per id, its files in done/."""

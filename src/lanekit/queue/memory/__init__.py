@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     from lanekit.queue.counts import QueueCounts
     from lanekit.queue.model import Dropped
     from lanekit.queue.outcome import Outcome
-    from lanekit.queue.paging import JobView, Page
+    from lanekit.queue.paging import AttemptSpan, JobView, Page
 
 
 class _Handle:
@@ -496,6 +496,10 @@ class MemoryQueue:
 
     def contradictions(self) -> list[tuple[Record, JobLocation | None]]:
         """None: a job's record is where it is (one dict entry holds both)."""
+        return []
+
+    def attempts_between(self, start: float, end: float) -> list[AttemptSpan]:
+        """None: only this machine claims from this queue, and its lanes' logs tell those runs."""
         return []
 
     def success_copies(self) -> Counter[str]:

@@ -74,7 +74,7 @@ if TYPE_CHECKING:
     from lanekit.queue.counts import QueueCounts
     from lanekit.queue.model import Dropped
     from lanekit.queue.outcome import Outcome
-    from lanekit.queue.paging import AttemptView, JobView, Page
+    from lanekit.queue.paging import AttemptSpan, AttemptView, JobView, Page
 
 
 class SchemaError(QueueError):
@@ -1163,6 +1163,29 @@ class PostgresQueue:
     def close(self) -> None:
         """Close this process's connection (tests; a run's ends with its process)."""
         self.session.close()
+
+    def attempts_between(self, start: float, end: float) -> list[AttemptSpan]:
+        """The attempts running at some time in [start, end), every host's, oldest first: one
+        statement over the attempt rows (the window is a day: a scan of the queue's attempts,
+        which purge keeps to the retention)."""
+        from lanekit.queue.paging import AttemptSpan
+
+        rows = self._rows(
+            "attempts_between",
+            """
+            SELECT job_id, lane, attempt, host, pid, outcome,
+                extract(epoch from started_at)::float8, extract(epoch from ended_at)::float8
+            FROM {s}.attempts
+            WHERE queue = %(q)s AND started_at < to_timestamp(%(end)s)
+              AND (ended_at IS NULL OR ended_at >= to_timestamp(%(start)s))
+            ORDER BY started_at, job_id, token
+            """,
+            {"start": start, "end": end},
+        )
+        return [
+            AttemptSpan(job_id, lane, attempt, host, pid, outcome, started, ended)
+            for job_id, lane, attempt, host, pid, outcome, started, ended in rows
+        ]
 
 
 def _page_filter(state: JobState | None, delayed: bool | None) -> str:
