@@ -17,6 +17,7 @@ from lanekit.queue import enqueue_into, own_files
 from lanekit.queue.directory import safety
 from lanekit.queue.directory.backend import Queue
 from lanekit.queue.directory.layout import CHECK_STAMP, PUBLISHED_INTO, SUBDIRS
+from lanekit.state import schemas
 from lanekit.system import volumes
 
 
@@ -59,7 +60,7 @@ def test_a_passed_probe_is_kept_and_believed(queue: Queue, monkeypatch: pytest.M
     st = stamp.stat()
     assert (st.st_uid, st.st_mode & 0o777) == (os.geteuid(), 0o600)
     text = stamp.read_text()
-    assert text.startswith(f"lanekit queue check {safety.CHECK_VERSION} {sys.platform}\n")
+    assert text.startswith(f"lanekit queue check {schemas.QUEUE_CHECK_SCHEMA} {sys.platform}\n")
     assert all(f"\n{name} " in text for name in SUBDIRS)
     assert all(list((queue.dir / sub).iterdir()) == [] for sub in SUBDIRS)
     probe_forbidden(monkeypatch)
@@ -116,7 +117,7 @@ def test_the_probe_runs_again_when_its_verdict_may_not_hold(
         extra = f"9999 1 0:99 / {claimed} rw,relatime - ext4 /dev/vdz rw\n"
         monkeypatch.setattr(volumes, "read_mountinfo", lambda: table + extra)
     elif change == "version":
-        monkeypatch.setattr(safety, "CHECK_VERSION", safety.CHECK_VERSION + 1)
+        monkeypatch.setattr(safety, "QUEUE_CHECK_SCHEMA", schemas.QUEUE_CHECK_SCHEMA + 1)
     elif change == "foreign-mode":
         stamp.chmod(0o620)
     elif change == "symlink":

@@ -35,6 +35,10 @@ POSTGRES_QUEUE_SCHEMA = 2
 tombstones, meta; 2 - the finished jobs' index is (queue, state, seq) with finished_at."""
 MEMORY_SCHEMA = 1  # the watchdog's memory
 CONFIRMATIONS_SCHEMA = 1  # which watch channels the user confirmed (`lanekit watch --test`)
+QUEUE_CHECK_SCHEMA = 1
+"""The queue probe's version in a directory queue's `.queue-check` stamp
+(lanekit.queue.directory.safety): raise it whenever the probe asks something new of the
+filesystem, so that every queue is probed again."""
 JOB_STATUS_SCHEMA = 1
 """The job watcher's status file (`v`). History: 1 - first version (v, exit, stopped, timed_out,
 duration, stderr, limit); `cancelled` and `lease_lost` added later within 1 (absent: false)."""

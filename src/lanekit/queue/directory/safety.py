@@ -16,6 +16,7 @@ import stat
 import sys
 
 from lanekit.queue.directory.layout import CHECK_STAMP, MOVED_THROUGH, PUBLISHED_INTO, SUBDIRS
+from lanekit.state.schemas import QUEUE_CHECK_SCHEMA
 from lanekit.system import fsops, volumes
 from lanekit.system.owned import make_private_dirs
 
@@ -188,11 +189,6 @@ def check_root(root: str, *, fresh: bool = False) -> None:
     _checked_roots.add(root)
 
 
-CHECK_VERSION = 1
-"""The probe's version in CHECK_STAMP: raise it whenever probe_renames asks something new of
-the filesystem, so that every queue is probed again."""
-
-
 def probe_key(real: str, identities: list[str], mountinfo: str | None) -> str | None:
     """What the probe's verdict depends on, as CHECK_STAMP keeps it; None when it cannot be
     told (the probe then runs every time).
@@ -203,7 +199,8 @@ def probe_key(real: str, identities: list[str], mountinfo: str | None) -> str | 
     its place, the queue restored elsewhere), if the mounts change (Linux: a bind mount of a
     directory onto itself keeps both numbers yet makes renames into it fail; the mount table
     names it, lanekit.system.volumes.linux_mounts_key), or if the probe itself changes
-    (CHECK_VERSION). A reboot gives new mount ids on Linux, hence one probe more."""
+    (lanekit.state.schemas.QUEUE_CHECK_SCHEMA). A reboot gives new mount ids on Linux, hence
+    one probe more."""
     mounts = ""
     if sys.platform.startswith("linux"):
         if mountinfo is None:
@@ -213,7 +210,12 @@ def probe_key(real: str, identities: list[str], mountinfo: str | None) -> str | 
             return None
         mounts = found
     return "\n".join(
-        [f"lanekit queue check {CHECK_VERSION} {sys.platform}", f"mounts {mounts}", *identities, ""]
+        [
+            f"lanekit queue check {QUEUE_CHECK_SCHEMA} {sys.platform}",
+            f"mounts {mounts}",
+            *identities,
+            "",
+        ]
     )
 
 
