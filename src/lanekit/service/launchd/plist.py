@@ -17,7 +17,7 @@ import json
 import os
 import plistlib
 import stat
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -168,8 +168,6 @@ def rendered_lane(
     """`render_lane`'s bytes and the job they hold (parsed once, here: comparing a lane
     with what launchd loaded needs both, for every lane doctor examines)."""
     model = lane_plist(lane, interpreter=interpreter, snapshot=snapshot)
-    template = _template(templates, LANE_TEMPLATE)
-    source = template.filename or LANE_TEMPLATE
     context = {
         "lane": lane,
         "label": lane.label,
@@ -189,36 +187,28 @@ def rendered_lane(
         "process_type": lane.process_type,
         "session_type": session_types(lane),
     }
-    try:
-        text = template.render(context)
-    except jinja2.TemplateError as exc:
-        raise _template_error(exc, lane.name, templates) from None
-    except RecursionError:
-        raise ConfigError(
-            f"lane {lane.name}: template {source} extends or includes itself",
-            f'extend the shipped template as "{SHIPPED_PREFIX}/{LANE_TEMPLATE}"',
-        ) from None
+    text, source = render_template(lane, LANE_TEMPLATE, context, templates)
     try:
         parsed = load_plist(text.encode("utf-8"))
     except PlistError as exc:
         raise ConfigError(
             f"lane {lane.name}: template {source} does not render a valid plist ({exc})",
-            _template_hint(templates),
+            template_hint(templates),
         ) from None
     if not isinstance(parsed, dict):
         raise ConfigError(
             f"lane {lane.name}: template {source} renders no top-level <dict>",
-            _template_hint(templates),
+            template_hint(templates),
         )
     for key, expected in model.items():
         if key not in parsed:
             raise ConfigError(
-                f"lane {lane.name}: template {source} drops {key}", _template_hint(templates)
+                f"lane {lane.name}: template {source} drops {key}", template_hint(templates)
             )
         if not _same(parsed[key], expected):
             raise ConfigError(
                 f"lane {lane.name}: template {source} renders {key} differently from the lane spec",
-                _template_hint(templates),
+                template_hint(templates),
             )
     return plistlib.dumps(parsed), parsed
 
@@ -442,6 +432,26 @@ def _environment(user_dir: Path | None) -> jinja2.Environment:
     return env
 
 
+def render_template(
+    lane: LaneSpec, name: str, context: Mapping[str, Any], templates: Path | None
+) -> tuple[str, str]:
+    """Render the template `name` (the user's in `templates`, else the shipped one) for `lane`:
+    (its text, the file it came from, for messages). Every artifact of every service manager
+    renders through here: one place words a broken template (ConfigError naming the lane, the
+    template and the fix)."""
+    template = _template(templates, name)
+    source = template.filename or name
+    try:
+        return template.render(context), source
+    except jinja2.TemplateError as exc:
+        raise _template_error(exc, lane.name, templates) from None
+    except RecursionError:
+        raise ConfigError(
+            f"lane {lane.name}: template {source} extends or includes itself",
+            f'extend the shipped template as "{SHIPPED_PREFIX}/{name}"',
+        ) from None
+
+
 def _template(user_dir: Path | None, name: str) -> jinja2.Template:
     if user_dir is not None and not user_dir.is_dir():
         raise ConfigError(
@@ -469,7 +479,7 @@ def _template_error(
     if isinstance(exc, jinja2.TemplateNotFound):
         message = f"template {exc.message} not found"
     prefix = f"lane {lane}: " if lane else ""
-    return ConfigError(one_line(f"{prefix}{where}: {message}"), _template_hint(user_dir))
+    return ConfigError(one_line(f"{prefix}{where}: {message}"), template_hint(user_dir))
 
 
 def _template_frame(tb: TracebackType | None) -> str | None:
@@ -484,7 +494,7 @@ def _template_frame(tb: TracebackType | None) -> str | None:
     return found
 
 
-def _template_hint(user_dir: Path | None) -> str:
+def template_hint(user_dir: Path | None) -> str:
     if user_dir is None:
         return "this is a bug in lanekit's shipped template: please report it"
     return f"fix the template in {user_dir}, or remove it to use the shipped one"

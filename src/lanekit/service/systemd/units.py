@@ -450,32 +450,15 @@ def _render_checked(
     want: Unit,
     templates: Path | None,
 ) -> bytes:
-    import jinja2
+    from lanekit.service.launchd.plist import render_template, template_hint
 
-    from lanekit.service.launchd.plist import (
-        SHIPPED_PREFIX,
-        _template,
-        _template_error,
-        _template_hint,
-    )
-
-    template = _template(templates, name)
-    source = template.filename or name
-    try:
-        text = template.render(context)
-    except jinja2.TemplateError as exc:
-        raise _template_error(exc, lane.name, templates) from None
-    except RecursionError:
-        raise ConfigError(
-            f"lane {lane.name}: template {source} extends or includes itself",
-            f'extend the shipped template as "{SHIPPED_PREFIX}/{name}"',
-        ) from None
+    text, source = render_template(lane, name, context, templates)
     try:
         got = parse_unit(text.encode("utf-8"))
     except ValueError as exc:
         raise ConfigError(
             f"lane {lane.name}: template {source} does not render a unit file ({exc})",
-            _template_hint(templates),
+            template_hint(templates),
         ) from None
     for section, entries in want.sections:
         for key in dict.fromkeys(k for k, _ in entries):
@@ -484,13 +467,13 @@ def _render_checked(
             if not actual:
                 raise ConfigError(
                     f"lane {lane.name}: template {source} drops {section}.{key}",
-                    _template_hint(templates),
+                    template_hint(templates),
                 )
             if actual != expected:
                 raise ConfigError(
                     f"lane {lane.name}: template {source} renders {section}.{key} differently"
                     " from the lane spec",
-                    _template_hint(templates),
+                    template_hint(templates),
                 )
     return got.to_bytes()
 
