@@ -148,17 +148,22 @@ the oldest ready job over the partial index of ready ones, moved to running with
 the token + 1, the lease and its attempt row. `{gate}` adds a condition to the pick (the
 settle-and-claim statement's: only once its settle changed its row)."""
 
-_SETTLE = """
+_ENDED = """state = %(state)s, attempts = %(attempts)s, error = %(error)s,
+    updated_at = now(),
+    not_before = CASE WHEN %(wait)s::float8 IS NULL THEN NULL
+        ELSE now() + make_interval(secs => %(wait)s::float8) END,
+    finished_at = CASE WHEN %(state)s IN ('succeeded', 'failed') THEN now() END,
+    lease_host = NULL, lease_pid = NULL, lease_start = NULL, lease_expires = NULL,
+    claimed_at = NULL, outcome = NULL, cancel_requested = false"""
+"""The SET list of a claim that ends (settled by its holder, or taken back by a recovery):
+the job's new state and no lease. One text for both, so they cannot drift apart."""
+
+_SETTLE = (
+    """
     done AS (
-        UPDATE {s}.jobs SET state = %(state)s, attempts = %(attempts)s,
-            error = %(error)s, updated_at = now(),
-            not_before = CASE WHEN %(wait)s::float8 IS NULL THEN NULL
-                ELSE now() + make_interval(secs => %(wait)s::float8) END,
-            finished_at = CASE WHEN %(state)s IN ('succeeded', 'failed')
-                THEN now() END,
-            lease_host = NULL, lease_pid = NULL, lease_start = NULL,
-            lease_expires = NULL, claimed_at = NULL, outcome = NULL,
-            cancel_requested = false
+        UPDATE {s}.jobs SET """
+    + _ENDED
+    + """
         WHERE queue = %(q)s AND id = %(id)s AND token = %(token)s
           AND lease_expires IS NOT NULL
         RETURNING id, token, extract(epoch from not_before)::float8
@@ -169,6 +174,7 @@ _SETTLE = """
         WHERE a.queue = %(q)s AND a.job_id = %(id)s AND a.token = %(token)s
           AND done.id = a.job_id
     )"""
+)
 """The settle's CTEs, fenced by the token and the running state (`done` returns id, token and
 the retry's not_before; no row: fenced), closing the attempt row in the same statement."""
 
@@ -760,15 +766,9 @@ class PostgresQueue:
                   AND state = 'running' AND lease_expires < now()
                 FOR UPDATE SKIP LOCKED
             ), moved AS (
-                UPDATE {s}.jobs j SET state = %(state)s, attempts = %(attempts)s,
-                    error = %(error)s, updated_at = now(),
-                    not_before = CASE WHEN %(wait)s::float8 IS NULL THEN NULL
-                        ELSE now() + make_interval(secs => %(wait)s::float8) END,
-                    finished_at = CASE WHEN %(state)s IN ('succeeded', 'failed')
-                        THEN now() END,
-                    lease_host = NULL, lease_pid = NULL, lease_start = NULL,
-                    lease_expires = NULL, claimed_at = NULL, outcome = NULL,
-                    cancel_requested = false
+                UPDATE {s}.jobs j SET """
+            + _ENDED
+            + """
                 FROM lapsed
                 WHERE j.queue = lapsed.queue AND j.id = lapsed.id AND j.token = lapsed.token
                   AND j.state = 'running' AND j.lease_expires < now()
