@@ -11,9 +11,9 @@ from pathlib import Path
 from lanekit.config import Config, LaneSpec, load_config
 from lanekit.queue.directory.backend import Queue
 from lanekit.reconcile import apply
+from lanekit.service import clock_for
 from lanekit.service.emulated.clock import advance
 from lanekit.service.emulated.emulator import EmulatedDomain
-from lanekit.service.launchd import clock_for
 from lanekit.state.paths import Paths
 
 HOUR = timedelta(hours=1)

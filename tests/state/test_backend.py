@@ -146,8 +146,8 @@ def test_the_clock_is_real_where_systemd_runs_the_lanes(tmp_path: Path) -> None:
     commands once systemd runs the lanes (status, doctor judge by the real time)."""
     import time
 
+    from lanekit.service import clock_for
     from lanekit.service.emulated.emulator import EmulatedDomain
-    from lanekit.service.launchd import clock_for
 
     paths = Paths.under(tmp_path)
     EmulatedDomain(paths.emulator, launch_agents=paths.launch_agents).set_clock(time.time() + 7200)

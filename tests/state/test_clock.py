@@ -17,9 +17,9 @@ from lanekit.doctor import DoctorRequest, diagnose
 from lanekit.queue.directory.backend import Queue
 from lanekit.reconcile import apply
 from lanekit.run.lanelog import read_events
+from lanekit.service import clock_for
 from lanekit.service.emulated.clock import advance
 from lanekit.service.emulated.emulator import EmulatedDomain
-from lanekit.service.launchd import clock_for
 from lanekit.service.launchd.plist import ENTRYPOINT_CODE
 from lanekit.state.clock import REAL, Clock, job_clock, parse_offset
 from lanekit.state.paths import Paths

@@ -63,8 +63,8 @@ def tick(
     from lanekit.cli.render import emulator as show
     from lanekit.errors import UsageError
     from lanekit.schedule import ScheduleError, parse_duration
+    from lanekit.service import clock_for
     from lanekit.service.emulated.clock import advance, parse_until
-    from lanekit.service.launchd import clock_for
     from lanekit.state.paths import Paths, backend_name
 
     if (until is None) == (span is None):

@@ -413,8 +413,7 @@ def status(
     lanes.toml here: every installed project's lanes, with the project shown."""
     from lanekit.cli.render import status as show
     from lanekit.config.projects import find_configs, lanes_named
-    from lanekit.service import open_manager
-    from lanekit.service.launchd import clock_for
+    from lanekit.service import clock_for, open_manager
     from lanekit.state.paths import Paths
     from lanekit.status.lanes import status_of
 

@@ -59,7 +59,7 @@ def _open(spec: QueueSpec) -> JobQueue:
     """The queue, on the launchd backend's clock (lanekit.state.clock): what it records is judged by
     the time the lanes run by."""
     from lanekit.queue import open_queue
-    from lanekit.service.launchd import clock_for
+    from lanekit.service import clock_for
     from lanekit.state.paths import Paths
 
     return open_queue(
@@ -264,7 +264,7 @@ def enqueue(
             )
         from lanekit.jobs.batch import Timing
         from lanekit.jobs.when import not_before
-        from lanekit.service.launchd import clock_for
+        from lanekit.service import clock_for
 
         clock = clock_for(paths)
         timing = Timing(clock, not_before(at, delay, clock), at_field, delay_field)

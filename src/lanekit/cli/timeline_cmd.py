@@ -76,8 +76,7 @@ def timeline_cmd(
     if open_page and html is None:
         raise UsageError("--open needs --html FILE", "e.g. lanekit timeline --html day.html --open")
     from lanekit.cli.render import timeline as view
-    from lanekit.service import open_manager
-    from lanekit.service.launchd import clock_for
+    from lanekit.service import clock_for, open_manager
     from lanekit.state.paths import Paths
     from lanekit.timeline.build import TimelineRequest, parse_day, timeline
 

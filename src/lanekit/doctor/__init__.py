@@ -144,7 +144,7 @@ def diagnose(
 
     env = os.environ if env is None else env
     if now is None:
-        from lanekit.service.launchd import clock_for
+        from lanekit.service import clock_for
 
         now = clock_for(paths, env).now
     checks = select_checks(request.checks)

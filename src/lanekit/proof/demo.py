@@ -34,9 +34,8 @@ from lanekit.queue.records import JobState
 from lanekit.reconcile import ApplyResult, Outcome, Result, apply, remove
 from lanekit.run.lanelog import EventName
 from lanekit.schedule import CalendarEntry, next_fires
-from lanekit.service import open_manager
+from lanekit.service import clock_for, open_manager
 from lanekit.service.emulated.manager import EmulatedManager
-from lanekit.service.launchd import clock_for
 from lanekit.service.manager import ServiceManager
 from lanekit.state.paths import Paths, backend_name
 from lanekit.timeline.build import TimelineRequest, TimelineResult, timeline_of

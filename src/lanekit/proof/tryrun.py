@@ -250,8 +250,8 @@ def try_run(request: TryRequest, paths: Paths, env: Mapping[str, str] | None = N
     if backend_name(env, sys.platform) == "emulated":
         # What the emulated domain hands each job it starts: the runner of a lanekit lane then
         # stamps and judges by the domain's time, as a scheduled run does.
+        from lanekit.service import clock_for
         from lanekit.service.emulated.offset import with_clock
-        from lanekit.service.launchd import clock_for
 
         launch = with_clock(launch, clock_for(paths, env).offset)
     return _foreground(base, launch, request.timeout)

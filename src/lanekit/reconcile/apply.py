@@ -19,9 +19,9 @@ from lanekit.reconcile.observe import identify, installed_spec, observe
 from lanekit.reconcile.plan import Action, ActionKind, plan
 from lanekit.reconcile.preflight import preflight, untrusted_dirs
 from lanekit.reconcile.stopper import Progress, Stopper, Timing, exit_timeout
-from lanekit.service import manager_of
+from lanekit.service import clock_for, manager_of
 from lanekit.service.installs import Desired, Installed, desired_lane
-from lanekit.service.launchd import Launchd, clock_for
+from lanekit.service.launchd import Launchd
 from lanekit.service.launchd.domain import domain_notes
 from lanekit.service.manager import VOCABULARY, ServiceManager
 from lanekit.state.paths import Paths

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from lanekit.config import LaneSpec
 from lanekit.config.model import StartOn
 from lanekit.queue.recordline import iso_utc
-from lanekit.service import manager_of
-from lanekit.service.launchd import Launchd, clock_for
+from lanekit.service import clock_for, manager_of
+from lanekit.service.launchd import Launchd
 from lanekit.service.manager import VOCABULARY, ServiceManager
 from lanekit.state.paths import Paths
 from lanekit.state.snapshot_schema import DEFAULT_EXIT_TIMEOUT

@@ -15,6 +15,7 @@ if TYPE_CHECKING:  # domain's clock below this package (lanekit.service.emulated
 
     from lanekit.service.launchd.model import Launchd
     from lanekit.service.manager import ServiceManager
+    from lanekit.state.clock import Clock
     from lanekit.state.paths import Paths
 
 
@@ -52,9 +53,11 @@ def manager_of(
     domain, a test's fake) wrapped in the manager that speaks them, installing into
     `install_dir` (by default this environment's LaunchAgents: lanekit.state.paths). Callers
     that were handed launchd's inner seam (the watchdog, tests) pass through here."""
+    if not hasattr(backend, "print_disabled"):
+        return backend  # a manager already (without importing launchd's for the check)
     from lanekit.service.launchd.manager import LaunchdManager
 
-    if isinstance(backend, LaunchdManager) or not hasattr(backend, "print_disabled"):
+    if isinstance(backend, LaunchdManager):
         return backend
     if install_dir is None:
         from lanekit.state.paths import Paths
@@ -69,3 +72,27 @@ def manager_of(
     from typing import cast
 
     return LaunchdManager(cast("Launchd", backend), install_dir)
+
+
+def clock_for(
+    paths: Paths, env: Mapping[str, str] | None = None, platform: str | None = None
+) -> Clock:
+    """The clock of a lanekit command (lanekit.state.clock): real on launchd and systemd; on the
+    emulated domain its clock (its state file, or the offset this process was started with if
+    larger). Here, beside open_manager, because only the manager knows its time; lean (status
+    asks it without importing launchd's code)."""
+    import os
+
+    from lanekit.state.backend import backend_name
+    from lanekit.state.clock import REAL
+
+    env = os.environ if env is None else env
+    platform = sys.platform if platform is None else platform
+    if backend_name(env, platform) == "emulated":
+        from lanekit.state.backend import manager_choice
+
+        if manager_choice(env, platform)[0] == "systemd":
+            return REAL  # systemd runs the lanes here: an emulated domain's clock is not theirs
+    from lanekit.service.emulated.offset import command_clock
+
+    return command_clock(paths.emulator, env, platform)

@@ -11,8 +11,8 @@ How a process learns the offset:
 - one the emulated domain started (a lane's runner, the watchdog lane) finds it in its
   environment, LANEKIT_CLOCK_OFFSET, which the domain sets at spawn along with
   LANEKIT_LAUNCHD=emulated (`job_clock`, `epoch`);
-- a command the user runs reads the domain's state file (`lanekit.service.launchd.clock_for`: the
-  launchd package owns the domain, so this module never imports it back).
+- a command the user runs reads the domain's state file (`lanekit.service.clock_for`: the
+  service package owns the domain, so this module never imports it back).
 The offset only grows (the emulated clock never moves back), so the larger of the two is the
 fresher. Neither is read on the launchctl backend: there a stray LANEKIT_CLOCK_OFFSET, or a
 state file the emulator left behind, changes nothing. lanes.toml cannot set the variable

@@ -240,7 +240,7 @@ def timeline(
     env = os.environ if env is None else env
     config = load_config(find_config(request.config_path, env, paths.cwd), paths)
     if now is None:
-        from lanekit.service.launchd import clock_for
+        from lanekit.service import clock_for
 
         now = clock_for(paths, env).now()
     return timeline_of(config, request, launchd, now=now)

@@ -281,7 +281,7 @@ def installed_channels(
 def pass_clock(paths: Paths, env: Mapping[str, str]) -> Callable[[], datetime]:
     """The time a pass reads: the launchd backend's clock (lanekit.state.clock: the wall clock, or
     on the emulated domain its emulated time), as the runners, `status` and doctor read it."""
-    from lanekit.service.launchd import clock_for
+    from lanekit.service import clock_for
 
     return clock_for(paths, env).now
 

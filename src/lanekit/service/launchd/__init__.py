@@ -14,7 +14,6 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
 from lanekit.service.launchd.model import LaunchctlError, Launchd, ListEntry, ServiceInfo
-from lanekit.state.clock import REAL, Clock
 from lanekit.state.paths import Paths, backend_name
 
 __all__ = [
@@ -22,7 +21,6 @@ __all__ = [
     "Launchd",
     "ListEntry",
     "ServiceInfo",
-    "clock_for",
     "command_time",
     "open_launchd",
 ]
@@ -40,30 +38,13 @@ def open_launchd(paths: Paths, env: Mapping[str, str] | None = None) -> Launchd:
     return EmulatedDomain(paths.emulator, launch_agents=paths.launch_agents)
 
 
-def clock_for(
-    paths: Paths, env: Mapping[str, str] | None = None, platform: str | None = None
-) -> Clock:
-    """The clock of a lanekit command (lanekit.state.clock): real on the launchctl backend; on the
-    emulated one the domain's clock (its state file, or the offset this process was started
-    with if larger). Here, beside open_launchd, because only the backend knows its time."""
-    env = os.environ if env is None else env
-    platform = sys.platform if platform is None else platform
-    if backend_name(env, platform) == "emulated":
-        from lanekit.state.backend import manager_choice
-
-        if manager_choice(env, platform)[0] == "systemd":
-            return REAL  # systemd runs the lanes here: an emulated domain's clock is not theirs
-    from lanekit.service.emulated.offset import command_clock
-
-    return command_clock(paths.emulator, env, platform)
-
-
 @contextmanager
 def command_time(paths: Paths) -> Iterator[None]:
     """Within: this process stamps and judges by the clock of the commands the user runs
-    (clock_for), where it would otherwise take the real time: on the emulated domain, a run,
-    a purge or a verb started by hand (lanekit.service.emulated.offset.by_hand_clock). The
-    clock in use before is put back afterwards."""
+    (lanekit.service.clock_for), where it would otherwise take the real time: on the emulated
+    domain, a run, a purge or a verb started by hand
+    (lanekit.service.emulated.offset.by_hand_clock). The clock in use before is put back
+    afterwards."""
     from lanekit.service.emulated.offset import by_hand_clock
     from lanekit.state.clock import use_clock
 
