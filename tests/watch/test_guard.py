@@ -17,7 +17,7 @@ import pytest
 from watch_world import WatchWorld
 
 import lanekit
-from lanekit.config.watch import WATCH_LANE, heartbeat_path
+from lanekit.config.watch import WATCH_LANE, fail_url, heartbeat_path
 from lanekit.reconcile import apply
 from lanekit.system.interpreter import GUARD_EXIT, GUARD_SCRIPT, guard_path
 
@@ -103,7 +103,7 @@ def test_guard_tells_the_owner_when_the_interpreter_is_gone(tmp_path: Path) -> N
     assert SECRET.encode() not in plist
     assert guard_path(world.paths.state).read_text() == GUARD_SCRIPT
     beat = heartbeat_path(lane.queue.dir)
-    assert beat.read_text() == HEARTBEAT + "\n"
+    assert beat.read_text() == fail_url(HEARTBEAT) + "\n"  # the guard pings it as written
     assert oct(beat.stat().st_mode & 0o777) == "0o600"
 
     # Control: the interpreter works, so the guard becomes the watchdog (a real pass).

@@ -564,9 +564,10 @@ def _log_applied(lane: LaneSpec, kind: ActionKind, clock: Callable[[], float]) -
 
 
 def _install_guard(paths: Paths, watchdog: LaneSpec) -> None:
-    """The watchdog's sh guard, and the heartbeat URL it pings when Python cannot run (a
-    private file: the URL is a secret and never goes into the plist); no heartbeat, no file."""
-    from lanekit.config.watch import heartbeat_path
+    """The watchdog's sh guard, and the heartbeat's failure URL it pings when Python cannot run
+    (a private file: the URL is a secret and never goes into the plist), written in its final
+    form here (fail_url) so the guard has no URL to take apart; no heartbeat, no file."""
+    from lanekit.config.watch import fail_url, heartbeat_path
 
     install_guard(paths.state)
     path = heartbeat_path(watchdog.queue.dir)
@@ -574,7 +575,7 @@ def _install_guard(paths: Paths, watchdog: LaneSpec) -> None:
     if url is None:
         path.unlink(missing_ok=True)
         return
-    write_atomic(path, (url + "\n").encode())
+    write_atomic(path, (fail_url(url) + "\n").encode())
 
 
 def _refuse_unimportable(health: Interpreter) -> None:

@@ -269,13 +269,8 @@ if [ -f "$heartbeat_file" ] && [ ! -L "$heartbeat_file" ]; then
     *) url= ;;
   esac
   if [ -n "$url" ]; then
-    # <url>/fail: appended to the path, the query kept (lanekit.config.watch.fail_url).
-    case $url in
-      *'?'*) query="?${url#*\?}"; base=${url%%\?*} ;;
-      *) query=; base=$url ;;
-    esac
-    base=${base%/}
-    printf 'url = "%s/fail%s"\n' "$base" "$query" |
+    # Already <url>/fail: apply wrote it so (lanekit.config.watch.fail_url).
+    printf 'url = "%s"\n' "$url" |
       curl -fsS -m 10 --retry 2 --data-binary "$message" -K - >/dev/null 2>&1
   fi
 fi
