@@ -40,3 +40,12 @@ def test_a_symlink_at_the_name_is_never_written_through(tmp_path: Path) -> None:
     os.symlink(target, tmp_path / "output" / "j1.log")
     assert OutputFile.open(str(tmp_path / "output" / "j1.log"), "attempt 1") is None
     assert target.read_text() == "mine\n"
+
+
+def test_a_fifo_at_the_name_is_neither_waited_on_nor_written(tmp_path: Path) -> None:
+    """A FIFO planted where a job's output goes: the open does not block (no reader) and
+    nothing is written; the job runs without its own output file."""
+    path = tmp_path / "output" / "job.log"
+    path.parent.mkdir(mode=0o700)
+    os.mkfifo(path)
+    assert OutputFile.open(str(path), "attempt 1") is None

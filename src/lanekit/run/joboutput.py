@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 
 OUTPUT_LIMIT = 256 * 1024
 """Bytes of one attempt's output kept in its job's file: several screens of a log, and 256 KiB
@@ -45,8 +46,19 @@ class OutputFile:
         try:
             make_private_dirs(os.path.dirname(path))  # noqa: PTH120 - a str path
             flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
-            fd = os.open(path, flags, 0o600)
+            # O_NONBLOCK: a FIFO planted at the name would block the open (no reader); only a
+            # regular file of our own is written to.
+            fd = os.open(path, flags | os.O_NONBLOCK, 0o600)
         except OSError:
+            return None
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid():
+                os.close(fd)
+                return None
+            os.set_blocking(fd, True)
+        except OSError:
+            os.close(fd)
             return None
         output = cls(fd, limit)
         output._put(f"--- {header} ---\n".encode("utf-8", "backslashreplace"))
