@@ -6,6 +6,7 @@ through the template with --keep-unknown; lanes.toml keeps its comments."""
 
 from __future__ import annotations
 
+import os
 import plistlib
 import sys
 from pathlib import Path
@@ -188,3 +189,20 @@ def test_a_lanekit_plist_is_not_adopted(paths: Paths, tmp_path: Path) -> None:
     config_path = _project(paths)
     with pytest.raises(UsageError, match="is the plist of lanekit lane 'funnel'"):
         adopt(load_config(config_path, paths), paths, [plist])
+
+
+def test_a_plist_others_may_write_or_a_fifo_is_not_read(paths: Paths, tmp_path: Path) -> None:
+    """Its program becomes a lane's command run as you: a plist a neighbour could rewrite is
+    refused (69) before it is read, and a FIFO named like a plist is refused, not waited on."""
+    from lanekit.errors import UnsafeStateError
+
+    config_path = _project(paths)
+    shared = tmp_path / "shared.plist"
+    shared.write_bytes(SEED.read_bytes())
+    shared.chmod(0o666)
+    with pytest.raises(UnsafeStateError, match=r"shared\.plist"):
+        adopt(load_config(config_path, paths), paths, [shared])
+    fifo = tmp_path / "fifo.plist"
+    os.mkfifo(fifo, 0o600)
+    with pytest.raises(UnsafeStateError, match=r"fifo\.plist"):
+        adopt(load_config(config_path, paths), paths, [fifo])

@@ -234,13 +234,27 @@ def lane_name(label: str) -> str:
 
 
 def read_job(plist: Path) -> dict[str, Any]:
-    """A plist file's job dictionary (UsageError naming the file when it is none)."""
+    """A plist file's job dictionary (UsageError naming the file when it is none). Its program
+    becomes a lane's command that runs as you, so a plist someone other than you or root could
+    have written is refused (UnsafeStateError, 69), and only a regular file is read (a FIFO
+    named `x.plist` would block the read)."""
+    from lanekit.system.owned import check_trusted, read_regular
+
+    check_trusted(
+        plist,
+        "plist",
+        elsewhere="adopt a plist that only you (or root) can write",
+        risk="change what the adopted lane runs as you",
+    )
     try:
-        data = plist.read_bytes()
+        read = read_regular(plist, "plist", follow=True)
     except OSError as exc:
         raise UsageError(
             f"{plist}: cannot read it ({exc.strerror or exc})", "name a plist file"
         ) from None
+    if read is None:
+        raise UsageError(f"{plist}: no such file", "name a plist file")
+    data = read[0]
     try:
         job = load_plist(data)
     except PlistError as exc:
