@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from lanekit.queue.directory.state import QueueState
+from lanekit.queue.unleased import Unleased
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -18,8 +19,6 @@ if TYPE_CHECKING:
     from lanekit.queue.model import (
         Claim,
         Dropped,
-        LeaseRenewal,
-        LeaseTerms,
         Moved,
         Purged,
         Recovered,
@@ -32,7 +31,7 @@ if TYPE_CHECKING:
     from lanekit.queue.records import JobState, Record
 
 
-class Queue(QueueState):
+class Queue(Unleased, QueueState):
     """A directory queue (see the module docstring): the directory backend of JobQueue, plus
     the directory-only views (listing, list_claims, counts by directory) tests and tools use.
 
@@ -156,19 +155,6 @@ class Queue(QueueState):
     def renew(self, claim: Claim) -> bool:
         """True: a directory claim lasts as long as its flock, no lease to renew."""
         return claim.held
-
-    def lease_terms(self, claim: Claim) -> LeaseTerms | None:
-        """None: a claim here lasts as long as its owner, no lease to renew."""
-        return None
-
-    def renew_lease(self, terms: LeaseTerms) -> LeaseRenewal:
-        """Held, for ever: no claim here has a lease (lease_terms gives none out)."""
-        from lanekit.queue.model import LeaseRenewal
-
-        return LeaseRenewal(held=True, cancel=False, deadline=float("inf"))
-
-    def keep_outcome(self, terms: LeaseTerms, outcome: Outcome) -> None:
-        """Nothing: no claim here has a lease (the watcher's status file is the record)."""
 
     def cancel_requested(self, claim: Claim) -> bool:
         """Whether `lanekit cancel --stop` left its request beside the claim."""

@@ -25,8 +25,6 @@ from lanekit.queue.model import (
     CANCELLED,
     Claim,
     JobExistsError,
-    LeaseRenewal,
-    LeaseTerms,
     Moved,
     Purged,
     Recovered,
@@ -45,6 +43,7 @@ from lanekit.queue.policy import (
 )
 from lanekit.queue.recordline import iso_utc
 from lanekit.queue.records import JobState, Record
+from lanekit.queue.unleased import Unleased
 from lanekit.state.clock import epoch
 from lanekit.state.snapshot_schema import DEFAULT_MAX_JOB_BYTES
 
@@ -94,7 +93,7 @@ class _Job:
     finished_at: float = 0.0
 
 
-class MemoryQueue:
+class MemoryQueue(Unleased):
     """A queue in memory (see the module docstring); `backoff_base` 0 sends retries straight
     back, as for the directory queue."""
 
@@ -341,17 +340,6 @@ class MemoryQueue:
                 )
             source = self._place(job_id)
         return Moved(job_id, source, self._place(job_id, JobState.FAILED), JobState.FAILED)
-
-    def lease_terms(self, claim: Claim) -> LeaseTerms | None:
-        """None: a claim here lasts as long as its owner, no lease to renew."""
-        return None
-
-    def renew_lease(self, terms: LeaseTerms) -> LeaseRenewal:
-        """Held, for ever: no claim here has a lease (lease_terms gives none out)."""
-        return LeaseRenewal(held=True, cancel=False, deadline=float("inf"))
-
-    def keep_outcome(self, terms: LeaseTerms, outcome: Outcome) -> None:
-        """Nothing: no claim here has a lease (the watcher's status file is the record)."""
 
     def cancel_requested(self, claim: Claim) -> bool:
         """Whether `lanekit cancel --stop` asked for the claim's job to stop."""
