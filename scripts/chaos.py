@@ -61,9 +61,9 @@ import fcntl, os, signal, sys, time
 ledger, locks, work = sys.argv[1], sys.argv[2], float(sys.argv[3])
 jid = os.environ["LANEKIT_JOB_ID"]
 mode = int(jid.rsplit("-", 1)[1]) % 5
-def line(kind):
+def line(kind, extra=""):
     fd = os.open(ledger, os.O_WRONLY | os.O_APPEND)
-    os.write(fd, f"{kind} {jid} {time.monotonic():.6f}\\n".encode())
+    os.write(fd, f"{kind} {jid} {time.monotonic():.6f}{extra}\\n".encode())
     os.close(fd)
 def work_once():
     fd = os.open(f"{locks}/{jid}", os.O_RDWR | os.O_CREAT, 0o600)
@@ -73,7 +73,19 @@ def work_once():
         line("busy")  # another copy of this job is alive and working
         fcntl.flock(fd, fcntl.LOCK_EX)
     line("start")
-    time.sleep(work)
+    # A SIGTERM during the work is taken by sigtimedwait to note who sent it (`term <id> <t>
+    # <sender pid>`), then acted on as before: death by SIGTERM, or ignored in mode 4.
+    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGTERM])
+    end = time.monotonic() + work
+    while (left := end - time.monotonic()) > 0:
+        got = signal.sigtimedwait([signal.SIGTERM], left)
+        if got is None:
+            continue
+        line("term", f" {got.si_pid}")
+        if mode != 4:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGTERM])
     line("end")
 if mode == 1:  # closes every descriptor it was given
     os.closerange(0, 65536)

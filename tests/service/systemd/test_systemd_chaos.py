@@ -1,9 +1,13 @@
 """Chaos on a real systemd user manager: three lanes drain one queue on 2-second timers while
 runners and job watchers are SIGKILLed and lane runs are stopped with `systemctl --user stop`
 (systemd then kills the unit's cgroup). Nothing may be lost, succeed twice, or run as two
-copies at once. The control runs the same strikes with `KillMode=control-group` (a drop-in):
-the stop's SIGTERM then reaches the job at the same moment as its runner, and jobs fail
-instead of going back to the queue: the kill mode lanekit writes is what prevents it."""
+copies at once, and no job is ever signalled by the manager itself: under the `KillMode=mixed`
+lanekit writes, a stop's SIGTERM goes to the runner alone and reaches the job only through its
+watcher, which therefore always knows the job was stopped and puts it back. The control runs
+the same stops with `KillMode=control-group` (a drop-in): the manager's SIGTERM then strikes
+every job behind its watcher's back (the job notes the sender of each SIGTERM it gets), which
+is what lets a job fail instead of going back to the queue whenever its death is seen before
+the stop (a race a loaded machine seldom shows: the failed jobs are reported, not required)."""
 
 from __future__ import annotations
 
@@ -60,17 +64,17 @@ class Verdict:
     twice: int
     overlapping: int
     executions: int
+    signalled: int
+    """SIGTERMs the jobs got during their work, from anyone (their watcher, the manager)."""
+    struck_by_manager: int
+    """Those sent by the service manager itself, behind the job's watcher's back."""
 
     @property
     def ok(self) -> bool:
-        """Every job done once, none failed, never two copies at once."""
-        return (self.done, self.failed, self.lost, self.twice, self.overlapping) == (
-            self.jobs,
-            0,
-            0,
-            0,
-            0,
-        )
+        """Every job done once, none failed, never two copies at once, none struck by the
+        manager behind its watcher's back."""
+        left = (self.failed, self.lost, self.twice, self.overlapping, self.struck_by_manager)
+        return self.done == self.jobs and left == (0, 0, 0, 0, 0)
 
 
 def _config(paths: Paths, root: Path) -> Config:
@@ -170,6 +174,8 @@ def _run(
     ledger = (root / "ledger.txt").read_text().splitlines()
     starts = collections.Counter(ln.split()[1] for ln in ledger if ln.startswith("start "))
     overlapping = {ln.split()[1] for ln in ledger if ln.startswith("busy ")}
+    manager_pid = (user.base / "manager.pid").read_text().strip()
+    senders = [ln.split()[3] for ln in ledger if ln.startswith("term ")]
     lost = [job for job in ids if job not in done and job not in failed]
     return Verdict(
         jobs=jobs,
@@ -180,6 +186,8 @@ def _run(
         twice=sum(1 for n in done.values() if n > 1),
         overlapping=len(overlapping),
         executions=sum(starts.values()),
+        signalled=len(senders),
+        struck_by_manager=senders.count(manager_pid),
     )
 
 
@@ -194,29 +202,23 @@ def test_chaos_on_systemd_loses_nothing(systemd: UserManager, paths: Paths, tmp_
     assert verdict.executions >= verdict.jobs
 
 
-def test_the_control_with_the_whole_cgroup_signalled_fails_jobs(
+def test_the_control_with_the_whole_cgroup_signalled_strikes_jobs_directly(
     systemd: UserManager, paths: Paths, tmp_path: Path
 ) -> None:
     """The control: the same lanes with `KillMode=control-group`, struck only by `systemctl
-    stop`. The job gets the stop's SIGTERM beside its runner, dies of it, and is failed rather
-    than put back: the run is not ok. (Up to five seeds: a stop must land mid-job, and the
-    job's death must reach its watcher before the runner's own SIGTERM handler puts it back,
-    a race the first seed usually shows on a quiet machine and a loaded one may not.)"""
-    results = []
-    for seed in (1, 2, 3, 4, 5):
-        verdict = _run(
-            systemd,
-            paths,
-            tmp_path / f"control{seed}",
-            jobs=30,
-            seed=seed,
-            kill_mode="control-group",
-            kinds=("stop",),
-        )
-        results.append(verdict)
-        systemd.reset()
-        if not verdict.ok:
-            break
-    print(f"systemd chaos control: {results}")  # docs/benchmarks.md (pytest -s)
-    assert not results[-1].ok, results
-    assert results[-1].failed > 0, results
+    stop`. The manager's SIGTERM then reaches the jobs beside their runners: the protection
+    the main test shows (no job struck by the manager) is gone. Jobs that failed of it are
+    printed for docs/benchmarks.md; whether any do is a race (see the module docstring)."""
+    verdict = _run(
+        systemd,
+        paths,
+        tmp_path / "control",
+        jobs=30,
+        seed=1,
+        kill_mode="control-group",
+        kinds=("stop",),
+    )
+    print(f"systemd chaos control: {verdict}")  # docs/benchmarks.md (pytest -s)
+    assert verdict.strikes.get("stop", 0) >= 5, verdict
+    assert verdict.struck_by_manager > 0, verdict
+    assert not verdict.ok, verdict
