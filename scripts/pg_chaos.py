@@ -153,6 +153,8 @@ class PgChaosResult:
     overlaps: int
     """`busy` lines: a copy started while another live copy of the job held its lock."""
     attempts_without_outcome: int
+    """Claims (tokens handed out, bar a job's running one) without an attempt row that has an
+    outcome: an attempt nobody recorded."""
     success_mismatches: int
     """Jobs where `succeeded` and `exactly one succeeded attempt` disagree."""
     strikes: dict[str, int]
@@ -380,8 +382,15 @@ def _check(
     )
     succeeded = sum(1 for job_id in ids if states.get(job_id) == JobState.SUCCEEDED)
     failed = sum(1 for job_id in ids if states.get(job_id) == JobState.FAILED)
+    # Every claim handed out (tokens 1..token, never given back) must have its attempt's row
+    # with an outcome once it ended: one missing is an attempt nobody recorded.
     [(open_attempts,)] = queue.session.rows(
-        f'SELECT count(*) FROM "{schema}".attempts WHERE queue = %s AND outcome IS NULL', (LANE,)
+        f'SELECT count(*) FROM "{schema}".jobs j, '
+        "generate_series(1, j.token - (j.state = 'running')::int) AS t(token) "
+        f'WHERE j.queue = %s AND NOT EXISTS (SELECT 1 FROM "{schema}".attempts a '
+        "WHERE a.queue = j.queue AND a.job_id = j.id AND a.token = t.token "
+        "AND a.outcome IS NOT NULL)",
+        (LANE,),
     )
     wins = dict(
         queue.session.rows(

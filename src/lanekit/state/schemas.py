@@ -29,10 +29,12 @@ RECORD_SCHEMA = 1
 """records/<id>.json's `schema_version`. History: 1 - first version (schema_version, job_id,
 state, attempts, queued_at, updated_at, lane, error)."""
 SNAPSHOT_SCHEMA = 1  # the applied lane snapshot
-POSTGRES_QUEUE_SCHEMA = 2
+POSTGRES_QUEUE_SCHEMA = 3
 """The postgres queue's tables (lanekit.queue.postgres.schema: one migration per version;
 `lanekit db migrate` applies them, a newer one is refused). History: 1 - jobs, attempts,
-tombstones, meta; 2 - the finished jobs' index is (queue, state, seq) with finished_at."""
+tombstones, meta; 2 - the finished jobs' index is (queue, state, seq) with finished_at;
+3 - an attempt's row is written once, when it ends (a running attempt is its job's lease
+columns, which stay on the row as its last holder's)."""
 MEMORY_SCHEMA = 1  # the watchdog's memory
 CONFIRMATIONS_SCHEMA = 1  # which watch channels the user confirmed (`lanekit watch --test`)
 QUEUE_CHECK_SCHEMA = 1

@@ -7,10 +7,11 @@ while a job runs:
 - claim is one statement: a `FOR UPDATE SKIP LOCKED` CTE over the partial index of ready jobs,
   the job moved to running with attempts + 1, the fencing token + 1 (never given back, unlike
   an attempt a crash did not spend), the lease owner and `lease_expires = now() + lease` on
-  the server's clock, and its attempt row inserted;
+  the server's clock: the running attempt is the job row's, its own row is written when it
+  ends (one insert a job, not an insert and an update);
 - renew and settle are fenced by the token and the running state (zero rows: the lease is
-  lost; a fenced settle changes nothing and raises ClaimFencedError); settle closes the
-  attempt row in the same statement. "Running" is spelled `lease_expires IS NOT NULL` (a
+  lost; a fenced settle changes nothing and raises ClaimFencedError); settle writes the
+  attempt's row in the same statement. "Running" is spelled `lease_expires IS NOT NULL` (a
   CHECK makes it the same as state = 'running'): so spelled, the planner looks the row up by
   its primary key instead of walking the partial index of running jobs on stale statistics;
 - a runner going on to its next job settles and claims in one statement (the settle's CTEs,
@@ -32,7 +33,7 @@ import os
 from collections import Counter
 from pathlib import Path
 
-from lanekit.errors import QueueError, UsageError
+from lanekit.errors import ExitCode, LanekitError, QueueError, UsageError
 from lanekit.queue import outcome as job_outcome
 from lanekit.queue.model import (
     CANCELLED,
@@ -80,6 +81,13 @@ if TYPE_CHECKING:
 class SchemaError(QueueError):
     """The queue's schema is missing, older than this lanekit (`lanekit db migrate`), or newer
     (a newer lanekit migrated it: exit 69 until this one is upgraded)."""
+
+
+class MigrationBusyError(LanekitError):
+    """A migration that must not run while jobs run under the old schema: try again once
+    they ended (exit 75)."""
+
+    exit_code = ExitCode.INTERRUPTED
 
 
 class _Handle:
@@ -138,25 +146,28 @@ _CLAIM = """
         RETURNING j.id, j.state, j.attempts, extract(epoch from j.queued_at)::float8,
             extract(epoch from j.updated_at)::float8, j.lane, j.error, j.token,
             j.payload
-    ), opened AS (
-        INSERT INTO {{s}}.attempts (queue, job_id, token, attempt, lane, host, pid, start)
-        SELECT %(q)s, id, token, attempts, lane, %(host)s, %(pid)s, %(start)s
-        FROM claimed
     )"""
-"""The claim's CTEs (`claimed` returns the job; the columns _record reads, token, payload):
+"""The claim's CTE (`claimed` returns the job; the columns _record reads, token, payload):
 the oldest ready job over the partial index of ready ones, moved to running with attempts + 1,
-the token + 1, the lease and its attempt row. `{gate}` adds a condition to the pick (the
-settle-and-claim statement's: only once its settle changed its row)."""
+the token + 1, the lease and its holder (the running attempt: its row in `attempts` is written
+when it ends). `{gate}` adds a condition to the pick (the settle-and-claim statement's: only
+once its settle changed its row)."""
 
 _ENDED = """state = %(state)s, attempts = %(attempts)s, error = %(error)s,
     updated_at = now(),
     not_before = CASE WHEN %(wait)s::float8 IS NULL THEN NULL
         ELSE now() + make_interval(secs => %(wait)s::float8) END,
     finished_at = CASE WHEN %(state)s IN ('succeeded', 'failed') THEN now() END,
-    lease_host = NULL, lease_pid = NULL, lease_start = NULL, lease_expires = NULL,
-    claimed_at = NULL, outcome = NULL, cancel_requested = false"""
+    lease_expires = NULL, outcome = NULL, cancel_requested = false"""
 """The SET list of a claim that ends (settled by its holder, or taken back by a recovery):
-the job's new state and no lease. One text for both, so they cannot drift apart."""
+the job's new state and no lease. The holder's columns (lease_host, lease_pid, lease_start,
+claimed_at) stay as the last holder's: the ending statement writes the attempt's row from
+them. One text for both, so they cannot drift apart."""
+
+_ATTEMPT_ROW = """INSERT INTO {s}.attempts
+        (queue, job_id, token, attempt, lane, host, pid, start, started_at, ended_at, outcome,
+         error)"""
+"""The attempt's row, written once when its claim ends (by _SETTLE and the take-back)."""
 
 _SETTLE = (
     """
@@ -166,23 +177,26 @@ _SETTLE = (
     + """
         WHERE queue = %(q)s AND id = %(id)s AND token = %(token)s
           AND lease_expires IS NOT NULL
-        RETURNING id, token, extract(epoch from not_before)::float8
+        RETURNING id, token, extract(epoch from not_before)::float8 AS retry_at, lane,
+            lease_host, lease_pid, lease_start, claimed_at
     ), closed AS (
-        UPDATE {s}.attempts a SET ended_at = now(), outcome = %(outcome)s,
-            error = %(error)s
+        """
+    + _ATTEMPT_ROW
+    + """
+        SELECT %(q)s, id, token, %(attempt)s, lane, lease_host, lease_pid, lease_start,
+            claimed_at, now(), %(outcome)s, %(error)s
         FROM done
-        WHERE a.queue = %(q)s AND a.job_id = %(id)s AND a.token = %(token)s
-          AND done.id = a.job_id
     )"""
 )
-"""The settle's CTEs, fenced by the token and the running state (`done` returns id, token and
-the retry's not_before; no row: fenced), closing the attempt row in the same statement."""
+"""The settle's CTEs, fenced by the token and the running state (`done` returns id, token,
+the retry's not_before and the holder; no row: fenced), writing the attempt's row in the same
+statement."""
 
 _CLAIM_ALONE = f"WITH {_CLAIM.format(gate='')} SELECT * FROM claimed"
-_SETTLE_ALONE = f"WITH {_SETTLE} SELECT * FROM done"
+_SETTLE_ALONE = f"WITH {_SETTLE} SELECT done.id, done.token, done.retry_at FROM done"
 _SETTLE_AND_CLAIM = (
     f"WITH {_SETTLE}, {_CLAIM.format(gate='AND EXISTS (SELECT 1 FROM done)')} "
-    "SELECT done.*, claimed.* FROM done LEFT JOIN claimed ON true"
+    "SELECT done.id, done.token, done.retry_at, claimed.* FROM done LEFT JOIN claimed ON true"
 )
 """The statements: a claim, a settle, and a settle with the next claim (the runner's step
 from one job to the next: one round trip instead of two)."""
@@ -351,7 +365,18 @@ class PostgresQueue:
         )
         current = self.schema_version()
         if current is None or current < pg_schema.VERSION:
-            self.session.script(script)
+            import psycopg
+
+            try:
+                self.session.script(script)
+            except psycopg.errors.ObjectInUse:
+                raise MigrationBusyError(
+                    f"{self.where}: jobs are running under schema version {current} "
+                    f"(schema {self.location.schema}): not migrated to {pg_schema.VERSION}, "
+                    "whose runs record a running attempt differently",
+                    "pause the lanes that drain its queues (`lanekit pause LANE`), let the "
+                    "running jobs end, run `lanekit db migrate` again, then `lanekit resume`",
+                ) from None
         return before, pg_schema.VERSION
 
     # --- enqueue and claim ---------------------------------------------------------------
@@ -577,6 +602,7 @@ class PostgresQueue:
         return handle, {
             "id": claim.job_id,
             "token": handle.token,
+            "attempt": claim.attempt,
             "state": str(state),
             "attempts": attempts,
             "error": error_text,
@@ -761,7 +787,7 @@ class PostgresQueue:
             "take_back",
             """
             WITH lapsed AS (
-                SELECT queue, id, token FROM {s}.jobs
+                SELECT queue, id, token, attempts FROM {s}.jobs
                 WHERE queue = %(q)s AND id = %(id)s AND token = %(token)s
                   AND state = 'running' AND lease_expires < now()
                 FOR UPDATE SKIP LOCKED
@@ -772,15 +798,21 @@ class PostgresQueue:
                 FROM lapsed
                 WHERE j.queue = lapsed.queue AND j.id = lapsed.id AND j.token = lapsed.token
                   AND j.state = 'running' AND j.lease_expires < now()
-                RETURNING j.id, j.token
+                RETURNING j.id, j.token, lapsed.attempts, j.lane, j.lease_host, j.lease_pid,
+                    j.lease_start, j.claimed_at
             ), attempt AS (
-                UPDATE {s}.attempts a SET ended_at = now(), outcome = %(outcome)s,
-                    error = %(error)s
+                """
+            + _ATTEMPT_ROW
+            + """
+                SELECT %(q)s, id, token, attempts, lane, lease_host, lease_pid, lease_start,
+                    claimed_at, now(), %(outcome)s, %(error)s
                 FROM moved
-                WHERE a.queue = %(q)s AND a.job_id = %(id)s AND a.token = %(token)s
-                  AND moved.id = a.job_id
+                -- a claim made under schema 2 by a run that began before the migration has
+                -- an open row already: closed instead
+                ON CONFLICT (queue, job_id, token) DO UPDATE
+                SET ended_at = now(), outcome = EXCLUDED.outcome, error = EXCLUDED.error
             )
-            SELECT * FROM moved
+            SELECT id, token FROM moved
             """,
             {
                 "id": job_id,
@@ -948,15 +980,24 @@ class PostgresQueue:
         return JobView(job_id, record.state, Path(where), record, error, retry_at, history)
 
     def attempts(self, job_id: str) -> list[AttemptView]:
-        """Every claim of the job, oldest first, with its host and outcome."""
+        """Every claim of the job, oldest first, with its host and outcome: the ended ones'
+        rows, then the running one (its job's lease columns)."""
         from lanekit.queue.paging import AttemptView
 
         rows = self._rows(
             "attempts",
             """
-            SELECT attempt, host, pid, outcome, extract(epoch from started_at)::float8,
-                extract(epoch from ended_at)::float8
-            FROM {s}.attempts WHERE queue = %(q)s AND job_id = %(id)s ORDER BY token
+            SELECT attempt, host, pid, outcome, started, ended FROM (
+                SELECT token, attempt, host, pid, outcome,
+                    extract(epoch from started_at)::float8 AS started,
+                    extract(epoch from ended_at)::float8 AS ended
+                FROM {s}.attempts WHERE queue = %(q)s AND job_id = %(id)s
+                UNION ALL
+                SELECT token, attempts, lease_host, lease_pid, NULL,
+                    extract(epoch from claimed_at)::float8, NULL
+                FROM {s}.jobs
+                WHERE queue = %(q)s AND id = %(id)s AND lease_expires IS NOT NULL
+            ) AS every ORDER BY token
             """,
             {"id": job_id},
         )
@@ -1166,18 +1207,28 @@ class PostgresQueue:
 
     def attempts_between(self, start: float, end: float) -> list[AttemptSpan]:
         """The attempts running at some time in [start, end), every host's, oldest first: one
-        statement over the attempt rows (the window is a day: a scan of the queue's attempts,
-        which purge keeps to the retention)."""
+        statement over the ended attempts' rows (the window is a day: a scan of the queue's
+        attempts, which purge keeps to the retention) and the running ones (their jobs'
+        lease columns, over the partial index of running jobs)."""
         from lanekit.queue.paging import AttemptSpan
 
         rows = self._rows(
             "attempts_between",
             """
-            SELECT job_id, lane, attempt, host, pid, outcome,
-                extract(epoch from started_at)::float8, extract(epoch from ended_at)::float8
-            FROM {s}.attempts
-            WHERE queue = %(q)s AND started_at < to_timestamp(%(end)s)
-              AND (ended_at IS NULL OR ended_at >= to_timestamp(%(start)s))
+            SELECT job_id, lane, attempt, host, pid, outcome, started, ended FROM (
+                SELECT job_id, token, lane, attempt, host, pid, outcome, started_at,
+                    extract(epoch from started_at)::float8 AS started,
+                    extract(epoch from ended_at)::float8 AS ended
+                FROM {s}.attempts
+                WHERE queue = %(q)s AND started_at < to_timestamp(%(end)s)
+                  AND ended_at >= to_timestamp(%(start)s)
+                UNION ALL
+                SELECT id, token, lane, attempts, lease_host, lease_pid, NULL, claimed_at,
+                    extract(epoch from claimed_at)::float8, NULL
+                FROM {s}.jobs
+                WHERE queue = %(q)s AND state = 'running'
+                  AND claimed_at < to_timestamp(%(end)s)
+            ) AS every
             ORDER BY started_at, job_id, token
             """,
             {"start": start, "end": end},

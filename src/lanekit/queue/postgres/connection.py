@@ -141,6 +141,8 @@ class Session:
         try:
             with conn.transaction():
                 conn.execute(text)
+        except psycopg.errors.ObjectInUse:
+            raise  # a migration's own refusal (its caller says why), not a lost server
         except psycopg.OperationalError as exc:
             self.close()
             raise self.unavailable(exc) from None

@@ -5,11 +5,13 @@ command that upgrades it, a newer one, written by a newer lanekit, with exit 69)
 Tables (in the queue's `schema`, shared by every queue named in it):
     meta        key/value: `version`
     jobs        one row per job (queue, id): its payload, state, attempts, the fencing token
-                (`token`, +1 at every claim, never given back), the lease (owner host, pid,
-                start; `lease_expires` on the server's clock), a watcher's recorded outcome
-    attempts    one row per claim (queue, job_id, token): host, pid, outcome; a partial
-                unique index allows one `succeeded` row per job, so a second success is
-                refused by the database itself
+                (`token`, +1 at every claim, never given back), the lease (`lease_expires` on
+                the server's clock, set while it runs) and its holder (host, pid, start,
+                claimed_at: the running attempt, kept after it ends as the last holder's), a
+                watcher's recorded outcome
+    attempts    one row per ended claim (queue, job_id, token): host, pid, outcome, written
+                once when the claim ends (settle, take-back); a partial unique index allows
+                one `succeeded` row per job, so a second success is refused by the database
     tombstones  succeeded ids whose rows were purged: the re-execution guard outlives them
 """
 
@@ -85,6 +87,18 @@ MIGRATIONS: tuple[str, ...] = (
     DROP INDEX {s}.jobs_finished;
     CREATE INDEX jobs_finished ON {s}.jobs (queue, state, seq) INCLUDE (finished_at)
         WHERE state IN ('succeeded', 'failed');
+    """,
+    # 3: an attempt's row is written once, when its claim ends, instead of inserted at the
+    # claim and updated at the end (two heap tuples and three index entries a job fewer);
+    # the running attempt is read from its job's lease columns. A claim made under 2 has an
+    # open row that 3's settle would not close: refused while any job runs (pause the lanes).
+    """
+    DO $migrate$ BEGIN
+        IF EXISTS (SELECT 1 FROM {s}.jobs WHERE state = 'running') THEN
+            RAISE EXCEPTION USING ERRCODE = 'object_in_use',
+                MESSAGE = 'lanekit: jobs are running under the schema being migrated';
+        END IF;
+    END $migrate$;
     """,
 )
 assert len(MIGRATIONS) == VERSION
