@@ -13,6 +13,7 @@ if str(SCRIPTS) not in sys.path:
     sys.path.insert(0, str(SCRIPTS))
 
 from benchkit import common, report  # noqa: E402 - after the path that holds them
+from pgserver import PgServer  # noqa: E402 - beside the other imports of this module
 
 
 def test_fresh_sets_an_earlier_round_aside_and_empty_trash_deletes_it(tmp_path: Path) -> None:
@@ -79,3 +80,25 @@ def test_ext4_journal_names_a_mapped_device_by_the_node_it_links_to(tmp_path: Pa
 @pytest.mark.parametrize("device", ["/dev/no-such-disk", "rootfs", ""])
 def test_ext4_journal_says_nothing_about_a_device_it_cannot_find(device: str) -> None:
     assert report.ext4_journal(device, Path("/nonexistent")) == ""
+
+
+@pytest.mark.parametrize(
+    "kind", ["lanekit", "procrastinate", "pg-boss", "procrastinate-bare", "pg-boss-bare"]
+)
+def test_each_claim_kind_of_figure_p_drains_every_job_once(
+    kind: str, pg_server: PgServer, pg_schema: str, tmp_path: Path
+) -> None:
+    """(p)'s kinds on the real server: procrastinate's vendored schema loads, pg-boss's table
+    takes its statements, and each drains its queue, one job a claim, and stops when it is
+    empty; two workers together take every job exactly once."""
+    from benchkit import postgres
+
+    dsn = pg_server.dsn
+    postgres._schema(dsn, pg_schema)
+    if kind == "lanekit":
+        postgres._fill_lanekit(dsn, pg_schema, 25)
+    else:
+        postgres._fill_others(dsn, pg_schema, kind, 25)
+    rate, taken = postgres._rate(kind, dsn, pg_schema, tmp_path / "spool", 2)
+    assert taken == 25 and rate > 0
+    assert postgres._drain(kind, dsn, pg_schema, str(tmp_path / "spool")) == 0

@@ -631,7 +631,7 @@ class PostgresQueue:
         return Settled(claim.job_id, job_state, self._place(claim.job_id, job_state), not_before)
 
     def settle(self, claim: Claim, verdict: Verdict) -> Settled:
-        """Finish the claim, fenced by its token and the running state, closing its attempt
+        """Finish the claim, fenced by its token and the running state, writing its attempt's
         row in the same statement. ClaimFencedError when its lease was taken over."""
         handle, params = self._settle_params(claim, verdict)
         rows = self._rows("settle", _SETTLE_ALONE, params)
