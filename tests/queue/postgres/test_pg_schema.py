@@ -129,6 +129,8 @@ def test_a_claim_of_a_run_begun_under_2_is_closed_when_taken_back(
     claim, not a second)."""
     queue = _queue(pg_server, pg_schema, tmp_path)
     _claim_under_2(queue, pg_schema, "slipped", lapsed=True)
+    assert [item.outcome for item in queue.attempts("slipped")] == [None]  # once, running
     [recovered] = queue.recover(stale_after=0, max_attempts=3)
     assert (recovered.job_id, recovered.state) == ("slipped", JobState.QUEUED)
     assert _rows(queue, "slipped") == [(1, 1, "elsewhere", "orphaned", True)]
+    assert [item.outcome for item in queue.attempts("slipped")] == ["orphaned"]

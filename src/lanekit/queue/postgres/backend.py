@@ -991,7 +991,8 @@ class PostgresQueue:
                 SELECT token, attempt, host, pid, outcome,
                     extract(epoch from started_at)::float8 AS started,
                     extract(epoch from ended_at)::float8 AS ended
-                FROM {s}.attempts WHERE queue = %(q)s AND job_id = %(id)s
+                FROM {s}.attempts
+                WHERE queue = %(q)s AND job_id = %(id)s AND ended_at IS NOT NULL
                 UNION ALL
                 SELECT token, attempts, lease_host, lease_pid, NULL,
                     extract(epoch from claimed_at)::float8, NULL

@@ -89,7 +89,7 @@ MIGRATIONS: tuple[str, ...] = (
         WHERE state IN ('succeeded', 'failed');
     """,
     # 3: an attempt's row is written once, when its claim ends, instead of inserted at the
-    # claim and updated at the end (two heap tuples and three index entries a job fewer);
+    # claim and updated at the end (a heap tuple and an index entry a job fewer, no dead tuple);
     # the running attempt is read from its job's lease columns. A claim made under 2 has an
     # open row that 3's settle would not close: refused while any job runs (pause the lanes).
     """
