@@ -3,6 +3,7 @@ queue helpers (scripts/bench.py)."""
 
 from __future__ import annotations
 
+import resource
 import shutil
 import statistics
 import subprocess
@@ -123,11 +124,41 @@ def lane_spec(
     )
 
 
+def timed(
+    argv: Sequence[str],
+    env: dict[str, str] | None = None,
+    *,
+    cwd: Path | None = None,
+    check: bool = False,
+) -> tuple[float, float]:
+    """Wall and CPU seconds (user + system) of one process run to completion (output
+    discarded; `check`: a failed run raises)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    subprocess.run(
+        argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=check, env=env, cwd=cwd
+    )
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+
+
 def run_cmd(argv: Sequence[str], env: dict[str, str] | None = None) -> float:
     """Wall seconds of one process run to completion (output discarded)."""
-    started = time.perf_counter()
-    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, env=env)
-    return time.perf_counter() - started
+    return timed(argv, env)[0]
+
+
+ROUND = 10
+"""Interleaved runs of each side in one round of a startup figure."""
+
+
+def round_ratios(side: Sequence[float], base: Sequence[float]) -> list[float]:
+    """Each round's ratio: the median of ROUND runs of `side` over the median of the ROUND
+    runs of `base` interleaved with them."""
+    return [
+        median(side[at : at + ROUND]) / median(base[at : at + ROUND])
+        for at in range(0, len(side), ROUND)
+    ]
 
 
 LANEKIT = (

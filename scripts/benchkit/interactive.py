@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import os
-import resource
 import subprocess
 from pathlib import Path
 
-from benchkit.common import LANEKIT, PY, REPO, Figure, fresh, median, run_cmd
+from benchkit.common import LANEKIT, PY, REPO, Figure, fresh, median, round_ratios, run_cmd, timed
 
 
 def cli_world(root: Path, lanes: int, name: str = "cli") -> tuple[Path, dict[str, str]]:
@@ -87,10 +86,8 @@ def bench_cli_startup(root: Path, runs: int) -> tuple[Figure, Figure]:
     baseline = ([PY, "-c", "import typer"], env)
     for _ in range(runs):
         for name, (argv, cmd_env) in {"typer": baseline, **commands}.items():
-            before = resource.getrusage(resource.RUSAGE_CHILDREN)
-            times[name].append(run_cmd(argv, cmd_env))
-            after = resource.getrusage(resource.RUSAGE_CHILDREN)
-            used = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+            wall, used = timed(argv, cmd_env)
+            times[name].append(wall)
             cpu[name].append(used)
     typer_ms = median(times["typer"])
 
@@ -167,10 +164,7 @@ def bench_single_enqueue(root: Path, runs: int) -> Figure:
     base = [PY, "-c", "pass"]
 
     def cpu(argv: list[str]) -> float:
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        subprocess.run(argv, cwd=config.parent, env=env, stdout=subprocess.DEVNULL, check=True)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        return after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+        return timed(argv, env, cwd=config.parent, check=True)[1]
 
     for _ in range(3):  # warm the page cache
         cpu(single)
@@ -180,9 +174,7 @@ def bench_single_enqueue(root: Path, runs: int) -> Figure:
         bases.append(cpu(base))
         ones.append(cpu(single))
     # A round is 10 interleaved runs of each side, its ratio the ratio of their medians.
-    per_round = [
-        median(ones[at : at + 10]) / median(bases[at : at + 10]) for at in range(0, runs, 10)
-    ]
+    per_round = round_ratios(ones, bases)
     ratio = median(per_round)
     return Figure(
         key="l",

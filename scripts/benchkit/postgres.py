@@ -18,13 +18,12 @@ dbname=..."`, the password from PGPASSFILE or ~/.pgpass, never on the command li
 from __future__ import annotations
 
 import os
-import resource
 import subprocess
 import time
 from multiprocessing import get_context
 from pathlib import Path
 
-from benchkit.common import LANE, PY, Figure, fresh, lane_spec, median, say
+from benchkit.common import LANE, PY, Figure, fresh, lane_spec, median, round_ratios, say, timed
 from lanekit.queue.model import Verdict
 from lanekit.queue.postgres.backend import PostgresQueue
 from lanekit.queue.postgres.location import PgLocation
@@ -480,14 +479,6 @@ def bench_pg_paging(root: Path, dsn: str, jobs: int, runs: int) -> Figure:
     )
 
 
-def _cpu(argv: list[str], env: dict[str, str] | None = None) -> float:
-    """CPU seconds (user + system) of one child process run to completion."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run(argv, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-
-
 def bench_pg_startup(root: Path, dsn: str, runs: int) -> Figure:
     """(r): CPU of `lanekit run` on a postgres lane with nothing queued vs `python -c pass`."""
     from lanekit.service.launchd.plist import ENTRYPOINT_CODE, INTERPRETER_FLAGS
@@ -508,16 +499,14 @@ def bench_pg_startup(root: Path, dsn: str, runs: int) -> Figure:
     # The floor: the client alone, imported by the same interpreter with the same flags.
     client_argv = [PY, *INTERPRETER_FLAGS, "-c", "import psycopg"]
     for _ in range(3):
-        _cpu(run_argv)
-        _cpu(pass_argv)
+        timed(run_argv)
+        timed(pass_argv)
     base, lane, client = [], [], []
     for _ in range(runs):
-        base.append(_cpu(pass_argv))
-        lane.append(_cpu(run_argv))
-        client.append(_cpu(client_argv))
-    per_round = [
-        median(lane[at : at + 10]) / median(base[at : at + 10]) for at in range(0, runs, 10)
-    ]
+        base.append(timed(pass_argv)[1])
+        lane.append(timed(run_argv)[1])
+        client.append(timed(client_argv)[1])
+    per_round = round_ratios(lane, base)
     ratio = median(per_round)
     return Figure(
         key="r",

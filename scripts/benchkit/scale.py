@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import resource
 from pathlib import Path
 
-from benchkit.common import LANEKIT, Figure, median, run_cmd
+from benchkit.common import LANEKIT, Figure, median, run_cmd, timed
 from benchkit.interactive import cli_world
 
 TARGET = 2.0
@@ -29,10 +28,9 @@ def bench_scale(root: Path, lanes: int, runs: int) -> Figure:
     wall: dict[tuple[str, int], list[float]] = {key: [] for key in commands}
     for _ in range(runs):
         for key, (argv, env) in commands.items():
-            before = resource.getrusage(resource.RUSAGE_CHILDREN)
-            wall[key].append(run_cmd(argv, env))
-            after = resource.getrusage(resource.RUSAGE_CHILDREN)
-            cpu[key].append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+            took, used = timed(argv, env)
+            wall[key].append(took)
+            cpu[key].append(used)
 
     def ratio(verb: str) -> float:
         return median(cpu[verb, lanes]) / median(cpu[verb, 1])

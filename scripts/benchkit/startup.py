@@ -17,6 +17,7 @@ from benchkit.common import (
     lane_spec,
     median,
     percentile,
+    round_ratios,
     run_cmd,
     say,
 )
@@ -56,9 +57,7 @@ def bench_startup(root: Path, runs: int) -> Figure:
         lane.append(run_cmd(run_argv))
         floor.append(run_cmd(floor_argv))
     # A round is 10 interleaved runs of each side, its ratio the ratio of their medians.
-    per_round = [
-        median(lane[at : at + 10]) / median(base[at : at + 10]) for at in range(0, runs, 10)
-    ]
+    per_round = round_ratios(lane, base)
     ratio = median(per_round)
     return Figure(
         key="c",

@@ -7,13 +7,12 @@ cgroup of its own); without one the figure says why and is not met."""
 from __future__ import annotations
 
 import os
-import resource
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-from benchkit.common import LANEKIT, PY, REPO, Figure, fresh, median, run_cmd
+from benchkit.common import LANEKIT, PY, REPO, Figure, fresh, median, run_cmd, timed
 
 
 def _lanes(where: Path, count: int) -> str:
@@ -83,12 +82,9 @@ def _measure(root: Path, user: Any, runs: int) -> Figure:
     cpu: dict[str, list[float]] = {"typer": [], "status": []}
     for _ in range(runs):
         for name, argv in (("typer", baseline), ("status", status)):
-            before_use = resource.getrusage(resource.RUSAGE_CHILDREN)
-            times[name].append(run_cmd(argv, env))
-            after_use = resource.getrusage(resource.RUSAGE_CHILDREN)
-            cpu[name].append(
-                after_use.ru_utime - before_use.ru_utime + after_use.ru_stime - before_use.ru_stime
-            )
+            wall, used = timed(argv, env)
+            times[name].append(wall)
+            cpu[name].append(used)
     rounds = [t / b for t, b in zip(times["status"], times["typer"], strict=True)]
     ratio = median(rounds)
     return Figure(

@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import subprocess
 import time
-from collections.abc import Sequence
 from pathlib import Path
 
-from benchkit.common import LANEKIT, PY, REPO, Figure, fresh, median
+from benchkit.common import LANEKIT, PY, REPO, Figure, fresh, median, timed
 from lanekit.run.lanelog import format_line, format_ts
 
 
@@ -78,17 +76,6 @@ PERIOD = 300
 SHARE_LIMIT = 0.01
 """Issue 31: an incremental pass (a cache of check results) is worth its second truth only if a
 full pass over 100 lanes costs more than 1% of a CPU at the default period."""
-
-
-def timed(argv: Sequence[str], env: dict[str, str]) -> tuple[float, float]:
-    """Wall and CPU seconds (user + system) of one process run to completion."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.perf_counter()
-    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, env=env)
-    wall = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
-    return wall, cpu
 
 
 def config_cpu(config: Path, env: dict[str, str]) -> float:
