@@ -18,7 +18,6 @@ dbname=..."`, the password from PGPASSFILE or ~/.pgpass, never on the command li
 from __future__ import annotations
 
 import os
-import subprocess
 import time
 from multiprocessing import get_context
 from pathlib import Path
@@ -405,9 +404,7 @@ def bench_pg_backlog(root: Path, dsn: str, small: int, large: int, runs: int) ->
     timings: dict[int, list[float]] = {small: [], large: []}
     for _ in range(runs):
         for backlog, argv in argvs.items():
-            started = time.perf_counter()
-            subprocess.run(argv, check=True, stdout=subprocess.DEVNULL)
-            timings[backlog].append(time.perf_counter() - started)
+            timings[backlog].append(timed(argv, check=True)[0])
     per_round = [big / few for few, big in zip(timings[small], timings[large], strict=True)]
     ratio = median(per_round)
     return Figure(
